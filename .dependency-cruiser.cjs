@@ -1,0 +1,76 @@
+/**
+ * The import direction of DESIGN §2, checked by `npm run deps` (part of `npm run check`).
+ * Arrows point one way: apps → libs/queues; libs/runtime → libs/provider → libs/contracts;
+ * libs/lease → libs/browser. libs/contracts and libs/config import no other lib.
+ * @type {import('dependency-cruiser').IConfiguration}
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A cycle makes start-up order and test isolation depend on import order.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'libs-not-to-apps',
+      severity: 'error',
+      comment: 'A lib never imports an app.',
+      from: { path: '^(libs|queues)/' },
+      to: { path: '^apps/' },
+    },
+    {
+      name: 'apps-not-to-other-apps',
+      severity: 'error',
+      comment: 'Each role stands alone; only apps/fleet composes the others.',
+      from: { path: '^apps/([^/]+)/', pathNot: '^apps/fleet/' },
+      to: { path: '^apps/', pathNot: '^apps/$1/' },
+    },
+    {
+      name: 'leaf-libs-import-no-lib',
+      severity: 'error',
+      comment: 'libs/contracts and libs/config import no other lib and no queue.',
+      from: { path: '^libs/(contracts|config)/' },
+      to: { path: '^(libs|queues)/', pathNot: '^libs/$1/' },
+    },
+    {
+      name: 'browser-engine-is-pure-playwright',
+      severity: 'error',
+      comment: 'The page engine never imports Redis, BullMQ, HTTP servers or the libs above it.',
+      from: { path: '^libs/browser/' },
+      to: {
+        path: ['^libs/(store|lease|provider|runtime)/', '^queues/', 'node_modules/(ioredis|bullmq|fastify)/'],
+      },
+    },
+    {
+      name: 'provider-not-to-runtime',
+      severity: 'error',
+      comment: 'libs/runtime → libs/provider, never the other way.',
+      from: { path: '^libs/provider/' },
+      to: { path: '^libs/(runtime|lease|store)/' },
+    },
+    {
+      name: 'lease-not-to-run-side',
+      severity: 'error',
+      comment: 'The lease service rules know nothing of the run side.',
+      from: { path: '^libs/lease/' },
+      to: { path: '^libs/(runtime|provider)/' },
+    },
+    {
+      name: 'nothing-imports-tests',
+      severity: 'error',
+      from: { path: '^(apps|libs|queues)/' },
+      to: { path: '^test/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+    },
+  },
+};

@@ -1,0 +1,17 @@
+import { loadConfig } from '../../libs/config/index.js';
+import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
+import { createLogger, createMetrics } from '../../libs/telemetry/index.js';
+import { DEFAULT_REDIS_URL } from '../../queues/index.js';
+import { startApi } from './server.js';
+
+runMain('api', async () => {
+  const config = loadConfig();
+  const logger = createLogger({ name: 'api', level: config.log.level, pretty: config.log.pretty });
+  const metrics = createMetrics({ role: 'api' });
+  const shutdown = new Shutdown(logger);
+  exitOnSignals(shutdown, { timeoutMs: config.shutdownTimeoutMs, logger });
+
+  const api = await startApi({ config, logger, metrics, redisUrl: config.redis.url ?? DEFAULT_REDIS_URL });
+  shutdown.add('api', () => api.close());
+  logger.info({ url: api.url, docs: `${api.url}/docs`, dashboard: `${api.url}/admin/queues` }, 'api started');
+});

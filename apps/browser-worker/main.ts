@@ -1,0 +1,22 @@
+import { loadConfig } from '../../libs/config/index.js';
+import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
+import { createLogger, createMetrics } from '../../libs/telemetry/index.js';
+import { DEFAULT_REDIS_URL } from '../../queues/index.js';
+import { startBrowserWorker } from './service.js';
+
+runMain('browser-worker', async () => {
+  const config = loadConfig();
+  const logger = createLogger({ name: 'browser-worker', level: config.log.level, pretty: config.log.pretty });
+  const metrics = createMetrics({ role: 'browser-worker' });
+  const shutdown = new Shutdown(logger);
+  exitOnSignals(shutdown, { timeoutMs: config.shutdownTimeoutMs, logger });
+
+  const worker = await startBrowserWorker({
+    config,
+    logger,
+    metrics,
+    redisUrl: config.redis.url ?? DEFAULT_REDIS_URL,
+  });
+  shutdown.add('browser-worker', () => worker.close());
+  logger.info({ url: worker.url, metrics: `${worker.url}/metrics` }, 'browser worker started');
+});

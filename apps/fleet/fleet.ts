@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import type { Config } from '../../libs/config/index.js';
+import { withOverrides } from '../../libs/config/index.js';
+import { Shutdown } from '../../libs/lifecycle/index.js';
+import { createMetrics, type Logger, type Metrics } from '../../libs/telemetry/index.js';
+import { DEFAULT_REDIS_URL, redactUrl, redisAnswers } from '../../queues/index.js';
+import { startApi } from '../api/server.js';
+import { startBrowserWorker } from '../browser-worker/service.js';
+import { startRunWorker } from '../run-worker/run-worker.js';
+import { startSweeper } from '../sweeper/sweeper.js';
+import { startPrivateRedis } from './private-redis.js';
+
+export interface FleetOptions {
+  config: Config;
+  logger: Logger;
+  metrics?: Metrics;
+}
+
+export interface FleetHandle {
+  config: Config;
+  metrics: Metrics;
+  urls: {
+    api: string;
+    docs: string;
+    dashboard: string;
+    metrics: string;
+    browserWorker: string;
+    redis: string;
+  };
+  redisSource: 'REDIS_URL' | 'local' | 'private';
+  chromium: string;
+  /** Stops every role in order (idempotent): claims first, the browser and Redis last. */
+  close(): Promise<void>;
+}
+
+/** Redis from REDIS_URL, else 127.0.0.1:6379 if it answers, else a private redis-server child. */
+async function resolveRedis(
+  config: Config,
+  shutdown: Shutdown,
+): Promise<{ url: string; source: FleetHandle['redisSource'] }> {
+  if (config.redis.url) return { url: config.redis.url, source: 'REDIS_URL' };
+  if (await redisAnswers(DEFAULT_REDIS_URL)) return { url: DEFAULT_REDIS_URL, source: 'local' };
+  const redis = await startPrivateRedis();
+  shutdown.add('private-redis', () => redis.stop());
+  return { url: redis.url, source: 'private' };
+}
+
+/**
+ * Every role in one process — the API, one browser worker, one run worker and the sweeper —
+ * sharing one metrics registry, so the API's `/metrics` shows them all. Secrets left unset are
+ * made up for this process alone (its roles share them in memory).
+ */
+export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
+  const { logger } = options;
+  const metrics = options.metrics ?? createMetrics({ role: 'fleet' });
+  const shutdown = new Shutdown(logger);
+  try {
+    const redis = await resolveRedis(options.config, shutdown);
+    const config = withOverrides(options.config, {
+      secrets: {
+        dataPlaneToken: options.config.secrets.dataPlaneToken ?? randomBytes(32).toString('base64url'),
+        sealKey: options.config.secrets.sealKey ?? randomBytes(32).toString('base64'),
+      },
+    });
+    const roleOptions = { config, logger, metrics, redisUrl: redis.url };
+
+    const browserWorker = await startBrowserWorker(roleOptions);
+    shutdown.add('browser-worker', () => browserWorker.close());
+    const runWorker = await startRunWorker(roleOptions);
+    shutdown.add('run-worker', () => runWorker.close());
+    const sweeper = await startSweeper(roleOptions);
+    shutdown.add('sweeper', () => sweeper.close());
+    const api = await startApi({
+      ...roleOptions,
+      extraReadiness: () => [...browserWorker.readiness(), ...runWorker.readiness(), ...sweeper.readiness()],
+    });
+    shutdown.add('api', () => api.close());
+
+    return {
+      config,
+      metrics,
+      urls: {
+        api: `${api.url}/v1`,
+        docs: `${api.url}/docs`,
+        dashboard: `${api.url}/admin/queues`,
+        metrics: `${api.url}/metrics`,
+        browserWorker: browserWorker.url,
+        redis: redactUrl(redis.url),
+      },
+      redisSource: redis.source,
+      chromium: browserWorker.executablePath,
+      close: () => shutdown.close(),
+    };
+  } catch (error) {
+    await shutdown.close();
+    throw error;
+  }
+}

@@ -1,0 +1,37 @@
+import { loadConfig } from '../../libs/config/index.js';
+import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
+import { createLogger } from '../../libs/telemetry/index.js';
+import { startFleet } from './fleet.js';
+
+const REDIS_SOURCES = {
+  REDIS_URL: 'from REDIS_URL',
+  local: 'the local server',
+  private: 'a private redis-server, stopped on exit',
+} as const;
+
+runMain('fleet', async () => {
+  const config = loadConfig();
+  const logger = createLogger({ name: 'fleet', level: config.log.level, pretty: config.log.pretty });
+  const shutdown = new Shutdown(logger);
+  exitOnSignals(shutdown, { timeoutMs: config.shutdownTimeoutMs, logger });
+
+  const fleet = await startFleet({ config, logger });
+  shutdown.add('fleet', () => fleet.close());
+
+  const { urls } = fleet;
+  console.log(
+    [
+      '',
+      'Leasehold fleet is up: api, browser worker, run worker, sweeper.',
+      `  API             ${urls.api}`,
+      `  API docs        ${urls.docs}`,
+      `  Dashboard       ${urls.dashboard}`,
+      `  Metrics         ${urls.metrics}`,
+      `  Health          ${urls.api.replace(/\/v1$/, '')}/healthz   ${urls.api.replace(/\/v1$/, '')}/readyz`,
+      `  Browser worker  ${urls.browserWorker}   (Chromium: ${fleet.chromium})`,
+      `  Redis           ${urls.redis}   (${REDIS_SOURCES[fleet.redisSource]})`,
+      'Stop with Ctrl-C.',
+      '',
+    ].join('\n'),
+  );
+});

@@ -1,0 +1,28 @@
+import { loadConfig } from '../../libs/config/index.js';
+import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
+import { createLogger, createMetrics, createOpsServer } from '../../libs/telemetry/index.js';
+import { DEFAULT_REDIS_URL } from '../../queues/index.js';
+import { startSweeper } from './sweeper.js';
+
+runMain('sweeper', async () => {
+  const config = loadConfig();
+  const logger = createLogger({ name: 'sweeper', level: config.log.level, pretty: config.log.pretty });
+  const metrics = createMetrics({ role: 'sweeper' });
+  const shutdown = new Shutdown(logger);
+  exitOnSignals(shutdown, { timeoutMs: config.shutdownTimeoutMs, logger });
+
+  const sweeper = await startSweeper({
+    config,
+    logger,
+    metrics,
+    redisUrl: config.redis.url ?? DEFAULT_REDIS_URL,
+  });
+  shutdown.add('sweeper', () => sweeper.close());
+  const ops = createOpsServer(logger, metrics.registry, sweeper.readiness);
+  await ops.listen({ host: config.http.host, port: config.http.sweeperPort });
+  shutdown.add('ops-http', () => ops.close());
+  logger.info(
+    { metrics: `http://${config.http.host}:${config.http.sweeperPort}/metrics` },
+    'sweeper started',
+  );
+});

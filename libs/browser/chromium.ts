@@ -1,0 +1,103 @@
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { type Browser, chromium } from 'playwright-core';
+import { StartupError } from '../lifecycle/index.js';
+
+/** Where a system Chromium usually lives, in the order we try them. */
+const SYSTEM_CHROMIUM_PATHS = [
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+  '/usr/bin/google-chrome-stable',
+  '/usr/bin/google-chrome',
+  '/snap/bin/chromium',
+  '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome',
+  '/Applications/Chromium.app/Contents/MacOS/Chromium',
+];
+const SYSTEM_CHROMIUM_NAMES = ['chromium', 'chromium-browser', 'google-chrome-stable', 'google-chrome'];
+
+/**
+ * Flags every launch carries. Chromium as root needs `--no-sandbox`; without the background
+ * switches it keeps opening connections (updates, sync, safe browsing) that a closed network refuses.
+ */
+export const CHROMIUM_ARGS: readonly string[] = [
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-default-apps',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+];
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface ChromiumLocation {
+  path: string;
+  source: 'BROWSER_EXECUTABLE' | 'playwright' | 'system';
+}
+
+/**
+ * The Chromium to launch: the configured one, else Playwright's own download, else the system's.
+ * Throws a one-line {@link StartupError} saying what to install when there is none.
+ */
+export function resolveChromium(
+  configured: string | undefined,
+  // biome-ignore lint/style/noProcessEnv: PATH is the system's own lookup, not a Leasehold setting.
+  searchPath: string | undefined = process.env.PATH,
+): ChromiumLocation {
+  if (configured !== undefined) {
+    if (isExecutable(configured)) return { path: configured, source: 'BROWSER_EXECUTABLE' };
+    throw new StartupError(
+      `BROWSER_EXECUTABLE is "${configured}", which is not an executable file; point it at Chromium or unset it`,
+    );
+  }
+  let bundled: string | undefined;
+  try {
+    bundled = chromium.executablePath();
+  } catch {
+    bundled = undefined;
+  }
+  if (bundled && isExecutable(bundled)) return { path: bundled, source: 'playwright' };
+  for (const candidate of SYSTEM_CHROMIUM_PATHS) {
+    if (isExecutable(candidate)) return { path: candidate, source: 'system' };
+  }
+  for (const folder of (searchPath ?? '').split(delimiter).filter(Boolean)) {
+    for (const name of SYSTEM_CHROMIUM_NAMES) {
+      const candidate = join(folder, name);
+      if (isExecutable(candidate)) return { path: candidate, source: 'system' };
+    }
+  }
+  throw new StartupError(
+    'no Chromium found: install it (Debian/Ubuntu: `apt-get install chromium`) or set BROWSER_EXECUTABLE to its path',
+  );
+}
+
+export interface LaunchOptions {
+  executablePath: string;
+  headless: boolean;
+  /** Extra switches after {@link CHROMIUM_ARGS}. */
+  args?: readonly string[];
+}
+
+/** Launches Chromium with the flags this fleet needs (and `--no-sandbox` when running as root). */
+export async function launchChromium(options: LaunchOptions): Promise<Browser> {
+  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  return chromium.launch({
+    executablePath: options.executablePath,
+    headless: options.headless,
+    chromiumSandbox: !asRoot,
+    args: [...CHROMIUM_ARGS, ...(options.args ?? [])],
+    // Leasehold stops its browser itself, in order, on SIGTERM.
+    handleSIGINT: false,
+    handleSIGTERM: false,
+    handleSIGHUP: false,
+  });
+}

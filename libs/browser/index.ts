@@ -1,0 +1,7 @@
+export {
+  CHROMIUM_ARGS,
+  type ChromiumLocation,
+  type LaunchOptions,
+  launchChromium,
+  resolveChromium,
+} from './chromium.js';

@@ -1,0 +1,107 @@
+import { z } from 'zod';
+
+/**
+ * Every setting Leasehold reads from the environment. Names carry their unit (`…_MS`).
+ * Parsed once at start-up by {@link loadConfig}; nothing below `apps/` reads `process.env`.
+ */
+
+const port = z.coerce.number().int().min(0).max(65_535);
+const positiveMs = z.coerce.number().int().min(1);
+const flag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+const optionalText = z
+  .string()
+  .trim()
+  .transform((value) => (value === '' ? undefined : value))
+  .optional();
+
+export const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `true` forces pretty logs, `false` forces JSON; unset means pretty only on a TTY. */
+  LOG_PRETTY: flag.optional(),
+
+  /** Redis for queues and records. Unset: 127.0.0.1:6379 if it answers, else (fleet only) a private server. */
+  REDIS_URL: z
+    .url({ protocol: /^rediss?$/, error: 'a redis:// or rediss:// URL' })
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /** Prefix of Leasehold's own Redis keys. */
+  LEASEHOLD_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_:{}-]{1,64}$/, 'letters, digits, _ : { } -')
+    .default('lh:'),
+  /** Prefix of BullMQ's keys. */
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ -')
+    .default('bull'),
+
+  HOST: z.string().min(1).default('127.0.0.1'),
+  /** The API (and, in the fleet, every role's /metrics). */
+  PORT: port.default(3000),
+  BROWSER_WORKER_PORT: port.default(3001),
+  RUN_WORKER_PORT: port.default(3002),
+  SWEEPER_PORT: port.default(3003),
+
+  /** Shared secret of the browser worker data plane (≥ 32 characters). The fleet makes one when unset. */
+  LEASEHOLD_DATA_PLANE_TOKEN: optionalText.pipe(z.string().min(32, 'at least 32 characters').optional()),
+  /** AES-256-GCM key for sealed profile state: 32 bytes, base64 or hex. The fleet makes one when unset. */
+  LEASEHOLD_SEAL_KEY: optionalText.pipe(
+    z
+      .string()
+      .refine((value) => decodeKey(value) !== undefined, '32 bytes as 64 hex digits or base64')
+      .optional(),
+  ),
+
+  /** Chromium to launch. Unset: Playwright's own if installed, else the system's. */
+  BROWSER_EXECUTABLE: optionalText,
+  BROWSER_HEADLESS: flag.default(true),
+  /** This browser worker's id, stable for its pinned group; it names the worker in lease provider references. */
+  BROWSER_WORKER_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ -')
+    .default('browser-1'),
+  /** Profiles pinned to this browser worker: `*` or a comma-separated list of profile ids. */
+  BROWSER_WORKER_PROFILES: z
+    .string()
+    .default('*')
+    .transform((value) => (value.trim() === '*' ? '*' : splitList(value)))
+    .pipe(z.union([z.literal('*'), z.array(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/)).min(1)])),
+  /** The data-plane URL this browser worker advertises. Unset: http://HOST:BROWSER_WORKER_PORT. */
+  BROWSER_WORKER_URL: z.url().optional(),
+
+  /** Runs one run-worker process works at once. */
+  RUN_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(8),
+  /** BullMQ job lock; a worker that stops renewing it for this long is stalled. */
+  RUN_LOCK_DURATION_MS: positiveMs.default(30_000),
+  /** How often BullMQ checks for stalled jobs. */
+  RUN_STALLED_INTERVAL_MS: positiveMs.default(30_000),
+  /** The worker retry limit: times a stalled run is handed to another worker before the sweeper fails it. */
+  RUN_MAX_STALLED_COUNT: z.coerce.number().int().min(0).max(100).default(2),
+  /** The run worker's lease upkeep period (ADR-0127 d6: once a minute). */
+  LEASE_UPKEEP_INTERVAL_MS: positiveMs.default(60_000),
+  /** The sweeper's period. */
+  SWEEP_INTERVAL_MS: positiveMs.default(5_000),
+  /** Longest a process takes to stop after SIGTERM/SIGINT before it forces its exit. */
+  SHUTDOWN_TIMEOUT_MS: positiveMs.default(10_000),
+
+  /** Folder of limits.yaml and models.yaml. */
+  LEASEHOLD_OPS_DIR: z.string().min(1).optional(),
+});
+
+export type Env = z.output<typeof envSchema>;
+
+function splitList(value: string): string[] {
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+}
+
+/** A 32-byte key from 64 hex digits or base64, else undefined. */
+export function decodeKey(value: string): Buffer | undefined {
+  const bytes = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
+  return bytes.length === 32 ? bytes : undefined;
+}

@@ -1,0 +1,167 @@
+import { fileURLToPath } from 'node:url';
+import type { z } from 'zod';
+import { type Env, envSchema } from './env.js';
+import {
+  type LimitsFile,
+  loadLimitsFile,
+  loadModelsFile,
+  type ModelsFile,
+  OpsFileError,
+} from './ops-files.js';
+
+export { decodeKey } from './env.js';
+export { checkLimits, type LimitsFile, type ModelsFile, OpsFileError } from './ops-files.js';
+
+/** ADR-0127 d6: the upkeep renews leases due within five minutes, so it must pass at least twice in that window. */
+export const LEASE_RENEW_WINDOW_MS = 5 * 60_000;
+
+export interface Config {
+  readonly nodeEnv: Env['NODE_ENV'];
+  readonly log: { readonly level: Env['LOG_LEVEL']; readonly pretty: boolean | undefined };
+  readonly redis: {
+    readonly url: string | undefined;
+    readonly keyPrefix: string;
+    readonly queuePrefix: string;
+  };
+  readonly http: {
+    readonly host: string;
+    readonly apiPort: number;
+    readonly browserWorkerPort: number;
+    readonly runWorkerPort: number;
+    readonly sweeperPort: number;
+  };
+  readonly secrets: {
+    readonly dataPlaneToken: string | undefined;
+    /** base64 or hex; decode with `decodeKey`. */
+    readonly sealKey: string | undefined;
+  };
+  readonly browser: {
+    readonly executable: string | undefined;
+    readonly headless: boolean;
+    readonly workerId: string;
+    readonly pinnedProfiles: '*' | readonly string[];
+    readonly workerUrl: string | undefined;
+  };
+  readonly runWorker: {
+    readonly concurrency: number;
+    readonly lockDurationMs: number;
+    readonly stalledIntervalMs: number;
+    readonly maxStalledCount: number;
+    readonly upkeepIntervalMs: number;
+  };
+  readonly sweeper: { readonly intervalMs: number };
+  readonly shutdownTimeoutMs: number;
+  readonly limits: LimitsFile;
+  readonly models: ModelsFile;
+}
+
+/** A setting that stops the process: its message is the one line an operator reads. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+const SECRET_NAME = /TOKEN|KEY|PASSWORD|SECRET/;
+
+function describeIssue(issue: z.core.$ZodIssue, env: Record<string, string | undefined>): string {
+  const name = String(issue.path[0] ?? '');
+  const raw = env[name];
+  const found =
+    raw === undefined
+      ? 'it is unset'
+      : SECRET_NAME.test(name)
+        ? 'got a value that does not fit'
+        : `got "${raw}"`;
+  return `${name}: expected ${issue.message.replace(/^Invalid input: expected /, '')}; ${found}`;
+}
+
+export const DEFAULT_OPS_DIR = fileURLToPath(new URL('../../ops/', import.meta.url));
+
+/**
+ * Parses the environment (and ops/limits.yaml, ops/models.yaml) once, checks the rules that hold
+ * between settings, and returns a frozen config. Throws {@link ConfigError} with one line naming
+ * the variable and what was expected.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    throw new ConfigError(`invalid configuration: ${first ? describeIssue(first, env) : 'unknown problem'}`);
+  }
+  const e = parsed.data;
+  if (e.LEASE_UPKEEP_INTERVAL_MS * 2 > LEASE_RENEW_WINDOW_MS) {
+    throw new ConfigError(
+      `invalid configuration: LEASE_UPKEEP_INTERVAL_MS: expected at most ${LEASE_RENEW_WINDOW_MS / 2} (half the five-minute renew window); got "${e.LEASE_UPKEEP_INTERVAL_MS}"`,
+    );
+  }
+  if (e.RUN_STALLED_INTERVAL_MS > e.RUN_LOCK_DURATION_MS * 4) {
+    throw new ConfigError(
+      `invalid configuration: RUN_STALLED_INTERVAL_MS: expected at most 4 × RUN_LOCK_DURATION_MS (${e.RUN_LOCK_DURATION_MS * 4}); got "${e.RUN_STALLED_INTERVAL_MS}"`,
+    );
+  }
+  const opsDir = e.LEASEHOLD_OPS_DIR ?? DEFAULT_OPS_DIR;
+  let limits: LimitsFile;
+  let models: ModelsFile;
+  try {
+    limits = loadLimitsFile(opsDir);
+    models = loadModelsFile(opsDir);
+  } catch (error) {
+    if (error instanceof OpsFileError) throw new ConfigError(`invalid configuration: ${error.message}`);
+    throw error;
+  }
+
+  return deepFreeze({
+    nodeEnv: e.NODE_ENV,
+    log: { level: e.LOG_LEVEL, pretty: e.LOG_PRETTY },
+    redis: { url: e.REDIS_URL, keyPrefix: e.LEASEHOLD_KEY_PREFIX, queuePrefix: e.QUEUE_PREFIX },
+    http: {
+      host: e.HOST,
+      apiPort: e.PORT,
+      browserWorkerPort: e.BROWSER_WORKER_PORT,
+      runWorkerPort: e.RUN_WORKER_PORT,
+      sweeperPort: e.SWEEPER_PORT,
+    },
+    secrets: { dataPlaneToken: e.LEASEHOLD_DATA_PLANE_TOKEN, sealKey: e.LEASEHOLD_SEAL_KEY },
+    browser: {
+      executable: e.BROWSER_EXECUTABLE,
+      headless: e.BROWSER_HEADLESS,
+      workerId: e.BROWSER_WORKER_ID,
+      pinnedProfiles: e.BROWSER_WORKER_PROFILES,
+      workerUrl: e.BROWSER_WORKER_URL,
+    },
+    runWorker: {
+      concurrency: e.RUN_WORKER_CONCURRENCY,
+      lockDurationMs: e.RUN_LOCK_DURATION_MS,
+      stalledIntervalMs: e.RUN_STALLED_INTERVAL_MS,
+      maxStalledCount: e.RUN_MAX_STALLED_COUNT,
+      upkeepIntervalMs: e.LEASE_UPKEEP_INTERVAL_MS,
+    },
+    sweeper: { intervalMs: e.SWEEP_INTERVAL_MS },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    limits,
+    models,
+  });
+}
+
+/** A copy of `config` with some fields replaced, frozen again (tests and the fleet use it). */
+export function withOverrides(
+  config: Config,
+  overrides: Partial<{ [K in keyof Config]: Partial<Config[K]> }>,
+): Config {
+  const merged: Record<string, unknown> = { ...config };
+  for (const [key, value] of Object.entries(overrides)) {
+    const current = (config as unknown as Record<string, unknown>)[key];
+    merged[key] =
+      current && typeof current === 'object' && !Array.isArray(current)
+        ? { ...current, ...(value as object) }
+        : value;
+  }
+  return deepFreeze(merged as unknown as Config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}

@@ -1,0 +1,12 @@
+export {
+  API_ERROR_STATUS,
+  ApiError,
+  type ApiErrorBody,
+  type ApiErrorCode,
+  LeaseholdError,
+  RUN_FAILURE_REASONS,
+  type RunFailureReason,
+  TOOL_ERROR_CODES,
+  type ToolErrorCode,
+} from './errors.js';
+export { type IdKind, newId, recordIdSchema } from './ids.js';

@@ -1,0 +1,2 @@
+export { LeaderLock } from './leader-lock.js';
+export { type ScriptCommands, withScripts } from './scripts.js';

@@ -1,0 +1,33 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+
+const LUA_DIR = new URL('./lua/', import.meta.url);
+
+/** A script file named `<command>-<number of keys>.lua`, as BullMQ names its own. */
+const SCRIPT_FILE = /^([A-Za-z]+)-(\d+)\.lua$/;
+
+export interface ScriptCommands {
+  acquireOrRenewLock(lockKey: string, token: string, ttlMs: number): Promise<number>;
+  releaseLock(lockKey: string, token: string): Promise<number>;
+}
+
+const loaded = new WeakSet<Redis>();
+
+/**
+ * Defines every Lua script under `lua/` as a command on `client` (EVALSHA with a fallback to
+ * EVAL, as ioredis does). Each state change that spans keys is one of these scripts.
+ */
+export function withScripts(client: Redis): Redis & ScriptCommands {
+  if (!loaded.has(client)) {
+    for (const file of readdirSync(LUA_DIR)) {
+      const match = SCRIPT_FILE.exec(file);
+      if (!match?.[1] || !match[2]) continue;
+      client.defineCommand(match[1], {
+        numberOfKeys: Number(match[2]),
+        lua: readFileSync(new URL(file, LUA_DIR), 'utf8'),
+      });
+    }
+    loaded.add(client);
+  }
+  return client as Redis & ScriptCommands;
+}

@@ -1,0 +1,20 @@
+export {
+  type ConnectionRole,
+  closeRedis,
+  connectRedis,
+  DEFAULT_REDIS_URL,
+  redactUrl,
+  redisAnswers,
+  redisOptions,
+} from './connection.js';
+export {
+  createRunsQueue,
+  enqueueRun,
+  RUNS_QUEUE,
+  type RunJob,
+  type RunsQueue,
+  runJobId,
+  runJobOptions,
+  runJobSchema,
+} from './runs.js';
+export { closeWorker, createQueueWorker, type QueueWorkerOptions } from './worker.js';
