@@ -17,4 +17,10 @@ export {
   runJobOptions,
   runJobSchema,
 } from './runs.js';
-export { closeWorker, createQueueWorker, type QueueWorkerOptions } from './worker.js';
+export {
+  closeWorker,
+  createQueueWorker,
+  handBack,
+  type QueueWorkerOptions,
+  SHUTDOWN_REASON,
+} from './worker.js';

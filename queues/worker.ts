@@ -1,4 +1,4 @@
-import { type Processor, Worker } from 'bullmq';
+import { type Job, type Processor, WaitingError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { connectRedis } from './connection.js';
 
@@ -45,20 +45,45 @@ export async function createQueueWorker<Data, Result>(
   return worker;
 }
 
+/** The abort reason a processor sees when its worker is shutting down (not a user's cancel). */
+export const SHUTDOWN_REASON = 'worker_shutdown';
+
+/** How long cancelled processors get to hand their jobs back once the drain bound has passed. */
+const HAND_BACK_GRACE_MS = 1_000;
+
 /**
- * Stops claiming and lets the jobs in flight finish for up to `timeoutMs`; past it, closes by
- * force. A job cut off then keeps its lock until the lock lapses, and BullMQ's stall check hands
- * it to another worker: nothing is lost, and the run resumes elsewhere.
+ * Puts a job the processor cannot finish back on the waiting list at once (no stall, no retry
+ * counted), for another worker to claim. Call it from a processor whose signal was aborted with
+ * {@link SHUTDOWN_REASON}, and let the error it throws propagate.
  */
-export async function closeWorker(worker: Worker, timeoutMs: number): Promise<'drained' | 'forced'> {
+export async function handBack(job: Job, token: string | undefined): Promise<never> {
+  await job.moveToWait(token);
+  throw new WaitingError();
+}
+
+function within<T>(promise: Promise<T>, timeoutMs: number): Promise<T | 'timeout'> {
   let timer: NodeJS.Timeout | undefined;
-  const outcome = await Promise.race([
-    worker.close().then(() => 'drained' as const),
-    new Promise<'forced'>((resolve) => {
-      timer = setTimeout(() => resolve('forced'), timeoutMs);
+  return Promise.race([
+    promise,
+    new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
     }),
-  ]);
-  clearTimeout(timer);
-  if (outcome === 'forced') await worker.close(true);
-  return outcome;
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Stops claiming and lets the jobs in flight finish for up to `timeoutMs` (`drained`). Past it,
+ * their processors' signals are aborted with {@link SHUTDOWN_REASON} so they hand their jobs back
+ * ({@link handBack}) — `handed_back`. A processor that ignores its signal is left behind
+ * (`abandoned`): its lock lapses when the process exits, and BullMQ's stall check gives the job
+ * to another worker. Nothing is lost either way.
+ */
+export async function closeWorker(
+  worker: Worker,
+  timeoutMs: number,
+): Promise<'drained' | 'handed_back' | 'abandoned'> {
+  const closed = worker.close();
+  if ((await within(closed, timeoutMs)) !== 'timeout') return 'drained';
+  worker.cancelAllJobs(SHUTDOWN_REASON);
+  return (await within(closed, HAND_BACK_GRACE_MS)) === 'timeout' ? 'abandoned' : 'handed_back';
 }

@@ -55,7 +55,11 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     );
   const log = logger.child({ component: 'browser-worker', worker_id: config.browser.workerId });
   const chromium = resolveChromium(config.browser.executable);
-  const browser = await launchChromium({ executablePath: chromium.path, headless: config.browser.headless });
+  const browser = await launchChromium({
+    executablePath: chromium.path,
+    headless: config.browser.headless,
+    sandbox: config.browser.sandbox,
+  });
   log.info(
     { executable: chromium.path, source: chromium.source, version: browser.version() },
     'chromium launched',

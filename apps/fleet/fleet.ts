@@ -14,6 +14,8 @@ export interface FleetOptions {
   config: Config;
   logger: Logger;
   metrics?: Metrics;
+  /** Where a local Redis is looked for when REDIS_URL is unset (tests point it elsewhere). */
+  localRedisUrl?: string;
 }
 
 export interface FleetHandle {
@@ -36,10 +38,11 @@ export interface FleetHandle {
 /** Redis from REDIS_URL, else 127.0.0.1:6379 if it answers, else a private redis-server child. */
 async function resolveRedis(
   config: Config,
+  localUrl: string,
   shutdown: Shutdown,
 ): Promise<{ url: string; source: FleetHandle['redisSource'] }> {
   if (config.redis.url) return { url: config.redis.url, source: 'REDIS_URL' };
-  if (await redisAnswers(DEFAULT_REDIS_URL)) return { url: DEFAULT_REDIS_URL, source: 'local' };
+  if (await redisAnswers(localUrl)) return { url: localUrl, source: 'local' };
   const redis = await startPrivateRedis();
   shutdown.add('private-redis', () => redis.stop());
   return { url: redis.url, source: 'private' };
@@ -55,7 +58,7 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
   const metrics = options.metrics ?? createMetrics({ role: 'fleet' });
   const shutdown = new Shutdown(logger);
   try {
-    const redis = await resolveRedis(options.config, shutdown);
+    const redis = await resolveRedis(options.config, options.localRedisUrl ?? DEFAULT_REDIS_URL, shutdown);
     const config = withOverrides(options.config, {
       secrets: {
         dataPlaneToken: options.config.secrets.dataPlaneToken ?? randomBytes(32).toString('base64url'),

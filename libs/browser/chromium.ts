@@ -83,6 +83,8 @@ export function resolveChromium(
 export interface LaunchOptions {
   executablePath: string;
   headless: boolean;
+  /** Chromium's sandbox; unset: on unless running as root. */
+  sandbox?: boolean | undefined;
   /** Extra switches after {@link CHROMIUM_ARGS}. */
   args?: readonly string[];
 }
@@ -93,7 +95,7 @@ export async function launchChromium(options: LaunchOptions): Promise<Browser> {
   return chromium.launch({
     executablePath: options.executablePath,
     headless: options.headless,
-    chromiumSandbox: !asRoot,
+    chromiumSandbox: options.sandbox ?? !asRoot,
     args: [...CHROMIUM_ARGS, ...(options.args ?? [])],
     // Leasehold stops its browser itself, in order, on SIGTERM.
     handleSIGINT: false,

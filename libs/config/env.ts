@@ -58,6 +58,8 @@ export const envSchema = z.object({
   /** Chromium to launch. Unset: Playwright's own if installed, else the system's. */
   BROWSER_EXECUTABLE: optionalText,
   BROWSER_HEADLESS: flag.default(true),
+  /** Chromium's own sandbox. Unset: on, except as root (where Chromium cannot use it). Containers turn it off: they are the boundary. */
+  BROWSER_SANDBOX: flag.optional(),
   /** This browser worker's id, stable for its pinned group; it names the worker in lease provider references. */
   BROWSER_WORKER_ID: z
     .string()

@@ -38,6 +38,7 @@ export interface Config {
   readonly browser: {
     readonly executable: string | undefined;
     readonly headless: boolean;
+    readonly sandbox: boolean | undefined;
     readonly workerId: string;
     readonly pinnedProfiles: '*' | readonly string[];
     readonly workerUrl: string | undefined;
@@ -124,6 +125,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     browser: {
       executable: e.BROWSER_EXECUTABLE,
       headless: e.BROWSER_HEADLESS,
+      sandbox: e.BROWSER_SANDBOX,
       workerId: e.BROWSER_WORKER_ID,
       pinnedProfiles: e.BROWSER_WORKER_PROFILES,
       workerUrl: e.BROWSER_WORKER_URL,
