@@ -9,7 +9,7 @@ const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import
 
 describe('the README', () => {
   it('documents every setting the configuration reads', () => {
-    const documented = new Set([...readme.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((match) => match[1]));
+    const documented = new Set([...readme.matchAll(/^\| `([A-Z0-9_]+)` *\|/gm)].map((match) => match[1]));
     expect([...Object.keys(envSchema.shape)].filter((name) => !documented.has(name))).toEqual([]);
     expect([...documented].filter((name) => !(name && name in envSchema.shape))).toEqual([]);
   });
