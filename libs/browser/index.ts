@@ -5,3 +5,17 @@ export {
   launchChromium,
   resolveChromium,
 } from './chromium.js';
+export { BrowserToolError } from './errors.js';
+export { evidenceKey } from './evidence-key.js';
+export {
+  CANDIDATE_LIMIT,
+  TEXT_LIMIT_CHARS,
+  type ToolOutcome,
+  WINDOW_SIZE,
+} from './observation.js';
+export type { OperationLimits } from './operation.js';
+export { normalizeOrigins, originAllowed } from './origin-guard.js';
+export { PageEngine, type PageEngineOptions } from './page-engine.js';
+export { MAX_POLLS, matchPredicate, POLL_INTERVAL_MS } from './predicate.js';
+export { SETTLE_SNAPSHOT_LIMIT } from './request-tracker.js';
+export { DOM_QUIET_MS, SETTLE_BOUND_MS } from './settle.js';

@@ -1,0 +1,320 @@
+import type { ElementHandle, Frame, Page } from 'playwright-core';
+import { ZodError } from 'zod';
+import {
+  type ActArgs,
+  type ActArgsInput,
+  actArgsSchema,
+  type NavigateArgs,
+  navigateArgsSchema,
+  type ObserveArgsInput,
+  observeArgsSchema,
+} from '../contracts/index.js';
+import { agentHandle, callAgent, literal } from './agent-call.js';
+import { BrowserToolError, isNavigationTeardown } from './errors.js';
+import {
+  captureObservation,
+  observeUntil,
+  parseContinuation,
+  type RevisionState,
+  type ToolOutcome,
+} from './observation.js';
+import { Operation, type OperationLimits, within } from './operation.js';
+import { normalizeOrigins, OriginGuard, originAllowed, originOf } from './origin-guard.js';
+import { pageAgentScript } from './page-script/bundle.js';
+import type { TargetCheck } from './page-script/page-agent.js';
+import { RequestTracker } from './request-tracker.js';
+import { settlePage } from './settle.js';
+
+export interface PageEngineOptions {
+  /** The profile's allowed origins (`https://example.com`); top-level navigations elsewhere are blocked. */
+  allowedOrigins: readonly string[];
+}
+
+/**
+ * The three browser tools of contract 1.2.0 over one Playwright page (DESIGN §6): navigate, observe
+ * and act, each giving back the observation and, beside it, the platform's evidence key. Calls on
+ * one page run one at a time. Create it right after the page: requests are tracked from then on.
+ */
+export class PageEngine {
+  private readonly revisions: RevisionState = { current: null };
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  private constructor(
+    readonly page: Page,
+    private readonly tracker: RequestTracker,
+    private readonly guard: OriginGuard,
+    private readonly allowed: ReadonlySet<string>,
+  ) {}
+
+  static async create(page: Page, options: PageEngineOptions): Promise<PageEngine> {
+    const allowed = normalizeOrigins(options.allowedOrigins);
+    // Tracking starts before the first await so no request of the page is missed.
+    const tracker = new RequestTracker(page);
+    try {
+      await page.addInitScript({ content: await pageAgentScript() });
+      const guard = await OriginGuard.install(page, allowed);
+      return new PageEngine(page, tracker, guard, allowed);
+    } catch (error) {
+      tracker.close();
+      throw error;
+    }
+  }
+
+  /** `browser.navigate {url}`: the settled page at the new URL. */
+  navigate(args: NavigateArgs, limits: OperationLimits): Promise<ToolOutcome> {
+    return this.serially(() => this.navigateNow(parse(navigateArgsSchema, args), new Operation(limits)));
+  }
+
+  /** `browser.observe {continuation? | wait_for?}`: the page as it is, not waited for. */
+  observe(args: ObserveArgsInput, limits: OperationLimits): Promise<ToolOutcome> {
+    return this.serially(() => this.observeNow(parse(observeArgsSchema, args), new Operation(limits)));
+  }
+
+  /** `browser.act {revision, element, action, text?, postcondition?}`: the settled page after one action. */
+  act(args: ActArgsInput, limits: OperationLimits): Promise<ToolOutcome> {
+    return this.serially(() => this.actNow(parse(actArgsSchema, args), new Operation(limits)));
+  }
+
+  /** Stops tracking and guarding; the page itself belongs to the caller. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.tracker.close();
+    await this.guard.close();
+  }
+
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(() => {
+      if (this.closed) throw new BrowserToolError('provider_unavailable', 'the page engine is closed');
+      return work();
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async navigateNow(args: NavigateArgs, op: Operation): Promise<ToolOutcome> {
+    if (originOf(args.url) === null) {
+      throw new BrowserToolError('invalid_arguments', 'url must be an absolute http(s) URL');
+    }
+    if (!originAllowed(args.url, this.allowed)) {
+      throw new BrowserToolError('url_disallowed', "the URL's origin is not in the profile's allowed list");
+    }
+    op.throwIfEnded('the navigation');
+    await op.beforeDispatch('the navigation');
+    this.revisions.current = null;
+    const blockedBefore = this.guard.blockedCount;
+    try {
+      const response = this.page.goto(args.url, { waitUntil: 'commit', timeout: op.remainingMs() });
+      const committed = await within(response, op.deadlineMs, op.signal);
+      if (!committed.done) {
+        throw new BrowserToolError(
+          'provider_unavailable',
+          'the navigation did not commit before the call ended',
+        );
+      }
+    } catch (error) {
+      if (this.guard.blockedCount !== blockedBefore) throw disallowedRedirect(error);
+      if (error instanceof BrowserToolError) throw error;
+      throw new BrowserToolError('provider_unavailable', 'the navigation failed', false, { cause: error });
+    }
+    if (this.guard.blockedCount !== blockedBefore) throw disallowedRedirect(undefined);
+    const settle = await settlePage(this.page, this.tracker, op);
+    return captureObservation(this.page, this.revisions, op, { offset: 0, settle });
+  }
+
+  private async observeNow(
+    args: ReturnType<typeof observeArgsSchema.parse>,
+    op: Operation,
+  ): Promise<ToolOutcome> {
+    let offset = 0;
+    if (args.continuation !== undefined) {
+      const position = parseContinuation(args.continuation);
+      if (position === null)
+        throw new BrowserToolError('invalid_arguments', 'continuation is not one this page gave');
+      if (position.revision !== this.revisions.current) {
+        throw new BrowserToolError(
+          'page_changed',
+          'continuation belongs to an earlier revision; observe again',
+        );
+      }
+      offset = position.offset;
+    }
+    const read = () => captureObservation(this.page, this.revisions, op, { offset, settle: null });
+    return args.wait_for === undefined ? read() : observeUntil(read, args.wait_for, op);
+  }
+
+  private async actNow(args: ActArgs, op: Operation): Promise<ToolOutcome> {
+    if (
+      (args.action === 'fill' || args.action === 'select' || args.action === 'press') &&
+      args.text === undefined
+    ) {
+      throw new BrowserToolError('invalid_arguments', `${args.action} needs text`);
+    }
+    op.throwIfEnded('the action');
+    if (args.revision !== this.revisions.current) {
+      throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
+    }
+    const target = await this.targetFor(args, op);
+    try {
+      await op.beforeDispatch('the action');
+    } catch (error) {
+      await target.element.dispose().catch(() => undefined);
+      throw error;
+    }
+    const blockedBefore = this.guard.blockedCount;
+    try {
+      await dispatch(target.element, args, target.selectBy, op);
+    } catch (error) {
+      if (error instanceof BrowserToolError) throw error;
+      // Playwright refuses an unknown key name before sending anything.
+      if (args.action === 'press' && error instanceof Error && /Unknown key/i.test(error.message)) {
+        throw new BrowserToolError('invalid_arguments', 'press needs a key name such as Enter or Control+A');
+      }
+      // The action may have reached the page: its effect is unknown, and it is never retried here.
+      throw new BrowserToolError(
+        'outcome_unknown',
+        `the ${args.action} may or may not have taken effect`,
+        false,
+        {
+          cause: error,
+        },
+      );
+    } finally {
+      await target.element.dispose().catch(() => undefined);
+    }
+    // ADR-0130 d6: the settled page is returned; no earlier reference survives the action.
+    this.revisions.current = null;
+    const settle = await settlePage(this.page, this.tracker, op);
+    if (this.guard.blockedCount !== blockedBefore) throw disallowedRedirect(undefined);
+    const read = () => captureObservation(this.page, this.revisions, op, { offset: 0, settle });
+    try {
+      return args.postcondition === undefined
+        ? await read()
+        : await observeUntil(read, args.postcondition, op);
+    } catch (error) {
+      // ADR-0159: evidence lost after an action leaves its outcome unknown.
+      throw new BrowserToolError(
+        'outcome_unknown',
+        `the page after the ${args.action} could not be read`,
+        false,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+
+  /** The refusals that come before dispatch: stale revision, unknown element, disallowed action. */
+  private async targetFor(
+    args: ActArgs,
+    op: Operation,
+  ): Promise<{ element: ElementHandle<Element>; selectBy: SelectBy }> {
+    const main = this.page.mainFrame();
+    const call = `check(${literal(args.revision)}, ${literal(args.element)}, ${literal(args.action)}, ${literal(args.text ?? null)})`;
+    let verdict: TargetCheck;
+    try {
+      const checked = await within(callAgent<TargetCheck>(main, call), op.deadlineMs, op.signal);
+      if (!checked.done)
+        throw new BrowserToolError('provider_unavailable', 'the call ended before the action', true);
+      verdict = checked.value;
+    } catch (error) {
+      if (error instanceof BrowserToolError) throw error;
+      if (isNavigationTeardown(error)) {
+        throw new BrowserToolError('page_changed', 'the page changed document; observe again', false, {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+    if (verdict === 'page_changed') {
+      throw new BrowserToolError('page_changed', 'the page no longer holds that revision; observe again');
+    }
+    if (verdict === 'element_not_found') {
+      throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
+    }
+    if (verdict.startsWith('action_not_allowed:')) {
+      throw new BrowserToolError(
+        'action_not_allowed',
+        `${args.action} is not allowed: ${verdict.slice('action_not_allowed:'.length)}`,
+      );
+    }
+    const selectBy: SelectBy = verdict === 'ok:value' ? 'value' : 'label';
+    const element = await this.elementHandle(main, args);
+    return { element, selectBy };
+  }
+
+  /** A handle in the element's own frame, so Playwright's actionability checks run where it lives. */
+  private async elementHandle(main: Frame, args: ActArgs): Promise<ElementHandle<Element>> {
+    const call = `resolve(${literal(args.revision)}, ${literal(args.element)})`;
+    const first = (await agentHandle(main, call)).asElement();
+    if (!first)
+      throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
+    const owner = await first.ownerFrame();
+    if (owner === null || owner === main) return first as ElementHandle<Element>;
+    await first.dispose();
+    const inFrame = (await agentHandle(owner, `top().${call}`)).asElement();
+    if (!inFrame)
+      throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
+    return inFrame as ElementHandle<Element>;
+  }
+}
+
+type SelectBy = 'label' | 'value';
+
+async function dispatch(
+  element: ElementHandle<Element>,
+  args: ActArgs,
+  selectBy: SelectBy,
+  op: Operation,
+): Promise<void> {
+  const timeout = Math.max(1, op.remainingMs());
+  const text = args.text ?? '';
+  // Playwright's actionability checks (visible, stable, enabled, receiving events) stay on.
+  const action = (() => {
+    switch (args.action) {
+      case 'click':
+        return element.click({ timeout });
+      case 'fill':
+        return element.fill(text, { timeout });
+      case 'select':
+        return element.selectOption(selectBy === 'label' ? { label: text } : { value: text }, { timeout });
+      case 'press':
+        return element.press(text, { timeout });
+      case 'check':
+        return element.check({ timeout });
+      case 'uncheck':
+        return element.uncheck({ timeout });
+      default: {
+        const unknown: never = args.action;
+        throw new BrowserToolError('invalid_arguments', `unknown action ${String(unknown)}`);
+      }
+    }
+  })();
+  const done = await within(
+    Promise.resolve(action).then(() => true),
+    op.deadlineMs,
+    op.signal,
+  );
+  if (!done.done) throw new Error('the action did not complete before the call ended');
+}
+
+function disallowedRedirect(cause: unknown): BrowserToolError {
+  return new BrowserToolError(
+    'url_disallowed',
+    "the navigation was redirected or sent to an origin outside the profile's allowed list and was blocked",
+    false,
+    { cause },
+  );
+}
+
+function parse<T>(schema: { parse(value: unknown): T }, value: unknown): T {
+  try {
+    return schema.parse(value);
+  } catch (error) {
+    if (error instanceof ZodError) {
+      throw new BrowserToolError('invalid_arguments', error.issues.map((issue) => issue.message).join('; '));
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,359 @@
+/**
+ * The page side of the engine, bundled with dom-accessibility-api into one script and injected once
+ * per document (page-script/bundle.ts). It only reads the page: no attribute, node or style is ever
+ * written, so observing cannot disturb the page or the DOM-quiet watch (ADR-0159). Element
+ * references live in a closure, keyed by revision, as weak references.
+ */
+import { computeAccessibleName, getRole } from 'dom-accessibility-api';
+import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
+
+export interface CaptureRequest {
+  revision: string;
+  /** Index in the visible elements where the window starts. */
+  offset: number;
+  windowSize: number;
+  candidateLimit: number;
+  textLimit: number;
+  nameLimit: number;
+}
+
+export interface CapturedElement {
+  ref: string;
+  role: string;
+  name: string;
+  state: {
+    disabled?: boolean;
+    checked?: boolean | 'mixed';
+    expanded?: boolean;
+    selected?: boolean;
+    value?: string;
+  };
+}
+
+export interface Capture {
+  url: string;
+  title: string;
+  text: string;
+  textTruncated: boolean;
+  elements: CapturedElement[];
+  offset: number;
+  visibleSeen: number;
+  candidatesChecked: number;
+  candidateLimitReached: boolean;
+}
+
+/** Why an element may not take an action, checked before anything is dispatched. */
+export type TargetCheck =
+  | 'ok'
+  | 'ok:label'
+  | 'ok:value'
+  | 'page_changed'
+  | 'element_not_found'
+  | `action_not_allowed:${string}`;
+
+/** Nodes that can be controls or landmarks a model acts on or reads by name. */
+const CANDIDATE_SELECTOR = [
+  'a[href]',
+  'area[href]',
+  'button',
+  'input:not([type="hidden"])',
+  'select',
+  'textarea',
+  'summary',
+  '[role]',
+  '[tabindex]:not([tabindex="-1"])',
+  '[contenteditable=""]',
+  '[contenteditable="true"]',
+  'h1',
+  'h2',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+  'img[alt]:not([alt=""])',
+].join(',');
+const FRAME_SELECTOR = 'iframe,frame';
+
+const TEXT_INPUT_TYPES = new Set(['', 'text', 'search', 'email', 'url', 'tel', 'number']);
+const FILLABLE_INPUT_TYPES = new Set([
+  ...TEXT_INPUT_TYPES,
+  'password',
+  'date',
+  'time',
+  'datetime-local',
+  'month',
+  'week',
+]);
+
+interface Registry {
+  revision: string;
+  refs: Map<string, WeakRef<Element>>;
+}
+
+let registry: Registry | null = null;
+
+function styleOf(element: Element): CSSStyleDeclaration {
+  const view = element.ownerDocument.defaultView ?? window;
+  return view.getComputedStyle(element);
+}
+
+/** Rendered with a box and not visibility-hidden: the same notion as Playwright's isVisible(). */
+function isVisible(element: Element): boolean {
+  if (!element.checkVisibility({ visibilityProperty: true })) return false;
+  const rect = element.getBoundingClientRect();
+  return rect.width > 0 && rect.height > 0;
+}
+
+function sameOriginDocument(frame: Element): Document | null {
+  try {
+    const doc = (frame as HTMLIFrameElement).contentDocument;
+    return doc?.documentElement ? doc : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Visible candidates in document order, frames of the same origin inlined at their position. */
+function collectVisible(limit: number): { visible: Element[]; checked: number; limitReached: boolean } {
+  const visible: Element[] = [];
+  let checked = 0;
+  let limitReached = false;
+  const walk = (doc: Document): void => {
+    for (const element of doc.querySelectorAll(`${CANDIDATE_SELECTOR},${FRAME_SELECTOR}`)) {
+      if (element.localName === 'iframe' || element.localName === 'frame') {
+        const inner = sameOriginDocument(element);
+        if (inner && isVisible(element)) walk(inner);
+        if (limitReached) return;
+        continue;
+      }
+      if (checked === limit) {
+        limitReached = true;
+        return;
+      }
+      checked += 1;
+      if (isVisible(element)) visible.push(element);
+    }
+  };
+  walk(document);
+  return { visible, checked, limitReached };
+}
+
+function clip(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
+}
+
+function ariaBoolean(element: Element, name: string): boolean | undefined {
+  const value = element.getAttribute(name);
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  return undefined;
+}
+
+function isDisabled(element: Element): boolean {
+  if (element.matches(':disabled')) return true;
+  return element.closest('[aria-disabled="true"]') !== null;
+}
+
+/** By tag name, not instanceof: elements of a same-origin frame come from another realm. */
+function isInput(element: Element): element is HTMLInputElement {
+  return element.localName === 'input';
+}
+
+function stateOf(element: Element, nameLimit: number): CapturedElement['state'] {
+  const state: CapturedElement['state'] = {};
+  if (isDisabled(element)) state.disabled = true;
+  if (isInput(element)) {
+    const type = element.type.toLowerCase();
+    if (type === 'checkbox' || type === 'radio') {
+      state.checked = element.indeterminate ? 'mixed' : element.checked;
+    } else if (TEXT_INPUT_TYPES.has(type)) {
+      state.value = clip(element.value, nameLimit);
+    }
+  } else if (element.localName === 'textarea') {
+    state.value = clip((element as HTMLTextAreaElement).value, nameLimit);
+  } else if (element.localName === 'select') {
+    const select = element as HTMLSelectElement;
+    state.value = clip(select.selectedOptions[0]?.label ?? '', nameLimit);
+  } else {
+    const checked = element.getAttribute('aria-checked');
+    if (checked === 'true' || checked === 'false') state.checked = checked === 'true';
+    else if (checked === 'mixed') state.checked = 'mixed';
+  }
+  const expanded = ariaBoolean(element, 'aria-expanded');
+  if (expanded !== undefined) state.expanded = expanded;
+  else if (element.localName === 'details') state.expanded = (element as HTMLDetailsElement).open;
+  else if (element.localName === 'summary' && element.parentElement?.localName === 'details') {
+    state.expanded = (element.parentElement as HTMLDetailsElement).open;
+  }
+  const selected = ariaBoolean(element, 'aria-selected');
+  if (selected !== undefined) state.selected = selected;
+  return state;
+}
+
+function roleOf(element: Element): string {
+  return getRole(element) ?? 'generic';
+}
+
+function visibleText(limit: number): { text: string; truncated: boolean } {
+  const parts: string[] = [];
+  let length = 0;
+  const add = (doc: Document): void => {
+    if (length > limit) return;
+    // biome-ignore lint/performance/useDomNodeTextContent: innerText is the rendered text; textContent would include hidden nodes.
+    const raw = doc.body?.innerText ?? '';
+    const text = raw
+      .replace(/[ \t\f\v\u00a0]+/g, ' ')
+      .replace(/\s*\n\s*/g, '\n')
+      .trim();
+    if (text) {
+      parts.push(text);
+      length += text.length + 1;
+    }
+    for (const frame of doc.querySelectorAll(FRAME_SELECTOR)) {
+      const inner = sameOriginDocument(frame);
+      if (inner && isVisible(frame)) add(inner);
+    }
+  };
+  add(document);
+  const joined = parts.join('\n');
+  return joined.length <= limit
+    ? { text: joined, truncated: false }
+    : { text: joined.slice(0, limit), truncated: true };
+}
+
+function capture(request: CaptureRequest): Capture {
+  const { visible, checked, limitReached } = collectVisible(request.candidateLimit);
+  const offset = Math.min(request.offset, visible.length);
+  const windowElements = visible.slice(offset, offset + request.windowSize);
+  const refs = new Map<string, WeakRef<Element>>();
+  const elements: CapturedElement[] = windowElements.map((element, index) => {
+    const ref = `e${offset + index + 1}`;
+    refs.set(ref, new WeakRef(element));
+    return {
+      ref,
+      role: roleOf(element),
+      name: clip(computeAccessibleName(element, { getComputedStyle: styleOf }).trim(), request.nameLimit),
+      state: stateOf(element, request.nameLimit),
+    };
+  });
+  // The new revision replaces the old one: its references are released here (ADR-0130 d8).
+  registry = { revision: request.revision, refs };
+  const { text, truncated } = visibleText(request.textLimit);
+  return {
+    url: location.href,
+    title: document.title,
+    text,
+    textTruncated: truncated,
+    elements,
+    offset,
+    visibleSeen: visible.length,
+    candidatesChecked: checked,
+    candidateLimitReached: limitReached,
+  };
+}
+
+function lookup(revision: string, ref: string): Element | 'page_changed' | 'element_not_found' {
+  if (registry === null || registry.revision !== revision) return 'page_changed';
+  const element = registry.refs.get(ref)?.deref();
+  if (!element?.isConnected) return 'element_not_found';
+  return element;
+}
+
+function isEditable(element: Element): boolean {
+  if (isInput(element)) {
+    return FILLABLE_INPUT_TYPES.has(element.type.toLowerCase()) && !element.readOnly;
+  }
+  if (element.localName === 'textarea') return !(element as HTMLTextAreaElement).readOnly;
+  return (element as HTMLElement).isContentEditable === true;
+}
+
+function isCheckable(element: Element): boolean {
+  if (isInput(element)) {
+    const type = element.type.toLowerCase();
+    return type === 'checkbox' || type === 'radio';
+  }
+  return ['checkbox', 'radio', 'switch', 'menuitemcheckbox', 'menuitemradio'].includes(roleOf(element));
+}
+
+/** The refusals of ADR-0130 d6 / DESIGN §6, decided before anything is dispatched. */
+function check(revision: string, ref: string, action: string, text: string | null): TargetCheck {
+  const element = lookup(revision, ref);
+  if (typeof element === 'string') return element;
+  if (isDisabled(element)) return 'action_not_allowed:the element is disabled';
+  switch (action) {
+    case 'fill':
+      return isEditable(element) ? 'ok' : 'action_not_allowed:the element is not editable';
+    case 'select': {
+      if (element.localName !== 'select') return 'action_not_allowed:the element is not a list box';
+      const options = [...(element as HTMLSelectElement).options];
+      if (options.some((option) => option.label === text)) return 'ok:label';
+      if (options.some((option) => option.value === text)) return 'ok:value';
+      return 'action_not_allowed:the list box has no option with that label or value';
+    }
+    case 'check':
+    case 'uncheck':
+      return isCheckable(element) ? 'ok' : 'action_not_allowed:the element cannot be checked';
+    default:
+      return 'ok';
+  }
+}
+
+/** The element behind a reference, for a handle in the caller's frame, or null. */
+function resolve(revision: string, ref: string): Element | null {
+  const element = lookup(revision, ref);
+  return typeof element === 'string' ? null : element;
+}
+
+/** Forgets every reference: a capture that timed out may have left them half-made (ADR-0159). */
+function invalidate(): void {
+  registry = null;
+}
+
+/**
+ * Resolves true after `quietMs` with no DOM mutation, false when `timeoutMs` passes first. Observes
+ * only; a watch left in an outgoing document dies with it and its caller restarts in the new one.
+ */
+function waitQuiet(quietMs: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolvePromise) => {
+    let quietTimer: ReturnType<typeof setTimeout> | undefined;
+    const finish = (quiet: boolean) => {
+      observer.disconnect();
+      clearTimeout(quietTimer);
+      clearTimeout(boundTimer);
+      resolvePromise(quiet);
+    };
+    const restart = () => {
+      clearTimeout(quietTimer);
+      quietTimer = setTimeout(() => finish(true), quietMs);
+    };
+    const observer = new MutationObserver(restart);
+    observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+    const boundTimer = setTimeout(() => finish(false), Math.max(0, timeoutMs));
+    restart();
+  });
+}
+
+function readyState(): DocumentReadyState {
+  return document.readyState;
+}
+
+const agent = { capture, check, resolve, invalidate, waitQuiet, readyState };
+export type PageAgent = typeof agent;
+
+/** The top window's agent, which owns the registry for every same-origin frame. */
+function topAgent(): PageAgent | undefined {
+  try {
+    return (window.top as unknown as Record<string, PageAgent | undefined>)[PAGE_AGENT_GLOBAL];
+  } catch {
+    return undefined;
+  }
+}
+
+if (!Object.hasOwn(window, PAGE_AGENT_GLOBAL)) {
+  Object.defineProperty(window, PAGE_AGENT_GLOBAL, {
+    value: Object.freeze({ ...agent, top: topAgent }),
+    enumerable: false,
+    writable: false,
+    configurable: false,
+  });
+}
