@@ -2,26 +2,44 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Browser } from 'playwright-core';
 import { launchChromium, resolveChromium } from '../../libs/browser/index.js';
-import type { Config } from '../../libs/config/index.js';
-import { StartupError } from '../../libs/lifecycle/index.js';
+import { type Config, decodeKey } from '../../libs/config/index.js';
+import {
+  type LeaseCaps,
+  LeaseService,
+  type LeaseStore,
+  type PageFactory,
+  PlaywrightPageFactory,
+} from '../../libs/lease/index.js';
+import { IntervalTask, StartupError } from '../../libs/lifecycle/index.js';
+import { BrowserWorkerRegistry, RedisLeaseStore } from '../../libs/store/index.js';
 import {
   createHttpServer,
+  createLeaseMetrics,
   type Logger,
   type Metrics,
   type ReadinessCheck,
   registerOpsRoutes,
 } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
+import { registerDataPlaneRoutes } from './data-plane.js';
 
 export interface BrowserWorkerOptions {
   config: Config;
   logger: Logger;
   metrics: Metrics;
   redisUrl: string;
+  /** Tests: a clock to cross lease caps without sleeping, and caps of their own. */
+  clock?: () => number;
+  caps?: LeaseCaps;
+  /** Tests and benchmarks: another page factory over the launched browser. */
+  pages?: (browser: Browser) => PageFactory;
 }
 
 export interface BrowserWorkerHandle {
   app: FastifyInstance;
+  leases: LeaseService;
+  store: LeaseStore;
+  pages: PageFactory;
   browser: Browser;
   /** The Chromium binary this worker launched. */
   executablePath: string;
@@ -53,6 +71,11 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     throw new StartupError(
       'LEASEHOLD_DATA_PLANE_TOKEN is unset: set it to a secret of at least 32 characters shared with the run workers',
     );
+  const sealKey = config.secrets.sealKey ? decodeKey(config.secrets.sealKey) : undefined;
+  if (!sealKey)
+    throw new StartupError(
+      'LEASEHOLD_SEAL_KEY is unset: set it to 32 random bytes as hex or base64 (openssl rand -base64 32)',
+    );
   const log = logger.child({ component: 'browser-worker', worker_id: config.browser.workerId });
   const chromium = resolveChromium(config.browser.executable);
   const browser = await launchChromium({
@@ -73,6 +96,22 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     throw error;
   }
 
+  const store = new RedisLeaseStore(redis, config.redis.keyPrefix);
+  const pages = options.pages?.(browser) ?? new PlaywrightPageFactory(browser);
+  const leases = new LeaseService({
+    store,
+    pages,
+    workerId: config.browser.workerId,
+    pinnedProfiles: config.browser.pinnedProfiles,
+    sealKey,
+    logger: log,
+    metrics: createLeaseMetrics(metrics.registry),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.caps ? { caps: options.caps } : {}),
+  });
+  const revoked = await leases.revokeOrphans();
+  if (revoked > 0) log.warn({ revoked }, 'revoked leases whose pages a previous run of this worker held');
+
   const app = createHttpServer(log, 'data-plane', DATA_PLANE_BODY_LIMIT_BYTES);
   app.addHook('onRequest', async (request, reply) => {
     if (!request.url.startsWith('/v1/')) return;
@@ -83,6 +122,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
         .code(401)
         .send({ error: { code: 'unauthorized', message: 'a valid data-plane token is required' } });
   });
+  registerDataPlaneRoutes(app, leases, store);
   app.get('/v1/worker', async () => ({
     id: config.browser.workerId,
     pinned_profiles: config.browser.pinnedProfiles,
@@ -104,16 +144,52 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     throw error;
   }
 
+  const registry = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
+  const advertisedUrl = config.browser.workerUrl ?? url;
+  const heartbeat = new IntervalTask(
+    'browser-worker-heartbeat',
+    config.browser.heartbeatMs,
+    () =>
+      registry.heartbeat(
+        {
+          id: config.browser.workerId,
+          url: advertisedUrl,
+          pinnedProfiles: config.browser.pinnedProfiles === '*' ? '*' : [...config.browser.pinnedProfiles],
+        },
+        Date.now(),
+        config.browser.heartbeatMs * 3,
+      ),
+    log,
+  );
+  await heartbeat.runOnce();
+  heartbeat.start();
+  const expirySweep = new IntervalTask(
+    'lease-expiry-sweep',
+    config.browser.expirySweepIntervalMs,
+    async () => {
+      await leases.sweepExpired();
+    },
+    log,
+  ).start();
+
   let closing: Promise<void> | undefined;
   return {
     app,
+    leases,
+    store,
+    pages,
     browser,
     executablePath: chromium.path,
     url,
     readiness,
     close() {
       closing ??= (async () => {
+        await heartbeat.close();
+        await expirySweep.close();
+        await registry.remove(config.browser.workerId).catch(() => undefined);
         await app.close();
+        // Pages go with this process: their leases are revoked, unsealed, for the run side to see.
+        await leases.shutdown();
         await browser.close();
         await closeRedis(redis);
       })();

@@ -71,6 +71,10 @@ export const envSchema = z.object({
     .default('*')
     .transform((value) => (value.trim() === '*' ? '*' : splitList(value)))
     .pipe(z.union([z.literal('*'), z.array(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/)).min(1)])),
+  /** How often a browser worker closes its expired leases, unsealed. */
+  LEASE_EXPIRY_SWEEP_INTERVAL_MS: positiveMs.default(2_000),
+  /** How often a browser worker renews its registration; the record lives three times this. */
+  BROWSER_WORKER_HEARTBEAT_MS: positiveMs.default(5_000),
   /** The data-plane URL this browser worker advertises. Unset: http://HOST:BROWSER_WORKER_PORT. */
   BROWSER_WORKER_URL: z.url().optional(),
 

@@ -42,6 +42,8 @@ export interface Config {
     readonly workerId: string;
     readonly pinnedProfiles: '*' | readonly string[];
     readonly workerUrl: string | undefined;
+    readonly expirySweepIntervalMs: number;
+    readonly heartbeatMs: number;
   };
   readonly runWorker: {
     readonly concurrency: number;
@@ -129,6 +131,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       workerId: e.BROWSER_WORKER_ID,
       pinnedProfiles: e.BROWSER_WORKER_PROFILES,
       workerUrl: e.BROWSER_WORKER_URL,
+      expirySweepIntervalMs: e.LEASE_EXPIRY_SWEEP_INTERVAL_MS,
+      heartbeatMs: e.BROWSER_WORKER_HEARTBEAT_MS,
     },
     runWorker: {
       concurrency: e.RUN_WORKER_CONCURRENCY,

@@ -1,3 +1,5 @@
+export * from './browser-tools.js';
+export * from './data-plane.js';
 export {
   API_ERROR_STATUS,
   ApiError,

@@ -6,9 +6,20 @@ const LUA_DIR = new URL('./lua/', import.meta.url);
 /** A script file named `<command>-<number of keys>.lua`, as BullMQ names its own. */
 const SCRIPT_FILE = /^([A-Za-z]+)-(\d+)\.lua$/;
 
+type Reply = Promise<Array<string | number>>;
+type Arg = string | number;
+
+/** Every Lua script under `lua/`, as a command: KEYS first, then ARGV (see each file's header). */
 export interface ScriptCommands {
   acquireOrRenewLock(lockKey: string, token: string, ttlMs: number): Promise<number>;
   releaseLock(lockKey: string, token: string): Promise<number>;
+  createProfile(profileKey: string, profilesKey: string, ...argv: Arg[]): Promise<number>;
+  acquireLease(liveKey: string, leaseKey: string, leasePrefix: string, ...argv: Arg[]): Reply;
+  renewLease(leaseKey: string, ...argv: Arg[]): Reply;
+  beginClose(leaseKey: string, ...argv: Arg[]): Reply;
+  finishClose(leaseKey: string, liveKey: string, profileKey: string, ...argv: Arg[]): Reply;
+  advanceSequence(leaseKey: string, ...argv: Arg[]): Reply;
+  claimIdempotency(key: string, ...argv: Arg[]): Reply;
 }
 
 const loaded = new WeakSet<Redis>();

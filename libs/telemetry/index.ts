@@ -1,3 +1,4 @@
+export { createLeaseMetrics, type LeaseMetrics } from './lease-metrics.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
 export {
   Counter,

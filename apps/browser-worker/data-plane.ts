@@ -1,0 +1,226 @@
+import { createHash } from 'node:crypto';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { BrowserToolError } from '../../libs/browser/index.js';
+import {
+  acquireLeaseSchema,
+  actSchema,
+  closeLeaseSchema,
+  createProfileSchema,
+  DATA_PLANE_ERROR_STATUS,
+  type DataPlaneErrorCode,
+  navigateSchema,
+  observeSchema,
+  profileIdSchema,
+  renewLeaseSchema,
+} from '../../libs/contracts/index.js';
+import { DataPlaneError, type LeaseService, type LeaseStore } from '../../libs/lease/index.js';
+
+/** How long a request with an Idempotency-Key waits for the first one with the same key to answer. */
+const PENDING_WAIT_MS = 10_000;
+
+const leaseParams = z.object({
+  profileId: profileIdSchema,
+  leaseId: z.string().regex(/^lse_[A-Za-z0-9_-]{8,64}$/),
+});
+const profileParams = z.object({ profileId: profileIdSchema });
+const tenantQuery = z.object({ tenant: z.string().min(1).max(64).optional() });
+
+function errorBody(code: string, message: string, details: Record<string, unknown> = {}) {
+  return { error: { code, message, ...details } };
+}
+
+function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z.output<T> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = [where, ...(issue?.path ?? [])].join('.');
+  throw new DataPlaneError('validation_failed', `${field}: ${issue?.message ?? 'invalid'}`, { field });
+}
+
+/**
+ * The data-plane routes (DESIGN §5). Acquire, renew and close follow the exact idempotency rule:
+ * the same `Idempotency-Key` with the same body replays the stored answer; with another body it is
+ * `idempotency_conflict`. Answers of 5xx are not stored, so a retry really retries.
+ */
+export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseService, store: LeaseStore): void {
+  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    if (error instanceof DataPlaneError)
+      return reply.code(error.status).send(errorBody(error.code, error.message, error.details));
+    if (error instanceof BrowserToolError) {
+      const code = error.code as DataPlaneErrorCode;
+      return reply.code(DATA_PLANE_ERROR_STATUS[code] ?? 500).send(errorBody(code, error.message));
+    }
+    const fastifyError = error as FastifyError;
+    if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      return reply.code(413).send(errorBody('payload_too_large', 'body over 65536 bytes'));
+    if (
+      fastifyError.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
+      fastifyError.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
+    )
+      return reply
+        .code(422)
+        .send(errorBody('validation_failed', 'body: expected a JSON object', { field: 'body' }));
+    if (fastifyError.statusCode && fastifyError.statusCode < 500)
+      return reply.code(fastifyError.statusCode).send(errorBody('bad_request', fastifyError.message));
+    request.log.error({ err: error }, 'data-plane request failed');
+    return reply.code(500).send(errorBody('internal', 'internal error'));
+  });
+
+  app.post('/v1/profiles', async (request, reply) => {
+    const profile = parse(createProfileSchema, request.body, 'body');
+    return reply.code(201).send(await leases.createProfile(profile));
+  });
+  app.get('/v1/profiles', async (request) => {
+    const { tenant } = parse(tenantQuery, request.query, 'query');
+    return { profiles: await leases.listProfiles(tenant) };
+  });
+  app.get('/v1/profiles/:profileId', async (request) => {
+    const { profileId } = parse(profileParams, request.params, 'path');
+    const { tenant } = parse(tenantQuery, request.query, 'query');
+    return leases.getProfile(profileId, tenant);
+  });
+
+  app.post('/v1/profiles/:profileId/leases', async (request, reply) => {
+    const { profileId } = parse(profileParams, request.params, 'path');
+    const body = parse(acquireLeaseSchema, request.body, 'body');
+    return idempotent(store, profileId, request, reply, async () => {
+      const answer = await leases.acquire(profileId, body);
+      return { status: answer.created ? 201 : 200, body: answer };
+    });
+  });
+  app.get('/v1/profiles/:profileId/leases/:leaseId', async (request) => {
+    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
+    return leases.getLease(profileId, leaseId);
+  });
+  app.post('/v1/profiles/:profileId/leases/:leaseId/renew', async (request, reply) => {
+    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
+    const body = parse(renewLeaseSchema, request.body, 'body');
+    return idempotent(store, profileId, request, reply, async () => ({
+      status: 200,
+      body: await leases.renew(profileId, leaseId, body.requested_expires_at_ms),
+    }));
+  });
+  app.post('/v1/profiles/:profileId/leases/:leaseId/close', async (request, reply) => {
+    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
+    const body = parse(closeLeaseSchema, request.body, 'body');
+    return idempotent(store, profileId, request, reply, async () => ({
+      status: 200,
+      body: await leases.close(profileId, leaseId, { seal: body.seal }),
+    }));
+  });
+
+  app.post('/v1/profiles/:profileId/leases/:leaseId/navigate', async (request) => {
+    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
+    const body = parse(navigateSchema, request.body, 'body');
+    const { lease, result } = await leases.navigate(
+      profileId,
+      leaseId,
+      body.sequence,
+      body.url,
+      limitsFor(request, body.deadline_ms),
+    );
+    return { lease, observation: result.observation, evidence_key: result.evidenceKey ?? null };
+  });
+  app.post('/v1/profiles/:profileId/leases/:leaseId/observe', async (request) => {
+    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
+    const body = parse(observeSchema, request.body ?? {}, 'body');
+    const { lease, result } = await leases.observe(
+      profileId,
+      leaseId,
+      body.args,
+      limitsFor(request, body.deadline_ms),
+    );
+    return { lease, observation: result.observation, evidence_key: result.evidenceKey ?? null };
+  });
+  app.post('/v1/profiles/:profileId/leases/:leaseId/act', async (request) => {
+    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
+    const body = parse(actSchema, request.body, 'body');
+    const { lease, result } = await leases.act(
+      profileId,
+      leaseId,
+      body.sequence,
+      body.args,
+      limitsFor(request, body.deadline_ms),
+    );
+    return { lease, observation: result.observation, evidence_key: result.evidenceKey ?? null };
+  });
+}
+
+/** The call's deadline, and a signal that aborts when the caller goes away. */
+function limitsFor(request: FastifyRequest, deadlineMs: number) {
+  const controller = new AbortController();
+  request.raw.once('close', () => {
+    if (!request.raw.complete) controller.abort();
+  });
+  return { deadlineMs: Date.now() + deadlineMs, signal: controller.signal };
+}
+
+async function idempotent(
+  store: LeaseStore,
+  profileId: string,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  answer: () => Promise<{ status: number; body: unknown }>,
+): Promise<FastifyReply> {
+  const key = request.headers['idempotency-key'];
+  if (typeof key !== 'string' || !/^[A-Za-z0-9_.:-]{1,128}$/.test(key))
+    throw new DataPlaneError(
+      'validation_failed',
+      'Idempotency-Key: a header of 1 to 128 letters, digits, _ . : or -',
+      {
+        field: 'Idempotency-Key',
+      },
+    );
+  const requestHash = createHash('sha256')
+    .update(`${request.method} ${request.url.split('?')[0]}\n${canonicalJson(request.body)}`)
+    .digest('hex');
+
+  const deadline = Date.now() + PENDING_WAIT_MS;
+  for (;;) {
+    const claim = await store.claimIdempotency(profileId, key, requestHash);
+    if (claim.status === 'conflict')
+      throw new DataPlaneError('idempotency_conflict', 'this Idempotency-Key was used with another request');
+    if (claim.status === 'replay')
+      return reply
+        .code(claim.httpStatus)
+        .header('idempotent-replayed', 'true')
+        .type('application/json')
+        .send(claim.body);
+    if (claim.status === 'claimed') break;
+    if (Date.now() > deadline)
+      throw new DataPlaneError(
+        'idempotency_in_progress',
+        'the first request with this Idempotency-Key is still being answered',
+      );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+
+  let status: number;
+  let body: unknown;
+  try {
+    ({ status, body } = await answer());
+  } catch (error) {
+    const refusal = error instanceof DataPlaneError && error.status < 500;
+    if (!refusal) {
+      await store.releaseIdempotency(profileId, key);
+      throw error;
+    }
+    status = error.status;
+    body = errorBody(error.code, error.message, error.details);
+  }
+  const text = JSON.stringify(body);
+  await store.completeIdempotency(profileId, key, status, text);
+  return reply.code(status).type('application/json').send(text);
+}
+
+/** JSON with object keys sorted, so equal bodies hash equal whatever their key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
+      .join(',')}}`;
+  return JSON.stringify(value) ?? 'null';
+}

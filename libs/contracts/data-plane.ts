@@ -1,0 +1,159 @@
+import { z } from 'zod';
+
+/**
+ * The browser worker's data plane (DESIGN §5): profiles, leases and the lease-scoped page routes.
+ * Every body crossing it is parsed by one of these schemas on arrival.
+ */
+
+/** A profile id: chosen by its creator, safe in Redis keys, URLs and pin lists. */
+export const profileIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ or -, at most 64');
+const tenantSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ or -, at most 64');
+const principalSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.@-]{1,128}$/, 'letters, digits, _ . @ or -, at most 128');
+
+/** At most 64 allowed origins per profile (normalised `scheme://host[:port]`). */
+export const MAX_PROFILE_ORIGINS = 64;
+
+/**
+ * `scheme://host[:port]` of an http(s) URL or origin, lower-cased, default port dropped; undefined
+ * for anything else (paths, queries and credentials are not part of an origin).
+ */
+export function normaliseOrigin(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.username || url.password) return undefined;
+  if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) return undefined;
+  return url.origin;
+}
+
+export const createProfileSchema = z.object({
+  id: profileIdSchema,
+  tenant: tenantSchema,
+  /** The principal that owns the profile; a protected profile is leased to it alone. */
+  principal: principalSchema,
+  allowed_origins: z
+    .array(z.string().max(2_048))
+    .min(1)
+    .max(MAX_PROFILE_ORIGINS)
+    .transform((origins, context) => {
+      const normalised = new Set<string>();
+      for (const [index, origin] of origins.entries()) {
+        const value = normaliseOrigin(origin);
+        if (value === undefined) {
+          context.addIssue({
+            code: 'custom',
+            path: [index],
+            message: 'an http(s) origin such as https://example.com',
+          });
+          return z.NEVER;
+        }
+        normalised.add(value);
+      }
+      return [...normalised].sort();
+    }),
+  protected: z.boolean().default(false),
+});
+export type CreateProfile = z.output<typeof createProfileSchema>;
+
+/** A profile as routes show it: never its sealed state. */
+export interface ProfileView {
+  id: string;
+  tenant: string;
+  principal: string;
+  allowed_origins: string[];
+  protected: boolean;
+  sealed: boolean;
+  sealed_at_ms: number | null;
+  created_at_ms: number;
+}
+
+/** Who holds a lease, for what (ADR-0127 d1): a repeated acquire with this same scope reattaches. */
+export const leaseScopeSchema = z.object({
+  tenant: tenantSchema,
+  principal: principalSchema,
+  run_id: z.string().regex(/^[A-Za-z0-9_-]{1,80}$/),
+  attempt: z.number().int().min(1).max(1_000_000),
+});
+export type LeaseScope = z.output<typeof leaseScopeSchema>;
+
+export const acquireLeaseSchema = leaseScopeSchema.extend({
+  /** The horizon the run asks for (epoch ms); the service grants at most 15 minutes of it. */
+  requested_expires_at_ms: z.number().int().positive(),
+});
+export type AcquireLease = z.output<typeof acquireLeaseSchema>;
+
+export const renewLeaseSchema = z.object({ requested_expires_at_ms: z.number().int().positive() });
+export const closeLeaseSchema = z.object({ seal: z.boolean() });
+
+export const navigateSchema = z.object({
+  sequence: z.number().int().min(1),
+  url: z.string().min(1).max(8_192),
+  deadline_ms: z.number().int().min(1).max(120_000).default(30_000),
+});
+export const observeSchema = z.object({
+  deadline_ms: z.number().int().min(1).max(120_000).default(30_000),
+  /** The page engine's own arguments (contract 1.2.0: continuation or wait_for). */
+  args: z.record(z.string(), z.unknown()).default({}),
+});
+export const actSchema = z.object({
+  sequence: z.number().int().min(1),
+  deadline_ms: z.number().int().min(1).max(120_000).default(30_000),
+  /** The page engine's own arguments (contract 1.2.0: revision, element, action, text?, postcondition?). */
+  args: z.record(z.string(), z.unknown()),
+});
+
+export type LeaseState = 'live' | 'closing' | 'closed';
+export type LeaseCloseReason = 'closed' | 'expired' | 'revoked';
+
+/** A lease as the data plane answers it. `provider_ref` names the browser worker that serves it. */
+export interface LeaseView {
+  lease_id: string;
+  profile_id: string;
+  provider_ref: string;
+  scope: LeaseScope;
+  state: LeaseState;
+  acquired_at_ms: number;
+  expires_at_ms: number;
+  /** The last applied action's sequence number; the next navigate or act carries this + 1. */
+  sequence: number;
+  /** Effects applied on this lease (navigations and dispatched actions), for "no duplicate effect". */
+  effects: number;
+  close_reason: LeaseCloseReason | null;
+  sealed: boolean;
+}
+
+export interface AcquireAnswer extends LeaseView {
+  /** `false` for a reattach: the same lease, with its current expiry and sequence. */
+  created: boolean;
+}
+
+/** The data-plane error codes beyond the tool codes of DESIGN §8. */
+export const DATA_PLANE_ERROR_STATUS = {
+  unauthorized: 401,
+  not_found: 404,
+  profile_unavailable: 409,
+  lease_expired: 409,
+  sequence_mismatch: 409,
+  idempotency_conflict: 409,
+  idempotency_in_progress: 409,
+  conflict: 409,
+  payload_too_large: 413,
+  invalid_arguments: 422,
+  validation_failed: 422,
+  page_changed: 409,
+  element_not_found: 409,
+  action_not_allowed: 409,
+  url_disallowed: 409,
+  outcome_unknown: 502,
+  provider_unavailable: 503,
+  internal: 500,
+} as const satisfies Record<string, number>;
+export type DataPlaneErrorCode = keyof typeof DATA_PLANE_ERROR_STATUS;

@@ -1,0 +1,16 @@
+export { DataPlaneError } from './errors.js';
+export type { PageFactory, PageResult, PageSession } from './pages.js';
+export { PlaywrightPageFactory } from './playwright-pages.js';
+export type {
+  AcquireOutcome,
+  BeginCloseOutcome,
+  IdempotencyClaim,
+  LeaseCaps,
+  LeaseRecord,
+  LeaseStore,
+  RenewOutcome,
+  SequenceOutcome,
+  StoredProfile,
+} from './ports.js';
+export { sealState, unsealState } from './seal.js';
+export { DEFAULT_LEASE_CAPS, LeaseService, type LeaseServiceOptions } from './service.js';

@@ -1,0 +1,38 @@
+import type { OperationLimits } from '../browser/index.js';
+
+/**
+ * The page under one lease, as the lease rules use it. Effects (navigate, act) call
+ * `beforeDispatch` right before anything reaches the page, and not at all when they refuse
+ * before dispatch; a throw from it stops the effect unsent. That is where the action sequence is
+ * fenced and advanced (DESIGN §5).
+ */
+export interface PageSession {
+  navigate(url: string, limits: OperationLimits, beforeDispatch: () => Promise<void>): Promise<PageResult>;
+  observe(args: Record<string, unknown>, limits: OperationLimits): Promise<PageResult>;
+  act(
+    args: Record<string, unknown>,
+    limits: OperationLimits,
+    beforeDispatch: () => Promise<void>,
+  ): Promise<PageResult>;
+  /** Playwright storage state (cookies and local storage) to seal into the profile. */
+  storageState(): Promise<unknown>;
+  /** Closes the browser context; afterwards the pages are gone. */
+  dispose(): Promise<void>;
+}
+
+/** What a page call answers: the model-facing observation, and the evidence key for the platform. */
+export interface PageResult {
+  observation: unknown;
+  evidenceKey?: string;
+}
+
+export interface PageFactory {
+  /** One browser context (and its page) per lease, created from the profile's sealed state. */
+  open(input: {
+    profileId: string;
+    allowedOrigins: readonly string[];
+    storageState: unknown;
+  }): Promise<PageSession>;
+  /** Contexts this factory holds open now (metrics and tests). */
+  openContexts(): number;
+}

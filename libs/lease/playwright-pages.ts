@@ -1,0 +1,79 @@
+import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-core';
+import { type OperationLimits, PageEngine } from '../browser/index.js';
+import type { PageFactory, PageResult, PageSession } from './pages.js';
+
+/**
+ * One Playwright browser context per lease, created from the profile's sealed storage state, with
+ * the page engine over its one page.
+ */
+export class PlaywrightPageFactory implements PageFactory {
+  readonly #contexts = new Set<BrowserContext>();
+
+  constructor(private readonly browser: Browser) {}
+
+  openContexts(): number {
+    return this.#contexts.size;
+  }
+
+  async open(input: {
+    profileId: string;
+    allowedOrigins: readonly string[];
+    storageState: unknown;
+  }): Promise<PageSession> {
+    const context = await this.browser.newContext(
+      input.storageState ? { storageState: input.storageState as BrowserContextOptions['storageState'] } : {},
+    );
+    this.#contexts.add(context);
+    context.once('close', () => this.#contexts.delete(context));
+    try {
+      const page = await context.newPage();
+      const engine = await PageEngine.create(page, { allowedOrigins: input.allowedOrigins });
+      return new PlaywrightPageSession(context, engine);
+    } catch (error) {
+      await context.close().catch(() => undefined);
+      throw error;
+    }
+  }
+}
+
+class PlaywrightPageSession implements PageSession {
+  constructor(
+    private readonly context: BrowserContext,
+    private readonly engine: PageEngine,
+  ) {}
+
+  async navigate(
+    url: string,
+    limits: OperationLimits,
+    beforeDispatch: () => Promise<void>,
+  ): Promise<PageResult> {
+    const outcome = await this.engine.navigate({ url }, { ...limits, beforeDispatch });
+    return { observation: outcome.observation, evidenceKey: outcome.evidenceKey };
+  }
+
+  async observe(args: Record<string, unknown>, limits: OperationLimits): Promise<PageResult> {
+    const outcome = await this.engine.observe(args, limits);
+    return { observation: outcome.observation, evidenceKey: outcome.evidenceKey };
+  }
+
+  async act(
+    args: Record<string, unknown>,
+    limits: OperationLimits,
+    beforeDispatch: () => Promise<void>,
+  ): Promise<PageResult> {
+    const outcome = await this.engine.act(args as Parameters<PageEngine['act']>[0], {
+      ...limits,
+      beforeDispatch,
+    });
+    return { observation: outcome.observation, evidenceKey: outcome.evidenceKey };
+  }
+
+  storageState(): Promise<unknown> {
+    return this.context.storageState();
+  }
+
+  async dispose(): Promise<void> {
+    await this.engine.close();
+    await this.context.close();
+  }
+}

@@ -1,0 +1,484 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { OperationLimits } from '../browser/index.js';
+import type {
+  AcquireAnswer,
+  AcquireLease,
+  CreateProfile,
+  LeaseCloseReason,
+  LeaseView,
+  ProfileView,
+} from '../contracts/index.js';
+import type { LeaseMetrics } from '../telemetry/index.js';
+import { DataPlaneError } from './errors.js';
+import type { PageFactory, PageResult, PageSession } from './pages.js';
+import type { LeaseCaps, LeaseRecord, LeaseStore, StoredProfile } from './ports.js';
+import { sealState, unsealState } from './seal.js';
+
+/** ADR-0127 d5: a lease is granted at most 15 minutes at a time and lives at most 60 minutes. */
+export const DEFAULT_LEASE_CAPS: LeaseCaps = Object.freeze({ stepMs: 15 * 60_000, lifetimeMs: 60 * 60_000 });
+
+export interface LeaseServiceOptions {
+  store: LeaseStore;
+  pages: PageFactory;
+  /** This browser worker's id: the provider reference of every lease it serves. */
+  workerId: string;
+  pinnedProfiles: '*' | readonly string[];
+  sealKey: Buffer;
+  logger: Logger;
+  metrics: LeaseMetrics;
+  /** Epoch ms; injected by tests to cross caps without sleeping. */
+  clock?: () => number;
+  caps?: LeaseCaps;
+}
+
+interface HeldLease {
+  profileId: string;
+  session: Promise<PageSession>;
+  /** Calls on one lease run one at a time, so sequence checks and effects never interleave. */
+  tail: Promise<unknown>;
+  closing?: Promise<LeaseView>;
+}
+
+/**
+ * The lease rules of the browser worker (DESIGN §5, ADR-0127 d1, d5, d8): admission before
+ * publication, reattach on the same scope, one browser context per lease, renew within the caps,
+ * seal only on a close before expiry, and the action sequence fenced at dispatch.
+ */
+export class LeaseService {
+  readonly #held = new Map<string, HeldLease>();
+  readonly #store: LeaseStore;
+  readonly #pages: PageFactory;
+  readonly #clock: () => number;
+  readonly #caps: LeaseCaps;
+  readonly #log: Logger;
+  readonly #metrics: LeaseMetrics;
+
+  constructor(private readonly options: LeaseServiceOptions) {
+    this.#store = options.store;
+    this.#pages = options.pages;
+    this.#clock = options.clock ?? Date.now;
+    this.#caps = options.caps ?? DEFAULT_LEASE_CAPS;
+    this.#log = options.logger.child({ component: 'lease-service' });
+    this.#metrics = options.metrics;
+  }
+
+  get workerId(): string {
+    return this.options.workerId;
+  }
+
+  /** Leases whose contexts this process holds. */
+  heldLeaseIds(): string[] {
+    return [...this.#held.keys()];
+  }
+
+  // ---- profiles ---------------------------------------------------------------------------
+
+  async createProfile(profile: CreateProfile): Promise<ProfileView> {
+    if (!(await this.#store.createProfile(profile, this.#clock())))
+      throw new DataPlaneError('conflict', `profile ${profile.id} exists already`);
+    return profileView(await this.#requireProfile(profile.id, profile.tenant));
+  }
+
+  async getProfile(profileId: string, tenant: string | undefined): Promise<ProfileView> {
+    return profileView(await this.#requireProfile(profileId, tenant));
+  }
+
+  async listProfiles(tenant: string | undefined): Promise<ProfileView[]> {
+    const profiles = await this.#store.listProfiles();
+    return profiles.filter((profile) => tenant === undefined || profile.tenant === tenant).map(profileView);
+  }
+
+  async #requireProfile(profileId: string, tenant: string | undefined): Promise<StoredProfile> {
+    const profile = await this.#store.getProfile(profileId);
+    // Another tenant's profile reads as absent (DESIGN §3).
+    if (!profile || (tenant !== undefined && profile.tenant !== tenant))
+      throw new DataPlaneError('not_found', `no profile ${profileId}`);
+    return profile;
+  }
+
+  #servesProfile(profileId: string): boolean {
+    const pinned = this.options.pinnedProfiles;
+    return pinned === '*' || pinned.includes(profileId);
+  }
+
+  // ---- acquire, renew, close --------------------------------------------------------------
+
+  async acquire(profileId: string, request: AcquireLease): Promise<AcquireAnswer> {
+    const startedAt = performance.now();
+    try {
+      const answer = await this.#acquire(profileId, request);
+      this.#metrics.operations.inc({ op: 'acquire', result: answer.created ? 'created' : 'reattached' });
+      this.#metrics.acquireSeconds.observe(
+        { result: answer.created ? 'created' : 'reattached' },
+        (performance.now() - startedAt) / 1000,
+      );
+      return answer;
+    } catch (error) {
+      this.#metrics.operations.inc({
+        op: 'acquire',
+        result: error instanceof DataPlaneError ? error.code : 'error',
+      });
+      throw error;
+    }
+  }
+
+  async #acquire(profileId: string, request: AcquireLease): Promise<AcquireAnswer> {
+    // Admission comes before publication: nothing is written for a caller that may not lease.
+    const profile = await this.#requireProfile(profileId, request.tenant);
+    if (!this.#servesProfile(profileId))
+      throw new DataPlaneError(
+        'profile_unavailable',
+        `profile ${profileId} is not served by worker ${this.workerId}`,
+      );
+    if (profile.protected && profile.principal !== request.principal)
+      throw new DataPlaneError(
+        'profile_unavailable',
+        `profile ${profileId} is protected against this principal`,
+      );
+
+    const scope = {
+      tenant: request.tenant,
+      principal: request.principal,
+      run_id: request.run_id,
+      attempt: request.attempt,
+    };
+    // Each pass either answers or removes one obstacle (an expired or orphaned lease); three suffice.
+    for (let pass = 0; pass < 3; pass += 1) {
+      const outcome = await this.#store.acquire({
+        profileId,
+        newLeaseId: newLeaseId(),
+        scope,
+        providerRef: this.workerId,
+        requestedExpiresAtMs: request.requested_expires_at_ms,
+        nowMs: this.#clock(),
+        caps: this.#caps,
+      });
+      switch (outcome.status) {
+        case 'created':
+          return { ...(await this.#open(profile, outcome.leaseId)), created: true };
+        case 'reattached': {
+          if (this.#held.has(outcome.leaseId))
+            return { ...(await this.#view(profileId, outcome.leaseId)), created: false };
+          // Ours by scope, but its page is gone (a restart): revoke it and start afresh.
+          await this.close(profileId, outcome.leaseId, { seal: false, reason: 'revoked' });
+          continue;
+        }
+        case 'expired':
+          // ADR-0127 d8: an expired lease is closed unsealed before anything else happens.
+          await this.close(profileId, outcome.leaseId, { seal: false, reason: 'expired' });
+          continue;
+        case 'conflict':
+          throw new DataPlaneError(
+            'profile_unavailable',
+            `profile ${profileId} is leased to run ${outcome.runId} attempt ${outcome.attempt}`,
+            { holder_run_id: outcome.runId, holder_attempt: outcome.attempt },
+          );
+        default:
+          return assertNever(outcome);
+      }
+    }
+    throw new DataPlaneError('provider_unavailable', `profile ${profileId} could not be leased; try again`);
+  }
+
+  async #open(profile: StoredProfile, leaseId: string): Promise<LeaseView> {
+    const storageState = profile.sealedBlob
+      ? unsealState(profile.sealedBlob, this.options.sealKey, profile.id)
+      : undefined;
+    const session = this.#pages.open({
+      profileId: profile.id,
+      allowedOrigins: profile.allowedOrigins,
+      storageState,
+    });
+    const held: HeldLease = { profileId: profile.id, session, tail: Promise.resolve() };
+    this.#held.set(leaseId, held);
+    try {
+      await session;
+    } catch (error) {
+      this.#held.delete(leaseId);
+      this.#log.error({ lease_id: leaseId, err: error }, 'browser context could not be created');
+      await this.#store.beginClose(profile.id, leaseId, this.#clock(), 'revoked');
+      await this.#store.finishClose(profile.id, leaseId, this.#clock(), undefined);
+      throw new DataPlaneError(
+        'provider_unavailable',
+        'the browser context could not be created',
+        {},
+        { cause: error },
+      );
+    }
+    this.#gauges();
+    return this.#view(profile.id, leaseId);
+  }
+
+  async renew(profileId: string, leaseId: string, requestedExpiresAtMs: number): Promise<LeaseView> {
+    const outcome = await this.#store.renew(
+      profileId,
+      leaseId,
+      requestedExpiresAtMs,
+      this.#clock(),
+      this.#caps,
+    );
+    if (outcome.status === 'not_found') throw new DataPlaneError('not_found', `no lease ${leaseId}`);
+    if (outcome.status === 'lease_expired') {
+      this.#metrics.operations.inc({ op: 'renew', result: 'lease_expired' });
+      if (outcome.mustClose) await this.close(profileId, leaseId, { seal: false, reason: 'expired' });
+      throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
+    }
+    this.#metrics.operations.inc({ op: 'renew', result: 'renewed' });
+    return this.#view(profileId, leaseId);
+  }
+
+  /**
+   * Closes a lease: seals its storage state into the profile when asked and the lease is still
+   * unexpired (ADR-0127 d8), then disposes its context. Closing a closed lease answers its record.
+   */
+  async close(
+    profileId: string,
+    leaseId: string,
+    { seal, reason = 'closed' }: { seal: boolean; reason?: LeaseCloseReason },
+  ): Promise<LeaseView> {
+    const held = this.#held.get(leaseId);
+    if (held?.closing) return held.closing;
+    const closing = this.#close(profileId, leaseId, seal, reason);
+    if (held) held.closing = closing;
+    return closing;
+  }
+
+  async #close(
+    profileId: string,
+    leaseId: string,
+    seal: boolean,
+    reason: LeaseCloseReason,
+  ): Promise<LeaseView> {
+    const begun = await this.#store.beginClose(profileId, leaseId, this.#clock(), reason);
+    if (begun.status === 'not_found') throw new DataPlaneError('not_found', `no lease ${leaseId}`);
+    if (begun.status === 'closed' || begun.status === 'in_progress') return this.#view(profileId, leaseId);
+
+    const held = this.#held.get(leaseId);
+    let blob: string | undefined;
+    if (held) {
+      const session = await held.session.catch(() => undefined);
+      if (session && seal && begun.sealAllowed && reason === 'closed') {
+        try {
+          blob = sealState(await session.storageState(), this.options.sealKey, profileId);
+        } catch (error) {
+          this.#log.warn(
+            { lease_id: leaseId, err: error },
+            'storage state could not be read; closing unsealed',
+          );
+        }
+      }
+      await session
+        ?.dispose()
+        .catch((error: unknown) => this.#log.warn({ lease_id: leaseId, err: error }, 'dispose failed'));
+      this.#held.delete(leaseId);
+      this.#gauges();
+    }
+    const finished = await this.#store.finishClose(profileId, leaseId, this.#clock(), blob);
+    this.#metrics.operations.inc({ op: 'close', result: finished.sealed ? 'sealed' : finished.reason });
+    if (finished.reason === 'expired') this.#metrics.expiryCloses.inc();
+    this.#log.info(
+      { lease_id: leaseId, profile_id: profileId, sealed: finished.sealed, reason: finished.reason },
+      'lease closed',
+    );
+    return this.#view(profileId, leaseId);
+  }
+
+  async getLease(profileId: string, leaseId: string): Promise<LeaseView> {
+    return this.#view(profileId, leaseId);
+  }
+
+  // ---- page routes ------------------------------------------------------------------------
+
+  navigate(profileId: string, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
+    return this.#effect(profileId, leaseId, sequence, (session, beforeDispatch) =>
+      session.navigate(url, limits, beforeDispatch),
+    );
+  }
+
+  act(
+    profileId: string,
+    leaseId: string,
+    sequence: number,
+    args: Record<string, unknown>,
+    limits: OperationLimits,
+  ) {
+    return this.#effect(profileId, leaseId, sequence, (session, beforeDispatch) =>
+      session.act(args, limits, beforeDispatch),
+    );
+  }
+
+  observe(profileId: string, leaseId: string, args: Record<string, unknown>, limits: OperationLimits) {
+    return this.#serially(profileId, leaseId, async (session) => {
+      await this.#requireLive(profileId, leaseId);
+      const result = await session.observe(args, limits);
+      return { lease: await this.#view(profileId, leaseId), result };
+    });
+  }
+
+  /**
+   * An effect fenced by the action sequence: refused before dispatch unless `sequence` is exactly
+   * the next one; the sequence advances (and the effect is counted) in one script right before
+   * the effect leaves, so a refusal the page engine gives before dispatch advances nothing.
+   */
+  #effect(
+    profileId: string,
+    leaseId: string,
+    sequence: number,
+    run: (session: PageSession, beforeDispatch: () => Promise<void>) => Promise<PageResult>,
+  ) {
+    return this.#serially(profileId, leaseId, async (session) => {
+      await this.#requireLive(profileId, leaseId);
+      await this.#fence(profileId, leaseId, sequence, false);
+      let dispatched = false;
+      const result = await run(session, async () => {
+        await this.#fence(profileId, leaseId, sequence, true);
+        dispatched = true;
+      });
+      if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
+      return { lease: await this.#view(profileId, leaseId), result };
+    });
+  }
+
+  async #fence(profileId: string, leaseId: string, sequence: number, advance: boolean): Promise<void> {
+    const outcome = await this.#store.advanceSequence(profileId, leaseId, sequence, this.#clock(), advance);
+    if (outcome.status === 'ok') return;
+    if (outcome.status === 'sequence_mismatch') {
+      this.#metrics.sequenceRefusals.inc();
+      throw new DataPlaneError(
+        'sequence_mismatch',
+        `action ${sequence} refused: the lease's last action is ${outcome.current}, so the next is ${outcome.current + 1}`,
+        { current_sequence: outcome.current },
+      );
+    }
+    if (outcome.status === 'lease_expired')
+      throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
+    throw new DataPlaneError('not_found', `no lease ${leaseId}`);
+  }
+
+  async #requireLive(profileId: string, leaseId: string): Promise<LeaseRecord> {
+    const lease = await this.#store.getLease(profileId, leaseId);
+    if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
+    if (lease.state !== 'live' || lease.expiresAtMs <= this.#clock()) {
+      if (lease.state === 'live') await this.close(profileId, leaseId, { seal: false, reason: 'expired' });
+      throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
+    }
+    return lease;
+  }
+
+  async #serially<T>(
+    profileId: string,
+    leaseId: string,
+    run: (session: PageSession) => Promise<T>,
+  ): Promise<T> {
+    const held = this.#held.get(leaseId);
+    if (!held || held.profileId !== profileId) {
+      const lease = await this.#store.getLease(profileId, leaseId);
+      if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
+      if (lease.providerRef !== this.workerId)
+        throw new DataPlaneError(
+          'profile_unavailable',
+          `lease ${leaseId} is served by worker ${lease.providerRef}`,
+        );
+      throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
+    }
+    const next = held.tail.then(async () => run(await held.session));
+    held.tail = next.catch(() => undefined);
+    return next;
+  }
+
+  // ---- upkeep inside the service ----------------------------------------------------------
+
+  /** Closes, unsealed, every lease held here that is past its expiry; returns how many. */
+  async sweepExpired(): Promise<number> {
+    let closed = 0;
+    for (const [leaseId, held] of [...this.#held]) {
+      const lease = await this.#store.getLease(held.profileId, leaseId);
+      const live = lease?.state === 'live';
+      if ((live && lease.expiresAtMs > this.#clock()) || held.closing) continue;
+      const reason = live ? 'expired' : 'revoked';
+      await this.close(held.profileId, leaseId, { seal: false, reason }).catch((error: unknown) =>
+        this.#log.warn({ lease_id: leaseId, err: error }, 'expiry close failed'),
+      );
+      closed += 1;
+    }
+    return closed;
+  }
+
+  /**
+   * At start: live leases recorded for the profiles this worker serves whose pages it does not hold
+   * (a crash or restart lost them) are revoked, unsealed (DESIGN §5).
+   */
+  async revokeOrphans(): Promise<number> {
+    let revoked = 0;
+    for (const profile of await this.#store.listProfiles()) {
+      if (!this.#servesProfile(profile.id)) continue;
+      const leaseId = await this.#store.liveLeaseId(profile.id);
+      if (!leaseId || this.#held.has(leaseId)) continue;
+      const lease = await this.#store.getLease(profile.id, leaseId);
+      if (!lease || lease.providerRef !== this.workerId) continue;
+      await this.close(profile.id, leaseId, { seal: false, reason: 'revoked' });
+      revoked += 1;
+    }
+    return revoked;
+  }
+
+  /** Worker shutdown: every held lease is revoked unsealed (its page goes with this process). */
+  async shutdown(): Promise<void> {
+    await Promise.all(
+      [...this.#held].map(([leaseId, held]) =>
+        this.close(held.profileId, leaseId, { seal: false, reason: 'revoked' }).catch((error: unknown) =>
+          this.#log.warn({ lease_id: leaseId, err: error }, 'revoke at shutdown failed'),
+        ),
+      ),
+    );
+  }
+
+  async #view(profileId: string, leaseId: string): Promise<LeaseView> {
+    const lease = await this.#store.getLease(profileId, leaseId);
+    if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
+    return leaseView(lease);
+  }
+
+  #gauges(): void {
+    this.#metrics.liveLeases.set(this.#held.size);
+    this.#metrics.contextsOpen.set(this.#pages.openContexts());
+  }
+}
+
+function newLeaseId(): string {
+  return `lse_${randomBytes(12).toString('base64url')}`;
+}
+
+function leaseView(lease: LeaseRecord): LeaseView {
+  return {
+    lease_id: lease.id,
+    profile_id: lease.profileId,
+    provider_ref: lease.providerRef,
+    scope: lease.scope,
+    state: lease.state,
+    acquired_at_ms: lease.acquiredAtMs,
+    expires_at_ms: lease.expiresAtMs,
+    sequence: lease.sequence,
+    effects: lease.effects,
+    close_reason: lease.closeReason ?? null,
+    sealed: lease.sealed,
+  };
+}
+
+function profileView(profile: StoredProfile): ProfileView {
+  return {
+    id: profile.id,
+    tenant: profile.tenant,
+    principal: profile.principal,
+    allowed_origins: profile.allowedOrigins,
+    protected: profile.protected,
+    sealed: profile.sealedBlob !== undefined,
+    sealed_at_ms: profile.sealedAtMs ?? null,
+    created_at_ms: profile.createdAtMs,
+  };
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unexpected ${JSON.stringify(value)}`);
+}

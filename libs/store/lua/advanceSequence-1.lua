@@ -1,0 +1,32 @@
+--[[
+  Fences an effect on a lease: the action's sequence number must be exactly the next one. Called
+  right before the effect is dispatched; advancing the sequence and counting the effect are one step.
+
+  Input:
+    KEYS[1] the lease's record
+
+    ARGV[1] the action's sequence number
+    ARGV[2] now (epoch ms)
+    ARGV[3] 1 to advance, 0 to check only
+
+  Output:
+    {'ok', sequence}                 (the new sequence when advanced)
+    {'sequence_mismatch', current}
+    {'lease_expired', state}
+    {'not_found'}
+]]
+local f = redis.call("HMGET", KEYS[1], "state", "expires_at", "seq")
+if not f[1] then
+  return {"not_found"}
+end
+if f[1] ~= "live" or tonumber(f[2]) <= tonumber(ARGV[2]) then
+  return {"lease_expired", f[1]}
+end
+if tonumber(f[3]) + 1 ~= tonumber(ARGV[1]) then
+  return {"sequence_mismatch", f[3]}
+end
+if ARGV[3] == "1" then
+  redis.call("HINCRBY", KEYS[1], "effects", 1)
+  return {"ok", tostring(redis.call("HINCRBY", KEYS[1], "seq", 1))}
+end
+return {"ok", f[3]}
