@@ -57,6 +57,8 @@ describe('the fleet in one process', () => {
     expect(text).toMatch(/^leasehold_queue_jobs\{queue="runs",state="waiting",role="fleet"\} 0$/m);
     expect(text).toContain('leasehold_sweeper_active');
     expect(text).toContain('leasehold_lease_upkeep_passes_total');
+    expect(text).toMatch(/^leasehold_leases_live\{role="fleet"\} 0$/m);
+    expect(text).toContain('leasehold_lease_operations_total');
   });
 
   it('serves the browser worker health and refuses its data plane without the token', async () => {
