@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { OperationLimits } from '../../libs/browser/index.js';
 import { BrowserToolError } from '../../libs/browser/index.js';
 import {
   acquireLeaseSchema,
@@ -9,12 +10,18 @@ import {
   createProfileSchema,
   DATA_PLANE_ERROR_STATUS,
   type DataPlaneErrorCode,
+  type LeaseView,
   navigateSchema,
   observeSchema,
   profileIdSchema,
   renewLeaseSchema,
 } from '../../libs/contracts/index.js';
-import { DataPlaneError, type LeaseService, type LeaseStore } from '../../libs/lease/index.js';
+import {
+  DataPlaneError,
+  type LeaseService,
+  type LeaseStore,
+  type PageResult,
+} from '../../libs/lease/index.js';
 
 /** How long a request with an Idempotency-Key waits for the first one with the same key to answer. */
 const PENDING_WAIT_MS = 10_000;
@@ -110,45 +117,39 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
     }));
   });
 
-  app.post('/v1/profiles/:profileId/leases/:leaseId/navigate', async (request) => {
-    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
-    const body = parse(navigateSchema, request.body, 'body');
-    const { lease, result } = await leases.navigate(
-      profileId,
-      leaseId,
-      body.sequence,
-      body.url,
-      limitsFor(request, body.deadline_ms),
-    );
-    return { lease, observation: result.observation, evidence_key: result.evidenceKey ?? null };
-  });
-  app.post('/v1/profiles/:profileId/leases/:leaseId/observe', async (request) => {
-    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
-    const body = parse(observeSchema, request.body ?? {}, 'body');
-    const { lease, result } = await leases.observe(
-      profileId,
-      leaseId,
-      body.args,
-      limitsFor(request, body.deadline_ms),
-    );
-    return { lease, observation: result.observation, evidence_key: result.evidenceKey ?? null };
-  });
-  app.post('/v1/profiles/:profileId/leases/:leaseId/act', async (request) => {
-    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
-    const body = parse(actSchema, request.body, 'body');
-    const { lease, result } = await leases.act(
-      profileId,
-      leaseId,
-      body.sequence,
-      body.args,
-      limitsFor(request, body.deadline_ms),
-    );
-    return { lease, observation: result.observation, evidence_key: result.evidenceKey ?? null };
-  });
+  // The page routes: each answers the lease (its sequence and effect count), the observation, and
+  // the evidence key for the platform's loop breaker (never for the model).
+  const pageRoute = <T extends z.ZodType<{ deadline_ms: number }>>(
+    verb: 'navigate' | 'observe' | 'act',
+    schema: T,
+    call: (
+      profileId: string,
+      leaseId: string,
+      body: z.output<T>,
+      limits: OperationLimits,
+    ) => Promise<PageAnswer>,
+  ) =>
+    app.post(`/v1/profiles/:profileId/leases/:leaseId/${verb}`, async (request) => {
+      const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
+      const body = parse(schema, request.body ?? {}, 'body');
+      const { lease, result } = await call(profileId, leaseId, body, limitsFor(request, body.deadline_ms));
+      return { lease, observation: result.observation, evidence_key: result.evidenceKey ?? null };
+    });
+  pageRoute('navigate', navigateSchema, (profileId, leaseId, body, limits) =>
+    leases.navigate(profileId, leaseId, body.sequence, body.url, limits),
+  );
+  pageRoute('observe', observeSchema, (profileId, leaseId, body, limits) =>
+    leases.observe(profileId, leaseId, body.args, limits),
+  );
+  pageRoute('act', actSchema, (profileId, leaseId, body, limits) =>
+    leases.act(profileId, leaseId, body.sequence, body.args, limits),
+  );
 }
 
+type PageAnswer = { lease: LeaseView; result: PageResult };
+
 /** The call's deadline, and a signal that aborts when the caller goes away. */
-function limitsFor(request: FastifyRequest, deadlineMs: number) {
+function limitsFor(request: FastifyRequest, deadlineMs: number): OperationLimits {
   const controller = new AbortController();
   request.raw.once('close', () => {
     if (!request.raw.complete) controller.abort();

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { figure, percentile, report } from './report.js';
 
 const SUITE = 'lease';
@@ -163,8 +163,7 @@ export default async function leaseBench(): Promise<void> {
     report(figure(SUITE, 'rss_per_lease_mb', (rssAfter - rssBefore) / IDLE_LEASES));
   } finally {
     await worker.handle.close();
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await deletePrefixedKeys(redis, prefix);
     redis.disconnect();
   }
 }

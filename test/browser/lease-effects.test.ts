@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /** Navigate and act on a lease: fenced by the action sequence, counted server-side. */
 describe('effects on a lease', () => {
@@ -31,8 +31,7 @@ describe('effects on a lease', () => {
     await worker?.handle.close();
     await new Promise((resolve) => site.close(resolve));
     const redis = new Redis(testRedisUrl());
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await deletePrefixedKeys(redis, prefix);
     redis.disconnect();
   });
 

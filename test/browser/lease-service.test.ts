@@ -9,7 +9,7 @@ import {
   TEST_SEAL_KEY,
   type TestBrowserWorker,
 } from '../fixtures/browser-worker.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 const MINUTE = 60_000;
 
@@ -34,8 +34,7 @@ describe('the lease service over real Chromium', () => {
 
   afterAll(async () => {
     await worker?.handle.close();
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await deletePrefixedKeys(redis, prefix);
     redis.disconnect();
     await new Promise((resolve) => site.close(resolve));
   });

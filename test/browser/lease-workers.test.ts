@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BrowserWorkerRegistry } from '../../libs/store/index.js';
 import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 const MINUTE = 60_000;
 
@@ -13,8 +13,7 @@ describe('browser workers sharing one Redis', () => {
 
   afterAll(async () => {
     await Promise.all(started.map((worker) => worker.handle.close()));
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await deletePrefixedKeys(redis, prefix);
     redis.disconnect();
   });
 
