@@ -1,0 +1,27 @@
+export {
+  checkModelCall,
+  fitBatch,
+  type ModelCallVerdict,
+  type RunLimits,
+  type RunUsage,
+  remainingToolCalls,
+  toolRequestRefused,
+} from './limits.js';
+export {
+  type Model,
+  ModelError,
+  type ModelRequest,
+  type ModelResponse,
+  type ModelUsage,
+  type ToolCall,
+  type ToolDefinition,
+  type ToolOutcome,
+  type TranscriptEntry,
+} from './model.js';
+export {
+  type Script,
+  ScriptedModel,
+  type ScriptStep,
+  scriptSchema,
+  scriptStepSchema,
+} from './scripted-model.js';

@@ -1,0 +1,54 @@
+/**
+ * The model side of the run loop (DESIGN §7): a transcript goes in, tool calls or an answer come
+ * out, with the tokens used. Two implementations: `scripted` (here) and `openai-compatible`.
+ */
+
+/** One tool call a model asks for; `id` is the model's own, unique within its response. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+/** What the loop tells the model a tool call gave: a result, or a stable error code. */
+export type ToolOutcome = { ok: true; result: unknown } | { ok: false; code: string; message: string };
+
+export type TranscriptEntry =
+  | { kind: 'input'; text: string }
+  | { kind: 'model'; toolCalls: ToolCall[]; answer?: string }
+  | { kind: 'tool'; callId: string; name: string; outcome: ToolOutcome };
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface ModelUsage {
+  inputTokens: number;
+  cachedInputTokens: number;
+  outputTokens: number;
+}
+
+export interface ModelRequest {
+  transcript: readonly TranscriptEntry[];
+  /** Tools the model may call now; empty when it may only answer (a reserve was reached). */
+  tools: readonly ToolDefinition[];
+}
+
+export interface ModelResponse {
+  toolCalls: ToolCall[];
+  /** The final answer; a response with an answer ends the run. */
+  answer?: string;
+  usage: ModelUsage;
+}
+
+export interface Model {
+  readonly name: string;
+  call(request: ModelRequest, limits: { deadlineMs: number; signal?: AbortSignal }): Promise<ModelResponse>;
+}
+
+/** A model that cannot go on (its policy broke, or its service keeps failing): the run fails `model_error`. */
+export class ModelError extends Error {
+  override readonly name = 'ModelError';
+}

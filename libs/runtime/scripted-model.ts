@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import { actArgsSchema } from '../contracts/index.js';
+import {
+  type Model,
+  ModelError,
+  type ModelRequest,
+  type ModelResponse,
+  type ToolCall,
+  type TranscriptEntry,
+} from './model.js';
+
+/**
+ * A scripted policy, given with the run: a list of steps and a final answer. A step names its
+ * element by role and exact name; the scripted model resolves it against the latest observation
+ * into a revision and reference, as a model would, so the tool contract stays reference-based.
+ */
+const targetSchema = z.strictObject({ role: z.string().min(1), name: z.string().min(1) });
+export const scriptStepSchema = z.discriminatedUnion('tool', [
+  z.strictObject({ tool: z.literal('browser.navigate'), url: z.string().min(1) }),
+  z.strictObject({ tool: z.literal('browser.observe') }),
+  z.strictObject({
+    tool: z.literal('browser.act'),
+    target: targetSchema,
+    action: actArgsSchema.shape.action,
+    text: z.string().optional(),
+    postcondition: actArgsSchema.shape.postcondition,
+  }),
+  /** Starts a child run with its own script; the parent waits for its end. */
+  z.strictObject({ tool: z.literal('agent.delegate'), input: z.string().min(1), script: z.unknown() }),
+]);
+export type ScriptStep = z.output<typeof scriptStepSchema>;
+
+export const scriptSchema = z.strictObject({
+  steps: z.array(scriptStepSchema).max(1_000),
+  answer: z.string().max(10_000),
+});
+export type Script = z.output<typeof scriptSchema>;
+
+interface ObservedElement {
+  ref: string;
+  role: string;
+  name: string;
+}
+
+/** The latest observation in the transcript (every browser tool returns one), if any. */
+function latestObservation(
+  transcript: readonly TranscriptEntry[],
+): { revision: string; elements: ObservedElement[] } | undefined {
+  for (let index = transcript.length - 1; index >= 0; index -= 1) {
+    const entry = transcript[index];
+    if (entry?.kind !== 'tool' || !entry.outcome.ok) continue;
+    const result = entry.outcome.result as
+      | { observation?: { revision?: unknown; elements?: unknown } }
+      | undefined;
+    const observation = result?.observation;
+    if (observation && typeof observation.revision === 'string' && Array.isArray(observation.elements))
+      return { revision: observation.revision, elements: observation.elements as ObservedElement[] };
+  }
+  return undefined;
+}
+
+/**
+ * The deterministic model: its next step is the number of model turns already in the transcript,
+ * so it resumes exactly where a crashed or parked run left off. It calls one tool per turn and
+ * answers after the last step. Usage is counted as zero tokens (it is free).
+ */
+export class ScriptedModel implements Model {
+  readonly name = 'scripted';
+
+  constructor(private readonly script: Script) {}
+
+  async call(request: ModelRequest): Promise<ModelResponse> {
+    const turn = request.transcript.filter((entry) => entry.kind === 'model').length;
+    const usage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
+    const step = this.script.steps[turn];
+    if (!step || request.tools.length === 0) return { toolCalls: [], answer: this.script.answer, usage };
+    return { toolCalls: [this.#toolCall(step, turn, request.transcript)], usage };
+  }
+
+  #toolCall(step: ScriptStep, turn: number, transcript: readonly TranscriptEntry[]): ToolCall {
+    const id = `call_${turn + 1}`;
+    switch (step.tool) {
+      case 'browser.navigate':
+        return { id, name: step.tool, args: { url: step.url } };
+      case 'browser.observe':
+        return { id, name: step.tool, args: {} };
+      case 'browser.act': {
+        const act = step;
+        const observation = latestObservation(transcript);
+        const matches = observation?.elements.filter(
+          (element) => element.role === act.target.role && element.name === act.target.name,
+        );
+        const element = matches?.[0];
+        if (!observation || !element || (matches?.length ?? 0) > 1)
+          throw new ModelError(
+            `scripted step ${turn + 1}: ${matches && matches.length > 1 ? 'more than one' : 'no'} visible ${act.target.role} named "${act.target.name}"`,
+          );
+        return {
+          id,
+          name: step.tool,
+          args: {
+            revision: observation.revision,
+            element: element.ref,
+            action: act.action,
+            ...(act.text !== undefined ? { text: act.text } : {}),
+            ...(act.postcondition !== undefined ? { postcondition: act.postcondition } : {}),
+          },
+        };
+      }
+      case 'agent.delegate':
+        return { id, name: step.tool, args: { input: step.input, script: step.script } };
+      default:
+        return assertNever(step);
+    }
+  }
+}
+
+function assertNever(value: never): never {
+  throw new ModelError(`unknown scripted step ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { ModelError, ScriptedModel, scriptSchema, type TranscriptEntry } from '../../libs/runtime/index.js';
+
+const tools = [{ name: 'browser.act', description: '', parameters: {} }];
+const limits = { deadlineMs: Date.now() + 1_000 };
+
+function observationResult(revision: string, elements: Array<{ ref: string; role: string; name: string }>) {
+  return { observation: { revision, elements } };
+}
+
+describe('the scripted model', () => {
+  const script = scriptSchema.parse({
+    steps: [
+      { tool: 'browser.navigate', url: 'https://shop.test/' },
+      { tool: 'browser.act', target: { role: 'button', name: 'Buy' }, action: 'click' },
+    ],
+    answer: 'bought',
+  });
+
+  it('takes its next step from the transcript, so a resumed run continues where it stopped', async () => {
+    const model = new ScriptedModel(script);
+    const first = await model.call({ transcript: [{ kind: 'input', text: 'go' }], tools }, limits);
+    expect(first.toolCalls).toEqual([
+      { id: 'call_1', name: 'browser.navigate', args: { url: 'https://shop.test/' } },
+    ]);
+
+    const transcript: TranscriptEntry[] = [
+      { kind: 'input', text: 'go' },
+      { kind: 'model', toolCalls: first.toolCalls },
+      {
+        kind: 'tool',
+        callId: 'call_1',
+        name: 'browser.navigate',
+        outcome: {
+          ok: true,
+          result: observationResult('rev-7', [{ ref: 'e3', role: 'button', name: 'Buy' }]),
+        },
+      },
+    ];
+    // A fresh instance (another worker) gives the same next step.
+    const second = await new ScriptedModel(script).call({ transcript, tools }, limits);
+    expect(second.toolCalls).toEqual([
+      { id: 'call_2', name: 'browser.act', args: { revision: 'rev-7', element: 'e3', action: 'click' } },
+    ]);
+    const done = await model.call(
+      { transcript: [...transcript, { kind: 'model', toolCalls: second.toolCalls }], tools },
+      limits,
+    );
+    expect(done).toMatchObject({ toolCalls: [], answer: 'bought' });
+  });
+
+  it('answers at once when it may not use tools', async () => {
+    const answer = await new ScriptedModel(script).call({ transcript: [], tools: [] }, limits);
+    expect(answer).toMatchObject({ toolCalls: [], answer: 'bought' });
+  });
+
+  it('fails when the named element is not on the latest observation', async () => {
+    const transcript: TranscriptEntry[] = [
+      { kind: 'model', toolCalls: [] },
+      {
+        kind: 'tool',
+        callId: 'call_1',
+        name: 'browser.navigate',
+        outcome: { ok: true, result: observationResult('rev-1', [{ ref: 'e1', role: 'link', name: 'Buy' }]) },
+      },
+    ];
+    await expect(new ScriptedModel(script).call({ transcript, tools }, limits)).rejects.toThrow(ModelError);
+  });
+
+  it('refuses a script of unknown tools when it is given', () => {
+    expect(scriptSchema.safeParse({ steps: [{ tool: 'shell.exec', args: {} }], answer: '' }).success).toBe(
+      false,
+    );
+  });
+});
