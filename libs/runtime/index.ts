@@ -8,6 +8,15 @@ export {
   toolRequestRefused,
 } from './limits.js';
 export {
+  type ExecutionEnd,
+  type InvocationState,
+  type RunLoopOptions,
+  type RunPort,
+  runExecution,
+  type ToolExecutor,
+  type ToolPolicy,
+} from './loop.js';
+export {
   type Model,
   ModelError,
   type ModelRequest,

@@ -69,7 +69,10 @@ export class ScriptedModel implements Model {
 
   constructor(private readonly script: Script) {}
 
-  async call(request: ModelRequest, _limits?: { deadlineMs: number; signal?: AbortSignal }): Promise<ModelResponse> {
+  async call(
+    request: ModelRequest,
+    _limits?: { deadlineMs: number; signal?: AbortSignal },
+  ): Promise<ModelResponse> {
     const turn = request.transcript.filter((entry) => entry.kind === 'model').length;
     const usage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
     const step = this.script.steps[turn];

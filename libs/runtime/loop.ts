@@ -1,0 +1,243 @@
+import type { RunFailureReason } from '../contracts/index.js';
+import { checkModelCall, fitBatch, type RunLimits, type RunUsage, toolRequestRefused } from './limits.js';
+import {
+  type Model,
+  ModelError,
+  type ModelUsage,
+  type ToolCall,
+  type ToolDefinition,
+  type ToolOutcome,
+  type TranscriptEntry,
+} from './model.js';
+
+/** A tool call's durable state in the run's ledger (DESIGN §3). */
+export type InvocationState =
+  | { state: 'new' }
+  | { state: 'started' }
+  | { state: 'awaiting_approval'; approvalId: string }
+  | { state: 'approved' }
+  | { state: 'denied'; message: string }
+  | { state: 'dispatched' }
+  | { state: 'completed'; outcome: ToolOutcome }
+  | { state: 'outcome_unknown' };
+
+/**
+ * The run as the loop sees it: its transcript, usage, ledger and status, each change durable before
+ * the loop goes on. Implemented over the run store; every write is refused once the worker lost the run.
+ */
+export interface RunPort {
+  readonly runId: string;
+  loadTranscript(): Promise<TranscriptEntry[]>;
+  appendTranscript(entry: TranscriptEntry): Promise<void>;
+  usage(): Promise<RunUsage>;
+  /** One model call made (and one step taken), with its tokens. */
+  recordModelCall(usage: ModelUsage): Promise<void>;
+  /** The cancel flag (set by REST, told through pub/sub); checked before every model and tool call. */
+  cancelRequested(): Promise<boolean>;
+  /** Records the call `started` (counting one tool call) unless the ledger knows it already; answers what it knows. */
+  startInvocation(invocationId: string, call: ToolCall): Promise<InvocationState>;
+  /** The watermark: from here on the effect may have happened and is never sent again. */
+  markDispatched(invocationId: string): Promise<void>;
+  completeInvocation(invocationId: string, outcome: ToolOutcome): Promise<void>;
+}
+
+/** What a tool needs from the platform before it runs. */
+export interface ToolPolicy {
+  /** An approval is needed unless a live grant covers the call (then one use of the grant is taken). */
+  needsApproval(call: ToolCall): Promise<boolean>;
+  /** Writes a pending approval and parks the run in one step; returns the approval id. */
+  park(invocationId: string, call: ToolCall): Promise<string>;
+}
+
+export interface ToolExecutor {
+  definitions(): readonly ToolDefinition[];
+  /** Runs one call. Effects call `beforeDispatch` right before anything leaves. */
+  execute(
+    call: ToolCall,
+    context: {
+      invocationId: string;
+      deadlineMs: number;
+      signal: AbortSignal;
+      beforeDispatch: () => Promise<void>;
+    },
+  ): Promise<ToolOutcome>;
+}
+
+export type ExecutionEnd =
+  | { kind: 'succeeded'; answer: string }
+  | { kind: 'failed'; reason: RunFailureReason; detail: string }
+  | { kind: 'parked'; approvalId: string }
+  | { kind: 'cancelled' };
+
+export interface RunLoopOptions {
+  run: RunPort;
+  model: Model;
+  tools: ToolExecutor;
+  policy: ToolPolicy;
+  limits: RunLimits;
+  /** The run's deadline (epoch ms). */
+  deadlineMs: number;
+  /** Aborted when the worker shuts down or the run is cancelled. */
+  signal: AbortSignal;
+  /** Longest one tool call may take (its own deadline, inside the run's). */
+  toolTimeoutMs?: number;
+  clock?: () => number;
+}
+
+const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
+
+/**
+ * One execution of a run (DESIGN §4.3): check limits → model call → record usage → for each tool
+ * call: ledger, approval, dispatch → repeat, until an answer, a park, a failure or a cancel. A
+ * resumed execution first answers the tool calls its last model turn left open; the ledger makes
+ * that safe: a call recorded `dispatched` is never sent again, it becomes `outcome_unknown`.
+ */
+export async function runExecution(options: RunLoopOptions): Promise<ExecutionEnd> {
+  const { run, model, tools, limits } = options;
+  const clock = options.clock ?? Date.now;
+  const transcript = await run.loadTranscript();
+
+  for (;;) {
+    const open = openToolCalls(transcript);
+    if (open) {
+      const end = await answerToolCalls(open.calls, open.step, transcript, options, clock);
+      if (end) return end;
+      continue;
+    }
+    if (await run.cancelRequested()) return { kind: 'cancelled' };
+    if (clock() >= options.deadlineMs)
+      return { kind: 'failed', reason: 'deadline_exceeded', detail: 'the run passed its deadline' };
+
+    const usage = await run.usage();
+    const verdict = checkModelCall(limits, usage);
+    if (!verdict.allowed) return { kind: 'failed', reason: verdict.reason, detail: verdict.detail };
+    let response: Awaited<ReturnType<Model['call']>>;
+    try {
+      response = await model.call(
+        { transcript, tools: verdict.toolsAllowed ? tools.definitions() : [] },
+        { deadlineMs: options.deadlineMs, signal: options.signal },
+      );
+    } catch (error) {
+      if (error instanceof ModelError)
+        return { kind: 'failed', reason: 'model_error', detail: error.message };
+      throw error;
+    }
+    await run.recordModelCall(response.usage);
+    if (toolRequestRefused(verdict, response.toolCalls.length))
+      return {
+        kind: 'failed',
+        reason: 'budget_exceeded',
+        detail: 'a call inside the answer reserve asked for a tool',
+      };
+
+    const entry: TranscriptEntry = {
+      kind: 'model',
+      toolCalls: response.toolCalls,
+      ...(response.answer !== undefined ? { answer: response.answer } : {}),
+    };
+    transcript.push(entry);
+    await run.appendTranscript(entry);
+    if (response.toolCalls.length === 0) return { kind: 'succeeded', answer: response.answer ?? '' };
+  }
+}
+
+/** The tool calls of the last model turn that have no result yet, and that turn's step number. */
+function openToolCalls(
+  transcript: readonly TranscriptEntry[],
+): { calls: ToolCall[]; step: number } | undefined {
+  let step = 0;
+  let last: { calls: ToolCall[]; index: number } | undefined;
+  transcript.forEach((entry, index) => {
+    if (entry.kind === 'model') {
+      step += 1;
+      last = { calls: entry.toolCalls, index };
+    }
+  });
+  if (!last) return undefined;
+  const answered = new Set(
+    transcript.slice(last.index + 1).flatMap((entry) => (entry.kind === 'tool' ? [entry.callId] : [])),
+  );
+  const calls = last.calls.filter((call) => !answered.has(call.id));
+  return calls.length > 0 ? { calls, step } : undefined;
+}
+
+async function answerToolCalls(
+  calls: ToolCall[],
+  step: number,
+  transcript: TranscriptEntry[],
+  options: RunLoopOptions,
+  clock: () => number,
+): Promise<ExecutionEnd | undefined> {
+  const { run, tools, policy, limits } = options;
+  const answer = async (call: ToolCall, outcome: ToolOutcome) => {
+    const entry: TranscriptEntry = { kind: 'tool', callId: call.id, name: call.name, outcome };
+    transcript.push(entry);
+    await run.appendTranscript(entry);
+  };
+  const usage = await run.usage();
+  const { run: batch, skipped } = fitBatch(limits, usage, calls);
+
+  for (const call of batch) {
+    if (await run.cancelRequested()) return { kind: 'cancelled' };
+    const invocationId = `${run.runId}-s${step}-${call.id}`;
+    const known = await run.startInvocation(invocationId, call);
+    switch (known.state) {
+      case 'completed':
+        await answer(call, known.outcome);
+        continue;
+      case 'dispatched':
+      case 'outcome_unknown': {
+        // The effect may have happened before a crash: never send it again.
+        const outcome: ToolOutcome = {
+          ok: false,
+          code: 'outcome_unknown',
+          message: 'the call was dispatched before the run was interrupted; its effect is unknown',
+        };
+        await run.completeInvocation(invocationId, outcome);
+        await answer(call, outcome);
+        continue;
+      }
+      case 'denied': {
+        const outcome: ToolOutcome = { ok: false, code: 'approval_denied', message: known.message };
+        await run.completeInvocation(invocationId, outcome);
+        await answer(call, outcome);
+        continue;
+      }
+      case 'awaiting_approval':
+        return { kind: 'parked', approvalId: known.approvalId };
+      case 'new':
+      case 'started':
+        if (await policy.needsApproval(call))
+          return { kind: 'parked', approvalId: await policy.park(invocationId, call) };
+        break;
+      case 'approved':
+        break;
+      default:
+        return assertNever(known);
+    }
+    const deadlineMs = Math.min(
+      options.deadlineMs,
+      clock() + (options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS),
+    );
+    const outcome = await tools.execute(call, {
+      invocationId,
+      deadlineMs,
+      signal: options.signal,
+      beforeDispatch: () => run.markDispatched(invocationId),
+    });
+    await run.completeInvocation(invocationId, outcome);
+    await answer(call, outcome);
+  }
+  for (const call of skipped) {
+    await answer(call, {
+      ok: false,
+      code: 'budget_exceeded',
+      message: 'no tool calls left in this run; answer now',
+    });
+  }
+  return undefined;
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unexpected invocation state ${JSON.stringify(value)}`);
+}

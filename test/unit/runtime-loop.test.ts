@@ -1,0 +1,193 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type InvocationState,
+  type RunLimits,
+  type RunPort,
+  runExecution,
+  ScriptedModel,
+  scriptSchema,
+  type ToolCall,
+  type ToolExecutor,
+  type ToolOutcome,
+  type ToolPolicy,
+  type TranscriptEntry,
+} from '../../libs/runtime/index.js';
+
+const limits: RunLimits = {
+  maxSteps: 32,
+  maxModelCalls: 24,
+  maxToolCalls: 64,
+  reserveModelCalls: 2,
+  reserveToolCalls: 4,
+};
+
+/** The run's durable state as plain memory: the loop's rules, not Redis, are under test here. */
+class MemoryRun implements RunPort {
+  readonly runId = 'run_test';
+  transcript: TranscriptEntry[] = [{ kind: 'input', text: 'buy it' }];
+  ledger = new Map<string, InvocationState>();
+  usageNow = { steps: 0, modelCalls: 0, toolCalls: 0 };
+  cancel = false;
+  async loadTranscript() {
+    return structuredClone(this.transcript);
+  }
+  async appendTranscript(entry: TranscriptEntry) {
+    this.transcript.push(structuredClone(entry));
+  }
+  async usage() {
+    return { ...this.usageNow };
+  }
+  async recordModelCall() {
+    this.usageNow.modelCalls += 1;
+    this.usageNow.steps += 1;
+  }
+  async cancelRequested() {
+    return this.cancel;
+  }
+  async startInvocation(id: string): Promise<InvocationState> {
+    const known = this.ledger.get(id);
+    if (known) return known;
+    this.ledger.set(id, { state: 'started' });
+    this.usageNow.toolCalls += 1;
+    return { state: 'new' };
+  }
+  async markDispatched(id: string) {
+    this.ledger.set(id, { state: 'dispatched' });
+  }
+  async completeInvocation(id: string, outcome: ToolOutcome) {
+    this.ledger.set(id, { state: 'completed', outcome });
+  }
+}
+
+class RecordingTools implements ToolExecutor {
+  sent: ToolCall[] = [];
+  crashAfterDispatch = false;
+  definitions() {
+    return [{ name: 'browser.navigate', description: '', parameters: {} }];
+  }
+  async execute(call: ToolCall, context: { beforeDispatch: () => Promise<void> }): Promise<ToolOutcome> {
+    await context.beforeDispatch();
+    this.sent.push(call);
+    if (this.crashAfterDispatch) throw new Error('worker died');
+    return {
+      ok: true,
+      result: {
+        observation: {
+          revision: `r${this.sent.length}`,
+          elements: [{ ref: 'e1', role: 'button', name: 'Buy' }],
+        },
+      },
+    };
+  }
+}
+
+class ApprovalPolicy implements ToolPolicy {
+  constructor(private readonly run: MemoryRun) {}
+  async needsApproval(call: ToolCall) {
+    return call.name === 'browser.act';
+  }
+  async park(invocationId: string) {
+    this.run.ledger.set(invocationId, { state: 'awaiting_approval', approvalId: 'apr_1' });
+    return 'apr_1';
+  }
+}
+
+const script = scriptSchema.parse({
+  steps: [
+    { tool: 'browser.navigate', url: 'https://shop.test/' },
+    { tool: 'browser.act', target: { role: 'button', name: 'Buy' }, action: 'click' },
+  ],
+  answer: 'bought',
+});
+
+function execute(
+  run: MemoryRun,
+  tools: RecordingTools,
+  overrides: Partial<Parameters<typeof runExecution>[0]> = {},
+) {
+  return runExecution({
+    run,
+    model: new ScriptedModel(script),
+    tools,
+    policy: new ApprovalPolicy(run),
+    limits,
+    deadlineMs: Date.now() + 60_000,
+    signal: new AbortController().signal,
+    ...overrides,
+  });
+}
+
+describe('one execution of the run loop', () => {
+  it('parks on an action that needs approval, and after approval resumes and sends it once', async () => {
+    const run = new MemoryRun();
+    const tools = new RecordingTools();
+    expect(await execute(run, tools)).toEqual({ kind: 'parked', approvalId: 'apr_1' });
+    expect(tools.sent.map((call) => call.name)).toEqual(['browser.navigate']);
+
+    const [invocationId] = [...run.ledger].find(([, state]) => state.state === 'awaiting_approval') ?? [];
+    run.ledger.set(invocationId as string, { state: 'approved' });
+    expect(await execute(run, tools)).toEqual({ kind: 'succeeded', answer: 'bought' });
+    expect(tools.sent.map((call) => call.name)).toEqual(['browser.navigate', 'browser.act']);
+    expect(run.usageNow).toMatchObject({ modelCalls: 3, toolCalls: 2 });
+  });
+
+  it('never sends again an effect dispatched before a crash: it becomes outcome_unknown', async () => {
+    const run = new MemoryRun();
+    const tools = new RecordingTools();
+    tools.crashAfterDispatch = true;
+    await expect(execute(run, tools)).rejects.toThrow('worker died');
+    expect(tools.sent).toHaveLength(1);
+
+    tools.crashAfterDispatch = false;
+    // The resumed execution (another worker) answers the open call from the ledger, then goes on.
+    const end = await execute(run, tools, {
+      policy: { needsApproval: async () => false, park: async () => 'x' },
+    });
+    expect(tools.sent.filter((call) => call.name === 'browser.navigate')).toHaveLength(1);
+    const navigateResult = run.transcript.find(
+      (entry) => entry.kind === 'tool' && entry.name === 'browser.navigate',
+    );
+    expect(navigateResult).toMatchObject({ outcome: { ok: false, code: 'outcome_unknown' } });
+    // The scripted act cannot resolve its element without an observation, so the model fails the run.
+    expect(end).toMatchObject({ kind: 'failed', reason: 'model_error' });
+  });
+
+  it('gives a denial to the model as the tool result and goes on', async () => {
+    const run = new MemoryRun();
+    const tools = new RecordingTools();
+    await execute(run, tools);
+    const [invocationId] = [...run.ledger].find(([, state]) => state.state === 'awaiting_approval') ?? [];
+    run.ledger.set(invocationId as string, { state: 'denied', message: 'not today' });
+    expect(await execute(run, tools)).toEqual({ kind: 'succeeded', answer: 'bought' });
+    expect(tools.sent.map((call) => call.name)).toEqual(['browser.navigate']);
+    expect(run.transcript.at(-2)).toMatchObject({
+      kind: 'tool',
+      outcome: { ok: false, code: 'approval_denied' },
+    });
+  });
+
+  it('stops before its next model call once cancelled', async () => {
+    const run = new MemoryRun();
+    run.cancel = true;
+    const tools = new RecordingTools();
+    expect(await execute(run, tools)).toEqual({ kind: 'cancelled' });
+    expect(run.usageNow.modelCalls).toBe(0);
+  });
+
+  it('fails budget_exceeded at the model-call limit', async () => {
+    const run = new MemoryRun();
+    run.usageNow.modelCalls = 24;
+    expect(await execute(run, new RecordingTools())).toMatchObject({
+      kind: 'failed',
+      reason: 'budget_exceeded',
+    });
+  });
+
+  it('fails deadline_exceeded past the run deadline', async () => {
+    const run = new MemoryRun();
+    expect(await execute(run, new RecordingTools(), { deadlineMs: Date.now() - 1 })).toMatchObject({
+      kind: 'failed',
+      reason: 'deadline_exceeded',
+    });
+  });
+});
