@@ -1,0 +1,323 @@
+import type { z } from 'zod';
+import type {
+  AcquireAnswer,
+  AcquireLease,
+  createProfileSchema,
+  LeaseView,
+  ProfileView,
+} from '../contracts/index.js';
+import {
+  acquireAnswerSchema,
+  leaseViewSchema,
+  type PageCallResult,
+  pageAnswerSchema,
+  profileListSchema,
+  profileViewSchema,
+} from './answers.js';
+import {
+  type DataPlaneOperation,
+  errorFromAnswer,
+  errorFromTransport,
+  failedBeforeConnecting,
+  ProviderError,
+} from './errors.js';
+import { closeIdempotencyKey, renewIdempotencyKey } from './idempotency-keys.js';
+
+/** How long a lease call (acquire, renew, close, reads) may take when its caller gives no deadline. */
+export const DEFAULT_LEASE_CALL_TIMEOUT_MS = 15_000;
+/** How long a page call may take when its caller gives no deadline (the data plane's own default). */
+export const DEFAULT_PAGE_CALL_TIMEOUT_MS = 30_000;
+/**
+ * Of a page call's deadline, the part kept for the answer to travel back: the service is asked to
+ * finish this much earlier than the run side stops waiting, so a call that ends on time is answered.
+ */
+export const ANSWER_MARGIN_MS = 500;
+/** The data plane accepts page-call deadlines of 1 ms to 120 s. */
+const SERVICE_DEADLINE_MAX_MS = 120_000;
+
+/** One call's limits: an absolute deadline (epoch ms, wall clock) and the caller's AbortSignal. */
+export interface CallLimits {
+  deadlineMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface DataPlaneClientOptions {
+  /** The browser worker's data-plane URL (`http://host:port`). */
+  baseUrl: string;
+  /** The shared data-plane token; sent as a bearer token, never logged or put in an error. */
+  token: string;
+  /** Tests: another fetch. */
+  fetch?: typeof fetch;
+}
+
+export interface AcquireResult {
+  lease: AcquireAnswer;
+  /** True when the service replayed the stored answer of an earlier request with the same key. */
+  replayed: boolean;
+}
+
+interface Request {
+  operation: DataPlaneOperation;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+  idempotencyKey?: string;
+  deadlineMs: number;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * The run side's HTTP client of one browser worker's data plane (DESIGN §5). Every call runs under
+ * one deadline and the caller's signal; every failure is a {@link ProviderError} with a stable code.
+ * It holds no lease state: {@link BrowserLeaseProvider} does.
+ */
+export class DataPlaneClient {
+  readonly baseUrl: string;
+  readonly #token: string;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: DataPlaneClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#token = options.token;
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  async createProfile(
+    profile: z.input<typeof createProfileSchema>,
+    limits: CallLimits = {},
+  ): Promise<ProfileView> {
+    const answer = await this.#send({
+      operation: 'create_profile',
+      method: 'POST',
+      path: '/v1/profiles',
+      body: profile,
+      ...leaseLimits(limits),
+    });
+    return this.#parse('create_profile', profileViewSchema, answer.body);
+  }
+
+  async listProfiles(tenant?: string, limits: CallLimits = {}): Promise<ProfileView[]> {
+    const query = tenant === undefined ? '' : `?tenant=${encodeURIComponent(tenant)}`;
+    const answer = await this.#send({
+      operation: 'list_profiles',
+      method: 'GET',
+      path: `/v1/profiles${query}`,
+      ...leaseLimits(limits),
+    });
+    return this.#parse('list_profiles', profileListSchema, answer.body).profiles;
+  }
+
+  /**
+   * Acquires or reattaches (ADR-0127 d1). `idempotencyKey` must be derived from the durable
+   * invocation and `request` computed once for it, so a resent request replays (ADR-0177).
+   */
+  async acquire(
+    profileId: string,
+    request: AcquireLease,
+    idempotencyKey: string,
+    limits: CallLimits = {},
+  ): Promise<AcquireResult> {
+    const answer = await this.#send({
+      operation: 'acquire',
+      method: 'POST',
+      path: `/v1/profiles/${encodeURIComponent(profileId)}/leases`,
+      body: request,
+      idempotencyKey,
+      ...leaseLimits(limits),
+    });
+    return { lease: this.#parse('acquire', acquireAnswerSchema, answer.body), replayed: answer.replayed };
+  }
+
+  async getLease(profileId: string, leaseId: string, limits: CallLimits = {}): Promise<LeaseView> {
+    const answer = await this.#send({
+      operation: 'get_lease',
+      method: 'GET',
+      path: leasePath(profileId, leaseId),
+      ...leaseLimits(limits),
+    });
+    return this.#parse('get_lease', leaseViewSchema, answer.body);
+  }
+
+  async renew(
+    profileId: string,
+    leaseId: string,
+    requestedExpiresAtMs: number,
+    limits: CallLimits = {},
+  ): Promise<LeaseView> {
+    const answer = await this.#send({
+      operation: 'renew',
+      method: 'POST',
+      path: `${leasePath(profileId, leaseId)}/renew`,
+      body: { requested_expires_at_ms: requestedExpiresAtMs },
+      idempotencyKey: renewIdempotencyKey(leaseId, requestedExpiresAtMs),
+      ...leaseLimits(limits),
+    });
+    return this.#parse('renew', leaseViewSchema, answer.body);
+  }
+
+  async close(
+    profileId: string,
+    leaseId: string,
+    { seal }: { seal: boolean },
+    limits: CallLimits = {},
+  ): Promise<LeaseView> {
+    const answer = await this.#send({
+      operation: 'close',
+      method: 'POST',
+      path: `${leasePath(profileId, leaseId)}/close`,
+      body: { seal },
+      idempotencyKey: closeIdempotencyKey(leaseId, seal),
+      ...leaseLimits(limits),
+    });
+    return this.#parse('close', leaseViewSchema, answer.body);
+  }
+
+  /** An effect: `sequence` must be the lease's last sequence + 1. Never sent twice by this client. */
+  navigate(
+    profileId: string,
+    leaseId: string,
+    sequence: number,
+    url: string,
+    limits: CallLimits = {},
+  ): Promise<PageCallResult> {
+    return this.#page('navigate', profileId, leaseId, limits, (deadlineMs) => ({
+      sequence,
+      url,
+      deadline_ms: deadlineMs,
+    }));
+  }
+
+  observe(
+    profileId: string,
+    leaseId: string,
+    args: Record<string, unknown>,
+    limits: CallLimits = {},
+  ): Promise<PageCallResult> {
+    return this.#page('observe', profileId, leaseId, limits, (deadlineMs) => ({
+      args,
+      deadline_ms: deadlineMs,
+    }));
+  }
+
+  /** An effect: `sequence` must be the lease's last sequence + 1. Never sent twice by this client. */
+  act(
+    profileId: string,
+    leaseId: string,
+    sequence: number,
+    args: Record<string, unknown>,
+    limits: CallLimits = {},
+  ): Promise<PageCallResult> {
+    return this.#page('act', profileId, leaseId, limits, (deadlineMs) => ({
+      sequence,
+      args,
+      deadline_ms: deadlineMs,
+    }));
+  }
+
+  async #page(
+    operation: 'navigate' | 'observe' | 'act',
+    profileId: string,
+    leaseId: string,
+    limits: CallLimits,
+    body: (serviceDeadlineMs: number) => Record<string, unknown>,
+  ): Promise<PageCallResult> {
+    const deadlineMs = limits.deadlineMs ?? Date.now() + DEFAULT_PAGE_CALL_TIMEOUT_MS;
+    const serviceDeadlineMs = Math.min(SERVICE_DEADLINE_MAX_MS, deadlineMs - Date.now() - ANSWER_MARGIN_MS);
+    if (limits.signal?.aborted || serviceDeadlineMs < 1)
+      // Nothing has been sent: this is not an unknown outcome.
+      throw new ProviderError(
+        'provider_unavailable',
+        `${operation} was not sent: ${limits.signal?.aborted ? 'the call was cancelled' : 'its deadline left no time'}`,
+        false,
+        { operation, transport: limits.signal?.aborted ? 'cancelled' : 'timeout' },
+      );
+    const answer = await this.#send({
+      operation,
+      method: 'POST',
+      path: `${leasePath(profileId, leaseId)}/${operation}`,
+      body: body(serviceDeadlineMs),
+      deadlineMs,
+      signal: limits.signal,
+    });
+    const parsed = this.#parse(operation, pageAnswerSchema, answer.body);
+    return { lease: parsed.lease, observation: parsed.observation, evidenceKey: parsed.evidence_key };
+  }
+
+  #parse<T extends z.ZodType>(operation: DataPlaneOperation, schema: T, body: unknown): z.output<T> {
+    const parsed = schema.safeParse(body);
+    if (parsed.success) return parsed.data;
+    throw errorFromTransport(operation, 'invalid_answer', parsed.error);
+  }
+
+  /** One HTTP exchange under one deadline; answers only a 2xx, throws a ProviderError otherwise. */
+  async #send(request: Request): Promise<{ status: number; body: unknown; replayed: boolean }> {
+    const { operation } = request;
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        controller.abort();
+      },
+      Math.max(0, request.deadlineMs - Date.now()),
+    );
+    const onAbort = () => controller.abort();
+    request.signal?.addEventListener('abort', onAbort, { once: true });
+    if (request.signal?.aborted) controller.abort();
+
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#token}` };
+    if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
+    let payload: string | undefined;
+    if (request.body !== undefined) {
+      payload = JSON.stringify(request.body);
+      headers['content-type'] = 'application/json';
+    }
+
+    let status: number;
+    let text: string;
+    let replayed: boolean;
+    try {
+      const response = await this.#fetch(`${this.baseUrl}${request.path}`, {
+        method: request.method,
+        headers,
+        body: payload,
+        signal: controller.signal,
+      });
+      status = response.status;
+      replayed = response.headers.get('idempotent-replayed') === 'true';
+      text = await response.text();
+    } catch (error) {
+      if (timedOut) throw errorFromTransport(operation, 'timeout', error);
+      if (request.signal?.aborted) throw errorFromTransport(operation, 'cancelled', error);
+      throw errorFromTransport(
+        operation,
+        failedBeforeConnecting(error) ? 'not_connected' : 'connection_lost',
+        error,
+      );
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onAbort);
+    }
+
+    let body: unknown;
+    try {
+      body = text.length > 0 ? JSON.parse(text) : undefined;
+    } catch (error) {
+      if (status >= 200 && status < 300) throw errorFromTransport(operation, 'invalid_answer', error);
+      body = undefined;
+    }
+    if (status < 200 || status >= 300) throw errorFromAnswer(operation, status, body);
+    return { status, body, replayed };
+  }
+}
+
+function leasePath(profileId: string, leaseId: string): string {
+  return `/v1/profiles/${encodeURIComponent(profileId)}/leases/${encodeURIComponent(leaseId)}`;
+}
+
+function leaseLimits(limits: CallLimits): { deadlineMs: number; signal: AbortSignal | undefined } {
+  return {
+    deadlineMs: limits.deadlineMs ?? Date.now() + DEFAULT_LEASE_CALL_TIMEOUT_MS,
+    signal: limits.signal,
+  };
+}

@@ -1,0 +1,223 @@
+import { LeaseholdError, TOOL_ERROR_CODES, type ToolErrorCode } from '../contracts/index.js';
+
+/**
+ * The stable codes a provider call fails with: the `tool.browser.*` codes of DESIGN §8 and
+ * `sequence_mismatch` as the service answers it. The run loop prefixes them with `tool.browser.`.
+ */
+export const PROVIDER_ERROR_CODES = [...TOOL_ERROR_CODES, 'sequence_mismatch'] as const;
+export type ProviderErrorCode = (typeof PROVIDER_ERROR_CODES)[number];
+
+/** The data-plane calls a provider makes; `navigate` and `act` are effects. */
+export type DataPlaneOperation =
+  | 'create_profile'
+  | 'list_profiles'
+  | 'acquire'
+  | 'get_lease'
+  | 'renew'
+  | 'close'
+  | 'navigate'
+  | 'observe'
+  | 'act';
+
+export const EFFECT_OPERATIONS: ReadonlySet<DataPlaneOperation> = new Set(['navigate', 'act']);
+
+/**
+ * ADR-0127 d3 (amended by ADR-0129): the refusals the page engine gives before dispatch. An effect
+ * answered with one of these did not happen and its lease stays trusted; any other answer but success
+ * leaves the effect's outcome unknown.
+ */
+export const REFUSALS_BEFORE_DISPATCH: ReadonlySet<string> = new Set([
+  'page_changed',
+  'element_not_found',
+  'action_not_allowed',
+  'url_disallowed',
+  'grant_not_applicable',
+]);
+
+/** How a request failed to get an answer. `not_connected` means no byte reached the service. */
+export type TransportFailure =
+  | 'not_connected'
+  | 'connection_lost'
+  | 'timeout'
+  | 'cancelled'
+  | 'invalid_answer';
+
+export interface ProviderErrorDetails {
+  operation: DataPlaneOperation;
+  /** The HTTP status the service answered, when it answered. */
+  httpStatus?: number;
+  /** The service's own error code, when it answered one (e.g. `lease_expired` behind `outcome_unknown`). */
+  serviceCode?: string;
+  /** How the transport failed, when no usable answer came. */
+  transport?: TransportFailure;
+  /** Identifiers and numbers only (holding run, current sequence): never page content. */
+  facts?: Record<string, string | number | boolean>;
+  cause?: unknown;
+}
+
+/**
+ * A failed data-plane call with a stable code and whether another attempt may help (only
+ * acquisition is ever retried, ADR-0177). Messages name the call and the code, never page content,
+ * tokens or the service's free text.
+ */
+export class ProviderError extends LeaseholdError<ProviderErrorCode> {
+  override readonly name = 'ProviderError';
+  readonly operation: DataPlaneOperation;
+  readonly httpStatus: number | undefined;
+  readonly serviceCode: string | undefined;
+  readonly transport: TransportFailure | undefined;
+  readonly facts: Readonly<Record<string, string | number | boolean>>;
+
+  constructor(code: ProviderErrorCode, message: string, retryable: boolean, details: ProviderErrorDetails) {
+    super(code, message, retryable, details.cause === undefined ? undefined : { cause: details.cause });
+    this.operation = details.operation;
+    this.httpStatus = details.httpStatus;
+    this.serviceCode = details.serviceCode;
+    this.transport = details.transport;
+    this.facts = Object.freeze({ ...(details.facts ?? {}) });
+  }
+}
+
+const TOOL_CODES: ReadonlySet<string> = new Set(TOOL_ERROR_CODES);
+
+function isToolCode(code: string): code is ToolErrorCode {
+  return TOOL_CODES.has(code);
+}
+
+/** Keeps only identifier-like facts from an error body (strings under 128 characters, numbers, booleans). */
+function factsOf(error: Record<string, unknown>): Record<string, string | number | boolean> {
+  const facts: Record<string, string | number | boolean> = {};
+  for (const [key, value] of Object.entries(error)) {
+    if (key === 'code' || key === 'message') continue;
+    if (typeof value === 'number' || typeof value === 'boolean') facts[key] = value;
+    else if (typeof value === 'string' && /^[A-Za-z0-9_.:@-]{1,128}$/.test(value)) facts[key] = value;
+  }
+  return facts;
+}
+
+/** The `{error: {code, …}}` of a data-plane answer, if it has one. */
+export function serviceErrorOf(body: unknown): {
+  code: string;
+  facts: Record<string, string | number | boolean>;
+} {
+  if (body && typeof body === 'object' && 'error' in body) {
+    const error = (body as { error: unknown }).error;
+    if (error && typeof error === 'object' && typeof (error as { code?: unknown }).code === 'string') {
+      const record = error as Record<string, unknown>;
+      return { code: record.code as string, facts: factsOf(record) };
+    }
+  }
+  return { code: 'unknown', facts: {} };
+}
+
+/**
+ * The error for a data-plane answer that was not a success (DESIGN §8, ADR-0127 d3):
+ * an effect answered anything but a refusal before dispatch is `outcome_unknown` (or
+ * `profile_unavailable` where the service refused the lease itself); otherwise 502/503 are a
+ * retryable `provider_unavailable`, and the service's tool codes keep their meaning.
+ */
+export function errorFromAnswer(
+  operation: DataPlaneOperation,
+  httpStatus: number,
+  body: unknown,
+): ProviderError {
+  const { code: serviceCode, facts } = serviceErrorOf(body);
+  const details = { operation, httpStatus, serviceCode, facts };
+  const said = `${operation} answered ${httpStatus} ${serviceCode}`;
+
+  if (EFFECT_OPERATIONS.has(operation)) {
+    if (REFUSALS_BEFORE_DISPATCH.has(serviceCode) && isToolCode(serviceCode))
+      return new ProviderError(serviceCode, `${said}: refused before dispatch`, false, details);
+    if (serviceCode === 'profile_unavailable')
+      return new ProviderError(
+        'profile_unavailable',
+        `${said}: the service refused the lease`,
+        false,
+        details,
+      );
+    // ADR-0127 d3: no other answer proves the effect did not happen; it is never retried.
+    return new ProviderError(
+      'outcome_unknown',
+      `${said}: the effect may or may not have happened`,
+      false,
+      details,
+    );
+  }
+
+  if (httpStatus === 502 || httpStatus === 503)
+    return new ProviderError(
+      'provider_unavailable',
+      `${said}: the browser worker is unavailable`,
+      true,
+      details,
+    );
+  switch (serviceCode) {
+    case 'profile_unavailable':
+    case 'lease_expired':
+    case 'page_changed':
+    case 'element_not_found':
+    case 'action_not_allowed':
+    case 'url_disallowed':
+    case 'grant_not_applicable':
+    case 'invalid_arguments':
+      return new ProviderError(serviceCode, said, false, details);
+    case 'sequence_mismatch':
+      return new ProviderError('sequence_mismatch', said, false, details);
+    case 'validation_failed':
+    case 'payload_too_large':
+      return new ProviderError('invalid_arguments', said, false, details);
+    case 'not_found':
+      // A profile the tenant cannot see cannot be leased; a lease the service no longer knows is gone.
+      return operation === 'acquire' || operation === 'create_profile' || operation === 'list_profiles'
+        ? new ProviderError('profile_unavailable', said, false, details)
+        : new ProviderError('lease_expired', said, false, details);
+    case 'conflict':
+      return new ProviderError('profile_unavailable', said, false, details);
+    case 'idempotency_in_progress':
+      // The first request with this key is still being answered: asking again later replays it.
+      return new ProviderError('provider_unavailable', said, true, details);
+    default:
+      // unauthorized, idempotency_conflict, internal, anything unknown: another attempt cannot help.
+      return new ProviderError('provider_unavailable', said, false, details);
+  }
+}
+
+/**
+ * The error for a call that got no usable answer. A request that never connected cannot have had an
+ * effect; for an effect any other loss is `outcome_unknown` (ADR-0127 d3). Otherwise connection
+ * refused or lost and timeouts are a retryable `provider_unavailable`.
+ */
+export function errorFromTransport(
+  operation: DataPlaneOperation,
+  transport: TransportFailure,
+  cause?: unknown,
+): ProviderError {
+  const details = { operation, transport, cause };
+  if (EFFECT_OPERATIONS.has(operation) && transport !== 'not_connected')
+    return new ProviderError(
+      'outcome_unknown',
+      `${operation} got no answer (${transport}): the effect may or may not have happened`,
+      false,
+      details,
+    );
+  const retryable = transport !== 'cancelled' && transport !== 'invalid_answer';
+  return new ProviderError(
+    'provider_unavailable',
+    `${operation} got no answer (${transport}) from the browser worker`,
+    retryable,
+    details,
+  );
+}
+
+const NOT_CONNECTED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** Whether a `fetch` failure happened before the connection was made (so nothing was sent). */
+export function failedBeforeConnecting(error: unknown): boolean {
+  const cause = (error as { cause?: unknown } | undefined)?.cause ?? error;
+  const code = (cause as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string' && NOT_CONNECTED_CODES.has(code)) return true;
+  // Node tries each address of a host; it reports an AggregateError when all refuse.
+  if (cause instanceof AggregateError)
+    return cause.errors.length > 0 && cause.errors.every((inner) => failedBeforeConnecting(inner));
+  return false;
+}

@@ -1,0 +1,44 @@
+export {
+  acquireAnswerSchema,
+  leaseViewSchema,
+  type PageCallResult,
+  pageAnswerSchema,
+  profileViewSchema,
+} from './answers.js';
+export {
+  BROWSER_TOOL_NAMES,
+  type BrowserToolHooks,
+  type BrowserToolLimits,
+  type BrowserToolName,
+  type BrowserToolResult,
+  executeBrowserTool,
+} from './browser-tools.js';
+export {
+  type AcquireResult,
+  ANSWER_MARGIN_MS,
+  type CallLimits,
+  DataPlaneClient,
+  type DataPlaneClientOptions,
+  DEFAULT_LEASE_CALL_TIMEOUT_MS,
+  DEFAULT_PAGE_CALL_TIMEOUT_MS,
+} from './client.js';
+export {
+  type DataPlaneOperation,
+  EFFECT_OPERATIONS,
+  errorFromAnswer,
+  errorFromTransport,
+  failedBeforeConnecting,
+  PROVIDER_ERROR_CODES,
+  ProviderError,
+  type ProviderErrorCode,
+  REFUSALS_BEFORE_DISPATCH,
+  type TransportFailure,
+} from './errors.js';
+export { acquireIdempotencyKey, closeIdempotencyKey, renewIdempotencyKey } from './idempotency-keys.js';
+export {
+  BrowserLeaseProvider,
+  type BrowserLeaseProviderOptions,
+  type BrowserWorkerLocation,
+  type HeldLease,
+  type LeaseDropReason,
+} from './lease-provider.js';

@@ -1,0 +1,283 @@
+import type { LeaseScope, LeaseView } from '../contracts/index.js';
+import type { PageCallResult } from './answers.js';
+import { type AcquireResult, type CallLimits, DataPlaneClient } from './client.js';
+import { ProviderError } from './errors.js';
+import { acquireIdempotencyKey } from './idempotency-keys.js';
+
+/** Where a browser worker answers: its id (a lease's provider reference) and its data-plane URL. */
+export interface BrowserWorkerLocation {
+  id: string;
+  url: string;
+}
+
+/** The lease a provider holds, as the run record keeps it. */
+export interface HeldLease {
+  leaseId: string;
+  profileId: string;
+  /** The browser worker serving it (the lease's provider reference) and its URL. */
+  workerId: string;
+  workerUrl: string;
+  acquiredAtMs: number;
+  expiresAtMs: number;
+  /** The last applied action's sequence; the next navigate or act carries `sequence + 1`. */
+  sequence: number;
+}
+
+export interface BrowserLeaseProviderOptions {
+  /** The run's lease scope: tenant, principal, run id and attempt (ADR-0127 d1). */
+  scope: LeaseScope;
+  /** The profile the run's session is bound to. */
+  profileId: string;
+  /** The live browser worker serving a profile (backed by `BrowserWorkerRegistry.findForProfile`). */
+  findWorker: (profileId: string) => Promise<BrowserWorkerLocation | undefined>;
+  /** The data-plane token shared with the browser workers. */
+  token: string;
+  /** Epoch ms, to judge a held lease's expiry; `Date.now` unless a test moves time. */
+  clock?: () => number;
+  /** Tests: another fetch. */
+  fetch?: typeof fetch;
+}
+
+/** Why a held lease stops being used. */
+export type LeaseDropReason = 'untrusted' | 'expired';
+
+/**
+ * One run execution's side of its browser lease (DESIGN §5, ADR-0127): acquires or reattaches,
+ * carries the action sequence, and stops using a lease it can no longer trust.
+ *
+ * A provider serves one run execution and its calls come one at a time (the run loop awaits each).
+ * A run resumed in another process builds a new provider with the same scope; its first
+ * {@link ensureLease} reattaches to the live lease and continues from its sequence (ADR-0127 d1).
+ */
+export class BrowserLeaseProvider {
+  readonly scope: LeaseScope;
+  readonly profileId: string;
+  readonly #options: BrowserLeaseProviderOptions;
+  readonly #clock: () => number;
+  #held: HeldLease | undefined;
+  /** A dropped lease not yet closed: ADR-0127 d3 closes it before the next acquire. */
+  #retired: HeldLease | undefined;
+
+  constructor(options: BrowserLeaseProviderOptions) {
+    this.scope = Object.freeze({ ...options.scope });
+    this.profileId = options.profileId;
+    this.#options = options;
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  /** The lease in use, for the run record; undefined before the first acquire and after a drop. */
+  get lease(): Readonly<HeldLease> | undefined {
+    return this.#held ? { ...this.#held } : undefined;
+  }
+
+  /** A lease dropped as untrusted and not yet closed (closed before the next acquire). */
+  get retiredLease(): Readonly<HeldLease> | undefined {
+    return this.#retired ? { ...this.#retired } : undefined;
+  }
+
+  /**
+   * The lease for a tool invocation: the one held while it is unexpired, else an acquire — a
+   * reattach when this run attempt's lease is still live. The request is computed once per
+   * invocation and sent under a key derived from `invocationId`, so sending it again replays
+   * (ADR-0177). Acquisition lives here alone, so a bounded retry can wrap exactly this call.
+   */
+  async ensureLease(
+    invocationId: string,
+    requestedExpiresAtMs: number,
+    limits: CallLimits = {},
+  ): Promise<Readonly<HeldLease>> {
+    if (this.#held && this.#held.expiresAtMs > this.#clock()) return { ...this.#held };
+    // ADR-0127 consequences: an expired lease is not closed by the provider; the service discards it.
+    if (this.#held) this.drop('expired');
+    await this.#closeRetired(limits);
+
+    const worker = await this.#options.findWorker(this.profileId);
+    if (!worker)
+      throw new ProviderError(
+        'provider_unavailable',
+        `no live browser worker serves profile ${this.profileId}`,
+        false,
+        { operation: 'acquire' },
+      );
+    const client = this.#client(worker.url);
+    const request = { ...this.scope, requested_expires_at_ms: requestedExpiresAtMs };
+    const acquired: AcquireResult = await client.acquire(
+      this.profileId,
+      request,
+      acquireIdempotencyKey(invocationId),
+      limits,
+    );
+    let lease: LeaseView = acquired.lease;
+    // A replayed answer is as old as the first request: read the lease's current expiry and sequence.
+    if (acquired.replayed) lease = await client.getLease(this.profileId, lease.lease_id, limits);
+    if (lease.state !== 'live' || lease.expires_at_ms <= this.#clock())
+      throw new ProviderError(
+        'lease_expired',
+        `acquire answered lease ${lease.lease_id} that is no longer live`,
+        false,
+        { operation: 'acquire' },
+      );
+    this.#held = {
+      leaseId: lease.lease_id,
+      profileId: this.profileId,
+      workerId: lease.provider_ref,
+      workerUrl: worker.url,
+      acquiredAtMs: lease.acquired_at_ms,
+      expiresAtMs: lease.expires_at_ms,
+      sequence: lease.sequence,
+    };
+    return { ...this.#held };
+  }
+
+  /** Navigates the held lease's page: an effect carrying the next action sequence. */
+  navigate(url: string, limits: CallLimits = {}): Promise<PageCallResult> {
+    return this.#call('navigate', (client, lease) =>
+      client.navigate(lease.profileId, lease.leaseId, lease.sequence + 1, url, limits),
+    );
+  }
+
+  /** Observes the held lease's page; the sequence does not move. */
+  observe(args: Record<string, unknown>, limits: CallLimits = {}): Promise<PageCallResult> {
+    return this.#call('observe', (client, lease) =>
+      client.observe(lease.profileId, lease.leaseId, args, limits),
+    );
+  }
+
+  /** Acts on the held lease's page: an effect carrying the next action sequence. */
+  act(args: Record<string, unknown>, limits: CallLimits = {}): Promise<PageCallResult> {
+    return this.#call('act', (client, lease) =>
+      client.act(lease.profileId, lease.leaseId, lease.sequence + 1, args, limits),
+    );
+  }
+
+  /**
+   * The run is done with the page: closes the held lease (sealing its state when asked) and any
+   * retired one (unsealed). An expired lease is not asked to close (ADR-0127 d8). Answers the held
+   * lease's final view, if one was closed.
+   */
+  async close({ seal }: { seal: boolean }, limits: CallLimits = {}): Promise<LeaseView | undefined> {
+    await this.#closeRetired(limits);
+    const held = this.#held;
+    if (!held) return undefined;
+    if (held.expiresAtMs <= this.#clock()) {
+      this.#held = undefined;
+      return undefined;
+    }
+    let view: LeaseView | undefined;
+    try {
+      view = await this.#client(held.workerUrl).close(held.profileId, held.leaseId, { seal }, limits);
+    } catch (error) {
+      // A lease the service no longer knows is closed already; any other failure keeps it held, to close again.
+      if (!(error instanceof ProviderError && error.code === 'lease_expired')) throw error;
+    }
+    if (this.#held === held) this.#held = undefined;
+    return view;
+  }
+
+  /**
+   * Stops using the held lease (ADR-0127 d2, d3): an untrusted one is retired and closed, unsealed,
+   * before the next acquire; an expired or revoked one is simply forgotten.
+   */
+  drop(reason: LeaseDropReason): void {
+    const held = this.#held;
+    this.#held = undefined;
+    if (held && reason === 'untrusted' && held.expiresAtMs > this.#clock()) this.#retired = held;
+  }
+
+  async #call(
+    operation: 'navigate' | 'observe' | 'act',
+    send: (client: DataPlaneClient, lease: HeldLease) => Promise<PageCallResult>,
+  ): Promise<PageCallResult> {
+    const held = this.#held;
+    if (!held)
+      throw new ProviderError('lease_expired', `${operation} needs a lease: acquire one first`, false, {
+        operation,
+      });
+    let result: PageCallResult;
+    try {
+      result = await send(this.#client(held.workerUrl), held);
+    } catch (error) {
+      throw this.#afterFailure(error, held);
+    }
+    if (result.lease.lease_id !== held.leaseId) {
+      this.drop('untrusted');
+      throw new ProviderError('outcome_unknown', `${operation} answered for another lease`, false, {
+        operation,
+      });
+    }
+    held.sequence = result.lease.sequence;
+    held.expiresAtMs = result.lease.expires_at_ms;
+    return result;
+  }
+
+  /** The trust rules on a failed page call; answers the error the caller sees. */
+  #afterFailure(error: unknown, held: HeldLease): unknown {
+    if (this.#held !== held) return error;
+    if (!(error instanceof ProviderError)) {
+      // ADR-0127 d2: any unexpected failure drops the lease.
+      this.drop('untrusted');
+      return error;
+    }
+    switch (error.code) {
+      case 'page_changed':
+      case 'element_not_found':
+      case 'action_not_allowed':
+      case 'url_disallowed':
+      case 'grant_not_applicable':
+      case 'invalid_arguments':
+        // Refused before dispatch: nothing happened, the lease and its sequence stay as they were.
+        return error;
+      case 'lease_expired':
+        this.drop('expired');
+        return error;
+      case 'sequence_mismatch':
+        // Not reachable from an effect (the client reports it as outcome_unknown); desynchronised all the same.
+        this.drop('untrusted');
+        return new ProviderError('outcome_unknown', error.message, false, {
+          operation: error.operation,
+          ...(error.serviceCode === undefined ? {} : { serviceCode: error.serviceCode }),
+          cause: error,
+        });
+      case 'outcome_unknown':
+      case 'profile_unavailable':
+      case 'provider_unavailable':
+        // ADR-0127 d2, d3: the lease cannot be trusted any more; never retry, start afresh next call.
+        this.drop('untrusted');
+        return error;
+      default:
+        return assertNever(error.code);
+    }
+  }
+
+  /** ADR-0127 d3: a retired lease is closed, unsealed, before another is acquired. */
+  async #closeRetired(limits: CallLimits): Promise<void> {
+    const retired = this.#retired;
+    if (!retired) return;
+    if (retired.expiresAtMs > this.#clock()) {
+      try {
+        await this.#client(retired.workerUrl).close(
+          retired.profileId,
+          retired.leaseId,
+          { seal: false },
+          limits,
+        );
+      } catch (error) {
+        // Gone already is closed enough; anything else keeps it retired and stops this acquire.
+        if (!(error instanceof ProviderError && error.code === 'lease_expired')) throw error;
+      }
+    }
+    this.#retired = undefined;
+  }
+
+  #client(url: string): DataPlaneClient {
+    return new DataPlaneClient({
+      baseUrl: url,
+      token: this.#options.token,
+      ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
+    });
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unexpected provider error code ${String(value)}`);
+}
