@@ -1,3 +1,4 @@
+export { BROWSER_TOOL_DEFINITIONS, BrowserToolExecutor } from './browser-executor.js';
 export {
   checkModelCall,
   fitBatch,

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { actArgsSchema, navigateArgsSchema, observeArgsSchema } from '../contracts/index.js';
+import {
+  BROWSER_TOOL_NAMES,
+  type BrowserLeaseProvider,
+  type BrowserToolName,
+  executeBrowserTool,
+  ProviderError,
+} from '../provider/index.js';
+import type { ToolExecutor } from './loop.js';
+import type { ToolCall, ToolDefinition, ToolOutcome } from './model.js';
+
+/** The three browser tools as the model sees them (contract 1.2.0). */
+export const BROWSER_TOOL_DEFINITIONS: readonly ToolDefinition[] = Object.freeze([
+  {
+    name: 'browser.navigate',
+    description: "Open a URL of the profile's allowed origins; returns the settled page.",
+    parameters: z.toJSONSchema(navigateArgsSchema) as Record<string, unknown>,
+  },
+  {
+    name: 'browser.observe',
+    description: 'Read the page as it is: visible elements with references, text, and a revision.',
+    parameters: z.toJSONSchema(observeArgsSchema, { unrepresentable: 'any' }) as Record<string, unknown>,
+  },
+  {
+    name: 'browser.act',
+    description:
+      'Act on one element of an observation by its revision and reference; returns the settled page, whose revision you may act on again.',
+    parameters: z.toJSONSchema(actArgsSchema) as Record<string, unknown>,
+  },
+]);
+
+function isBrowserTool(name: string): name is BrowserToolName {
+  return (BROWSER_TOOL_NAMES as readonly string[]).includes(name);
+}
+
+/**
+ * Runs the browser tools of one run execution through its lease provider. The evidence key stays
+ * with the platform (`lastEvidenceKey`), never in the result the model reads (ADR-0130 d7).
+ */
+export class BrowserToolExecutor implements ToolExecutor {
+  lastEvidenceKey: string | null = null;
+
+  constructor(
+    private readonly provider: BrowserLeaseProvider | undefined,
+    /** The horizon a lease is asked for: the run's deadline (ADR-0127). */
+    private readonly leaseHorizonMs: number,
+  ) {}
+
+  definitions(): readonly ToolDefinition[] {
+    return this.provider ? BROWSER_TOOL_DEFINITIONS : [];
+  }
+
+  async execute(
+    call: ToolCall,
+    context: {
+      invocationId: string;
+      deadlineMs: number;
+      signal: AbortSignal;
+      beforeDispatch: () => Promise<void>;
+    },
+  ): Promise<ToolOutcome> {
+    if (!isBrowserTool(call.name))
+      return { ok: false, code: 'invalid_arguments', message: `no tool named ${call.name}` };
+    if (!this.provider)
+      return {
+        ok: false,
+        code: 'invalid_arguments',
+        message: 'this session is not bound to a browser profile',
+      };
+    try {
+      const result = await executeBrowserTool(
+        this.provider,
+        call.name,
+        call.args,
+        {
+          invocationId: context.invocationId,
+          requestedLeaseExpiresAtMs: this.leaseHorizonMs,
+          deadlineMs: context.deadlineMs,
+          signal: context.signal,
+        },
+        { beforeDispatch: context.beforeDispatch },
+      );
+      this.lastEvidenceKey = result.evidenceKey;
+      return { ok: true, result: { observation: result.observation } };
+    } catch (error) {
+      if (error instanceof ProviderError) return { ok: false, code: error.code, message: error.message };
+      throw error;
+    }
+  }
+}
