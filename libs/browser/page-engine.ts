@@ -8,6 +8,7 @@ import {
   navigateArgsSchema,
   type ObserveArgsInput,
   observeArgsSchema,
+  type SettleResult,
 } from '../contracts/index.js';
 import { agentHandle, callAgent, literal } from './agent-call.js';
 import { BrowserToolError, isNavigationTeardown } from './errors.js';
@@ -28,6 +29,11 @@ import { settlePage } from './settle.js';
 export interface PageEngineOptions {
   /** The profile's allowed origins (`https://example.com`); top-level navigations elsewhere are blocked. */
   allowedOrigins: readonly string[];
+  /**
+   * Told every settle's result (ADR-0159: reported on the observation and in metrics), so the
+   * caller can record it; the engine itself holds no metrics registry. Must not throw.
+   */
+  onSettle?: (tool: 'navigate' | 'act', settle: SettleResult) => void;
 }
 
 /**
@@ -45,6 +51,7 @@ export class PageEngine {
     private readonly tracker: RequestTracker,
     private readonly guard: OriginGuard,
     private readonly allowed: ReadonlySet<string>,
+    private readonly onSettle: PageEngineOptions['onSettle'],
   ) {}
 
   static async create(page: Page, options: PageEngineOptions): Promise<PageEngine> {
@@ -54,7 +61,7 @@ export class PageEngine {
     try {
       await page.addInitScript({ content: await pageAgentScript() });
       const guard = await OriginGuard.install(page, allowed);
-      return new PageEngine(page, tracker, guard, allowed);
+      return new PageEngine(page, tracker, guard, allowed, options.onSettle);
     } catch (error) {
       tracker.close();
       throw error;
@@ -120,6 +127,7 @@ export class PageEngine {
     }
     if (this.guard.blockedCount !== blockedBefore) throw disallowedRedirect(undefined);
     const settle = await settlePage(this.page, this.tracker, op);
+    this.onSettle?.('navigate', settle);
     return captureObservation(this.page, this.revisions, op, { offset: 0, settle });
   }
 
@@ -186,6 +194,7 @@ export class PageEngine {
     // ADR-0130 d6: the settled page is returned; no earlier reference survives the action.
     this.revisions.current = null;
     const settle = await settlePage(this.page, this.tracker, op);
+    this.onSettle?.('act', settle);
     if (this.guard.blockedCount !== blockedBefore) throw disallowedRedirect(undefined);
     const read = () => captureObservation(this.page, this.revisions, op, { offset: 0, settle });
     try {

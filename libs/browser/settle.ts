@@ -9,6 +9,8 @@ import type { RequestSnapshot, RequestTracker } from './request-tracker.js';
 export const SETTLE_BOUND_MS = 2_000;
 /** ADR-0130 d5: the DOM is quiet after 300 ms without a mutation. */
 export const DOM_QUIET_MS = 300;
+/** Time kept back from the call's deadline for the observation that follows settling. */
+export const CAPTURE_RESERVE_MS = 500;
 
 /**
  * Settles the page after a navigation or a dispatched action (ADR-0159): document readiness, then
@@ -20,7 +22,8 @@ export const DOM_QUIET_MS = 300;
  */
 export async function settlePage(page: Page, tracker: RequestTracker, op: Operation): Promise<SettleResult> {
   const startedAtMs = Date.now();
-  const boundAtMs = Math.min(startedAtMs + SETTLE_BOUND_MS, op.deadlineMs);
+  // A short call deadline cuts settling first, keeping time to observe what the page then shows.
+  const boundAtMs = Math.min(startedAtMs + SETTLE_BOUND_MS, op.deadlineMs - CAPTURE_RESERVE_MS);
   const snapshot = tracker.snapshot();
   const outcome = (result: SettleResult['result']): SettleResult => ({
     result,

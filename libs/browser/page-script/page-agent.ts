@@ -327,7 +327,15 @@ function waitQuiet(quietMs: number, timeoutMs: number): Promise<boolean> {
       quietTimer = setTimeout(() => finish(true), quietMs);
     };
     const observer = new MutationObserver(restart);
-    observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+    const watch = (doc: Document): void => {
+      observer.observe(doc, { subtree: true, childList: true, attributes: true, characterData: true });
+      for (const frame of doc.querySelectorAll(FRAME_SELECTOR)) {
+        const inner = sameOriginDocument(frame);
+        if (inner) watch(inner);
+      }
+    };
+    // Same-origin frames are part of the observation, so their mutations count too.
+    watch(document);
     const boundTimer = setTimeout(() => finish(false), Math.max(0, timeoutMs));
     restart();
   });

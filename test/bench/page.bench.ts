@@ -1,0 +1,158 @@
+import type { Browser, Page } from 'playwright-core';
+import { type OperationLimits, PageEngine } from '../../libs/browser/index.js';
+import { launchTestBrowser } from '../fixtures/chromium.js';
+import { PageServer } from '../fixtures/page-server.js';
+import { figure, percentile, report } from './report.js';
+
+const SUITE = 'page';
+const ACT_SAMPLES = 15;
+const OBSERVE_SAMPLES = 15;
+const NAIVE_SAMPLES = 3;
+
+/** The candidate nodes the page agent checks, for the naive per-element baseline. */
+const CANDIDATES =
+  'a[href],area[href],button,input:not([type="hidden"]),select,textarea,summary,[role],' +
+  '[tabindex]:not([tabindex="-1"]),[contenteditable=""],[contenteditable="true"],h1,h2,h3,h4,h5,h6,img[alt]:not([alt=""])';
+
+const STATIC_PAGE = `<!doctype html><html lang="en"><head><title>Static</title></head><body>
+<h1>Static page</h1><p id="count">0</p><button type="button" id="go">Go</button>
+<script>document.getElementById('go').addEventListener('click', () => {
+  const count = document.getElementById('count'); count.textContent = String(Number(count.textContent) + 1);
+});</script></body></html>`;
+
+/** About 5,000 element nodes: 300 hidden controls first, then 100 sections of visible content. */
+function page5000(): string {
+  const hidden = Array.from({ length: 300 }, (_, i) =>
+    i % 2 === 0
+      ? `<button style="display:none">Hidden ${i}</button>`
+      : `<input hidden aria-label="Hidden ${i}">`,
+  ).join('');
+  const sections = Array.from({ length: 100 }, (_, s) => {
+    const rows = Array.from(
+      { length: 8 },
+      (_, r) =>
+        `<li><span>Row ${s}.${r}</span> <em>detail</em> <a href="#s${s}r${r}">Open ${s}.${r}</a>` +
+        ` <button type="button">Edit ${s}.${r}</button></li>`,
+    ).join('');
+    return (
+      `<section><h2>Section ${s}</h2><div><p>Text of section ${s} <b>bold</b> <i>it</i></p>` +
+      `<label>Filter ${s} <input></label><ul>${rows}</ul></div></section>`
+    );
+  }).join('');
+  return `<!doctype html><html lang="en"><head><title>Five thousand</title></head><body>
+<div id="hidden">${hidden}</div><main>${sections}</main></body></html>`;
+}
+
+function limits(): OperationLimits {
+  return { deadlineMs: Date.now() + 30_000 };
+}
+
+async function timed(work: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await work();
+  return performance.now() - started;
+}
+
+async function actFigures(browser: Browser, server: PageServer): Promise<void> {
+  const url = server.addPage('bench-static.html', STATIC_PAGE);
+  const page = await browser.newPage();
+  const engine = await PageEngine.create(page, { allowedOrigins: [server.origin] });
+  let { observation } = await engine.navigate({ url }, limits());
+  const acted: number[] = [];
+  for (let i = 0; i < ACT_SAMPLES; i += 1) {
+    const go = observation.elements.find((element) => element.name === 'Go');
+    const started = performance.now();
+    ({ observation } = await engine.act(
+      { revision: observation.revision, element: go?.ref ?? '', action: 'click' },
+      limits(),
+    ));
+    acted.push(performance.now() - started);
+  }
+  await engine.close();
+  const floor: number[] = [];
+  for (let i = 0; i < ACT_SAMPLES; i += 1) {
+    floor.push(
+      await timed(async () => {
+        await page.locator('#go').click();
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }),
+    );
+  }
+  await page.close();
+  report(
+    figure(SUITE, 'act_settled_p50_ms', percentile(acted, 50), {
+      metric: 'floor_p50_ms',
+      value: percentile(floor, 50),
+    }),
+  );
+}
+
+async function observeFigures(browser: Browser, server: PageServer): Promise<void> {
+  const url = server.addPage('bench-5000.html', page5000());
+  const page: Page = await browser.newPage();
+  const engine = await PageEngine.create(page, { allowedOrigins: [server.origin] });
+  await engine.navigate({ url }, limits());
+  const nodes = await page.evaluate('document.getElementsByTagName("*").length');
+  console.error(`page: ${String(nodes)} element nodes`);
+
+  const observed: number[] = [];
+  let chars = 0;
+  for (let i = 0; i < OBSERVE_SAMPLES; i += 1) {
+    let size = 0;
+    observed.push(
+      await timed(async () => {
+        const { observation } = await engine.observe({}, limits());
+        size = JSON.stringify(observation).length;
+      }),
+    );
+    chars = size;
+  }
+
+  const naive: number[] = [];
+  for (let i = 0; i < NAIVE_SAMPLES; i += 1) {
+    naive.push(
+      await timed(async () => {
+        const visible = [];
+        for (const candidate of await page.locator(CANDIDATES).all()) {
+          if (await candidate.isVisible()) visible.push(candidate);
+          if (visible.length === 256) break;
+        }
+      }),
+    );
+  }
+
+  const aria: number[] = [];
+  let ariaChars = 0;
+  for (let i = 0; i < OBSERVE_SAMPLES; i += 1) {
+    aria.push(
+      await timed(async () => {
+        ariaChars = (await page.ariaSnapshot({ mode: 'ai' })).length;
+      }),
+    );
+  }
+  await engine.close();
+  await page.close();
+
+  const observeP50 = percentile(observed, 50);
+  report(
+    figure(SUITE, 'observe_5000_p50_ms', observeP50, {
+      metric: 'naive_visibility_p50_ms',
+      value: percentile(naive, 50),
+    }),
+  );
+  report(figure(SUITE, 'observe_5000_chars', chars));
+  report(figure(SUITE, 'aria_snapshot_5000_p50_ms', percentile(aria, 50)));
+  report(figure(SUITE, 'aria_snapshot_5000_chars', ariaChars));
+}
+
+/** `npm run bench -- page`: the page engine's figures of issue 4, each beside its baseline. */
+export default async function pageBench(): Promise<void> {
+  const [browser, server] = await Promise.all([launchTestBrowser(), PageServer.start()]);
+  try {
+    await actFigures(browser, server);
+    await observeFigures(browser, server);
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
