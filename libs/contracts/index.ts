@@ -12,3 +12,4 @@ export {
   type ToolErrorCode,
 } from './errors.js';
 export { type IdKind, newId, recordIdSchema } from './ids.js';
+export * from './runs.js';

@@ -1,4 +1,20 @@
+export { agentVersionOf, type NewSession, type PutAgentOutcome } from './agents.js';
+export type { NewApiKey } from './api-keys.js';
+export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';
+export { canonicalJson, contentAddress, sha256Hex } from './canonical-json.js';
 export { LeaderLock } from './leader-lock.js';
 export { RedisLeaseStore } from './lease-store.js';
+export type { InvocationRecord, LedgerOutcome } from './ledger.js';
+export { RunKeys } from './run-keys.js';
+export {
+  idempotentRunId,
+  RUN_EVENTS_CAP,
+  type RunEnd,
+  RunStore,
+  type RunStoreOptions,
+  type SubmitOutcome,
+  type SubmitRun,
+} from './run-store.js';
+export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
 export { type ScriptCommands, withScripts } from './scripts.js';
 export { type BrowserWorkerRecord, BrowserWorkerRegistry } from './worker-registry.js';

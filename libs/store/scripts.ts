@@ -20,6 +20,71 @@ export interface ScriptCommands {
   finishClose(leaseKey: string, liveKey: string, profileKey: string, ...argv: Arg[]): Reply;
   advanceSequence(leaseKey: string, ...argv: Arg[]): Reply;
   claimIdempotency(key: string, ...argv: Arg[]): Reply;
+  putAgent(agentKey: string, versionsKey: string, ...argv: Arg[]): Promise<string[]>;
+  submitRun(
+    runKey: string,
+    eventsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  claimRun(
+    runKey: string,
+    eventsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  suspendRun(
+    runKey: string,
+    eventsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  requeueRun(
+    runKey: string,
+    eventsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  finishRun(
+    runKey: string,
+    eventsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  cancelRun(
+    runKey: string,
+    eventsKey: string,
+    approvalsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  failRun(
+    runKey: string,
+    eventsKey: string,
+    approvalsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  retryRun(
+    runKey: string,
+    eventsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  addUsage(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
+  appendEvent(runKey: string, eventsKey: string, ...argv: Arg[]): Promise<[string, string]>;
+  recordInvocation(runKey: string, ledgerKey: string, ...argv: Arg[]): Promise<[string, string, string]>;
+  createApproval(
+    runKey: string,
+    eventsKey: string,
+    approvalsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  decideApproval(
+    runKey: string,
+    eventsKey: string,
+    approvalsKey: string,
+    grantsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  consumeGrant(
+    runKey: string,
+    eventsKey: string,
+    grantsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
 }
 
 const loaded = new WeakSet<Redis>();

@@ -1,0 +1,245 @@
+import { z } from 'zod';
+import { RUN_FAILURE_REASONS } from './errors.js';
+import { recordIdSchema } from './ids.js';
+
+/**
+ * Runs and what hangs off them (DESIGN §3, §4): statuses, limits, usage, events, approvals, grants
+ * and the invocation ledger, as the run store writes them and the API and workers read them.
+ * Money is integer micro-USD (1 USD = 1_000_000) wherever it is stored or counted.
+ */
+
+/** Scopes an API key may carry (DESIGN §3). */
+export const API_KEY_SCOPES = ['runs:write', 'runs:read', 'approvals:write', 'admin'] as const;
+export const apiKeyScopeSchema = z.enum(API_KEY_SCOPES);
+export type ApiKeyScope = z.output<typeof apiKeyScopeSchema>;
+
+export const tenantIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ or -, at most 64');
+export const principalIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.@-]{1,128}$/, 'letters, digits, _ . @ or -, at most 128');
+
+/** Who a presented API key speaks for. */
+export const apiKeyIdentitySchema = z.object({
+  key_id: recordIdSchema,
+  tenant: tenantIdSchema,
+  principal: principalIdSchema,
+  scopes: z.array(apiKeyScopeSchema).min(1),
+});
+export type ApiKeyIdentity = z.output<typeof apiKeyIdentitySchema>;
+
+export const RUN_STATUSES = [
+  'queued',
+  'running',
+  'parked',
+  'waiting_child',
+  'waiting_user',
+  'succeeded',
+  'failed',
+  'cancelled',
+] as const;
+export const runStatusSchema = z.enum(RUN_STATUSES);
+export type RunStatus = z.output<typeof runStatusSchema>;
+
+/** The ends: nothing moves a run out of these except an explicit retry of a failed one. */
+export const ENDED_RUN_STATUSES = [
+  'succeeded',
+  'failed',
+  'cancelled',
+] as const satisfies readonly RunStatus[];
+export function runHasEnded(status: RunStatus): boolean {
+  return (ENDED_RUN_STATUSES as readonly RunStatus[]).includes(status);
+}
+
+export const runFailureReasonSchema = z.enum(RUN_FAILURE_REASONS);
+
+const count = z.number().int().nonnegative();
+const microUsd = z.number().int().nonnegative();
+
+/** An agent definition; its version is the SHA-256 of its canonical JSON (DESIGN §3). */
+export const agentDefinitionSchema = z.object({
+  model: z.string().min(1).max(200),
+  instructions: z.string().max(100_000),
+  tools: z.array(z.string().min(1).max(128)).max(256).default([]),
+  limits: z
+    .object({
+      max_steps: z.number().int().positive(),
+      max_model_calls: z.number().int().positive(),
+      max_tool_calls: z.number().int().positive(),
+      max_cost_micro_usd: microUsd,
+    })
+    .partial()
+    .default({}),
+  metadata: z.record(z.string(), z.json()).default({}),
+});
+export type AgentDefinition = z.output<typeof agentDefinitionSchema>;
+
+/** A content address: 64 lower-case hex characters of SHA-256. */
+export const agentVersionSchema = z.string().regex(/^[0-9a-f]{64}$/, 'a SHA-256 in hex');
+
+export const agentViewSchema = z.object({
+  id: recordIdSchema,
+  tenant: tenantIdSchema,
+  latest_version: agentVersionSchema,
+  created_at_ms: count,
+  updated_at_ms: count,
+});
+export type AgentView = z.output<typeof agentViewSchema>;
+
+/** A session pins its agent version and its profile binding at creation; neither changes. */
+export const sessionViewSchema = z.object({
+  id: recordIdSchema,
+  tenant: tenantIdSchema,
+  principal: principalIdSchema,
+  agent_id: recordIdSchema,
+  agent_version: agentVersionSchema,
+  browser_profile_id: z.string().nullable(),
+  created_at_ms: count,
+});
+export type SessionView = z.output<typeof sessionViewSchema>;
+
+/** The limits pinned on a run at submission (from `ops/limits.yaml`, chosen by the API). */
+export const runLimitsSchema = z.object({
+  max_steps: z.number().int().positive(),
+  max_model_calls: z.number().int().positive(),
+  max_tool_calls: z.number().int().positive(),
+  reserve_model_calls: count,
+  reserve_tool_calls: count,
+  /** Null: no cost limit. */
+  max_cost_micro_usd: microUsd.nullable(),
+  cost_reserve_micro_usd: microUsd,
+});
+export type RunLimits = z.output<typeof runLimitsSchema>;
+
+export const runUsageSchema = z.object({
+  steps: count,
+  model_calls: count,
+  tool_calls: count,
+  cost_micro_usd: microUsd,
+});
+export type RunUsage = z.output<typeof runUsageSchema>;
+
+export const runErrorSchema = z.object({ reason: runFailureReasonSchema, message: z.string() });
+
+/** A run as the API and the workers see it. Never carries the owner token. */
+export const runViewSchema = z.object({
+  id: recordIdSchema,
+  tenant: tenantIdSchema,
+  principal: principalIdSchema,
+  session_id: recordIdSchema,
+  agent_id: recordIdSchema,
+  agent_version: agentVersionSchema,
+  browser_profile_id: z.string().nullable(),
+  parent_run_id: recordIdSchema.nullable(),
+  status: runStatusSchema,
+  /** Explicit retries of a failed run; a resume after a park or a crash keeps it. */
+  attempt: z.number().int().positive(),
+  /** Each queued start or resume; part of the BullMQ job id. */
+  execution: z.number().int().positive(),
+  input: z.json(),
+  limits: runLimitsSchema,
+  usage: runUsageSchema,
+  cancel_requested: z.boolean(),
+  deadline_at_ms: count,
+  created_at_ms: count,
+  updated_at_ms: count,
+  ended_at_ms: count.nullable(),
+  result: z.json().nullable(),
+  error: runErrorSchema.nullable(),
+});
+export type RunView = z.output<typeof runViewSchema>;
+
+export const RUN_EVENT_TYPES = [
+  'run.submitted',
+  'run.claimed',
+  'run.resumed',
+  'run.parked',
+  'run.waiting',
+  'run.requeued',
+  'run.succeeded',
+  'run.failed',
+  'run.cancelled',
+  'run.cancel_requested',
+  'run.retried',
+  'approval.requested',
+  'approval.approved',
+  'approval.denied',
+  'grant.used',
+  // Written by the run loop through `appendEvent`.
+  'model.called',
+  'tool.called',
+  'tool.completed',
+  'message',
+] as const;
+export const runEventTypeSchema = z.enum(RUN_EVENT_TYPES);
+export type RunEventType = z.output<typeof runEventTypeSchema>;
+
+/** One entry of a run's event stream; `id` is the Redis Stream id, usable as SSE `Last-Event-ID`. */
+export const runEventSchema = z.object({
+  id: z.string().regex(/^\d+-\d+$/),
+  type: runEventTypeSchema,
+  at_ms: count,
+  data: z.record(z.string(), z.json()),
+});
+export type RunEvent = z.output<typeof runEventSchema>;
+
+export const INVOCATION_STATES = ['started', 'dispatched', 'completed', 'outcome_unknown'] as const;
+export const invocationStateSchema = z.enum(INVOCATION_STATES);
+export type InvocationState = z.output<typeof invocationStateSchema>;
+
+/** One tool call in a run's ledger. `dispatched` is the watermark: the effect may have happened. */
+export const ledgerEntrySchema = z.object({
+  invocation_id: z.string(),
+  attempt: z.number().int().positive(),
+  step: count,
+  index: count,
+  tool: z.string(),
+  state: invocationStateSchema,
+  result: z.json().nullable(),
+  started_at_ms: count,
+  updated_at_ms: count,
+});
+export type LedgerEntry = z.output<typeof ledgerEntrySchema>;
+
+/** A task grant is bounded (DESIGN §3): at most 30 minutes and 200 actions. */
+export const GRANT_MAX_DURATION_MS = 30 * 60_000;
+export const GRANT_MAX_ACTIONS = 200;
+
+export const grantRequestSchema = z.object({
+  duration_ms: z.number().int().positive().max(GRANT_MAX_DURATION_MS),
+  max_actions: z.number().int().positive().max(GRANT_MAX_ACTIONS),
+});
+export type GrantRequest = z.output<typeof grantRequestSchema>;
+
+export const grantViewSchema = z.object({
+  id: z.string(),
+  run_id: recordIdSchema,
+  approval_id: recordIdSchema,
+  created_at_ms: count,
+  expires_at_ms: count,
+  max_actions: z.number().int().positive(),
+  used_actions: count,
+});
+export type GrantView = z.output<typeof grantViewSchema>;
+
+export const APPROVAL_STATUSES = ['pending', 'approved', 'denied', 'expired'] as const;
+export const approvalStatusSchema = z.enum(APPROVAL_STATUSES);
+export type ApprovalStatus = z.output<typeof approvalStatusSchema>;
+
+export const approvalViewSchema = z.object({
+  id: recordIdSchema,
+  run_id: recordIdSchema,
+  tenant: tenantIdSchema,
+  invocation_id: z.string(),
+  tool: z.string(),
+  arguments: z.json(),
+  status: approvalStatusSchema,
+  created_at_ms: count,
+  decided_at_ms: count.nullable(),
+  decided_by: z.string().nullable(),
+  /** A denial's reason, handed to the model as the tool's result. */
+  reason: z.string().nullable(),
+  grant_id: z.string().nullable(),
+});
+export type ApprovalView = z.output<typeof approvalViewSchema>;

@@ -1,0 +1,228 @@
+import {
+  type ApprovalView,
+  GRANT_MAX_ACTIONS,
+  GRANT_MAX_DURATION_MS,
+  type GrantRequest,
+  type GrantView,
+  newId,
+  recordIdSchema,
+} from '../contracts/index.js';
+import type { RunStoreContext } from './run-keys.js';
+import { parseApproval, parseGrant } from './run-records.js';
+import {
+  isRefusalCode,
+  type RunRefusal,
+  type RunTransition,
+  refusal,
+  toTransition,
+} from './run-transition.js';
+
+/**
+ * Approvals and task grants (DESIGN §3, §4.4). An approval lives with its run (`{run:ID}`), so
+ * asking for it parks the run and deciding it re-queues the run in one script each. A pointer
+ * `{apr:ID}:run` finds the run from the approval id alone, and a per-tenant index lists them.
+ */
+
+export interface ApprovalRequest {
+  invocationId: string;
+  tool: string;
+  arguments: unknown;
+}
+
+export type ApprovalDecision =
+  | RunTransition<'requeued' | 'decided'>
+  | { ok: false; code: 'already_decided' | 'grant_out_of_bounds'; status: undefined; message: string };
+
+export type GrantUse =
+  | { ok: true; grantId: string; usedActions: number; maxActions: number; expiresAtMs: number }
+  | { ok: false; code: 'no_live_grant'; status: undefined; message: string }
+  | RunRefusal;
+
+export async function requestApproval(
+  context: RunStoreContext,
+  runId: string,
+  ownerToken: string,
+  request: ApprovalRequest,
+): Promise<{ approvalId: string; transition: RunTransition<'parked' | 'cancelled'> }> {
+  const { redis, keys } = context;
+  const approvalId = newId('apr');
+  // A run's tenant never changes, so reading it ahead of the script cannot go stale.
+  const tenant = await redis.hget(keys.run(runId), 'tenant');
+  if (!tenant) return { approvalId, transition: refusal(runId, 'not_found', '', 'running') };
+  const now = context.now();
+  // Pointer and index first: a crash before the script leaves entries that read as absent. They
+  // sit in different slots, so they are a pipeline, not a transaction.
+  failOnError(
+    await redis
+      .pipeline()
+      .set(keys.approvalRun(approvalId), runId)
+      .zadd(keys.tenantApprovals(tenant), now, approvalId)
+      .exec(),
+  );
+  const reply = await redis.createApproval(
+    keys.run(runId),
+    keys.events(runId),
+    keys.approvals(runId),
+    ownerToken,
+    approvalId,
+    request.invocationId,
+    request.tool,
+    JSON.stringify(request.arguments ?? null),
+    now,
+  );
+  const transition = toTransition<'parked' | 'cancelled'>(runId, reply, 'running');
+  if (!transition.ok) {
+    await redis
+      .pipeline()
+      .del(keys.approvalRun(approvalId))
+      .zrem(keys.tenantApprovals(tenant), approvalId)
+      .exec();
+  }
+  return { approvalId, transition };
+}
+
+function failOnError(replies: Array<[Error | null, unknown]> | null): void {
+  const failed = replies?.find(([error]) => error !== null);
+  if (failed?.[0]) throw failed[0];
+}
+
+async function runOfApproval(context: RunStoreContext, approvalId: string): Promise<string | undefined> {
+  if (!recordIdSchema.safeParse(approvalId).success) return undefined;
+  return (await context.redis.get(context.keys.approvalRun(approvalId))) ?? undefined;
+}
+
+export async function getApproval(
+  context: RunStoreContext,
+  tenant: string,
+  approvalId: string,
+): Promise<ApprovalView | undefined> {
+  const runId = await runOfApproval(context, approvalId);
+  if (!runId) return undefined;
+  const json = await context.redis.hget(context.keys.approvals(runId), approvalId);
+  if (json === null) return undefined;
+  const approval = parseApproval(json);
+  return approval.tenant === tenant ? approval : undefined;
+}
+
+/** Every approval of one run, oldest first. */
+export async function listRunApprovals(context: RunStoreContext, runId: string): Promise<ApprovalView[]> {
+  const values = await context.redis.hvals(context.keys.approvals(runId));
+  return values
+    .map(parseApproval)
+    .sort((a, b) => a.created_at_ms - b.created_at_ms || a.id.localeCompare(b.id));
+}
+
+/** The tenant's pending approvals, oldest first; decided ones leave the index as they are met. */
+export async function listTenantPendingApprovals(
+  context: RunStoreContext,
+  tenant: string,
+): Promise<ApprovalView[]> {
+  const { redis, keys } = context;
+  const ids = await redis.zrange(keys.tenantApprovals(tenant), 0, -1);
+  if (ids.length === 0) return [];
+  // One slot per key (Redis Cluster): pipelined GETs, not MGET.
+  const pointers = redis.pipeline();
+  for (const id of ids) pointers.get(keys.approvalRun(id));
+  const runIds = ((await pointers.exec()) ?? []).map(([, value]) =>
+    typeof value === 'string' ? value : undefined,
+  );
+  const pending: ApprovalView[] = [];
+  const decided: string[] = [];
+  const lookup = redis.pipeline();
+  for (const [i, id] of ids.entries()) lookup.hget(keys.approvals(runIds[i] ?? ''), id);
+  const replies = (await lookup.exec()) ?? [];
+  for (const [i, id] of ids.entries()) {
+    const json = runIds[i] ? replies[i]?.[1] : null;
+    if (typeof json !== 'string') continue;
+    const approval = parseApproval(json);
+    if (approval.tenant !== tenant) continue;
+    if (approval.status === 'pending') pending.push(approval);
+    else decided.push(id);
+  }
+  if (decided.length > 0) await redis.zrem(keys.tenantApprovals(tenant), ...decided);
+  return pending;
+}
+
+/**
+ * Approves (optionally with a task grant) or denies. Re-queues the parked run when it was its last
+ * pending approval; the caller then enqueues the run's new execution.
+ */
+export async function decideApproval(
+  context: RunStoreContext,
+  tenant: string,
+  approvalId: string,
+  decision:
+    | { approved: true; by: string; grant?: GrantRequest }
+    | { approved: false; by: string; reason: string },
+): Promise<ApprovalDecision> {
+  const runId = await runOfApproval(context, approvalId);
+  if (!runId) return refusal(approvalId, 'not_found', '', 'pending');
+  const grant = decision.approved ? decision.grant : undefined;
+  const grantId = grant ? approvalId.replace(/^apr_/, 'grt_') : '';
+  const reply = await context.redis.decideApproval(
+    context.keys.run(runId),
+    context.keys.events(runId),
+    context.keys.approvals(runId),
+    context.keys.grants(runId),
+    approvalId,
+    decision.approved ? 'approved' : 'denied',
+    tenant,
+    decision.by,
+    decision.approved ? '' : decision.reason,
+    context.now(),
+    grantId,
+    grant?.duration_ms ?? 0,
+    grant?.max_actions ?? 0,
+    GRANT_MAX_DURATION_MS,
+    GRANT_MAX_ACTIONS,
+  );
+  const [code, detail] = reply;
+  if (code === 'already_decided') {
+    return { ok: false, code, status: undefined, message: `approval ${approvalId} is already ${detail}` };
+  }
+  if (code === 'grant_out_of_bounds') {
+    return {
+      ok: false,
+      code,
+      status: undefined,
+      message: `a grant is at most ${GRANT_MAX_DURATION_MS / 60_000} minutes and ${GRANT_MAX_ACTIONS} actions`,
+    };
+  }
+  if (code === 'not_found') return refusal(approvalId, 'not_found', '', 'pending');
+  return toTransition<'requeued' | 'decided'>(runId, reply, 'parked');
+}
+
+/** Uses one action of a live grant of the run, by its owner; refused once expired by time or count. */
+export async function consumeGrant(
+  context: RunStoreContext,
+  runId: string,
+  ownerToken: string,
+): Promise<GrantUse> {
+  const [code, detail, values] = await context.redis.consumeGrant(
+    context.keys.run(runId),
+    context.keys.events(runId),
+    context.keys.grants(runId),
+    ownerToken,
+    context.now(),
+  );
+  if (code === 'ok') {
+    const [used, max, expiresAt] = values.map(Number);
+    return {
+      ok: true,
+      grantId: detail,
+      usedActions: used ?? 0,
+      maxActions: max ?? 0,
+      expiresAtMs: expiresAt ?? 0,
+    };
+  }
+  if (code === 'no_live_grant') {
+    return { ok: false, code, status: undefined, message: `run ${runId} has no live grant` };
+  }
+  if (isRefusalCode(code)) return refusal(runId, code, detail, 'running');
+  throw new Error(`consumeGrant answered ${code}`);
+}
+
+export async function listGrants(context: RunStoreContext, runId: string): Promise<GrantView[]> {
+  const values = await context.redis.hvals(context.keys.grants(runId));
+  return values.map(parseGrant).sort((a, b) => a.created_at_ms - b.created_at_ms);
+}

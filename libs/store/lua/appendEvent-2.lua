@@ -1,0 +1,20 @@
+--[[
+  Appends an event of the run loop to a running run's stream, by its owner only.
+
+  Input:
+    KEYS[1] the run's record        ({run:ID}:run)
+    KEYS[2] the run's event stream  ({run:ID}:events)
+
+    ARGV[1] the owner token   ARGV[2] event type   ARGV[3] data (a JSON object)   ARGV[4] now (epoch ms)
+
+  Output:
+    {'ok', stream id}
+    {'not_found' | 'wrong_status' | 'not_owner', status}
+]]
+local f = redis.call("HMGET", KEYS[1], "status", "owner", "events_cap")
+if not f[1] then return {"not_found", ""} end
+if f[1] ~= "running" then return {"wrong_status", f[1]} end
+if f[2] ~= ARGV[1] then return {"not_owner", f[1]} end
+local id = redis.call("XADD", KEYS[2], "MAXLEN", tonumber(f[3]) or 10000, "*",
+  "type", ARGV[2], "at", ARGV[4], "data", ARGV[3])
+return {"ok", id}

@@ -1,0 +1,59 @@
+--[[
+  Cancels a run (DESIGN §4.7). A queued, parked or waiting run ends `cancelled` at once and its
+  pending approvals expire; a running run gets its cancel flag, which its loop reads before each
+  model call and tool call (and a park or wait of a flagged run ends it cancelled), and the run id
+  is published on the cancel channel so its worker, wherever it runs, hears it at once (§4.7).
+
+  Input:
+    KEYS[1] the run's record        ({run:ID}:run)
+    KEYS[2] the run's event stream  ({run:ID}:events)
+    KEYS[3] the run's approvals     ({run:ID}:approvals)
+
+    ARGV[1] now (epoch ms)
+    ARGV[2] the tenant asking (another tenant's run reads as absent)
+    ARGV[3] the message recorded with the end
+    ARGV[4] the cancel channel (pub/sub)
+
+  Output: { code, detail, fields of the run record (empty when refused) }
+    {'ok', 'cancelled' | 'cancel_requested', fields}
+    {'not_found' | 'wrong_status', status, {}}
+]]
+local function emit(kind, now, data)
+  local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
+  redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
+end
+
+local f = redis.call("HMGET", KEYS[1], "status", "tenant", "attempt", "execution", "cancel_requested")
+if not f[1] or f[2] ~= ARGV[2] then return {"not_found", "", {}} end
+local status = f[1]
+local now = tonumber(ARGV[1])
+local data = {previous = status, attempt = tonumber(f[3]), execution = tonumber(f[4])}
+
+if status == "running" then
+  if f[5] ~= "1" then
+    redis.call("HSET", KEYS[1], "cancel_requested", 1, "updated_at", now)
+    data.status = "running"
+    emit("run.cancel_requested", now, data)
+    redis.call("PUBLISH", ARGV[4], redis.call("HGET", KEYS[1], "id"))
+  end
+  return {"ok", "cancel_requested", redis.call("HGETALL", KEYS[1])}
+end
+if status ~= "queued" and status ~= "parked" and status ~= "waiting_child" and status ~= "waiting_user" then
+  return {"wrong_status", status, {}}
+end
+
+redis.call("HSET", KEYS[1], "status", "cancelled", "owner", "", "cancel_requested", 1, "updated_at", now,
+  "ended_at", now, "error_reason", "cancelled", "error_message", ARGV[3])
+local approvals = redis.call("HGETALL", KEYS[3])
+for i = 1, #approvals, 2 do
+  local approval = cjson.decode(approvals[i + 1])
+  if approval.status == "pending" then
+    approval.status = "expired"
+    approval.decided_at = now
+    redis.call("HSET", KEYS[3], approvals[i], cjson.encode(approval))
+  end
+end
+data.status = "cancelled"
+data.reason = "cancelled"
+emit("run.cancelled", now, data)
+return {"ok", "cancelled", redis.call("HGETALL", KEYS[1])}

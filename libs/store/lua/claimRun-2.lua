@@ -1,0 +1,46 @@
+--[[
+  Moves a run `queued -> running` for the worker that claimed its job (DESIGN §4.2), making that
+  worker's token the owner. A claim for another execution (a stale job) or for a run running
+  under another owner does nothing, unless the caller takes over a stalled job of the current
+  execution (BullMQ handed it on because its worker died: §4.6, same attempt).
+
+  Input:
+    KEYS[1] the run's record        ({run:ID}:run)
+    KEYS[2] the run's event stream  ({run:ID}:events)
+
+    ARGV[1] the job's execution number
+    ARGV[2] the claiming worker's owner token
+    ARGV[3] '1' to take over a run of this execution running under another owner
+    ARGV[4] now (epoch ms)
+
+  Output: { code, detail, fields of the run record (empty when refused) }
+    {'ok', 'claimed' | 'already' | 'taken_over', fields}
+    {'not_found', '', {}}
+    {'stale_execution', status, {}}
+    {'not_owner', 'running', {}}      running under another owner
+    {'wrong_status', status, {}}
+]]
+local function emit(kind, now, data)
+  local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
+  redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
+end
+
+local f = redis.call("HMGET", KEYS[1], "status", "execution", "owner", "attempt")
+if not f[1] then return {"not_found", "", {}} end
+if tonumber(f[2]) ~= tonumber(ARGV[1]) then return {"stale_execution", f[1], {}} end
+local now = tonumber(ARGV[4])
+local data = {status = "running", previous = f[1], attempt = tonumber(f[4]), execution = tonumber(f[2])}
+
+if f[1] == "running" then
+  if f[3] == ARGV[2] then return {"ok", "already", redis.call("HGETALL", KEYS[1])} end
+  if ARGV[3] ~= "1" then return {"not_owner", "running", {}} end
+  redis.call("HSET", KEYS[1], "owner", ARGV[2], "updated_at", now)
+  redis.call("HINCRBY", KEYS[1], "takeovers", 1)
+  emit("run.resumed", now, data)
+  return {"ok", "taken_over", redis.call("HGETALL", KEYS[1])}
+end
+if f[1] ~= "queued" then return {"wrong_status", f[1], {}} end
+
+redis.call("HSET", KEYS[1], "status", "running", "owner", ARGV[2], "updated_at", now)
+emit("run.claimed", now, data)
+return {"ok", "claimed", redis.call("HGETALL", KEYS[1])}

@@ -1,0 +1,38 @@
+--[[
+  Uses one action of a live task grant of the run (DESIGN §3): a grant of this attempt, before its
+  expiry, with actions left; the one expiring first is used. By the run's owner only.
+
+  Input:
+    KEYS[1] the run's record        ({run:ID}:run)
+    KEYS[2] the run's event stream  ({run:ID}:events)
+    KEYS[3] the run's grants        ({run:ID}:grants)
+
+    ARGV[1] the owner token   ARGV[2] now (epoch ms)
+
+  Output: { code, detail, {used, max actions, expires at} }
+    {'ok', grant id, {used, max, expires_at}}
+    {'no_live_grant', '', {}}
+    {'not_found' | 'wrong_status' | 'not_owner', status, {}}
+]]
+local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt", "events_cap")
+if not f[1] then return {"not_found", "", {}} end
+if f[1] ~= "running" then return {"wrong_status", f[1], {}} end
+if f[2] ~= ARGV[1] then return {"not_owner", f[1], {}} end
+
+local now = tonumber(ARGV[2])
+local attempt = tonumber(f[3])
+local best
+local grants = redis.call("HVALS", KEYS[3])
+for _, value in ipairs(grants) do
+  local grant = cjson.decode(value)
+  if grant.attempt == attempt and grant.used < grant.max_actions and grant.expires_at > now then
+    if not best or grant.expires_at < best.expires_at then best = grant end
+  end
+end
+if not best then return {"no_live_grant", "", {}} end
+
+best.used = best.used + 1
+redis.call("HSET", KEYS[3], best.id, cjson.encode(best))
+redis.call("XADD", KEYS[2], "MAXLEN", tonumber(f[4]) or 10000, "*", "type", "grant.used", "at", now,
+  "data", cjson.encode({grant_id = best.id, used = best.used, max_actions = best.max_actions}))
+return {"ok", best.id, {best.used, best.max_actions, best.expires_at}}

@@ -1,0 +1,83 @@
+--[[
+  Approves or denies a pending approval (DESIGN §3, §4.4). An approval may carry a task grant,
+  bounded to 30 minutes and 200 actions; out of bounds, nothing is written. When no other
+  approval of the run is pending, a parked run is re-queued as a new execution in the same step;
+  a denial is recorded for the loop to hand to the model as the tool's result.
+
+  Input:
+    KEYS[1] the run's record        ({run:ID}:run)
+    KEYS[2] the run's event stream  ({run:ID}:events)
+    KEYS[3] the run's approvals     ({run:ID}:approvals)
+    KEYS[4] the run's grants        ({run:ID}:grants), one JSON per grant id
+
+    ARGV[1] approval id   ARGV[2] 'approved' or 'denied'   ARGV[3] the tenant deciding
+    ARGV[4] the principal deciding   ARGV[5] reason ('' for none)   ARGV[6] now (epoch ms)
+    ARGV[7] grant id ('' for no grant)   ARGV[8] grant duration (ms)   ARGV[9] grant actions
+    ARGV[10] longest grant (ms)   ARGV[11] most grant actions
+
+  Output: { code, detail, fields of the run record (empty when refused) }
+    {'ok', 'requeued' | 'decided', fields}
+    {'not_found', '', {}}                       no such approval for this tenant
+    {'already_decided', approval status, {}}
+    {'grant_out_of_bounds', '', {}}
+    {'wrong_status', run status, {}}            the run has ended
+]]
+local function emit(kind, now, data)
+  local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
+  redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
+end
+
+local f = redis.call("HMGET", KEYS[1], "status", "tenant", "attempt", "execution", "id")
+if not f[1] or f[2] ~= ARGV[3] then return {"not_found", "", {}} end
+local raw = redis.call("HGET", KEYS[3], ARGV[1])
+if not raw then return {"not_found", "", {}} end
+local approval = cjson.decode(raw)
+if approval.status ~= "pending" then return {"already_decided", approval.status, {}} end
+
+local decision = ARGV[2]
+if decision ~= "approved" and decision ~= "denied" then
+  return redis.error_reply("decideApproval: unknown decision " .. decision)
+end
+local withGrant = decision == "approved" and ARGV[7] ~= ""
+if withGrant then
+  local durationMs = tonumber(ARGV[8])
+  local actions = tonumber(ARGV[9])
+  if not durationMs or durationMs <= 0 or durationMs > tonumber(ARGV[10])
+    or not actions or actions < 1 or actions > tonumber(ARGV[11]) or actions % 1 ~= 0 then
+    return {"grant_out_of_bounds", "", {}}
+  end
+end
+local status = f[1]
+if status == "succeeded" or status == "failed" or status == "cancelled" then
+  return {"wrong_status", status, {}}
+end
+
+local now = tonumber(ARGV[6])
+approval.status = decision
+approval.decided_at = now
+approval.decided_by = ARGV[4]
+if ARGV[5] ~= "" then approval.reason = ARGV[5] end
+if withGrant then
+  approval.grant_id = ARGV[7]
+  redis.call("HSET", KEYS[4], ARGV[7], cjson.encode({
+    id = ARGV[7], run_id = f[5], approval_id = ARGV[1], attempt = tonumber(f[3]), created_at = now,
+    expires_at = now + tonumber(ARGV[8]), max_actions = tonumber(ARGV[9]), used = 0}))
+end
+redis.call("HSET", KEYS[3], ARGV[1], cjson.encode(approval))
+emit("approval." .. decision, now, {approval_id = ARGV[1], invocation_id = approval.invocation_id,
+  grant_id = withGrant and ARGV[7] or nil})
+
+local stillPending = false
+local approvals = redis.call("HVALS", KEYS[3])
+for _, value in ipairs(approvals) do
+  if cjson.decode(value).status == "pending" then stillPending = true break end
+end
+if status ~= "parked" or stillPending then
+  return {"ok", "decided", redis.call("HGETALL", KEYS[1])}
+end
+
+local execution = redis.call("HINCRBY", KEYS[1], "execution", 1)
+redis.call("HSET", KEYS[1], "status", "queued", "updated_at", now)
+emit("run.requeued", now, {status = "queued", previous = "parked", approval_id = ARGV[1],
+  attempt = tonumber(f[3]), execution = execution})
+return {"ok", "requeued", redis.call("HGETALL", KEYS[1])}

@@ -1,0 +1,49 @@
+--[[
+  The sweeper's end for a run (DESIGN §4.6): a run whose worker died past the retry limit
+  (`reclaimed`) or that outlived its deadline (`deadline_exceeded`) fails from any status that is
+  not an end, whoever owns it; the owner is cleared so a zombie worker can write nothing more.
+
+  Input:
+    KEYS[1] the run's record        ({run:ID}:run)
+    KEYS[2] the run's event stream  ({run:ID}:events)
+    KEYS[3] the run's approvals     ({run:ID}:approvals)
+
+    ARGV[1] the failure reason
+    ARGV[2] the execution expected (0 for any): a run that has moved on is left alone
+    ARGV[3] now (epoch ms)
+    ARGV[4] the failure message
+
+  Output: { code, detail, fields of the run record (empty when refused) }
+    {'ok', 'failed', fields}
+    {'not_found' | 'wrong_status' | 'stale_execution', status, {}}
+]]
+local function emit(kind, now, data)
+  local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
+  redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
+end
+
+local f = redis.call("HMGET", KEYS[1], "status", "attempt", "execution")
+if not f[1] then return {"not_found", "", {}} end
+local status = f[1]
+if status == "succeeded" or status == "failed" or status == "cancelled" then
+  return {"wrong_status", status, {}}
+end
+if tonumber(ARGV[2]) ~= 0 and tonumber(ARGV[2]) ~= tonumber(f[3]) then
+  return {"stale_execution", status, {}}
+end
+
+local now = tonumber(ARGV[3])
+redis.call("HSET", KEYS[1], "status", "failed", "owner", "", "updated_at", now, "ended_at", now,
+  "error_reason", ARGV[1], "error_message", ARGV[4])
+local approvals = redis.call("HGETALL", KEYS[3])
+for i = 1, #approvals, 2 do
+  local approval = cjson.decode(approvals[i + 1])
+  if approval.status == "pending" then
+    approval.status = "expired"
+    approval.decided_at = now
+    redis.call("HSET", KEYS[3], approvals[i], cjson.encode(approval))
+  end
+end
+emit("run.failed", now, {status = "failed", previous = status, reason = ARGV[1],
+  attempt = tonumber(f[2]), execution = tonumber(f[3])})
+return {"ok", "failed", redis.call("HGETALL", KEYS[1])}

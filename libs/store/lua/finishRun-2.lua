@@ -1,0 +1,40 @@
+--[[
+  Ends a running run by its owner: `running -> succeeded` with its result, `-> failed` with a
+  stable reason (DESIGN §8), or `-> cancelled` when the loop obeys a cancel request.
+
+  Input:
+    KEYS[1] the run's record        ({run:ID}:run)
+    KEYS[2] the run's event stream  ({run:ID}:events)
+
+    ARGV[1] the owner token
+    ARGV[2] the end: succeeded, failed or cancelled
+    ARGV[3] the result (JSON; '' unless succeeded)
+    ARGV[4] the failure reason ('' when succeeded)
+    ARGV[5] the failure message
+    ARGV[6] now (epoch ms)
+
+  Output: { code, detail, fields of the run record (empty when refused) }
+    {'ok', end, fields}
+    {'not_found' | 'wrong_status' | 'not_owner', status, {}}
+]]
+local function emit(kind, now, data)
+  local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
+  redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
+end
+
+local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt", "execution")
+if not f[1] then return {"not_found", "", {}} end
+if f[1] ~= "running" then return {"wrong_status", f[1], {}} end
+if f[2] ~= ARGV[1] then return {"not_owner", f[1], {}} end
+local outcome = ARGV[2]
+if outcome ~= "succeeded" and outcome ~= "failed" and outcome ~= "cancelled" then
+  return redis.error_reply("finishRun: unknown end " .. outcome)
+end
+
+local now = tonumber(ARGV[6])
+redis.call("HSET", KEYS[1], "status", outcome, "owner", "", "updated_at", now, "ended_at", now,
+  "result", ARGV[3], "error_reason", ARGV[4], "error_message", ARGV[5])
+local data = {status = outcome, previous = "running", attempt = tonumber(f[3]), execution = tonumber(f[4])}
+if ARGV[4] ~= "" then data.reason = ARGV[4] end
+emit("run." .. outcome, now, data)
+return {"ok", outcome, redis.call("HGETALL", KEYS[1])}

@@ -1,0 +1,60 @@
+--[[
+  Records a tool call's state in the run's ledger (DESIGN §3), by the run's owner only. The ledger
+  only moves forward: started -> dispatched -> completed | outcome_unknown (and started ->
+  completed for a call with no effect). Recording the state an entry already has changes nothing;
+  a `dispatched` entry is never set back to `started`, so a resumed run sees that its effect may
+  have happened and never sends it again.
+
+  Input:
+    KEYS[1] the run's record   ({run:ID}:run)
+    KEYS[2] the run's ledger   ({run:ID}:ledger), one field per invocation: a<attempt>:<step>:<index>
+
+    ARGV[1] the owner token
+    ARGV[2] step   ARGV[3] index (within the step)
+    ARGV[4] the state to record
+    ARGV[5] the tool's name (kept from the first record)
+    ARGV[6] the result (JSON text; '' for none)
+    ARGV[7] now (epoch ms)
+
+  Output: { code, detail, the entry (JSON) }
+    {'recorded', state, entry}
+    {'unchanged', state, entry}     it already had that state
+    {'refused', current state, entry}  the ledger never moves back
+    {'not_found' | 'wrong_status' | 'not_owner', run status, ''}
+]]
+local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt", "id")
+if not f[1] then return {"not_found", "", ""} end
+if f[1] ~= "running" then return {"wrong_status", f[1], ""} end
+if f[2] ~= ARGV[1] then return {"not_owner", f[1], ""} end
+
+local forward = {
+  started = {dispatched = true, completed = true},
+  dispatched = {completed = true, outcome_unknown = true},
+  completed = {},
+  outcome_unknown = {},
+}
+local state = ARGV[4]
+if not forward[state] then return redis.error_reply("recordInvocation: unknown state " .. state) end
+
+local field = "a" .. f[3] .. ":" .. ARGV[2] .. ":" .. ARGV[3]
+local now = tonumber(ARGV[7])
+local raw = redis.call("HGET", KEYS[2], field)
+if not raw then
+  if state ~= "started" then return {"refused", "absent", ""} end
+  local entry = cjson.encode({
+    invocation_id = f[4] .. "-a" .. f[3] .. "-s" .. ARGV[2] .. "-i" .. ARGV[3],
+    attempt = tonumber(f[3]), step = tonumber(ARGV[2]), index = tonumber(ARGV[3]),
+    tool = ARGV[5], state = state, result = ARGV[6], started_at = now, updated_at = now})
+  redis.call("HSET", KEYS[2], field, entry)
+  return {"recorded", state, entry}
+end
+
+local entry = cjson.decode(raw)
+if entry.state == state then return {"unchanged", state, raw} end
+if not forward[entry.state][state] then return {"refused", entry.state, raw} end
+entry.state = state
+entry.updated_at = now
+if ARGV[6] ~= "" then entry.result = ARGV[6] end
+local encoded = cjson.encode(entry)
+redis.call("HSET", KEYS[2], field, encoded)
+return {"recorded", state, encoded}

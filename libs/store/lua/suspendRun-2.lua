@@ -1,0 +1,49 @@
+--[[
+  Ends an execution without ending the run: `running -> parked | waiting_child | waiting_user`,
+  by its owner only. The owner is cleared: whoever resumes the run claims it again. A run whose
+  cancel was requested ends `cancelled` here instead, so a cancel never waits on an approval.
+
+  Input:
+    KEYS[1] the run's record        ({run:ID}:run)
+    KEYS[2] the run's event stream  ({run:ID}:events)
+
+    ARGV[1] the owner token
+    ARGV[2] the status to move to: parked, waiting_child or waiting_user
+    ARGV[3] now (epoch ms)
+    ARGV[4] detail for the event (a JSON object)
+
+  Output: { code, detail, fields of the run record (empty when refused) }
+    {'ok', new status, fields}
+    {'not_found' | 'wrong_status' | 'not_owner', status, {}}
+]]
+local function emit(kind, now, data)
+  local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
+  redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
+end
+
+local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt", "execution", "cancel_requested")
+if not f[1] then return {"not_found", "", {}} end
+if f[1] ~= "running" then return {"wrong_status", f[1], {}} end
+if f[2] ~= ARGV[1] then return {"not_owner", f[1], {}} end
+local target = ARGV[2]
+if target ~= "parked" and target ~= "waiting_child" and target ~= "waiting_user" then
+  return redis.error_reply("suspendRun: unknown status " .. target)
+end
+local now = tonumber(ARGV[3])
+local data = cjson.decode(ARGV[4])
+data.previous = "running"
+data.attempt = tonumber(f[3])
+data.execution = tonumber(f[4])
+
+if f[5] == "1" then
+  redis.call("HSET", KEYS[1], "status", "cancelled", "owner", "", "updated_at", now, "ended_at", now,
+    "error_reason", "cancelled", "error_message", "cancelled while running")
+  data.status = "cancelled"
+  emit("run.cancelled", now, data)
+  return {"ok", "cancelled", redis.call("HGETALL", KEYS[1])}
+end
+
+redis.call("HSET", KEYS[1], "status", target, "owner", "", "updated_at", now)
+data.status = target
+emit(target == "parked" and "run.parked" or "run.waiting", now, data)
+return {"ok", target, redis.call("HGETALL", KEYS[1])}

@@ -1,0 +1,74 @@
+import type { Redis } from 'ioredis';
+import type { ScriptCommands } from './scripts.js';
+
+/**
+ * Where the run store keeps its records. The keys of one run share the hash tag `{run:ID}`, those
+ * of one session `{ses:ID}` and those of one agent `{agt:ID}`, so every script touches one Redis
+ * Cluster slot. `prefix` is the deployment's key prefix, colon included (`lh:`).
+ */
+export class RunKeys {
+  constructor(private readonly prefix: string) {}
+
+  /** Hash: the run's record (status, owner, attempt, execution, usage, result…). */
+  run(runId: string): string {
+    return `${this.prefix}{run:${runId}}:run`;
+  }
+  /** Stream: the run's events, capped. */
+  events(runId: string): string {
+    return `${this.prefix}{run:${runId}}:events`;
+  }
+  /** Hash: invocation `a<attempt>:<step>:<index>` → ledger entry (JSON). */
+  ledger(runId: string): string {
+    return `${this.prefix}{run:${runId}}:ledger`;
+  }
+  /** Hash: approval id → approval (JSON). */
+  approvals(runId: string): string {
+    return `${this.prefix}{run:${runId}}:approvals`;
+  }
+  /** Hash: grant id → grant (JSON). */
+  grants(runId: string): string {
+    return `${this.prefix}{run:${runId}}:grants`;
+  }
+  /** Hash: the session's record, fixed at creation. */
+  session(sessionId: string): string {
+    return `${this.prefix}{ses:${sessionId}}:session`;
+  }
+  /** Sorted set: the session's run ids by submission time. */
+  sessionRuns(sessionId: string): string {
+    return `${this.prefix}{ses:${sessionId}}:runs`;
+  }
+  /** Hash: the agent's record (tenant, latest version). */
+  agent(agentId: string): string {
+    return `${this.prefix}{agt:${agentId}}:agent`;
+  }
+  /** Hash: version → the definition's canonical JSON. Fields are written once. */
+  agentVersions(agentId: string): string {
+    return `${this.prefix}{agt:${agentId}}:versions`;
+  }
+  /** Hash: an API key's identity, under the SHA-256 of the key (the key itself is never stored). */
+  apiKey(keyHash: string): string {
+    return `${this.prefix}apikey:${keyHash}`;
+  }
+  /** String: the run an approval belongs to, so an approval id alone finds it. */
+  approvalRun(approvalId: string): string {
+    return `${this.prefix}{apr:${approvalId}}:run`;
+  }
+  /** Pub/sub channel: the id of each running run whose cancel is requested. */
+  cancelChannel(): string {
+    return `${this.prefix}run-cancel`;
+  }
+  /** Sorted set: a tenant's approvals that were pending when written (decided ones are pruned on read). */
+  tenantApprovals(tenant: string): string {
+    return `${this.prefix}{ten:${tenant}}:approvals`;
+  }
+}
+
+/** What the run store's parts share: one client with the scripts, the keys, the clock. */
+export interface RunStoreContext {
+  readonly redis: Redis & ScriptCommands;
+  readonly keys: RunKeys;
+  /** Epoch ms; injected so tests move time without sleeping. */
+  readonly now: () => number;
+  /** Entries kept in a run's event stream (older ones are trimmed). */
+  readonly eventsCap: number;
+}

@@ -1,0 +1,172 @@
+import {
+  type ApprovalView,
+  approvalViewSchema,
+  type GrantView,
+  grantViewSchema,
+  type LedgerEntry,
+  ledgerEntrySchema,
+  type RunEvent,
+  type RunStatus,
+  type RunView,
+  runEventSchema,
+  runStatusSchema,
+  runViewSchema,
+} from '../contracts/index.js';
+
+/**
+ * Redis replies of the run store turned into the contract types. Every record is parsed by its
+ * schema from libs/contracts on the way out of Redis, so a malformed record fails loudly here
+ * instead of deep in a worker.
+ */
+
+/** A run as stored: its view, and the owner token that only the store and its owner compare. */
+export interface StoredRun {
+  run: RunView;
+  /** The running worker's token; empty when no worker owns the run. */
+  ownerToken: string;
+}
+
+/** `[field, value, field, value…]` (HGETALL inside a script) → a record. */
+export function fieldsToRecord(flat: ReadonlyArray<string | number>): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) record[String(flat[i])] = String(flat[i + 1]);
+  return record;
+}
+
+function jsonOrNull(text: string | undefined): unknown {
+  return text === undefined || text === '' ? null : JSON.parse(text);
+}
+
+export function parseRun(fields: Record<string, string>): StoredRun | undefined {
+  if (!fields.id) return undefined;
+  const reason = fields.error_reason ?? '';
+  const run = runViewSchema.parse({
+    id: fields.id,
+    tenant: fields.tenant,
+    principal: fields.principal,
+    session_id: fields.session_id,
+    agent_id: fields.agent_id,
+    agent_version: fields.agent_version,
+    browser_profile_id: fields.profile_id || null,
+    parent_run_id: fields.parent_run_id || null,
+    status: fields.status,
+    attempt: Number(fields.attempt),
+    execution: Number(fields.execution),
+    input: jsonOrNull(fields.input),
+    limits: jsonOrNull(fields.limits),
+    usage: {
+      steps: Number(fields.steps),
+      model_calls: Number(fields.model_calls),
+      tool_calls: Number(fields.tool_calls),
+      cost_micro_usd: Number(fields.cost_micro_usd),
+    },
+    cancel_requested: fields.cancel_requested === '1',
+    deadline_at_ms: Number(fields.deadline_at),
+    created_at_ms: Number(fields.created_at),
+    updated_at_ms: Number(fields.updated_at),
+    ended_at_ms: fields.ended_at ? Number(fields.ended_at) : null,
+    result: jsonOrNull(fields.result),
+    error: reason ? { reason, message: fields.error_message ?? '' } : null,
+  });
+  return { run, ownerToken: fields.owner ?? '' };
+}
+
+export function parseRunStatus(value: string): RunStatus | undefined {
+  const parsed = runStatusSchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
+
+interface StoredApproval {
+  id: string;
+  run_id: string;
+  tenant: string;
+  invocation_id: string;
+  tool: string;
+  arguments: string;
+  status: string;
+  created_at: number;
+  decided_at?: number;
+  decided_by?: string;
+  reason?: string;
+  grant_id?: string;
+}
+
+export function parseApproval(json: string): ApprovalView {
+  const stored = JSON.parse(json) as StoredApproval;
+  return approvalViewSchema.parse({
+    id: stored.id,
+    run_id: stored.run_id,
+    tenant: stored.tenant,
+    invocation_id: stored.invocation_id,
+    tool: stored.tool,
+    arguments: jsonOrNull(stored.arguments),
+    status: stored.status,
+    created_at_ms: stored.created_at,
+    decided_at_ms: stored.decided_at ?? null,
+    decided_by: stored.decided_by ?? null,
+    reason: stored.reason ?? null,
+    grant_id: stored.grant_id ?? null,
+  });
+}
+
+interface StoredGrant {
+  id: string;
+  run_id: string;
+  approval_id: string;
+  attempt: number;
+  created_at: number;
+  expires_at: number;
+  max_actions: number;
+  used: number;
+}
+
+export function parseGrant(json: string): GrantView {
+  const stored = JSON.parse(json) as StoredGrant;
+  return grantViewSchema.parse({
+    id: stored.id,
+    run_id: stored.run_id,
+    approval_id: stored.approval_id,
+    created_at_ms: stored.created_at,
+    expires_at_ms: stored.expires_at,
+    max_actions: stored.max_actions,
+    used_actions: stored.used,
+  });
+}
+
+interface StoredInvocation {
+  invocation_id: string;
+  attempt: number;
+  step: number;
+  index: number;
+  tool: string;
+  state: string;
+  result: string;
+  started_at: number;
+  updated_at: number;
+}
+
+export function parseLedgerEntry(json: string): LedgerEntry {
+  const stored = JSON.parse(json) as StoredInvocation;
+  return ledgerEntrySchema.parse({
+    invocation_id: stored.invocation_id,
+    attempt: stored.attempt,
+    step: stored.step,
+    index: stored.index,
+    tool: stored.tool,
+    state: stored.state,
+    result: jsonOrNull(stored.result),
+    started_at_ms: stored.started_at,
+    updated_at_ms: stored.updated_at,
+  });
+}
+
+/** One XRANGE entry: `[id, [field, value, …]]`. */
+export function parseEvent([id, flat]: [string, string[]]): RunEvent {
+  const fields = fieldsToRecord(flat);
+  return runEventSchema.parse({
+    id,
+    type: fields.type,
+    at_ms: Number(fields.at),
+    data: jsonOrNull(fields.data) ?? {},
+  });
+}

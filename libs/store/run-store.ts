@@ -1,0 +1,433 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import {
+  type AgentDefinition,
+  type AgentView,
+  ApiError,
+  type ApiKeyIdentity,
+  type ApprovalView,
+  type GrantRequest,
+  type GrantView,
+  type LedgerEntry,
+  newId,
+  type RunEvent,
+  type RunEventType,
+  type RunFailureReason,
+  type RunLimits,
+  type RunUsage,
+  type RunView,
+  recordIdSchema,
+  runLimitsSchema,
+  type SessionView,
+} from '../contracts/index.js';
+import {
+  createSession,
+  getAgent,
+  getAgentVersion,
+  getSession,
+  type NewSession,
+  type PutAgentOutcome,
+  putAgent,
+} from './agents.js';
+import { createApiKey, type NewApiKey, resolveApiKey } from './api-keys.js';
+import {
+  type ApprovalDecision,
+  type ApprovalRequest,
+  consumeGrant,
+  decideApproval,
+  type GrantUse,
+  getApproval,
+  listGrants,
+  listRunApprovals,
+  listTenantPendingApprovals,
+  requestApproval,
+} from './approvals.js';
+import { canonicalJson, sha256Hex } from './canonical-json.js';
+import { type InvocationRecord, type LedgerOutcome, listInvocations, recordInvocation } from './ledger.js';
+import { appendEvent, readEvents } from './run-events.js';
+import { RunKeys, type RunStoreContext } from './run-keys.js';
+import { fieldsToRecord, parseRun } from './run-records.js';
+import { type RunRefusal, type RunTransition, toTransition } from './run-transition.js';
+import { withScripts } from './scripts.js';
+
+/** Entries kept in one run's event stream. */
+export const RUN_EVENTS_CAP = 10_000;
+
+export interface RunStoreOptions {
+  /** Entries kept per run event stream; older ones are trimmed. Default {@link RUN_EVENTS_CAP}. */
+  eventsCap?: number;
+}
+
+export interface SubmitRun {
+  tenant: string;
+  principal: string;
+  sessionId: string;
+  input: unknown;
+  /** The limits pinned on the run (chosen by the caller from `ops/limits.yaml`). */
+  limits: RunLimits;
+  /** The run's deadline is this long after submission (and after each retry). */
+  timeoutMs: number;
+  /** Per tenant and session: a duplicate submission answers the first run and creates nothing. */
+  idempotencyKey?: string;
+  parentRunId?: string;
+}
+
+export type SubmitOutcome = { status: 'created' | 'existing'; run: RunView };
+
+/** How a running run ends by its owner. */
+export type RunEnd =
+  | { status: 'succeeded'; result: unknown }
+  | { status: 'failed'; reason: RunFailureReason; message: string }
+  | { status: 'cancelled'; message?: string };
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+
+/**
+ * The run id of a submission with an Idempotency-Key: derived from (tenant, session, key), so
+ * every duplicate names the same run and one script on that run's slot decides, atomically,
+ * whether it exists. Same shape as `newId('run')` (20 base32 characters, 100 bits).
+ */
+export function idempotentRunId(tenant: string, sessionId: string, idempotencyKey: string): string {
+  const digest = createHash('sha256').update(`${tenant}\n${sessionId}\n${idempotencyKey}`).digest();
+  let body = '';
+  for (const byte of digest.subarray(0, 20)) body += CROCKFORD[byte & 31];
+  return `run_${body}`;
+}
+
+/**
+ * Leasehold's run records in Redis (DESIGN §3, §4): API keys, agents, sessions, runs and their
+ * ledger, approvals, grants and events. Every status change is one Lua script that checks the
+ * expected status and, for a running run, the owner token: a worker that lost its run gets a
+ * refusal (`not_owner`) and writes nothing.
+ */
+export class RunStore {
+  readonly #context: RunStoreContext;
+
+  constructor(
+    redis: Redis,
+    keyPrefix: string,
+    clock: () => number = Date.now,
+    options: RunStoreOptions = {},
+  ) {
+    const eventsCap = options.eventsCap ?? RUN_EVENTS_CAP;
+    if (!Number.isInteger(eventsCap) || eventsCap < 1)
+      throw new RangeError(`eventsCap: expected a positive integer, got ${eventsCap}`);
+    this.#context = { redis: withScripts(redis), keys: new RunKeys(keyPrefix), now: clock, eventsCap };
+  }
+
+  /**
+   * The pub/sub channel on which the id of a running run is published when its cancel is
+   * requested; a run worker subscribes once and stops that run before its next call.
+   */
+  get cancelChannel(): string {
+    return this.#context.keys.cancelChannel();
+  }
+
+  // API keys
+
+  createApiKey(input: NewApiKey): Promise<{ key: string; identity: ApiKeyIdentity }> {
+    return createApiKey(this.#context, input);
+  }
+  resolveApiKey(presented: string): Promise<ApiKeyIdentity | undefined> {
+    return resolveApiKey(this.#context, presented);
+  }
+
+  // Agents and sessions
+
+  putAgent(tenant: string, definition: unknown, agentId?: string): Promise<PutAgentOutcome> {
+    return putAgent(this.#context, tenant, definition, agentId);
+  }
+  getAgent(tenant: string, agentId: string): Promise<AgentView | undefined> {
+    return getAgent(this.#context, tenant, agentId);
+  }
+  getAgentVersion(tenant: string, agentId: string, version: string): Promise<AgentDefinition | undefined> {
+    return getAgentVersion(this.#context, tenant, agentId, version);
+  }
+  createSession(input: NewSession): Promise<SessionView | undefined> {
+    return createSession(this.#context, input);
+  }
+  getSession(tenant: string, sessionId: string): Promise<SessionView | undefined> {
+    return getSession(this.#context, tenant, sessionId);
+  }
+
+  // Runs
+
+  /**
+   * Stores a run `queued` (attempt 1, execution 1). Throws `not_found` for a session the tenant
+   * does not have, `idempotency_conflict` for a key reused with another input.
+   */
+  async submitRun(input: SubmitRun): Promise<SubmitOutcome> {
+    const { redis, keys } = this.#context;
+    const session = await this.getSession(input.tenant, input.sessionId);
+    if (!session) throw new ApiError('not_found', `session ${input.sessionId} not found`);
+    const limits = runLimitsSchema.parse(input.limits);
+    if (!Number.isInteger(input.timeoutMs) || input.timeoutMs <= 0) {
+      throw new RangeError(`timeoutMs: expected a positive integer, got ${input.timeoutMs}`);
+    }
+    const parentRunId = input.parentRunId === undefined ? '' : recordIdSchema.parse(input.parentRunId);
+    const runId =
+      input.idempotencyKey === undefined
+        ? newId('run')
+        : idempotentRunId(input.tenant, session.id, input.idempotencyKey);
+    const now = this.#context.now();
+    const inputJson = canonicalJson(input.input ?? null);
+    // Listed before it exists: an index entry whose run was never written reads as absent.
+    await redis.zadd(keys.sessionRuns(session.id), 'NX', now, runId);
+    const [code, , fields] = await redis.submitRun(
+      keys.run(runId),
+      keys.events(runId),
+      runId,
+      input.tenant,
+      input.principal,
+      session.id,
+      session.agent_id,
+      session.agent_version,
+      session.browser_profile_id ?? '',
+      parentRunId,
+      inputJson,
+      JSON.stringify(limits),
+      input.timeoutMs,
+      now,
+      sha256Hex(canonicalJson({ input: input.input ?? null, parent_run_id: parentRunId })),
+      input.idempotencyKey ?? '',
+      this.#context.eventsCap,
+    );
+    if (code === 'conflict') {
+      throw new ApiError('idempotency_conflict', 'this Idempotency-Key was used for a different run request');
+    }
+    const stored = parseRun(fieldsToRecord(fields));
+    if (!stored || (code !== 'created' && code !== 'existing')) throw new Error(`submitRun answered ${code}`);
+    return { status: code, run: stored.run };
+  }
+
+  /** The run, or undefined; with `tenant`, another tenant's run reads as absent. */
+  async getRun(runId: string, tenant?: string): Promise<RunView | undefined> {
+    if (!recordIdSchema.safeParse(runId).success) return undefined;
+    const stored = parseRun(await this.#context.redis.hgetall(this.#context.keys.run(runId)));
+    if (!stored || (tenant !== undefined && stored.run.tenant !== tenant)) return undefined;
+    return stored.run;
+  }
+
+  /** The session's runs in submission order. */
+  async listRuns(tenant: string, sessionId: string): Promise<RunView[]> {
+    if (!(await this.getSession(tenant, sessionId))) return [];
+    const { redis, keys } = this.#context;
+    const ids = await redis.zrange(keys.sessionRuns(sessionId), 0, -1);
+    const runs = await Promise.all(ids.map((id) => this.getRun(id, tenant)));
+    return runs.filter((run): run is RunView => run !== undefined);
+  }
+
+  /**
+   * `queued → running` for the job of `execution`, owned by `ownerToken`. A stale job (another
+   * execution) or a run running under another owner is refused, unless `takeOver` is set for a
+   * stalled job of the current execution (BullMQ handed it on from a dead worker; same attempt).
+   */
+  async claimRun(
+    runId: string,
+    execution: number,
+    ownerToken: string,
+    options: { takeOver?: boolean } = {},
+  ): Promise<RunTransition<'claimed' | 'already' | 'taken_over'>> {
+    const reply = await this.#context.redis.claimRun(
+      this.#context.keys.run(runId),
+      this.#context.keys.events(runId),
+      execution,
+      ownerToken,
+      options.takeOver ? '1' : '0',
+      this.#context.now(),
+    );
+    return toTransition(runId, reply, `queued at execution ${execution}`);
+  }
+
+  /** `running → parked` by its owner (ends the execution; the lease stays). */
+  parkRun(runId: string, ownerToken: string, detail: Record<string, unknown> = {}): Promise<RunTransition> {
+    return this.#suspend(runId, ownerToken, 'parked', detail);
+  }
+
+  /** `running → waiting_child | waiting_user` by its owner. */
+  waitRun(
+    runId: string,
+    ownerToken: string,
+    status: 'waiting_child' | 'waiting_user',
+    detail: Record<string, unknown> = {},
+  ): Promise<RunTransition> {
+    return this.#suspend(runId, ownerToken, status, detail);
+  }
+
+  async #suspend(runId: string, ownerToken: string, status: string, detail: Record<string, unknown>) {
+    const reply = await this.#context.redis.suspendRun(
+      this.#context.keys.run(runId),
+      this.#context.keys.events(runId),
+      ownerToken,
+      status,
+      this.#context.now(),
+      JSON.stringify(detail),
+    );
+    return toTransition(runId, reply, 'running');
+  }
+
+  /**
+   * `parked | waiting_child | waiting_user → queued` as a new execution; the caller enqueues the
+   * job of `run.execution`. With `expected`, only from that status.
+   */
+  async requeueRun(
+    runId: string,
+    options: {
+      expected?: 'parked' | 'waiting_child' | 'waiting_user';
+      detail?: Record<string, unknown>;
+    } = {},
+  ): Promise<RunTransition<'queued'>> {
+    const reply = await this.#context.redis.requeueRun(
+      this.#context.keys.run(runId),
+      this.#context.keys.events(runId),
+      this.#context.now(),
+      options.expected ?? '',
+      JSON.stringify(options.detail ?? {}),
+    );
+    return toTransition(runId, reply, options.expected ?? 'parked, waiting_child or waiting_user');
+  }
+
+  /** `running → succeeded | failed | cancelled` by its owner. */
+  async finishRun(runId: string, ownerToken: string, end: RunEnd): Promise<RunTransition> {
+    const reply = await this.#context.redis.finishRun(
+      this.#context.keys.run(runId),
+      this.#context.keys.events(runId),
+      ownerToken,
+      end.status,
+      end.status === 'succeeded' ? canonicalJson(end.result ?? null) : '',
+      end.status === 'succeeded' ? '' : end.status === 'failed' ? end.reason : 'cancelled',
+      end.status === 'succeeded' ? '' : (end.message ?? 'cancelled while running'),
+      this.#context.now(),
+    );
+    return toTransition(runId, reply, 'running');
+  }
+
+  /**
+   * Cancels: a queued, parked or waiting run ends `cancelled` now (`detail: 'cancelled'`; the
+   * caller releases its lease); a running run gets its cancel flag (`'cancel_requested'`).
+   */
+  async cancelRun(
+    tenant: string,
+    runId: string,
+    message = 'cancelled by request',
+  ): Promise<RunTransition<'cancelled' | 'cancel_requested'>> {
+    if (!recordIdSchema.safeParse(runId).success) return toTransition(runId, ['not_found', '', []], '');
+    const reply = await this.#context.redis.cancelRun(
+      this.#context.keys.run(runId),
+      this.#context.keys.events(runId),
+      this.#context.keys.approvals(runId),
+      this.#context.now(),
+      tenant,
+      message,
+      this.#context.keys.cancelChannel(),
+    );
+    return toTransition(runId, reply, 'queued, running, parked or waiting');
+  }
+
+  /**
+   * The sweeper's end: fails a run that has not ended, whoever owns it (`reclaimed` past the
+   * worker retry limit, `deadline_exceeded` past its deadline). With `expectedExecution`, a run
+   * that has moved to another execution is left alone.
+   */
+  async failRun(
+    runId: string,
+    reason: 'reclaimed' | 'deadline_exceeded',
+    options: { expectedExecution?: number; message?: string } = {},
+  ): Promise<RunTransition<'failed'>> {
+    const reply = await this.#context.redis.failRun(
+      this.#context.keys.run(runId),
+      this.#context.keys.events(runId),
+      this.#context.keys.approvals(runId),
+      reason,
+      options.expectedExecution ?? 0,
+      this.#context.now(),
+      options.message ?? reason,
+    );
+    return toTransition(runId, reply, 'not ended');
+  }
+
+  /** A failed run as a new attempt: attempt + 1, a new execution, `queued`. */
+  async retryRun(tenant: string, runId: string): Promise<RunTransition<'queued'>> {
+    if (!recordIdSchema.safeParse(runId).success) return toTransition(runId, ['not_found', '', []], '');
+    const reply = await this.#context.redis.retryRun(
+      this.#context.keys.run(runId),
+      this.#context.keys.events(runId),
+      this.#context.now(),
+      tenant,
+    );
+    return toTransition(runId, reply, 'failed');
+  }
+
+  /** Adds to a running run's usage, by its owner. Cost in integer micro-USD. */
+  async addUsage(runId: string, ownerToken: string, delta: Partial<RunUsage>): Promise<RunTransition> {
+    const counts = [
+      delta.steps ?? 0,
+      delta.model_calls ?? 0,
+      delta.tool_calls ?? 0,
+      delta.cost_micro_usd ?? 0,
+    ];
+    if (counts.some((value) => !Number.isSafeInteger(value) || value < 0)) {
+      throw new RangeError(`usage deltas are non-negative integers, got ${JSON.stringify(delta)}`);
+    }
+    const reply = await this.#context.redis.addUsage(this.#context.keys.run(runId), ownerToken, ...counts);
+    return toTransition(runId, reply, 'running');
+  }
+
+  // Ledger
+
+  recordInvocation(runId: string, ownerToken: string, record: InvocationRecord): Promise<LedgerOutcome> {
+    return recordInvocation(this.#context, runId, ownerToken, record);
+  }
+  listInvocations(runId: string, attempt?: number): Promise<LedgerEntry[]> {
+    return listInvocations(this.#context, runId, attempt);
+  }
+
+  // Approvals and grants
+
+  /** Records a pending approval for an invocation and parks the run, in one script. */
+  requestApproval(
+    runId: string,
+    ownerToken: string,
+    request: ApprovalRequest,
+  ): Promise<{ approvalId: string; transition: RunTransition<'parked' | 'cancelled'> }> {
+    return requestApproval(this.#context, runId, ownerToken, request);
+  }
+  getApproval(tenant: string, approvalId: string): Promise<ApprovalView | undefined> {
+    return getApproval(this.#context, tenant, approvalId);
+  }
+  /** Pending approvals of the tenant, or of one of its runs. */
+  async listPendingApprovals(tenant: string, runId?: string): Promise<ApprovalView[]> {
+    if (runId === undefined) return listTenantPendingApprovals(this.#context, tenant);
+    if (!(await this.getRun(runId, tenant))) return [];
+    return (await listRunApprovals(this.#context, runId)).filter((approval) => approval.status === 'pending');
+  }
+  listApprovals(runId: string): Promise<ApprovalView[]> {
+    return listRunApprovals(this.#context, runId);
+  }
+  approve(tenant: string, approvalId: string, by: string, grant?: GrantRequest): Promise<ApprovalDecision> {
+    return decideApproval(this.#context, tenant, approvalId, { approved: true, by, grant });
+  }
+  deny(tenant: string, approvalId: string, by: string, reason: string): Promise<ApprovalDecision> {
+    return decideApproval(this.#context, tenant, approvalId, { approved: false, by, reason });
+  }
+  consumeGrant(runId: string, ownerToken: string): Promise<GrantUse> {
+    return consumeGrant(this.#context, runId, ownerToken);
+  }
+  listGrants(runId: string): Promise<GrantView[]> {
+    return listGrants(this.#context, runId);
+  }
+
+  // Events
+
+  appendEvent(
+    runId: string,
+    ownerToken: string,
+    type: RunEventType,
+    data: Record<string, unknown> = {},
+  ): Promise<{ ok: true; id: string } | RunRefusal> {
+    return appendEvent(this.#context, runId, ownerToken, type, data);
+  }
+  readEvents(runId: string, options: { afterId?: string; count?: number } = {}): Promise<RunEvent[]> {
+    return readEvents(this.#context, runId, options);
+  }
+}

@@ -1,0 +1,68 @@
+import type { Redis } from 'ioredis';
+import { withScripts } from './scripts.js';
+
+/** A transcript longer than this is refused: the step limits end a run long before it. */
+const MAX_TRANSCRIPT_ENTRIES = 5_000;
+
+/** The script this file uses (lua/appendTranscript-2.lua), defined on the client by `withScripts`. */
+interface TranscriptCommands {
+  appendTranscript(
+    runKey: string,
+    transcriptKey: string,
+    ...argv: Array<string | number>
+  ): Promise<Array<string | number>>;
+}
+
+export class TranscriptWriteRefused extends Error {
+  override readonly name = 'TranscriptWriteRefused';
+}
+
+/**
+ * A run's transcript (the model's context: input, model turns, tool results) as a Redis list beside
+ * the run's record, so a run parked or crashed resumes with it in any worker. Entries are JSON.
+ */
+export class RunTranscripts {
+  readonly #redis: Redis & TranscriptCommands;
+
+  constructor(
+    redis: Redis,
+    private readonly prefix: string,
+  ) {
+    this.#redis = withScripts(redis) as unknown as Redis & TranscriptCommands;
+  }
+
+  #runKey(runId: string): string {
+    return `${this.prefix}{run:${runId}}:run`;
+  }
+  #key(runId: string): string {
+    return `${this.prefix}{run:${runId}}:transcript`;
+  }
+
+  async load<T>(runId: string): Promise<T[]> {
+    return (await this.#redis.lrange(this.#key(runId), 0, -1)).map((entry) => JSON.parse(entry) as T);
+  }
+
+  /** Appends for the run's owner; throws {@link TranscriptWriteRefused} for anyone else. */
+  async append(runId: string, ownerToken: string, entry: unknown): Promise<void> {
+    const [status, detail] = (
+      await this.#redis.appendTranscript(
+        this.#runKey(runId),
+        this.#key(runId),
+        ownerToken,
+        JSON.stringify(entry),
+        MAX_TRANSCRIPT_ENTRIES,
+      )
+    ).map(String);
+    if (status === 'not_owner')
+      throw new TranscriptWriteRefused(`run ${runId} is not running under this worker (status ${detail})`);
+    if (status === 'too_long')
+      throw new TranscriptWriteRefused(
+        `run ${runId} has more than ${MAX_TRANSCRIPT_ENTRIES} transcript entries`,
+      );
+  }
+
+  /** Seeds a new run's transcript with its input (before any worker owns it). */
+  async seed(runId: string, entry: unknown): Promise<void> {
+    await this.#redis.rpush(this.#key(runId), JSON.stringify(entry));
+  }
+}

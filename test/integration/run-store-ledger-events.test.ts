@@ -1,0 +1,184 @@
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunLimits, RunView } from '../../libs/contracts/index.js';
+import { type LedgerOutcome, RunStore, type RunTransition } from '../../libs/store/index.js';
+import { closeRedis, connectRedis } from '../../queues/index.js';
+import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+
+const LIMITS: RunLimits = {
+  max_steps: 32,
+  max_model_calls: 24,
+  max_tool_calls: 64,
+  reserve_model_calls: 2,
+  reserve_tool_calls: 4,
+  max_cost_micro_usd: null,
+  cost_reserve_micro_usd: 0,
+};
+const TENANT = 'acme';
+const EVENTS_CAP = 25;
+
+function ran(transition: RunTransition): RunView {
+  if (!transition.ok) throw new Error(`expected the transition to pass: ${transition.message}`);
+  return transition.run;
+}
+
+function ledgerCode(outcome: LedgerOutcome): string {
+  return outcome.ok ? `${outcome.code}:${outcome.entry?.state ?? 'absent'}` : outcome.code;
+}
+
+describe('the run store: the invocation ledger and run events', () => {
+  const prefix = `${uniquePrefix('run-store-ledger')}:`;
+  let redis: Redis;
+  let store: RunStore;
+  const nowMs = 1_800_000_000_000;
+  let sessionId: string;
+
+  beforeAll(async () => {
+    redis = await connectRedis(testRedisUrl(), 'worker', 'test-run-store-ledger');
+    store = new RunStore(redis, prefix, () => nowMs, { eventsCap: EVENTS_CAP });
+    const agent = await store.putAgent(TENANT, { model: 'scripted', instructions: 'go' });
+    if (agent.status === 'not_found') throw new Error('agent not created');
+    const session = await store.createSession({
+      tenant: TENANT,
+      principal: 'alice',
+      agentId: agent.agent.id,
+    });
+    if (!session) throw new Error('session not created');
+    sessionId = session.id;
+  });
+  afterAll(async () => {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await closeRedis(redis);
+  });
+
+  async function runningRun(owner: string): Promise<RunView> {
+    const { run } = await store.submitRun({
+      tenant: TENANT,
+      principal: 'alice',
+      sessionId,
+      input: {},
+      limits: LIMITS,
+      timeoutMs: 60_000,
+    });
+    return ran(await store.claimRun(run.id, 1, owner));
+  }
+
+  it('moves an invocation forward from started to dispatched to completed, idempotently', async () => {
+    const run = await runningRun('w');
+    const act = { step: 0, index: 0, tool: 'browser.act' };
+    expect(ledgerCode(await store.recordInvocation(run.id, 'w', { ...act, state: 'started' }))).toBe(
+      'recorded:started',
+    );
+    expect(ledgerCode(await store.recordInvocation(run.id, 'w', { ...act, state: 'started' }))).toBe(
+      'unchanged:started',
+    );
+    expect(ledgerCode(await store.recordInvocation(run.id, 'w', { ...act, state: 'dispatched' }))).toBe(
+      'recorded:dispatched',
+    );
+    expect(ledgerCode(await store.recordInvocation(run.id, 'w', { ...act, state: 'dispatched' }))).toBe(
+      'unchanged:dispatched',
+    );
+    const done = await store.recordInvocation(run.id, 'w', {
+      ...act,
+      state: 'completed',
+      result: { ok: true },
+    });
+    expect(done).toMatchObject({
+      ok: true,
+      code: 'recorded',
+      entry: {
+        invocation_id: `${run.id}-a1-s0-i0`,
+        attempt: 1,
+        step: 0,
+        index: 0,
+        tool: 'browser.act',
+        state: 'completed',
+        result: { ok: true },
+      },
+    });
+    expect(ledgerCode(await store.recordInvocation(run.id, 'w', { ...act, state: 'dispatched' }))).toBe(
+      'refused:completed',
+    );
+  });
+
+  it('never sets a dispatched invocation back to started, so a resumed run sees the effect may have happened', async () => {
+    const run = await runningRun('first');
+    const act = { step: 2, index: 1, tool: 'browser.act' };
+    await store.recordInvocation(run.id, 'first', { ...act, state: 'started' });
+    await store.recordInvocation(run.id, 'first', { ...act, state: 'dispatched' });
+    // The first worker dies; another takes the stalled job over and replays the step.
+    ran(await store.claimRun(run.id, 1, 'second', { takeOver: true }));
+    const replay = await store.recordInvocation(run.id, 'second', { ...act, state: 'started' });
+    expect(ledgerCode(replay)).toBe('refused:dispatched');
+    const unknown = await store.recordInvocation(run.id, 'second', { ...act, state: 'outcome_unknown' });
+    expect(ledgerCode(unknown)).toBe('recorded:outcome_unknown');
+    expect(ledgerCode(await store.recordInvocation(run.id, 'second', { ...act, state: 'completed' }))).toBe(
+      'refused:outcome_unknown',
+    );
+    expect((await store.listInvocations(run.id)).map((entry) => entry.state)).toEqual(['outcome_unknown']);
+  });
+
+  it('refuses ledger writes from a worker whose token is stale', async () => {
+    const run = await runningRun('owner');
+    const outcome = await store.recordInvocation(run.id, 'stale', {
+      step: 0,
+      index: 0,
+      tool: 'browser.navigate',
+      state: 'started',
+    });
+    expect(outcome).toMatchObject({ ok: false, code: 'not_owner' });
+    expect(await store.listInvocations(run.id)).toEqual([]);
+  });
+
+  it('refuses to record an invocation that was never started', async () => {
+    const run = await runningRun('w');
+    expect(
+      ledgerCode(
+        await store.recordInvocation(run.id, 'w', { step: 0, index: 0, tool: 'x', state: 'dispatched' }),
+      ),
+    ).toBe('refused:absent');
+    expect(await store.listInvocations(run.id)).toEqual([]);
+  });
+
+  it('lists invocations in step and index order, by attempt', async () => {
+    const run = await runningRun('w');
+    for (const [step, index] of [
+      [1, 1],
+      [0, 0],
+      [1, 0],
+      [10, 0],
+      [2, 0],
+    ] as const) {
+      await store.recordInvocation(run.id, 'w', { step, index, tool: 't', state: 'started' });
+    }
+    const order = (await store.listInvocations(run.id, 1)).map((entry) => `${entry.step}.${entry.index}`);
+    expect(order).toEqual(['0.0', '1.0', '1.1', '2.0', '10.0']);
+    expect(await store.listInvocations(run.id, 2)).toEqual([]);
+  });
+
+  it('appends events of the loop for the owner only and reads them after an id', async () => {
+    const run = await runningRun('w');
+    const appended = await store.appendEvent(run.id, 'w', 'tool.called', { tool: 'browser.observe' });
+    expect(appended.ok).toBe(true);
+    expect(await store.appendEvent(run.id, 'stale', 'message', { text: 'x' })).toMatchObject({
+      ok: false,
+      code: 'not_owner',
+    });
+    const all = await store.readEvents(run.id);
+    expect(all.map((event) => event.type)).toEqual(['run.submitted', 'run.claimed', 'tool.called']);
+    expect(all[2]).toMatchObject({ type: 'tool.called', at_ms: nowMs, data: { tool: 'browser.observe' } });
+    const after = await store.readEvents(run.id, { afterId: all[0]?.id });
+    expect(after.map((event) => event.type)).toEqual(['run.claimed', 'tool.called']);
+    expect(await store.readEvents(run.id, { afterId: all[2]?.id })).toEqual([]);
+    await expect(store.readEvents(run.id, { afterId: 'nope' })).rejects.toThrow(RangeError);
+  });
+
+  it("caps a run's event stream, keeping the newest entries", async () => {
+    const run = await runningRun('w');
+    for (let i = 0; i < EVENTS_CAP + 10; i++) await store.appendEvent(run.id, 'w', 'message', { i });
+    const events = await store.readEvents(run.id);
+    expect(events).toHaveLength(EVENTS_CAP);
+    expect(events.at(-1)?.data).toEqual({ i: EVENTS_CAP + 9 });
+  });
+});
