@@ -12,9 +12,12 @@ import {
 } from 'fastify-type-provider-zod';
 import type { Config } from '../../libs/config/index.js';
 import { API_ERROR_STATUS, ApiError, type ApiErrorBody } from '../../libs/contracts/index.js';
+import { releaseRunLease } from '../../libs/runtime/index.js';
+import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import { createHttpServer, registerOpsRoutes } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../queues/index.js';
+import { registerV1Routes } from './routes-v1.js';
 
 export interface ApiOptions {
   config: Config;
@@ -27,6 +30,7 @@ export interface ApiOptions {
 
 export interface ApiHandle {
   app: FastifyInstance;
+  store: RunStore;
   /** http://host:port the API listens on. */
   url: string;
   close(): Promise<void>;
@@ -97,6 +101,27 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   board.setBasePath('/admin/queues');
   await app.register(board.registerPlugin(), { prefix: '/admin/queues' });
 
+  const store = new RunStore(redis, config.redis.keyPrefix);
+  const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);
+  const workers = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
+  const dataPlaneToken = config.secrets.dataPlaneToken;
+  registerV1Routes(app, {
+    config,
+    store,
+    profiles,
+    queue: runsQueue,
+    releaseRunLease: async (runId) => {
+      const run = await store.getRun(runId);
+      if (!run || !dataPlaneToken) return;
+      await releaseRunLease({ leases: profiles, workers, dataPlaneToken }, run).catch((error: unknown) =>
+        logger.warn(
+          { run_id: runId, err: error },
+          'lease release on cancel failed; the upkeep will close it',
+        ),
+      );
+    },
+  });
+
   registerOpsRoutes(app, metrics.registry, () => [
     { name: 'redis', check: async () => (await redis.ping()) === 'PONG' },
     {
@@ -114,6 +139,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   let closing: Promise<void> | undefined;
   return {
     app,
+    store,
     url,
     close() {
       closing ??= (async () => {

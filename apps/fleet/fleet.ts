@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../../libs/config/index.js';
 import { withOverrides } from '../../libs/config/index.js';
 import { Shutdown } from '../../libs/lifecycle/index.js';
+import type { RunStore } from '../../libs/store/index.js';
 import { createMetrics, type Logger, type Metrics } from '../../libs/telemetry/index.js';
 import { DEFAULT_REDIS_URL, redactUrl, redisAnswers } from '../../queues/index.js';
 import { startApi } from '../api/server.js';
@@ -29,6 +30,10 @@ export interface FleetHandle {
     browserWorker: string;
     redis: string;
   };
+  /** The run store the API writes (tests make keys of other tenants with it). */
+  store: RunStore;
+  /** An API key of tenant `dev` with every scope, made at start for this machine's user. */
+  apiKey: string;
   redisSource: 'REDIS_URL' | 'local' | 'private';
   chromium: string;
   /** Stops every role in order (idempotent): claims first, the browser and Redis last. */
@@ -78,6 +83,12 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
       extraReadiness: () => [...browserWorker.readiness(), ...runWorker.readiness(), ...sweeper.readiness()],
     });
     shutdown.add('api', () => api.close());
+    // A key for this machine's user, shown once on start (only its hash is stored).
+    const { key: apiKey } = await api.store.createApiKey({
+      tenant: 'dev',
+      principal: 'dev',
+      scopes: ['admin', 'runs:write', 'runs:read', 'approvals:write'],
+    });
 
     return {
       config,
@@ -90,6 +101,8 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
         browserWorker: browserWorker.url,
         redis: redactUrl(redis.url),
       },
+      apiKey,
+      store: api.store,
       redisSource: redis.source,
       chromium: browserWorker.executablePath,
       close: () => shutdown.close(),

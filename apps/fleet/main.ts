@@ -30,6 +30,7 @@ runMain('fleet', async () => {
       `  Health          ${urls.api.replace(/\/v1$/, '')}/healthz   ${urls.api.replace(/\/v1$/, '')}/readyz`,
       `  Browser worker  ${urls.browserWorker}   (Chromium: ${fleet.chromium})`,
       `  Redis           ${urls.redis}   (${REDIS_SOURCES[fleet.redisSource]})`,
+      `  API key         ${fleet.apiKey}   (tenant dev, every scope; new on each start)`,
       'Stop with Ctrl-C.',
       '',
     ].join('\n'),

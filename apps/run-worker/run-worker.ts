@@ -1,8 +1,21 @@
 import { type Job, UnrecoverableError, type Worker } from 'bullmq';
 import type { Config } from '../../libs/config/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
+import { BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
+import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { Counter, type Logger, type Metrics, type ReadinessCheck } from '../../libs/telemetry/index.js';
-import { closeWorker, createQueueWorker, RUNS_QUEUE, type RunJob, runJobSchema } from '../../queues/index.js';
+import {
+  closeRedis,
+  closeWorker,
+  connectRedis,
+  createQueueWorker,
+  handBack,
+  RUNS_QUEUE,
+  type RunJob,
+  runJobSchema,
+  SHUTDOWN_REASON,
+} from '../../queues/index.js';
+import { type ExecutionDeps, executeRun, RunLost } from './execution.js';
 
 export interface RunWorkerOptions {
   config: Config;
@@ -39,14 +52,53 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     registers: [metrics.registry],
   });
 
-  const execute = async (job: Job<RunJob, void, string>): Promise<void> => {
+  const redis = await connectRedis(options.redisUrl, 'worker', 'run-worker-store');
+  const deps: ExecutionDeps = {
+    config,
+    store: new RunStore(redis, config.redis.keyPrefix),
+    transcripts: new RunTranscripts(redis, config.redis.keyPrefix),
+    registry: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
+    logger: log,
+  };
+
+  const execute = async (
+    job: Job<RunJob, void, string>,
+    token: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<void> => {
     const parsed = runJobSchema.safeParse(job.data);
     if (!parsed.success) {
       executions.inc({ outcome: 'invalid' });
       throw new UnrecoverableError(`job ${job.id} carries no valid run execution`);
     }
-    log.info({ run_id: parsed.data.runId, execution: parsed.data.execution, job_id: job.id }, 'claimed');
-    executions.inc({ outcome: 'completed' });
+    const { runId, execution } = parsed.data;
+    // The owner token: this claim of this job. A job handed on after a stall takes the run over.
+    const ownerToken = `${job.id}:${token ?? 'none'}`;
+    const claim = await deps.store.claimRun(runId, execution, ownerToken, {
+      takeOver: (job.stalledCounter ?? 0) > 0,
+    });
+    if (!claim.ok) {
+      executions.inc({ outcome: 'stale' });
+      log.info({ run_id: runId, execution, refusal: claim.code }, 'job not claimed');
+      return;
+    }
+    const runLog = log.child({ run_id: runId, execution });
+    runLog.info({ detail: claim.detail }, 'claimed');
+    const controller = new AbortController();
+    signal?.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+    try {
+      const end = await executeRun({ ...deps, logger: runLog }, claim.run, ownerToken, controller.signal);
+      executions.inc({ outcome: end.kind });
+      runLog.info({ end: end.kind }, 'execution ended');
+    } catch (error) {
+      if (error instanceof RunLost) {
+        executions.inc({ outcome: 'lost' });
+        runLog.warn({ err: error }, 'run lost to another writer');
+        return;
+      }
+      if (signal?.aborted && signal.reason === SHUTDOWN_REASON) await handBack(job, token);
+      throw error;
+    }
   };
 
   const worker = await createQueueWorker<RunJob, void>(RUNS_QUEUE, execute, {
@@ -80,6 +132,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
         const outcome = await closeWorker(worker, config.shutdownTimeoutMs * 0.8);
         log.info({ outcome }, 'claim loop stopped');
         await upkeep.close();
+        await closeRedis(redis);
       })();
       return closing;
     },

@@ -1,4 +1,5 @@
 export { BROWSER_TOOL_DEFINITIONS, BrowserToolExecutor } from './browser-executor.js';
+export { type LeaseReleaseDeps, releaseRunLease } from './lease-release.js';
 export {
   checkModelCall,
   fitBatch,
@@ -10,6 +11,8 @@ export {
 } from './limits.js';
 export {
   type ExecutionEnd,
+  ExecutionInterrupted,
+  type Invocation,
   type InvocationState,
   type RunLoopOptions,
   type RunPort,

@@ -21,12 +21,22 @@ export type InvocationState =
   | { state: 'completed'; outcome: ToolOutcome }
   | { state: 'outcome_unknown' };
 
+/** One tool call's durable identity: the run, the model turn (step) and its place in the turn. */
+export interface Invocation {
+  id: string;
+  step: number;
+  index: number;
+  call: ToolCall;
+}
+
 /**
  * The run as the loop sees it: its transcript, usage, ledger and status, each change durable before
  * the loop goes on. Implemented over the run store; every write is refused once the worker lost the run.
  */
 export interface RunPort {
   readonly runId: string;
+  /** The durable id of a tool call: the run, its attempt, the step and the call's place in it. */
+  invocationId(step: number, index: number): string;
   loadTranscript(): Promise<TranscriptEntry[]>;
   appendTranscript(entry: TranscriptEntry): Promise<void>;
   usage(): Promise<RunUsage>;
@@ -35,10 +45,10 @@ export interface RunPort {
   /** The cancel flag (set by REST, told through pub/sub); checked before every model and tool call. */
   cancelRequested(): Promise<boolean>;
   /** Records the call `started` (counting one tool call) unless the ledger knows it already; answers what it knows. */
-  startInvocation(invocationId: string, call: ToolCall): Promise<InvocationState>;
+  startInvocation(invocation: Invocation): Promise<InvocationState>;
   /** The watermark: from here on the effect may have happened and is never sent again. */
-  markDispatched(invocationId: string): Promise<void>;
-  completeInvocation(invocationId: string, outcome: ToolOutcome): Promise<void>;
+  markDispatched(invocation: Invocation): Promise<void>;
+  completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void>;
 }
 
 /** What a tool needs from the platform before it runs. */
@@ -46,7 +56,7 @@ export interface ToolPolicy {
   /** An approval is needed unless a live grant covers the call (then one use of the grant is taken). */
   needsApproval(call: ToolCall): Promise<boolean>;
   /** Writes a pending approval and parks the run in one step; returns the approval id. */
-  park(invocationId: string, call: ToolCall): Promise<string>;
+  park(invocation: Invocation): Promise<string>;
 }
 
 export interface ToolExecutor {
@@ -86,6 +96,15 @@ export interface RunLoopOptions {
 
 const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
 
+/** The execution stopped because its signal aborted (the worker is shutting down): hand the run back. */
+export class ExecutionInterrupted extends Error {
+  override readonly name = 'ExecutionInterrupted';
+}
+
+function throwIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw new ExecutionInterrupted('the execution was interrupted before its next call');
+}
+
 /**
  * One execution of a run (DESIGN §4.3): check limits → model call → record usage → for each tool
  * call: ledger, approval, dispatch → repeat, until an answer, a park, a failure or a cancel. A
@@ -104,6 +123,7 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
       if (end) return end;
       continue;
     }
+    throwIfAborted(options.signal);
     if (await run.cancelRequested()) return { kind: 'cancelled' };
     if (clock() >= options.deadlineMs)
       return { kind: 'failed', reason: 'deadline_exceeded', detail: 'the run passed its deadline' };
@@ -144,7 +164,7 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
 /** The tool calls of the last model turn that have no result yet, and that turn's step number. */
 function openToolCalls(
   transcript: readonly TranscriptEntry[],
-): { calls: ToolCall[]; step: number } | undefined {
+): { calls: Array<{ call: ToolCall; index: number }>; step: number } | undefined {
   let step = 0;
   let last: { calls: ToolCall[]; index: number } | undefined;
   transcript.forEach((entry, index) => {
@@ -157,12 +177,14 @@ function openToolCalls(
   const answered = new Set(
     transcript.slice(last.index + 1).flatMap((entry) => (entry.kind === 'tool' ? [entry.callId] : [])),
   );
-  const calls = last.calls.filter((call) => !answered.has(call.id));
+  const calls = last.calls
+    .map((call, index) => ({ call, index }))
+    .filter(({ call }) => !answered.has(call.id));
   return calls.length > 0 ? { calls, step } : undefined;
 }
 
 async function answerToolCalls(
-  calls: ToolCall[],
+  calls: Array<{ call: ToolCall; index: number }>,
   step: number,
   transcript: TranscriptEntry[],
   options: RunLoopOptions,
@@ -177,10 +199,12 @@ async function answerToolCalls(
   const usage = await run.usage();
   const { run: batch, skipped } = fitBatch(limits, usage, calls);
 
-  for (const call of batch) {
+  for (const { call, index } of batch) {
+    throwIfAborted(options.signal);
     if (await run.cancelRequested()) return { kind: 'cancelled' };
-    const invocationId = `${run.runId}-s${step}-${call.id}`;
-    const known = await run.startInvocation(invocationId, call);
+    const invocation: Invocation = { id: run.invocationId(step, index), step, index, call };
+    const invocationId = invocation.id;
+    const known = await run.startInvocation(invocation);
     switch (known.state) {
       case 'completed':
         await answer(call, known.outcome);
@@ -193,13 +217,13 @@ async function answerToolCalls(
           code: 'outcome_unknown',
           message: 'the call was dispatched before the run was interrupted; its effect is unknown',
         };
-        await run.completeInvocation(invocationId, outcome);
+        await run.completeInvocation(invocation, outcome);
         await answer(call, outcome);
         continue;
       }
       case 'denied': {
         const outcome: ToolOutcome = { ok: false, code: 'approval_denied', message: known.message };
-        await run.completeInvocation(invocationId, outcome);
+        await run.completeInvocation(invocation, outcome);
         await answer(call, outcome);
         continue;
       }
@@ -208,7 +232,7 @@ async function answerToolCalls(
       case 'new':
       case 'started':
         if (await policy.needsApproval(call))
-          return { kind: 'parked', approvalId: await policy.park(invocationId, call) };
+          return { kind: 'parked', approvalId: await policy.park(invocation) };
         break;
       case 'approved':
         break;
@@ -223,12 +247,12 @@ async function answerToolCalls(
       invocationId,
       deadlineMs,
       signal: options.signal,
-      beforeDispatch: () => run.markDispatched(invocationId),
+      beforeDispatch: () => run.markDispatched(invocation),
     });
-    await run.completeInvocation(invocationId, outcome);
+    await run.completeInvocation(invocation, outcome);
     await answer(call, outcome);
   }
-  for (const call of skipped) {
+  for (const { call } of skipped) {
     await answer(call, {
       ok: false,
       code: 'budget_exceeded',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  type Invocation,
   type InvocationState,
   type RunLimits,
   type RunPort,
@@ -24,6 +25,9 @@ const limits: RunLimits = {
 /** The run's durable state as plain memory: the loop's rules, not Redis, are under test here. */
 class MemoryRun implements RunPort {
   readonly runId = 'run_test';
+  invocationId(step: number, index: number) {
+    return `${this.runId}-s${step}-i${index}`;
+  }
   transcript: TranscriptEntry[] = [{ kind: 'input', text: 'buy it' }];
   ledger = new Map<string, InvocationState>();
   usageNow = { steps: 0, modelCalls: 0, toolCalls: 0 };
@@ -44,17 +48,17 @@ class MemoryRun implements RunPort {
   async cancelRequested() {
     return this.cancel;
   }
-  async startInvocation(id: string): Promise<InvocationState> {
+  async startInvocation({ id }: Invocation): Promise<InvocationState> {
     const known = this.ledger.get(id);
     if (known) return known;
     this.ledger.set(id, { state: 'started' });
     this.usageNow.toolCalls += 1;
     return { state: 'new' };
   }
-  async markDispatched(id: string) {
+  async markDispatched({ id }: Invocation) {
     this.ledger.set(id, { state: 'dispatched' });
   }
-  async completeInvocation(id: string, outcome: ToolOutcome) {
+  async completeInvocation({ id }: Invocation, outcome: ToolOutcome) {
     this.ledger.set(id, { state: 'completed', outcome });
   }
 }
@@ -86,8 +90,8 @@ class ApprovalPolicy implements ToolPolicy {
   async needsApproval(call: ToolCall) {
     return call.name === 'browser.act';
   }
-  async park(invocationId: string) {
-    this.run.ledger.set(invocationId, { state: 'awaiting_approval', approvalId: 'apr_1' });
+  async park({ id }: Invocation) {
+    this.run.ledger.set(id, { state: 'awaiting_approval', approvalId: 'apr_1' });
     return 'apr_1';
   }
 }

@@ -1,0 +1,368 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Config } from '../../libs/config/index.js';
+import {
+  ApiError,
+  agentDefinitionSchema,
+  createProfileSchema,
+  grantRequestSchema,
+  type RunLimits,
+  recordIdSchema,
+} from '../../libs/contracts/index.js';
+import { scriptSchema } from '../../libs/runtime/index.js';
+import type { RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import { enqueueRun, type RunsQueue } from '../../queues/index.js';
+import { authenticate, identityOf } from './auth.js';
+
+export interface V1Dependencies {
+  config: Config;
+  store: RunStore;
+  profiles: RedisLeaseStore;
+  queue: RunsQueue;
+  /** Ends what a run holds outside Redis when it is cancelled while not running (its lease). */
+  releaseRunLease: (runId: string) => Promise<void>;
+}
+
+const idParams = z.object({ id: recordIdSchema });
+const idempotencyHeader = z.object({
+  'idempotency-key': z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
+    .optional(),
+});
+
+/** The run limits a new run pins: `run_defaults` of ops/limits.yaml (the browser overlay is ADR-0130's). */
+export function defaultRunLimits(config: Config): RunLimits {
+  const defaults = config.limits.run_defaults;
+  return {
+    max_steps: defaults.max_steps,
+    max_model_calls: defaults.max_model_calls,
+    max_tool_calls: defaults.max_tool_calls,
+    reserve_model_calls: defaults.reserve_model_calls,
+    reserve_tool_calls: defaults.reserve_tool_calls,
+    max_cost_micro_usd:
+      defaults.max_cost_usd === null ? null : Math.round(Number(defaults.max_cost_usd) * 1e6),
+    cost_reserve_micro_usd: 0,
+  };
+}
+
+export const submitRunSchema = z.strictObject({
+  /** What the run is asked to do. */
+  input: z.string().min(1).max(100_000),
+  /** For agents on the `scripted` model: the steps and the final answer. */
+  script: scriptSchema.optional(),
+  /** The run's deadline, from submission. */
+  timeout_ms: z
+    .number()
+    .int()
+    .min(1_000)
+    .max(24 * 3600_000)
+    .default(3600_000),
+});
+
+/** REST v1 (DESIGN §9): profiles, agents, sessions, runs, approvals. Another tenant's record is 404. */
+export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): void {
+  const app = root.withTypeProvider<ZodTypeProvider>();
+  const { store } = deps;
+
+  app.post(
+    '/v1/profiles',
+    {
+      schema: { tags: ['profiles'], body: createProfileSchema.omit({ tenant: true, principal: true }) },
+      preHandler: authenticate(store, 'admin'),
+    },
+    async (request, reply) => {
+      const identity = identityOf(request);
+      const profile = createProfileSchema.parse({
+        ...request.body,
+        tenant: identity.tenant,
+        principal: identity.principal,
+      });
+      if (!(await deps.profiles.createProfile(profile, Date.now())))
+        throw new ApiError('conflict', `profile ${profile.id} exists already`);
+      return reply.code(201).send({ ...profile, sealed: false });
+    },
+  );
+  app.get(
+    '/v1/profiles',
+    { schema: { tags: ['profiles'] }, preHandler: authenticate(store, 'runs:read') },
+    async (request) => {
+      const { tenant } = identityOf(request);
+      const profiles = (await deps.profiles.listProfiles()).filter((profile) => profile.tenant === tenant);
+      return {
+        profiles: profiles.map((profile) => ({
+          id: profile.id,
+          allowed_origins: profile.allowedOrigins,
+          protected: profile.protected,
+          sealed: profile.sealedBlob !== undefined,
+        })),
+      };
+    },
+  );
+
+  app.post(
+    '/v1/agents',
+    { schema: { tags: ['agents'], body: agentDefinitionSchema }, preHandler: authenticate(store, 'admin') },
+    async (request, reply) => {
+      const outcome = await store.putAgent(identityOf(request).tenant, request.body);
+      if (outcome.status === 'not_found') throw new ApiError('not_found', 'agent not found');
+      return reply
+        .code(outcome.status === 'created' ? 201 : 200)
+        .send({ ...outcome.agent, version: outcome.version });
+    },
+  );
+  app.put(
+    '/v1/agents/:id',
+    {
+      schema: { tags: ['agents'], params: idParams, body: agentDefinitionSchema },
+      preHandler: authenticate(store, 'admin'),
+    },
+    async (request) => {
+      const outcome = await store.putAgent(identityOf(request).tenant, request.body, request.params.id);
+      if (outcome.status === 'not_found')
+        throw new ApiError('not_found', `agent ${request.params.id} not found`);
+      return { ...outcome.agent, version: outcome.version };
+    },
+  );
+  app.get(
+    '/v1/agents/:id',
+    { schema: { tags: ['agents'], params: idParams }, preHandler: authenticate(store, 'runs:read') },
+    async (request) => {
+      const agent = await store.getAgent(identityOf(request).tenant, request.params.id);
+      if (!agent) throw new ApiError('not_found', `agent ${request.params.id} not found`);
+      return agent;
+    },
+  );
+
+  app.post(
+    '/v1/sessions',
+    {
+      schema: {
+        tags: ['sessions'],
+        body: z.strictObject({
+          agent_id: recordIdSchema,
+          agent_version: z.string().optional(),
+          browser_profile_id: z.string().min(1).max(64).optional(),
+        }),
+      },
+      preHandler: authenticate(store, 'runs:write'),
+    },
+    async (request, reply) => {
+      const identity = identityOf(request);
+      if (request.body.browser_profile_id) {
+        const profile = await deps.profiles.getProfile(request.body.browser_profile_id);
+        if (!profile || profile.tenant !== identity.tenant)
+          throw new ApiError('not_found', `profile ${request.body.browser_profile_id} not found`);
+      }
+      const session = await store.createSession({
+        tenant: identity.tenant,
+        principal: identity.principal,
+        agentId: request.body.agent_id,
+        ...(request.body.agent_version ? { agentVersion: request.body.agent_version } : {}),
+        ...(request.body.browser_profile_id ? { browserProfileId: request.body.browser_profile_id } : {}),
+      });
+      if (!session)
+        throw new ApiError('not_found', `agent ${request.body.agent_id} (or that version) not found`);
+      return reply.code(201).send(session);
+    },
+  );
+  app.get(
+    '/v1/sessions/:id',
+    { schema: { tags: ['sessions'], params: idParams }, preHandler: authenticate(store, 'runs:read') },
+    async (request) => {
+      const session = await store.getSession(identityOf(request).tenant, request.params.id);
+      if (!session) throw new ApiError('not_found', `session ${request.params.id} not found`);
+      return session;
+    },
+  );
+
+  app.post(
+    '/v1/sessions/:id/runs',
+    {
+      schema: { tags: ['runs'], params: idParams, headers: idempotencyHeader, body: submitRunSchema },
+      preHandler: authenticate(store, 'runs:write'),
+    },
+    async (request, reply) => {
+      const identity = identityOf(request);
+      const idempotencyKey = request.headers['idempotency-key'];
+      const outcome = await store.submitRun({
+        tenant: identity.tenant,
+        principal: identity.principal,
+        sessionId: request.params.id,
+        input: { text: request.body.input, ...(request.body.script ? { script: request.body.script } : {}) },
+        limits: defaultRunLimits(deps.config),
+        timeoutMs: request.body.timeout_ms,
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      });
+      // Enqueued after the record exists; a duplicate submission re-adds the same job id: one job.
+      if (outcome.run.status === 'queued')
+        await enqueueRun(deps.queue, {
+          runId: outcome.run.id,
+          execution: outcome.run.execution,
+          enqueuedAtMs: Date.now(),
+        });
+      return reply.code(outcome.status === 'created' ? 201 : 200).send(outcome.run);
+    },
+  );
+
+  app.get(
+    '/v1/runs/:id',
+    { schema: { tags: ['runs'], params: idParams }, preHandler: authenticate(store, 'runs:read') },
+    async (request) => {
+      const { tenant } = identityOf(request);
+      const run = await store.getRun(request.params.id, tenant);
+      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      const pending = await store.listPendingApprovals(tenant, run.id);
+      return { ...run, pending_approvals: pending };
+    },
+  );
+
+  app.get(
+    '/v1/runs/:id/events',
+    {
+      schema: { tags: ['runs'], params: idParams, querystring: z.object({ after: z.string().optional() }) },
+      preHandler: authenticate(store, 'runs:read'),
+    },
+    async (request, reply) => {
+      const { tenant } = identityOf(request);
+      const run = await store.getRun(request.params.id, tenant);
+      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      const lastEventId = request.headers['last-event-id'];
+      let after = request.query.after ?? (typeof lastEventId === 'string' ? lastEventId : undefined);
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+      });
+      let open = true;
+      request.raw.once('close', () => {
+        open = false;
+      });
+      // Polls the run's stream; ends after the run has ended and its last events were sent.
+      while (open) {
+        const events = await store.readEvents(run.id, { ...(after ? { afterId: after } : {}), count: 100 });
+        for (const event of events) {
+          raw.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+          after = event.id;
+        }
+        if (events.length === 0) {
+          const current = await store.getRun(run.id, tenant);
+          if (!current || current.ended_at_ms !== null) break;
+          raw.write(': keep-alive\n\n');
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+      }
+      raw.end();
+    },
+  );
+
+  app.post(
+    '/v1/runs/:id/cancel',
+    { schema: { tags: ['runs'], params: idParams }, preHandler: authenticate(store, 'runs:write') },
+    async (request) => {
+      const { tenant } = identityOf(request);
+      const run = await store.getRun(request.params.id, tenant);
+      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      const outcome = await store.cancelRun(tenant, run.id);
+      if (!outcome.ok) throw new ApiError('conflict', outcome.message);
+      // A run that was not running ends now: its page is released in this same request (ADR-0127 d6).
+      if (run.status !== 'running') await deps.releaseRunLease(run.id);
+      return store.getRun(run.id, tenant);
+    },
+  );
+
+  app.post(
+    '/v1/runs/:id/retry',
+    { schema: { tags: ['runs'], params: idParams }, preHandler: authenticate(store, 'runs:write') },
+    async (request) => {
+      const { tenant } = identityOf(request);
+      const outcome = await store.retryRun(tenant, request.params.id);
+      if (!outcome.ok)
+        throw new ApiError(outcome.code === 'not_found' ? 'not_found' : 'conflict', outcome.message);
+      const run = await store.getRun(request.params.id, tenant);
+      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      await enqueueRun(deps.queue, { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() });
+      return run;
+    },
+  );
+
+  app.get(
+    '/v1/approvals',
+    {
+      schema: { tags: ['approvals'], querystring: z.object({ run_id: recordIdSchema.optional() }) },
+      preHandler: authenticate(store, 'runs:read'),
+    },
+    async (request) => ({
+      approvals: await store.listPendingApprovals(identityOf(request).tenant, request.query.run_id),
+    }),
+  );
+  app.post(
+    '/v1/approvals/:id/approve',
+    {
+      schema: {
+        tags: ['approvals'],
+        params: idParams,
+        body: z.strictObject({ grant: grantRequestSchema.optional() }).default({}),
+      },
+      preHandler: authenticate(store, 'approvals:write'),
+    },
+    async (request) => {
+      const identity = identityOf(request);
+      const decision = await store.approve(
+        identity.tenant,
+        request.params.id,
+        identity.principal,
+        request.body.grant,
+      );
+      return answerDecision(deps, identity.tenant, request.params.id, decision);
+    },
+  );
+  app.post(
+    '/v1/approvals/:id/deny',
+    {
+      schema: {
+        tags: ['approvals'],
+        params: idParams,
+        body: z.strictObject({ reason: z.string().min(1).max(2_000) }),
+      },
+      preHandler: authenticate(store, 'approvals:write'),
+    },
+    async (request) => {
+      const identity = identityOf(request);
+      const decision = await store.deny(
+        identity.tenant,
+        request.params.id,
+        identity.principal,
+        request.body.reason,
+      );
+      return answerDecision(deps, identity.tenant, request.params.id, decision);
+    },
+  );
+}
+
+/** A decision that re-queued its run adds the run's next execution to the queue. */
+async function answerDecision(
+  deps: V1Dependencies,
+  tenant: string,
+  approvalId: string,
+  decision: Awaited<ReturnType<RunStore['approve']>>,
+) {
+  if (!decision.ok) {
+    const code =
+      decision.code === 'not_found'
+        ? 'not_found'
+        : decision.code === 'grant_out_of_bounds'
+          ? 'validation_failed'
+          : 'conflict';
+    throw new ApiError(code, decision.message);
+  }
+  const approval = await deps.store.getApproval(tenant, approvalId);
+  if (!approval) throw new ApiError('not_found', `approval ${approvalId} not found`);
+  const run = await deps.store.getRun(approval.run_id, tenant);
+  if (run?.status === 'queued')
+    await enqueueRun(deps.queue, { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() });
+  return approval;
+}

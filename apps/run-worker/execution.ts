@@ -1,0 +1,275 @@
+import type { Logger } from 'pino';
+import type { Config } from '../../libs/config/index.js';
+import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
+import { BrowserLeaseProvider } from '../../libs/provider/index.js';
+import {
+  BrowserToolExecutor,
+  type ExecutionEnd,
+  type Invocation,
+  type InvocationState,
+  type Model,
+  ModelError,
+  type RunPort,
+  runExecution,
+  ScriptedModel,
+  scriptSchema,
+  type ToolCall,
+  type ToolOutcome,
+  type ToolPolicy,
+  type TranscriptEntry,
+} from '../../libs/runtime/index.js';
+import type { BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
+import type { RunTranscripts } from '../../libs/store/run-transcript.js';
+
+/** Tools that need the owner's approval unless a live task grant covers them (DESIGN §3). */
+const APPROVAL_TOOLS = new Set(['browser.act']);
+
+export interface ExecutionDeps {
+  config: Config;
+  store: RunStore;
+  transcripts: RunTranscripts;
+  registry: BrowserWorkerRegistry;
+  logger: Logger;
+}
+
+/** A run refused this worker a write: it was cancelled, reclaimed or taken over elsewhere. */
+export class RunLost extends Error {
+  override readonly name = 'RunLost';
+}
+
+function refusedUnlessOk(result: { ok: boolean; message?: string }, what: string): void {
+  if (!result.ok) throw new RunLost(`${what}: ${result.message ?? 'refused'}`);
+}
+
+/** The run as the loop sees it, over the run store; every write carries this worker's owner token. */
+class StoreRunPort implements RunPort {
+  constructor(
+    private readonly deps: ExecutionDeps,
+    private readonly run: RunView,
+    private readonly ownerToken: string,
+  ) {}
+
+  get runId(): string {
+    return this.run.id;
+  }
+
+  /** As the run store names ledger entries: a retried run's calls never meet the first attempt's. */
+  invocationId(step: number, index: number): string {
+    return `${this.run.id}-a${this.run.attempt}-s${step}-i${index}`;
+  }
+
+  async loadTranscript(): Promise<TranscriptEntry[]> {
+    const entries = await this.deps.transcripts.load<TranscriptEntry>(this.run.id);
+    if (entries.length > 0) return entries;
+    const input = this.run.input as { text?: string } | string;
+    const first: TranscriptEntry = {
+      kind: 'input',
+      text: typeof input === 'string' ? input : (input.text ?? ''),
+    };
+    await this.deps.transcripts.append(this.run.id, this.ownerToken, first);
+    return [first];
+  }
+
+  appendTranscript(entry: TranscriptEntry): Promise<void> {
+    return this.deps.transcripts.append(this.run.id, this.ownerToken, entry);
+  }
+
+  async usage() {
+    const run = await this.deps.store.getRun(this.run.id);
+    if (!run) throw new RunLost(`run ${this.run.id} is gone`);
+    return { steps: run.usage.steps, modelCalls: run.usage.model_calls, toolCalls: run.usage.tool_calls };
+  }
+
+  async recordModelCall(): Promise<void> {
+    refusedUnlessOk(
+      await this.deps.store.addUsage(this.run.id, this.ownerToken, { steps: 1, model_calls: 1 }),
+      'usage',
+    );
+  }
+
+  async cancelRequested(): Promise<boolean> {
+    const run = await this.deps.store.getRun(this.run.id);
+    return !run || run.cancel_requested || runHasEnded(run.status);
+  }
+
+  async startInvocation(invocation: Invocation): Promise<InvocationState> {
+    const approvals = await this.deps.store.listApprovals(this.run.id);
+    const approval = approvals.filter((candidate) => candidate.invocation_id === invocation.id).at(-1);
+    const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
+      step: invocation.step,
+      index: invocation.index,
+      tool: invocation.call.name,
+      state: 'started',
+    });
+    refusedUnlessOk(recorded, 'ledger');
+    if (!recorded.ok) throw new RunLost('ledger');
+    const entry = recorded.entry;
+    if (recorded.code === 'recorded' && !approval) {
+      refusedUnlessOk(
+        await this.deps.store.addUsage(this.run.id, this.ownerToken, { tool_calls: 1 }),
+        'usage',
+      );
+      return { state: 'new' };
+    }
+    switch (entry?.state) {
+      case 'dispatched':
+        return { state: 'dispatched' };
+      case 'outcome_unknown':
+        return { state: 'outcome_unknown' };
+      case 'completed':
+        return { state: 'completed', outcome: entry.result as ToolOutcome };
+      default:
+        break;
+    }
+    if (approval?.status === 'pending') return { state: 'awaiting_approval', approvalId: approval.id };
+    if (approval?.status === 'approved') return { state: 'approved' };
+    if (approval?.status === 'denied')
+      return { state: 'denied', message: approval.reason ?? 'denied by the owner' };
+    return { state: 'started' };
+  }
+
+  async markDispatched(invocation: Invocation): Promise<void> {
+    const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
+      step: invocation.step,
+      index: invocation.index,
+      tool: invocation.call.name,
+      state: 'dispatched',
+    });
+    refusedUnlessOk(recorded, 'ledger');
+  }
+
+  async completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void> {
+    const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
+      step: invocation.step,
+      index: invocation.index,
+      tool: invocation.call.name,
+      state: !outcome.ok && outcome.code === 'outcome_unknown' ? 'outcome_unknown' : 'completed',
+      result: outcome,
+    });
+    refusedUnlessOk(recorded, 'ledger');
+  }
+}
+
+function modelFor(agentModel: string, run: RunView): Model {
+  if (agentModel === 'scripted') {
+    const script = scriptSchema.safeParse(
+      (run.input as { script?: unknown }).script ?? { steps: [], answer: '' },
+    );
+    if (!script.success) throw new ModelError('the run carries no valid script for the scripted model');
+    return new ScriptedModel(script.data);
+  }
+  throw new ModelError(`model ${agentModel} is not available in this worker`);
+}
+
+/**
+ * One execution of a claimed run: the loop, then the run's new status, then — only when the run is
+ * done with its page (an end, `waiting_user`, `waiting_child`) — its lease sealed and closed. The
+ * status is read again after pending approvals are written, so a concurrent approval never reads as
+ * an end (ADR-0127 d4).
+ */
+export async function executeRun(
+  deps: ExecutionDeps,
+  run: RunView,
+  ownerToken: string,
+  signal: AbortSignal,
+): Promise<ExecutionEnd> {
+  const agent = await deps.store.getAgentVersion(run.tenant, run.agent_id, run.agent_version);
+  const token = deps.config.secrets.dataPlaneToken;
+  const provider =
+    run.browser_profile_id && token
+      ? new BrowserLeaseProvider({
+          scope: { tenant: run.tenant, principal: run.principal, run_id: run.id, attempt: run.attempt },
+          profileId: run.browser_profile_id,
+          findWorker: (profileId) => deps.registry.findForProfile(profileId),
+          token,
+        })
+      : undefined;
+  const tools = new BrowserToolExecutor(provider, run.deadline_at_ms);
+  const port = new StoreRunPort(deps, run, ownerToken);
+  const policy: ToolPolicy = {
+    async needsApproval(call: ToolCall) {
+      if (!APPROVAL_TOOLS.has(call.name)) return false;
+      // ADR: a grant is used once per approved action.
+      const use = await deps.store.consumeGrant(run.id, ownerToken);
+      return !use.ok;
+    },
+    async park(invocation) {
+      const { approvalId, transition } = await deps.store.requestApproval(run.id, ownerToken, {
+        invocationId: invocation.id,
+        tool: invocation.call.name,
+        arguments: invocation.call.args,
+      });
+      refusedUnlessOk(transition, 'park');
+      return approvalId;
+    },
+  };
+
+  let end: ExecutionEnd;
+  try {
+    if (!agent) throw new ModelError(`agent version ${run.agent_version} not found`);
+    end = await runExecution({
+      run: port,
+      model: modelFor(agent.model, run),
+      tools,
+      policy,
+      limits: {
+        maxSteps: run.limits.max_steps,
+        maxModelCalls: run.limits.max_model_calls,
+        maxToolCalls: run.limits.max_tool_calls,
+        reserveModelCalls: run.limits.reserve_model_calls,
+        reserveToolCalls: run.limits.reserve_tool_calls,
+      },
+      deadlineMs: run.deadline_at_ms,
+      signal,
+    });
+  } catch (error) {
+    if (!(error instanceof ModelError)) throw error;
+    end = { kind: 'failed', reason: 'model_error', detail: error.message };
+  }
+
+  switch (end.kind) {
+    case 'succeeded':
+      refusedUnlessOk(
+        await deps.store.finishRun(run.id, ownerToken, {
+          status: 'succeeded',
+          result: { answer: end.answer },
+        }),
+        'finish',
+      );
+      break;
+    case 'failed':
+      refusedUnlessOk(
+        await deps.store.finishRun(run.id, ownerToken, {
+          status: 'failed',
+          reason: end.reason,
+          message: end.detail,
+        }),
+        'finish',
+      );
+      break;
+    case 'cancelled':
+      await deps.store.finishRun(run.id, ownerToken, { status: 'cancelled' });
+      break;
+    case 'parked':
+      break;
+  }
+
+  // ADR-0127 d4: read the status again, after the approvals were written.
+  const after = await deps.store.getRun(run.id);
+  const doneWithPage =
+    !after ||
+    runHasEnded(after.status) ||
+    after.status === 'waiting_user' ||
+    after.status === 'waiting_child';
+  if (provider && doneWithPage) {
+    await provider
+      .close({ seal: true })
+      .catch((error: unknown) =>
+        deps.logger.warn(
+          { run_id: run.id, err: error },
+          'lease close at the end of the run failed; the upkeep will close it',
+        ),
+      );
+  }
+  return end;
+}

@@ -1,0 +1,38 @@
+import { DataPlaneClient } from '../provider/index.js';
+
+/** What releasing a run's lease reads: the profile's live lease and the browser workers. */
+export interface LeaseReleaseDeps {
+  leases: {
+    liveLeaseId(profileId: string): Promise<string | undefined>;
+    getLease(
+      profileId: string,
+      leaseId: string,
+    ): Promise<{ providerRef: string; scope: { run_id: string } } | undefined>;
+  };
+  workers: { list(): Promise<Array<{ id: string; url: string }>> };
+  dataPlaneToken: string;
+}
+
+/**
+ * Closes the live lease a run holds on its profile, if any — sealed, since the run is done with the
+ * page (ADR-0127 d4, d6). Used where an execution's own end does not reach: a cancel of a run
+ * that is not running, and the sweeper's reclaim. A lease of another run is left alone.
+ */
+export async function releaseRunLease(
+  deps: LeaseReleaseDeps,
+  run: { id: string; browser_profile_id: string | null },
+  { seal = true }: { seal?: boolean } = {},
+): Promise<'closed' | 'none'> {
+  const profileId = run.browser_profile_id;
+  if (!profileId) return 'none';
+  const leaseId = await deps.leases.liveLeaseId(profileId);
+  if (!leaseId) return 'none';
+  const lease = await deps.leases.getLease(profileId, leaseId);
+  if (!lease || lease.scope.run_id !== run.id) return 'none';
+  const worker = (await deps.workers.list()).find((candidate) => candidate.id === lease.providerRef);
+  // A worker that is gone took the page with it; its restart revokes the lease, or it expires.
+  if (!worker) return 'none';
+  const client = new DataPlaneClient({ baseUrl: worker.url, token: deps.dataPlaneToken });
+  await client.close(profileId, leaseId, { seal }, { deadlineMs: Date.now() + 15_000 });
+  return 'closed';
+}

@@ -1,0 +1,172 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FleetHandle, startFleet } from '../../apps/fleet/fleet.js';
+import { loadConfig } from '../../libs/config/index.js';
+import { silentLogger } from '../fixtures/logger.js';
+import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+
+/** A shop page: a Buy button whose click the server counts (so a duplicate effect would show). */
+function startShop(): Promise<{ server: Server; origin: string; purchases: () => number }> {
+  let purchases = 0;
+  const server = createServer((request, response) => {
+    if (request.url === '/buy' && request.method === 'POST') {
+      purchases += 1;
+      response.end('ok');
+      return;
+    }
+    response.setHeader('content-type', 'text/html');
+    response.end(`<!doctype html><title>Shop</title><h1>Basket</h1>
+      <button onclick="fetch('/buy', {method: 'POST'}).then(() => { document.body.insertAdjacentHTML('beforeend', '<p>Thank you</p>'); })">Buy</button>`);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        server,
+        origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        purchases: () => purchases,
+      }),
+    ),
+  );
+}
+
+describe('a scripted run through REST, on a real page', () => {
+  let fleet: FleetHandle;
+  let shop: Awaited<ReturnType<typeof startShop>>;
+  let base: string;
+
+  beforeAll(async () => {
+    const prefix = uniquePrefix('runs');
+    shop = await startShop();
+    fleet = await startFleet({
+      config: loadConfig({
+        REDIS_URL: testRedisUrl(),
+        LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+        QUEUE_PREFIX: prefix,
+        PORT: '0',
+        BROWSER_WORKER_PORT: '0',
+        LOG_LEVEL: 'silent',
+        ...(process.env.BROWSER_EXECUTABLE ? { BROWSER_EXECUTABLE: process.env.BROWSER_EXECUTABLE } : {}),
+      }),
+      logger: silentLogger(),
+    });
+    base = fleet.urls.api.replace(/\/v1$/, '');
+  });
+
+  afterAll(async () => {
+    await fleet?.close();
+    await new Promise((resolve) => shop?.server.close(resolve));
+  });
+
+  async function call(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    key = fleet.apiKey,
+  ) {
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  }
+
+  async function waitForStatus(runId: string, wanted: string[], timeoutMs = 30_000) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const run = await call('GET', `/v1/runs/${runId}`);
+      if (wanted.includes(run.body.status)) return run.body;
+      if (Date.now() > deadline)
+        throw new Error(`run ${runId} is ${run.body.status}, not ${wanted.join('|')}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  it('navigates, parks on its action, is approved, clicks once, succeeds and seals its lease', async () => {
+    expect((await call('POST', '/v1/profiles', { id: 'shop', allowed_origins: [shop.origin] })).status).toBe(
+      201,
+    );
+    const agent = await call('POST', '/v1/agents', {
+      model: 'scripted',
+      instructions: 'Buy what is in the basket.',
+      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
+    });
+    expect(agent.status).toBe(201);
+    const session = await call('POST', '/v1/sessions', {
+      agent_id: agent.body.id,
+      browser_profile_id: 'shop',
+    });
+    expect(session.status).toBe(201);
+
+    const submission = {
+      input: 'Buy the basket',
+      script: {
+        steps: [
+          { tool: 'browser.navigate', url: `${shop.origin}/` },
+          {
+            tool: 'browser.act',
+            target: { role: 'button', name: 'Buy' },
+            action: 'click',
+            postcondition: { role: 'paragraph', name: 'Thank you', wait_ms: 2000 },
+          },
+        ],
+        answer: 'Bought.',
+      },
+    };
+    const submitted = await call('POST', `/v1/sessions/${session.body.id}/runs`, submission, {
+      'idempotency-key': 'order-1',
+    });
+    expect(submitted.status).toBe(201);
+    const again = await call('POST', `/v1/sessions/${session.body.id}/runs`, submission, {
+      'idempotency-key': 'order-1',
+    });
+    expect(again.status).toBe(200);
+    expect(again.body.id).toBe(submitted.body.id);
+
+    const parked = await waitForStatus(submitted.body.id, ['parked', 'failed', 'succeeded']);
+    expect(parked.status).toBe('parked');
+    expect(parked.pending_approvals).toHaveLength(1);
+    expect(parked.pending_approvals[0]).toMatchObject({ tool: 'browser.act', status: 'pending' });
+    expect(shop.purchases()).toBe(0);
+
+    const approved = await call('POST', `/v1/approvals/${parked.pending_approvals[0].id}/approve`, {});
+    expect(approved.status).toBe(200);
+    const done = await waitForStatus(submitted.body.id, ['succeeded', 'failed']);
+    expect(done).toMatchObject({ status: 'succeeded', result: { answer: 'Bought.' }, attempt: 1 });
+    expect(shop.purchases()).toBe(1);
+
+    const profiles = await call('GET', '/v1/profiles');
+    expect(profiles.body.profiles).toContainEqual(expect.objectContaining({ id: 'shop', sealed: true }));
+  });
+
+  it('answers 404 to another tenant and 422 to a bad body, storing nothing', async () => {
+    const other = await fleet.store.createApiKey({
+      tenant: 'other',
+      principal: 'o',
+      scopes: ['runs:read', 'runs:write'],
+    });
+    const agent = await call('POST', '/v1/agents', { model: 'scripted', instructions: '' });
+    const session = await call('POST', '/v1/sessions', { agent_id: agent.body.id });
+    const run = await call('POST', `/v1/sessions/${session.body.id}/runs`, {
+      input: 'hello',
+      script: { steps: [], answer: 'hi' },
+    });
+    expect((await call('GET', `/v1/runs/${run.body.id}`, undefined, {}, other.key)).status).toBe(404);
+    expect((await call('GET', `/v1/sessions/${session.body.id}`, undefined, {}, other.key)).status).toBe(404);
+
+    const bad = await call('POST', `/v1/sessions/${session.body.id}/runs`, { input: '' });
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.code).toBe('validation_failed');
+    expect((await call('GET', '/v1/runs/nope')).status).toBe(422);
+    expect((await call('GET', `/v1/runs/${run.body.id}`, undefined, {}, 'lhk_wrong')).status).toBe(401);
+    const done = await waitForStatus(run.body.id, ['succeeded', 'failed']);
+    expect(done).toMatchObject({ status: 'succeeded', result: { answer: 'hi' } });
+  });
+});
