@@ -17,6 +17,7 @@ import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/sto
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import { createHttpServer, registerOpsRoutes } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../queues/index.js';
+import { dashboardGate } from './auth.js';
 import { registerV1Routes } from './routes-v1.js';
 
 export interface ApiOptions {
@@ -91,7 +92,10 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
 
-  // Read-only: the dashboard shows the queue; runs change only through the REST API.
+  const store = new RunStore(redis, config.redis.keyPrefix);
+
+  // Read-only: the dashboard shows the queue; runs change only through the REST API. Behind the
+  // admin scope, with the key as a Bearer token or as a browser's Basic password.
   const board = new FastifyAdapter();
   createBullBoard({
     queues: [new BullMQAdapter(runsQueue, { readOnlyMode: true })],
@@ -99,9 +103,11 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     options: { uiConfig: { boardTitle: 'Leasehold' } },
   });
   board.setBasePath('/admin/queues');
-  await app.register(board.registerPlugin(), { prefix: '/admin/queues' });
+  await app.register(async (dashboard) => {
+    dashboard.addHook('onRequest', dashboardGate(store));
+    await dashboard.register(board.registerPlugin(), { prefix: '/admin/queues' });
+  });
 
-  const store = new RunStore(redis, config.redis.keyPrefix);
   const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);
   const workers = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
   const dataPlaneToken = config.secrets.dataPlaneToken;

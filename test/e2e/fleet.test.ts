@@ -75,13 +75,31 @@ describe('the fleet in one process', () => {
     expect(await allowed.json()).toMatchObject({ id: 'browser-1', pinned_profiles: '*' });
   });
 
-  it('serves the OpenAPI document, the dashboard, and JSON errors for unknown routes', async () => {
+  it('serves the OpenAPI document, the dashboard behind the admin scope, and JSON errors for unknown routes', async () => {
     expect((await fetch(fleet.urls.docs)).status).toBe(200);
-    const openapi = (await (await fetch(`${fleet.urls.docs}/json`)).json()) as { openapi: string };
+    const openapi = (await (await fetch(`${fleet.urls.docs}/json`)).json()) as {
+      openapi: string;
+      paths: Record<string, unknown>;
+    };
     expect(openapi.openapi).toMatch(/^3\./);
-    const dashboard = await fetch(fleet.urls.dashboard);
+    expect(Object.keys(openapi.paths)).toEqual(
+      expect.arrayContaining(['/v1/sessions/{id}/runs', '/v1/runs/{id}', '/v1/approvals/{id}/approve']),
+    );
+    const refused = await fetch(fleet.urls.dashboard);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toContain('Basic');
+    const basic = Buffer.from(`admin:${fleet.apiKey}`).toString('base64');
+    const dashboard = await fetch(fleet.urls.dashboard, { headers: { authorization: `Basic ${basic}` } });
     expect(dashboard.status).toBe(200);
     expect(await dashboard.text()).toContain('<title>');
+    const readOnly = await fleet.store.createApiKey({
+      tenant: 'dev',
+      principal: 'viewer',
+      scopes: ['runs:read'],
+    });
+    expect(
+      (await fetch(fleet.urls.dashboard, { headers: { authorization: `Bearer ${readOnly.key}` } })).status,
+    ).toBe(401);
     const missing = await fetch(`${fleet.urls.api}/nothing-here`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toEqual({
