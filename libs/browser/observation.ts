@@ -142,15 +142,19 @@ export async function observeUntil(
   const waitEndsAtMs = Math.min(startedAtMs + predicate.wait_ms, op.deadlineMs - POLL_INTERVAL_MS);
   let readStartMs = startedAtMs;
   let latest = await read();
+  // The slowest read so far: a poll starts only with twice that left before the caller's
+  // deadline, so a loaded machine ends the wait with the observation it holds, not a cut-off read.
+  let slowestReadMs = Date.now() - readStartMs;
   let observations = 1;
   let result = matchPredicate(latest.observation.elements, predicate);
   while (result !== 'satisfied') {
     const nextAtMs = nextPollAtMs(readStartMs, observations - 1, waitEndsAtMs);
     if (nextAtMs === null) break;
     await sleepMs(nextAtMs - Date.now(), op.signal);
-    if (op.ended()) break;
+    if (op.ended() || op.deadlineMs - Date.now() < 2 * slowestReadMs) break;
     readStartMs = Date.now();
     latest = await read();
+    slowestReadMs = Math.max(slowestReadMs, Date.now() - readStartMs);
     observations += 1;
     result = matchPredicate(latest.observation.elements, predicate);
   }

@@ -31,6 +31,7 @@ export {
   type ToolOutcome,
   type TranscriptEntry,
 } from './model.js';
+export { type ReclaimDeps, reclaimStalledRuns, STALLED_PAST_LIMIT } from './reclaim.js';
 export {
   type Script,
   ScriptedModel,

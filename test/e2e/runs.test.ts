@@ -142,8 +142,17 @@ describe('a scripted run through REST, on a real page', () => {
     expect(done).toMatchObject({ status: 'succeeded', result: { answer: 'Bought.' }, attempt: 1 });
     expect(shop.purchases()).toBe(1);
 
-    const profiles = await call('GET', '/v1/profiles');
-    expect(profiles.body.profiles).toContainEqual(expect.objectContaining({ id: 'shop', sealed: true }));
+    // The worker seals and closes the lease right after it writes the run's end.
+    const sealedBy = Date.now() + 10_000;
+    let profile: { sealed: boolean } | undefined;
+    do {
+      profile = (await call('GET', '/v1/profiles')).body.profiles.find(
+        (candidate: { id: string }) => candidate.id === 'shop',
+      );
+      if (profile?.sealed) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } while (Date.now() < sealedBy);
+    expect(profile?.sealed).toBe(true);
   });
 
   it('answers 404 to another tenant and 422 to a bad body, storing nothing', async () => {
