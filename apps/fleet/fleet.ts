@@ -30,6 +30,8 @@ export interface FleetHandle {
     browserWorker: string;
     redis: string;
   };
+  /** The roles' own handles, so a test can stop one (a run worker) and keep the others. */
+  roles: { runWorker: { close(): Promise<void> } };
   /** The run store the API writes (tests make keys of other tenants with it). */
   store: RunStore;
   /** An API key of tenant `dev` with every scope, made at start for this machine's user. */
@@ -103,6 +105,7 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
       },
       apiKey,
       store: api.store,
+      roles: { runWorker },
       redisSource: redis.source,
       chromium: browserWorker.executablePath,
       close: () => shutdown.close(),

@@ -39,7 +39,7 @@ export type AcquireOutcome =
 
 export type RenewOutcome =
   | { status: 'renewed'; expiresAtMs: number }
-  | { status: 'lease_expired'; mustClose: boolean }
+  | { status: 'lease_expired' }
   | { status: 'not_found' };
 
 export type BeginCloseOutcome =

@@ -221,7 +221,8 @@ export class LeaseService {
     if (outcome.status === 'not_found') throw new DataPlaneError('not_found', `no lease ${leaseId}`);
     if (outcome.status === 'lease_expired') {
       this.#metrics.operations.inc({ op: 'renew', result: 'lease_expired' });
-      if (outcome.mustClose) await this.close(profileId, leaseId, { seal: false, reason: 'expired' });
+      // Closed before the answer, whoever began the close (this call or the expiry sweep).
+      await this.close(profileId, leaseId, { seal: false, reason: 'expired' });
       throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
     }
     this.#metrics.operations.inc({ op: 'renew', result: 'renewed' });

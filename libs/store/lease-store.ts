@@ -154,7 +154,7 @@ export class RedisLeaseStore implements LeaseStore {
       )
     ).map(String);
     if (status === 'renewed') return { status, expiresAtMs: Number(value) };
-    if (status === 'lease_expired') return { status, mustClose: value === 'close' };
+    if (status === 'lease_expired') return { status };
     return { status: 'not_found' };
   }
 
