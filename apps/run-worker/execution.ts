@@ -30,6 +30,8 @@ export interface ExecutionDeps {
   transcripts: RunTranscripts;
   registry: BrowserWorkerRegistry;
   logger: Logger;
+  /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
+  cancelsHeard?: ReadonlySet<string>;
 }
 
 /** A run refused this worker a write: it was cancelled, reclaimed or taken over elsewhere. */
@@ -88,6 +90,7 @@ class StoreRunPort implements RunPort {
   }
 
   async cancelRequested(): Promise<boolean> {
+    if (this.deps.cancelsHeard?.has(this.run.id)) return true;
     const run = await this.deps.store.getRun(this.run.id);
     return !run || run.cancel_requested || runHasEnded(run.status);
   }

@@ -53,9 +53,18 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   });
 
   const redis = await connectRedis(options.redisUrl, 'worker', 'run-worker-store');
+  const store = new RunStore(redis, config.redis.keyPrefix);
+  // DESIGN §4.7: a cancel of a running run is told through pub/sub, wherever the run runs; the
+  // loop also reads the store's flag before every call, so a missed message delays nothing long.
+  const cancelsHeard = new Set<string>();
+  const subscriber = redis.duplicate();
+  subscriber.on('error', (error) => log.warn({ err: error }, 'cancel subscription error'));
+  subscriber.on('message', (_channel, runId: string) => cancelsHeard.add(runId));
+  await subscriber.subscribe(store.cancelChannel);
   const deps: ExecutionDeps = {
     config,
-    store: new RunStore(redis, config.redis.keyPrefix),
+    store,
+    cancelsHeard,
     transcripts: new RunTranscripts(redis, config.redis.keyPrefix),
     registry: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
     logger: log,
@@ -88,9 +97,11 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     signal?.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
     try {
       const end = await executeRun({ ...deps, logger: runLog }, claim.run, ownerToken, controller.signal);
+      cancelsHeard.delete(runId);
       executions.inc({ outcome: end.kind });
       runLog.info({ end: end.kind }, 'execution ended');
     } catch (error) {
+      cancelsHeard.delete(runId);
       if (error instanceof RunLost) {
         executions.inc({ outcome: 'lost' });
         runLog.warn({ err: error }, 'run lost to another writer');
@@ -132,6 +143,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
         const outcome = await closeWorker(worker, config.shutdownTimeoutMs * 0.8);
         log.info({ outcome }, 'claim loop stopped');
         await upkeep.close();
+        subscriber.disconnect();
         await closeRedis(redis);
       })();
       return closing;

@@ -177,5 +177,16 @@ describe('a scripted run through REST, on a real page', () => {
     expect((await call('GET', `/v1/runs/${run.body.id}`, undefined, {}, 'lhk_wrong')).status).toBe(401);
     const done = await waitForStatus(run.body.id, ['succeeded', 'failed']);
     expect(done).toMatchObject({ status: 'succeeded', result: { answer: 'hi' } });
+
+    // Its events as Server-Sent Events: the stream ends once the run has ended and all were sent.
+    const stream = await fetch(`${base}/v1/runs/${run.body.id}/events`, {
+      headers: { authorization: `Bearer ${fleet.apiKey}` },
+    });
+    expect(stream.headers.get('content-type')).toContain('text/event-stream');
+    const text = await stream.text();
+    const types = [...text.matchAll(/^event: (\S+)$/gm)].map((match) => match[1]);
+    expect(types[0]).toBe('run.submitted');
+    expect(types.at(-1)).toBe('run.succeeded');
+    expect(text).toMatch(/^id: \S+$/m);
   });
 });

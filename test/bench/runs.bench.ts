@@ -1,0 +1,118 @@
+import { Queue, QueueEvents, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { type FleetHandle, startFleet } from '../../apps/fleet/fleet.js';
+import { loadConfig } from '../../libs/config/index.js';
+import { runJobId } from '../../queues/index.js';
+import { silentLogger } from '../fixtures/logger.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { figure, percentile, report } from './report.js';
+
+const SUITE = 'runs';
+const RUNS = 400;
+const CONCURRENCY = 50;
+
+/** Raw BullMQ: no-op jobs through one worker at the same concurrency, jobs per second. */
+async function bullmqNoopJobsPerSecond(prefix: string): Promise<number> {
+  const connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+  const queue = new Queue('noop', { connection, prefix });
+  let done = 0;
+  let finished!: () => void;
+  const allDone = new Promise<void>((resolve) => {
+    finished = resolve;
+  });
+  const worker = new Worker('noop', async () => {}, {
+    connection: connection.duplicate(),
+    prefix,
+    concurrency: CONCURRENCY,
+  });
+  worker.on('completed', () => {
+    done += 1;
+    if (done === RUNS) finished();
+  });
+  await worker.waitUntilReady();
+  const started = performance.now();
+  for (let index = 0; index < RUNS; index += CONCURRENCY)
+    await queue.addBulk(
+      Array.from({ length: CONCURRENCY }, (_, offset) => ({ name: 'noop', data: { index: index + offset } })),
+    );
+  await allDone;
+  const seconds = (performance.now() - started) / 1000;
+  await worker.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  connection.disconnect();
+  return RUNS / seconds;
+}
+
+export default async function runsBench(): Promise<void> {
+  const prefix = uniquePrefix('bench-runs');
+  const baseline = await bullmqNoopJobsPerSecond(`${prefix}-raw`);
+
+  const fleet: FleetHandle = await startFleet({
+    config: loadConfig({
+      REDIS_URL: testRedisUrl(),
+      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+      QUEUE_PREFIX: prefix,
+      PORT: '0',
+      BROWSER_WORKER_PORT: '0',
+      RUN_WORKER_CONCURRENCY: String(CONCURRENCY),
+      LOG_LEVEL: 'silent',
+    }),
+    logger: silentLogger(),
+  });
+  const events = new QueueEvents('runs', {
+    connection: new Redis(testRedisUrl(), { maxRetriesPerRequest: null }),
+    prefix,
+  });
+  await events.waitUntilReady();
+  const api = fleet.urls.api.replace(/\/v1$/, '');
+  const post = async (path: string, body: unknown) => {
+    const response = await fetch(`${api}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${fleet.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return (await response.json()) as { id: string };
+  };
+  try {
+    const agent = await post('/v1/agents', { model: 'scripted', instructions: 'answer' });
+    const session = await post('/v1/sessions', { agent_id: agent.id });
+    const submittedAt = new Map<string, number>();
+    // A run may finish before its POST has answered, so completions are kept by job id first.
+    const completedAt = new Map<string, number>();
+    let finished!: () => void;
+    const allDone = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    events.on('completed', ({ jobId }) => {
+      completedAt.set(jobId, performance.now());
+      if (completedAt.size === RUNS) finished();
+    });
+
+    const started = performance.now();
+    for (let index = 0; index < RUNS; index += CONCURRENCY) {
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          const before = performance.now();
+          const run = await post(`/v1/sessions/${session.id}/runs`, {
+            input: 'hello',
+            script: { steps: [], answer: 'hi' },
+          });
+          submittedAt.set(runJobId(run.id, 1), before);
+        }),
+      );
+    }
+    await allDone;
+    const latencies = [...submittedAt].map(([jobId, at]) => (completedAt.get(jobId) ?? Number.NaN) - at);
+    const runsPerSecond = RUNS / ((performance.now() - started) / 1000);
+    report(figure(SUITE, 'runs_per_s', runsPerSecond, { metric: 'bullmq_noop_jobs_per_s', value: baseline }));
+    report(figure(SUITE, 'submit_to_done_p50_ms', percentile(latencies, 50)));
+    report(figure(SUITE, 'submit_to_done_p99_ms', percentile(latencies, 99)));
+  } finally {
+    await events.close();
+    await fleet.close();
+    const redis = new Redis(testRedisUrl());
+    await deletePrefixedKeys(redis, prefix);
+    redis.disconnect();
+  }
+}
