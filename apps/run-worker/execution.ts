@@ -45,11 +45,15 @@ function refusedUnlessOk(result: { ok: boolean; message?: string }, what: string
 
 /** The run as the loop sees it, over the run store; every write carries this worker's owner token. */
 class StoreRunPort implements RunPort {
+  #current: RunView;
+
   constructor(
     private readonly deps: ExecutionDeps,
     private readonly run: RunView,
     private readonly ownerToken: string,
-  ) {}
+  ) {
+    this.#current = run;
+  }
 
   get runId(): string {
     return this.run.id;
@@ -76,23 +80,25 @@ class StoreRunPort implements RunPort {
     return this.deps.transcripts.append(this.run.id, this.ownerToken, entry);
   }
 
+  /** Usage as this owner last wrote it: only the owner adds to it, so no read is needed. */
   async usage() {
-    const run = await this.deps.store.getRun(this.run.id);
-    if (!run) throw new RunLost(`run ${this.run.id} is gone`);
-    return { steps: run.usage.steps, modelCalls: run.usage.model_calls, toolCalls: run.usage.tool_calls };
+    const { usage } = this.#current;
+    return { steps: usage.steps, modelCalls: usage.model_calls, toolCalls: usage.tool_calls };
   }
 
-  async recordModelCall(): Promise<void> {
-    refusedUnlessOk(
-      await this.deps.store.addUsage(this.run.id, this.ownerToken, { steps: 1, model_calls: 1 }),
-      'usage',
-    );
+  async #addUsage(delta: Parameters<RunStore['addUsage']>[2]): Promise<void> {
+    const added = await this.deps.store.addUsage(this.run.id, this.ownerToken, delta);
+    if (!added.ok) throw new RunLost(`usage: ${added.message}`);
+    this.#current = added.run;
+  }
+
+  recordModelCall(): Promise<void> {
+    return this.#addUsage({ steps: 1, model_calls: 1 });
   }
 
   async cancelRequested(): Promise<boolean> {
     if (this.deps.cancelsHeard?.has(this.run.id)) return true;
-    const run = await this.deps.store.getRun(this.run.id);
-    return !run || run.cancel_requested || runHasEnded(run.status);
+    return this.deps.store.stopRequested(this.run.id);
   }
 
   async startInvocation(invocation: Invocation): Promise<InvocationState> {
@@ -108,10 +114,7 @@ class StoreRunPort implements RunPort {
     if (!recorded.ok) throw new RunLost('ledger');
     const entry = recorded.entry;
     if (recorded.code === 'recorded' && !approval) {
-      refusedUnlessOk(
-        await this.deps.store.addUsage(this.run.id, this.ownerToken, { tool_calls: 1 }),
-        'usage',
-      );
+      await this.#addUsage({ tool_calls: 1 });
       return { state: 'new' };
     }
     switch (entry?.state) {

@@ -200,6 +200,19 @@ export class RunStore {
     return { status: code, run: stored.run };
   }
 
+  /**
+   * Whether the loop must stop before its next call: a cancel was asked, or the run is no longer
+   * running (ended elsewhere: reclaimed, cancelled). One round trip, no record parsed.
+   */
+  async stopRequested(runId: string): Promise<boolean> {
+    const [status, cancel] = await this.#context.redis.hmget(
+      this.#context.keys.run(runId),
+      'status',
+      'cancel_requested',
+    );
+    return status !== 'running' || cancel === '1';
+  }
+
   /** The run, or undefined; with `tenant`, another tenant's run reads as absent. */
   async getRun(runId: string, tenant?: string): Promise<RunView | undefined> {
     if (!recordIdSchema.safeParse(runId).success) return undefined;
