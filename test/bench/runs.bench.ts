@@ -2,10 +2,9 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { type FleetHandle, startFleet } from '../../apps/fleet/fleet.js';
-import { loadConfig } from '../../libs/config/index.js';
+import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { runJobId } from '../../queues/index.js';
-import { silentLogger } from '../fixtures/logger.js';
+import { startTestFleet } from '../fixtures/fleet.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { figure, percentile, report } from './report.js';
 
@@ -50,18 +49,7 @@ export default async function runsBench(): Promise<void> {
   const prefix = uniquePrefix('bench-runs');
   const baseline = await bullmqNoopJobsPerSecond(`${prefix}-raw`);
 
-  const fleet: FleetHandle = await startFleet({
-    config: loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-      QUEUE_PREFIX: prefix,
-      PORT: '0',
-      BROWSER_WORKER_PORT: '0',
-      RUN_WORKER_CONCURRENCY: String(CONCURRENCY),
-      LOG_LEVEL: 'silent',
-    }),
-    logger: silentLogger(),
-  });
+  const fleet: FleetHandle = await startTestFleet(prefix, { RUN_WORKER_CONCURRENCY: String(CONCURRENCY) });
   // The run worker is a process of its own, as in production: the API and this client keep theirs.
   await fleet.roles.runWorker.close();
   const worker = spawn(process.execPath, ['--import', 'tsx', 'apps/run-worker/main.ts'], {

@@ -3,11 +3,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type FleetHandle, startFleet } from '../../apps/fleet/fleet.js';
-import { loadConfig } from '../../libs/config/index.js';
+import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
 import { connectRedis } from '../../queues/index.js';
-import { silentLogger } from '../fixtures/logger.js';
+import { startTestFleet } from '../fixtures/fleet.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -41,18 +40,7 @@ describe('a run survives its worker', { timeout: 120_000 }, () => {
     });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
     origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
-    fleet = await startFleet({
-      config: loadConfig({
-        REDIS_URL: testRedisUrl(),
-        LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-        QUEUE_PREFIX: prefix,
-        PORT: '0',
-        BROWSER_WORKER_PORT: '0',
-        LOG_LEVEL: 'silent',
-        ...(process.env.BROWSER_EXECUTABLE ? { BROWSER_EXECUTABLE: process.env.BROWSER_EXECUTABLE } : {}),
-      }),
-      logger: silentLogger(),
-    });
+    fleet = await startTestFleet(prefix);
     // Only worker processes of this test run runs from here on.
     await fleet.roles.runWorker.close();
   });

@@ -1,10 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FleetHandle, startFleet } from '../../apps/fleet/fleet.js';
-import { loadConfig } from '../../libs/config/index.js';
-import { silentLogger } from '../fixtures/logger.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { startTestFleet } from '../fixtures/fleet.js';
+import { uniquePrefix } from '../fixtures/redis.js';
 
 /** A shop page: a Buy button whose click the server counts (so a duplicate effect would show). */
 function startShop(): Promise<{ server: Server; origin: string; purchases: () => number }> {
@@ -38,18 +37,7 @@ describe('a scripted run through REST, on a real page', () => {
   beforeAll(async () => {
     const prefix = uniquePrefix('runs');
     shop = await startShop();
-    fleet = await startFleet({
-      config: loadConfig({
-        REDIS_URL: testRedisUrl(),
-        LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-        QUEUE_PREFIX: prefix,
-        PORT: '0',
-        BROWSER_WORKER_PORT: '0',
-        LOG_LEVEL: 'silent',
-        ...(process.env.BROWSER_EXECUTABLE ? { BROWSER_EXECUTABLE: process.env.BROWSER_EXECUTABLE } : {}),
-      }),
-      logger: silentLogger(),
-    });
+    fleet = await startTestFleet(prefix);
     base = fleet.urls.api.replace(/\/v1$/, '');
   });
 

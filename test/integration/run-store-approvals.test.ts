@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunLimits, RunView } from '../../libs/contracts/index.js';
 import { RunStore, type RunTransition } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { createTestSession, ran } from '../fixtures/run-store.js';
 
 const LIMITS: RunLimits = {
   max_steps: 160,
@@ -17,11 +18,6 @@ const LIMITS: RunLimits = {
 const TENANT = 'acme';
 const MINUTE_MS = 60_000;
 
-function ran(transition: RunTransition): RunView {
-  if (!transition.ok) throw new Error(`expected the transition to pass: ${transition.message}`);
-  return transition.run;
-}
-
 describe('the run store: approvals and task grants', () => {
   const prefix = `${uniquePrefix('run-store-approvals')}:`;
   let redis: Redis;
@@ -32,20 +28,10 @@ describe('the run store: approvals and task grants', () => {
   beforeAll(async () => {
     redis = await connectRedis(testRedisUrl(), 'worker', 'test-run-store-approvals');
     store = new RunStore(redis, prefix, () => nowMs);
-    const agent = await store.putAgent(TENANT, { model: 'scripted', instructions: 'act' });
-    if (agent.status === 'not_found') throw new Error('agent not created');
-    const session = await store.createSession({
-      tenant: TENANT,
-      principal: 'alice',
-      agentId: agent.agent.id,
-      browserProfileId: 'shop',
-    });
-    if (!session) throw new Error('session not created');
-    sessionId = session.id;
+    sessionId = await createTestSession(store, TENANT, { instructions: 'act', browserProfileId: 'shop' });
   });
   afterAll(async () => {
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await deletePrefixedKeys(redis, prefix.slice(0, -1));
     await closeRedis(redis);
   });
 

@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunLimits, RunView } from '../../libs/contracts/index.js';
-import { type LedgerOutcome, RunStore, type RunTransition } from '../../libs/store/index.js';
+import { type LedgerOutcome, RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { createTestSession, ran } from '../fixtures/run-store.js';
 
 const LIMITS: RunLimits = {
   max_steps: 32,
@@ -16,11 +17,6 @@ const LIMITS: RunLimits = {
 };
 const TENANT = 'acme';
 const EVENTS_CAP = 25;
-
-function ran(transition: RunTransition): RunView {
-  if (!transition.ok) throw new Error(`expected the transition to pass: ${transition.message}`);
-  return transition.run;
-}
 
 function ledgerCode(outcome: LedgerOutcome): string {
   return outcome.ok ? `${outcome.code}:${outcome.entry?.state ?? 'absent'}` : outcome.code;
@@ -36,19 +32,10 @@ describe('the run store: the invocation ledger and run events', () => {
   beforeAll(async () => {
     redis = await connectRedis(testRedisUrl(), 'worker', 'test-run-store-ledger');
     store = new RunStore(redis, prefix, () => nowMs, { eventsCap: EVENTS_CAP });
-    const agent = await store.putAgent(TENANT, { model: 'scripted', instructions: 'go' });
-    if (agent.status === 'not_found') throw new Error('agent not created');
-    const session = await store.createSession({
-      tenant: TENANT,
-      principal: 'alice',
-      agentId: agent.agent.id,
-    });
-    if (!session) throw new Error('session not created');
-    sessionId = session.id;
+    sessionId = await createTestSession(store, TENANT, { instructions: 'go' });
   });
   afterAll(async () => {
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await deletePrefixedKeys(redis, prefix.slice(0, -1));
     await closeRedis(redis);
   });
 

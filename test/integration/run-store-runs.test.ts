@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, type RunLimits, type RunView } from '../../libs/contracts/index.js';
-import { RunStore, type RunTransition } from '../../libs/store/index.js';
+import { RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { createTestSession, ran } from '../fixtures/run-store.js';
 
 const LIMITS: RunLimits = {
   max_steps: 32,
@@ -16,11 +17,6 @@ const LIMITS: RunLimits = {
 };
 const TENANT = 'acme';
 
-function ran(transition: RunTransition): RunView {
-  if (!transition.ok) throw new Error(`expected the transition to pass: ${transition.message}`);
-  return transition.run;
-}
-
 describe('the run store: runs and their status changes', () => {
   const prefix = `${uniquePrefix('run-store-runs')}:`;
   let redis: Redis;
@@ -31,19 +27,10 @@ describe('the run store: runs and their status changes', () => {
   beforeAll(async () => {
     redis = await connectRedis(testRedisUrl(), 'worker', 'test-run-store-runs');
     store = new RunStore(redis, prefix, () => nowMs);
-    const agent = await store.putAgent(TENANT, { model: 'scripted', instructions: 'answer' });
-    if (agent.status === 'not_found') throw new Error('agent not created');
-    const session = await store.createSession({
-      tenant: TENANT,
-      principal: 'alice',
-      agentId: agent.agent.id,
-    });
-    if (!session) throw new Error('session not created');
-    sessionId = session.id;
+    sessionId = await createTestSession(store, TENANT, { instructions: 'answer' });
   });
   afterAll(async () => {
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await deletePrefixedKeys(redis, prefix.slice(0, -1));
     await closeRedis(redis);
   });
 
