@@ -7,10 +7,9 @@ import {
   agentDefinitionSchema,
   createProfileSchema,
   grantRequestSchema,
-  type RunLimits,
   recordIdSchema,
 } from '../../libs/contracts/index.js';
-import { scriptSchema } from '../../libs/runtime/index.js';
+import { resumeParentOf, runDefaultLimits, scriptSchema } from '../../libs/runtime/index.js';
 import type { RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import { enqueueRun, type RunsQueue } from '../../queues/index.js';
 import { authenticate, identityOf } from './auth.js';
@@ -31,21 +30,6 @@ const idempotencyHeader = z.object({
     .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
     .optional(),
 });
-
-/** The run limits a new run pins: `run_defaults` of ops/limits.yaml (the browser overlay is ADR-0130's). */
-export function defaultRunLimits(config: Config): RunLimits {
-  const defaults = config.limits.run_defaults;
-  return {
-    max_steps: defaults.max_steps,
-    max_model_calls: defaults.max_model_calls,
-    max_tool_calls: defaults.max_tool_calls,
-    reserve_model_calls: defaults.reserve_model_calls,
-    reserve_tool_calls: defaults.reserve_tool_calls,
-    max_cost_micro_usd:
-      defaults.max_cost_usd === null ? null : Math.round(Number(defaults.max_cost_usd) * 1e6),
-    cost_reserve_micro_usd: 0,
-  };
-}
 
 export const submitRunSchema = z.strictObject({
   /** What the run is asked to do. */
@@ -191,7 +175,7 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
         principal: identity.principal,
         sessionId: request.params.id,
         input: { text: request.body.input, ...(request.body.script ? { script: request.body.script } : {}) },
-        limits: defaultRunLimits(deps.config),
+        limits: runDefaultLimits(deps.config.limits),
         timeoutMs: request.body.timeout_ms,
         ...(idempotencyKey ? { idempotencyKey } : {}),
       });
@@ -266,10 +250,8 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
       const { tenant } = identityOf(request);
       const run = await store.getRun(request.params.id, tenant);
       if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
-      const outcome = await store.cancelRun(tenant, run.id);
+      const outcome = await cancelRun(deps, tenant, run.id, 'cancelled by request');
       if (!outcome.ok) throw new ApiError('conflict', outcome.message);
-      // A run that was not running ends now: its page is released in this same request (ADR-0127 d6).
-      if (run.status !== 'running') await deps.releaseRunLease(run.id);
       return store.getRun(run.id, tenant);
     },
   );
@@ -365,4 +347,32 @@ async function answerDecision(
   if (run?.status === 'queued')
     await enqueueRun(deps.queue, { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() });
   return approval;
+}
+
+/**
+ * Cancels a run. One that was not running ends now: its page is released in this same request
+ * (ADR-0127 d6), the child it waits on is cancelled with it, and a parent waiting on it resumes
+ * with its end. A running run is flagged; its worker does the same when it stops.
+ */
+async function cancelRun(deps: V1Dependencies, tenant: string, runId: string, message: string) {
+  const outcome = await deps.store.cancelRun(tenant, runId, message);
+  if (!outcome.ok || outcome.detail !== 'cancelled') return outcome;
+  await deps.releaseRunLease(runId);
+  const child = outcome.run.waiting_on_run_id;
+  if (child) await cancelRun(deps, tenant, child, 'its parent run was cancelled');
+  await resumeParentOf(
+    {
+      getRun: (id) => deps.store.getRun(id),
+      requeueRun: (id, options) => deps.store.requeueRun(id, options),
+      enqueue: async (parent) => {
+        await enqueueRun(deps.queue, {
+          runId: parent.id,
+          execution: parent.execution,
+          enqueuedAtMs: Date.now(),
+        });
+      },
+    },
+    outcome.run,
+  );
+  return outcome;
 }

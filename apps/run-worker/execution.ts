@@ -4,6 +4,7 @@ import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
 import { BrowserLeaseProvider } from '../../libs/provider/index.js';
 import {
   BrowserToolExecutor,
+  DELEGATE_TOOL_NAME,
   type ExecutionEnd,
   type Invocation,
   type InvocationState,
@@ -20,6 +21,11 @@ import {
 } from '../../libs/runtime/index.js';
 import type { BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
 import type { RunTranscripts } from '../../libs/store/run-transcript.js';
+import type { RunsQueue } from '../../queues/index.js';
+import { delegateToChild, resumeParent } from './children.js';
+import { RunLost, refusedUnlessOk } from './run-lost.js';
+
+export { RunLost } from './run-lost.js';
 
 /** Tools that need the owner's approval unless a live task grant covers them (DESIGN §3). */
 const APPROVAL_TOOLS = new Set(['browser.act']);
@@ -29,18 +35,11 @@ export interface ExecutionDeps {
   store: RunStore;
   transcripts: RunTranscripts;
   registry: BrowserWorkerRegistry;
+  /** Where children and resumed parents are enqueued. */
+  queue: RunsQueue;
   logger: Logger;
   /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
   cancelsHeard?: ReadonlySet<string>;
-}
-
-/** A run refused this worker a write: it was cancelled, reclaimed or taken over elsewhere. */
-export class RunLost extends Error {
-  override readonly name = 'RunLost';
-}
-
-function refusedUnlessOk(result: { ok: boolean; message?: string }, what: string): void {
-  if (!result.ok) throw new RunLost(`${what}: ${result.message ?? 'refused'}`);
 }
 
 /** The run as the loop sees it, over the run store; every write carries this worker's owner token. */
@@ -208,6 +207,12 @@ export async function executeRun(
       refusedUnlessOk(transition, 'park');
       return approvalId;
     },
+    ...(agent?.tools.includes(DELEGATE_TOOL_NAME)
+      ? {
+          delegate: (invocation: Invocation) =>
+            delegateToChild(deps, run, ownerToken, invocation, () => closeLease(deps, run, provider)),
+        }
+      : {}),
   };
 
   let end: ExecutionEnd;
@@ -257,6 +262,7 @@ export async function executeRun(
       await deps.store.finishRun(run.id, ownerToken, { status: 'cancelled' });
       break;
     case 'parked':
+    case 'waiting_child':
       break;
   }
 
@@ -267,15 +273,24 @@ export async function executeRun(
     runHasEnded(after.status) ||
     after.status === 'waiting_user' ||
     after.status === 'waiting_child';
-  if (provider && doneWithPage) {
-    await provider
-      .close({ seal: true })
-      .catch((error: unknown) =>
-        deps.logger.warn(
-          { run_id: run.id, err: error },
-          'lease close at the end of the run failed; the upkeep will close it',
-        ),
-      );
-  }
+  // A child that ended resumes its waiting parent.
+  if (after && runHasEnded(after.status)) await resumeParent(deps, after);
+  if (doneWithPage) await closeLease(deps, run, provider);
   return end;
+}
+
+/** Seals and closes the run's lease, if it holds one; a failure is left to the upkeep. */
+async function closeLease(
+  deps: ExecutionDeps,
+  run: RunView,
+  provider: BrowserLeaseProvider | undefined,
+): Promise<void> {
+  await provider
+    ?.close({ seal: true })
+    .catch((error: unknown) =>
+      deps.logger.warn(
+        { run_id: run.id, err: error },
+        'lease close at the end of the run failed; the upkeep will close it',
+      ),
+    );
 }

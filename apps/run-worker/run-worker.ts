@@ -1,5 +1,6 @@
 import { type Job, UnrecoverableError, type Worker } from 'bullmq';
 import type { Config } from '../../libs/config/index.js';
+import { runHasEnded } from '../../libs/contracts/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
 import { BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
@@ -9,12 +10,14 @@ import {
   closeWorker,
   connectRedis,
   createQueueWorker,
+  createRunsQueue,
   handBack,
   RUNS_QUEUE,
   type RunJob,
   runJobSchema,
   SHUTDOWN_REASON,
 } from '../../queues/index.js';
+import { resumeParent } from './children.js';
 import { type ExecutionDeps, executeRun, RunLost } from './execution.js';
 
 export interface RunWorkerOptions {
@@ -61,9 +64,11 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   subscriber.on('error', (error) => log.warn({ err: error }, 'cancel subscription error'));
   subscriber.on('message', (_channel, runId: string) => cancelsHeard.add(runId));
   await subscriber.subscribe(store.cancelChannel);
+  const queue = createRunsQueue(redis, config.redis.queuePrefix);
   const deps: ExecutionDeps = {
     config,
     store,
+    queue,
     cancelsHeard,
     transcripts: new RunTranscripts(redis, config.redis.keyPrefix),
     registry: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
@@ -89,6 +94,12 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     if (!claim.ok) {
       executions.inc({ outcome: 'stale' });
       log.info({ run_id: runId, execution, refusal: claim.code }, 'job not claimed');
+      // A worker that died between a child's end and its parent's resume left the parent
+      // waiting; the child's job comes back here through stall detection.
+      if (claim.status && runHasEnded(claim.status)) {
+        const ended = await deps.store.getRun(runId);
+        if (ended) await resumeParent(deps, ended);
+      }
       return;
     }
     const runLog = log.child({ run_id: runId, execution });
@@ -144,6 +155,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
         log.info({ outcome }, 'claim loop stopped');
         await upkeep.close();
         subscriber.disconnect();
+        await queue.close();
         await closeRedis(redis);
       })();
       return closing;

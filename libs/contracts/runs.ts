@@ -132,6 +132,8 @@ export const runViewSchema = z.object({
   agent_version: agentVersionSchema,
   browser_profile_id: z.string().nullable(),
   parent_run_id: recordIdSchema.nullable(),
+  /** The child run a `waiting_child` run waits on. */
+  waiting_on_run_id: recordIdSchema.nullable(),
   status: runStatusSchema,
   /** Explicit retries of a failed run; a resume after a park or a crash keeps it. */
   attempt: z.number().int().positive(),

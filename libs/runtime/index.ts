@@ -1,4 +1,17 @@
 export { BROWSER_TOOL_DEFINITIONS, BrowserToolExecutor } from './browser-executor.js';
+export {
+  childLimits,
+  childOutcome,
+  DELEGATE_TOOL_DEFINITION,
+  DELEGATE_TOOL_NAME,
+  type DelegateArgs,
+  type DelegateStep,
+  delegateArgsSchema,
+  delegationDepth,
+  MAX_DELEGATION_DEPTH,
+  type ParentResumeDeps,
+  resumeParentOf,
+} from './delegation.js';
 export { type LeaseReleaseDeps, releaseRunLease } from './lease-release.js';
 export {
   checkModelCall,
@@ -32,6 +45,7 @@ export {
   type TranscriptEntry,
 } from './model.js';
 export { type ReclaimDeps, reclaimStalledRuns, STALLED_PAST_LIMIT } from './reclaim.js';
+export { runDefaultLimits } from './run-limits.js';
 export {
   type Script,
   ScriptedModel,

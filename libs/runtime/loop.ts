@@ -1,4 +1,5 @@
 import type { RunFailureReason } from '../contracts/index.js';
+import { DELEGATE_TOOL_DEFINITION, DELEGATE_TOOL_NAME, type DelegateStep } from './delegation.js';
 import { checkModelCall, fitBatch, type RunLimits, type RunUsage, toolRequestRefused } from './limits.js';
 import {
   type Model,
@@ -57,6 +58,11 @@ export interface ToolPolicy {
   needsApproval(call: ToolCall): Promise<boolean>;
   /** Writes a pending approval and parks the run in one step; returns the approval id. */
   park(invocation: Invocation): Promise<string>;
+  /**
+   * `agent.delegate`, where the run may delegate: starts (or finds) the call's child run and either
+   * moves this run to `waiting_child` on it, or answers the child's end if it has one already.
+   */
+  delegate?(invocation: Invocation): Promise<DelegateStep>;
 }
 
 export interface ToolExecutor {
@@ -77,6 +83,7 @@ export type ExecutionEnd =
   | { kind: 'succeeded'; answer: string }
   | { kind: 'failed'; reason: RunFailureReason; detail: string }
   | { kind: 'parked'; approvalId: string }
+  | { kind: 'waiting_child'; childRunId: string }
   | { kind: 'cancelled' };
 
 export interface RunLoopOptions {
@@ -115,6 +122,10 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
   const { run, model, tools, limits } = options;
   const clock = options.clock ?? Date.now;
   const transcript = await run.loadTranscript();
+  const definitions = [
+    ...tools.definitions(),
+    ...(options.policy.delegate ? [DELEGATE_TOOL_DEFINITION] : []),
+  ];
 
   for (;;) {
     const open = openToolCalls(transcript);
@@ -134,7 +145,7 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
     let response: Awaited<ReturnType<Model['call']>>;
     try {
       response = await model.call(
-        { transcript, tools: verdict.toolsAllowed ? tools.definitions() : [] },
+        { transcript, tools: verdict.toolsAllowed ? definitions : [] },
         { deadlineMs: options.deadlineMs, signal: options.signal },
       );
     } catch (error) {
@@ -231,6 +242,18 @@ async function answerToolCalls(
         return { kind: 'parked', approvalId: known.approvalId };
       case 'new':
       case 'started':
+        if (call.name === DELEGATE_TOOL_NAME) {
+          const step: DelegateStep = policy.delegate
+            ? await policy.delegate(invocation)
+            : {
+                kind: 'ended',
+                outcome: { ok: false, code: 'invalid_arguments', message: 'this run may not delegate' },
+              };
+          if (step.kind === 'waiting') return { kind: 'waiting_child', childRunId: step.childRunId };
+          await run.completeInvocation(invocation, step.outcome);
+          await answer(call, step.outcome);
+          continue;
+        }
         if (await policy.needsApproval(call))
           return { kind: 'parked', approvalId: await policy.park(invocation) };
         break;

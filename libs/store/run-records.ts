@@ -49,6 +49,7 @@ export function parseRun(fields: Record<string, string>): StoredRun | undefined 
     agent_version: fields.agent_version,
     browser_profile_id: fields.profile_id || null,
     parent_run_id: fields.parent_run_id || null,
+    waiting_on_run_id: fields.waiting_on || null,
     status: fields.status,
     attempt: Number(fields.attempt),
     execution: Number(fields.execution),

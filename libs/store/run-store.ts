@@ -5,6 +5,7 @@ import {
   type AgentView,
   ApiError,
   type ApiKeyIdentity,
+  type ApiKeyView,
   type ApprovalView,
   type GrantRequest,
   type GrantView,
@@ -29,7 +30,7 @@ import {
   type PutAgentOutcome,
   putAgent,
 } from './agents.js';
-import { createApiKey, type NewApiKey, resolveApiKey } from './api-keys.js';
+import { createApiKey, listApiKeys, type NewApiKey, resolveApiKey, revokeApiKey } from './api-keys.js';
 import {
   type ApprovalDecision,
   type ApprovalRequest,
@@ -257,17 +258,27 @@ export class RunStore {
     return this.#suspend(runId, ownerToken, 'parked', detail);
   }
 
-  /** `running → waiting_child | waiting_user` by its owner. */
+  /**
+   * `running → waiting_child | waiting_user` by its owner; a run waiting on a child names it in
+   * `waitingOn` (shown as `waiting_on_run_id`; only that child's end resumes it).
+   */
   waitRun(
     runId: string,
     ownerToken: string,
     status: 'waiting_child' | 'waiting_user',
     detail: Record<string, unknown> = {},
+    waitingOn = '',
   ): Promise<RunTransition> {
-    return this.#suspend(runId, ownerToken, status, detail);
+    return this.#suspend(runId, ownerToken, status, detail, waitingOn);
   }
 
-  async #suspend(runId: string, ownerToken: string, status: string, detail: Record<string, unknown>) {
+  async #suspend(
+    runId: string,
+    ownerToken: string,
+    status: string,
+    detail: Record<string, unknown>,
+    waitingOn = '',
+  ) {
     const reply = await this.#context.redis.suspendRun(
       this.#context.keys.run(runId),
       this.#context.keys.events(runId),
@@ -275,18 +286,21 @@ export class RunStore {
       status,
       this.#context.now(),
       JSON.stringify(detail),
+      waitingOn,
     );
     return toTransition(runId, reply, 'running');
   }
 
   /**
    * `parked | waiting_child | waiting_user → queued` as a new execution; the caller enqueues the
-   * job of `run.execution`. With `expected`, only from that status.
+   * job of `run.execution`. With `expected`, only from that status; with `waitingOn`, only a run
+   * waiting on that run (a child's end resumes its own parent, once).
    */
   async requeueRun(
     runId: string,
     options: {
       expected?: 'parked' | 'waiting_child' | 'waiting_user';
+      waitingOn?: string;
       detail?: Record<string, unknown>;
     } = {},
   ): Promise<RunTransition<'queued'>> {
@@ -296,6 +310,7 @@ export class RunStore {
       this.#context.now(),
       options.expected ?? '',
       JSON.stringify(options.detail ?? {}),
+      options.waitingOn ?? '',
     );
     return toTransition(runId, reply, options.expected ?? 'parked, waiting_child or waiting_user');
   }
@@ -442,5 +457,15 @@ export class RunStore {
   }
   readEvents(runId: string, options: { afterId?: string; count?: number } = {}): Promise<RunEvent[]> {
     return readEvents(this.#context, runId, options);
+  }
+
+  // API key administration (DESIGN §3): another tenant's key is never listed nor revoked.
+
+  listApiKeys(tenant: string): Promise<ApiKeyView[]> {
+    return listApiKeys(this.#context, tenant);
+  }
+  /** True if the tenant's key was live; it answers 401 from now on. */
+  revokeApiKey(tenant: string, keyId: string): Promise<boolean> {
+    return revokeApiKey(this.#context, tenant, keyId);
   }
 }

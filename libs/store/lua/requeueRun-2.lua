@@ -9,6 +9,7 @@
     ARGV[1] now (epoch ms)
     ARGV[2] the status expected ('' for any of the three)
     ARGV[3] detail for the event (a JSON object)
+    ARGV[4] the run it must be waiting on ('' for any): a child's end resumes only its own parent
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', 'queued', fields}
@@ -19,17 +20,18 @@ local function emit(kind, now, data)
   redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
 end
 
-local f = redis.call("HMGET", KEYS[1], "status", "attempt")
+local f = redis.call("HMGET", KEYS[1], "status", "attempt", "waiting_on")
 if not f[1] then return {"not_found", "", {}} end
 local status = f[1]
 if status ~= "parked" and status ~= "waiting_child" and status ~= "waiting_user" then
   return {"wrong_status", status, {}}
 end
 if ARGV[2] ~= "" and ARGV[2] ~= status then return {"wrong_status", status, {}} end
+if ARGV[4] ~= "" and ARGV[4] ~= f[3] then return {"wrong_status", status, {}} end
 
 local now = tonumber(ARGV[1])
 local execution = redis.call("HINCRBY", KEYS[1], "execution", 1)
-redis.call("HSET", KEYS[1], "status", "queued", "owner", "", "updated_at", now)
+redis.call("HSET", KEYS[1], "status", "queued", "owner", "", "updated_at", now, "waiting_on", "")
 local data = cjson.decode(ARGV[3])
 data.status = "queued"
 data.previous = status

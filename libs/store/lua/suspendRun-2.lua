@@ -11,6 +11,7 @@
     ARGV[2] the status to move to: parked, waiting_child or waiting_user
     ARGV[3] now (epoch ms)
     ARGV[4] detail for the event (a JSON object)
+    ARGV[5] the run waited on ('' for none): a `waiting_child` run names its child here
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', new status, fields}
@@ -43,7 +44,7 @@ if f[5] == "1" then
   return {"ok", "cancelled", redis.call("HGETALL", KEYS[1])}
 end
 
-redis.call("HSET", KEYS[1], "status", target, "owner", "", "updated_at", now)
+redis.call("HSET", KEYS[1], "status", target, "owner", "", "updated_at", now, "waiting_on", ARGV[5])
 data.status = target
 emit(target == "parked" and "run.parked" or "run.waiting", now, data)
 return {"ok", target, redis.call("HGETALL", KEYS[1])}
