@@ -16,7 +16,7 @@ function startShop(): Promise<{ server: Server; origin: string; purchases: () =>
     }
     response.setHeader('content-type', 'text/html');
     response.end(`<!doctype html><title>Shop</title><h1>Basket</h1>
-      <button onclick="fetch('/buy', {method: 'POST'}).then(() => { document.body.insertAdjacentHTML('beforeend', '<p>Thank you</p>'); })">Buy</button>`);
+      <button onclick="fetch('/buy', {method: 'POST'}).then(() => { document.body.insertAdjacentHTML('beforeend', '<h2>Thank you</h2>'); })">Buy</button>`);
   });
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () =>
@@ -102,7 +102,7 @@ describe('a scripted run through REST, on a real page', () => {
             tool: 'browser.act',
             target: { role: 'button', name: 'Buy' },
             action: 'click',
-            postcondition: { role: 'paragraph', name: 'Thank you', wait_ms: 2000 },
+            postcondition: { role: 'heading', name: 'Thank you', wait_ms: 2000 },
           },
         ],
         answer: 'Bought.',
@@ -129,6 +129,13 @@ describe('a scripted run through REST, on a real page', () => {
     const done = await waitForStatus(submitted.body.id, ['succeeded', 'failed']);
     expect(done).toMatchObject({ status: 'succeeded', result: { answer: 'Bought.' }, attempt: 1 });
     expect(shop.purchases()).toBe(1);
+    const act = (await fleet.store.listInvocations(submitted.body.id)).find(
+      (entry) => entry.tool === 'browser.act',
+    );
+    expect(act?.result).toMatchObject({
+      ok: true,
+      result: { observation: { condition: { result: 'satisfied' } } },
+    });
 
     // The worker seals and closes the lease right after it writes the run's end.
     const sealedBy = Date.now() + 10_000;
