@@ -1,4 +1,18 @@
 export {
+  type AcquireAttemptDiagnostic,
+  type AcquireRetryDecision,
+  type AcquireRetryPolicy,
+  type AcquireStopReason,
+  type AcquireWithRetryOptions,
+  acquireBackoffMs,
+  acquireWithRetry,
+  BOUNDED_ACQUIRE_RETRY,
+  compileAcquireRetryPolicy,
+  decideAfterFailedAcquire,
+  permitsAnotherAttempt,
+  SINGLE_ACQUIRE_ATTEMPT,
+} from './acquire-retry.js';
+export {
   acquireAnswerSchema,
   leaseViewSchema,
   type PageCallResult,

@@ -1,6 +1,18 @@
-import type { LeaseScope, LeaseView } from '../contracts/index.js';
+import type { AcquireLease, LeaseScope, LeaseView } from '../contracts/index.js';
+import {
+  type AcquireAttemptDiagnostic,
+  type AcquireRetryPolicy,
+  acquireWithRetry,
+  compileAcquireRetryPolicy,
+  SINGLE_ACQUIRE_ATTEMPT,
+} from './acquire-retry.js';
 import type { PageCallResult } from './answers.js';
-import { type AcquireResult, type CallLimits, DataPlaneClient } from './client.js';
+import {
+  type AcquireResult,
+  type CallLimits,
+  DataPlaneClient,
+  DEFAULT_LEASE_CALL_TIMEOUT_MS,
+} from './client.js';
 import { ProviderError } from './errors.js';
 import { acquireIdempotencyKey } from './idempotency-keys.js';
 
@@ -36,6 +48,17 @@ export interface BrowserLeaseProviderOptions {
   clock?: () => number;
   /** Tests: another fetch. */
   fetch?: typeof fetch;
+  /**
+   * The acquisition recovery policy (ADR-0177). Production composition passes
+   * `BOUNDED_ACQUIRE_RETRY` (three attempts, 0.25–0.5 s then 0.5–1 s); the default is a single
+   * attempt, as an independently constructed provider may keep. Checked at construction.
+   */
+  acquireRetry?: AcquireRetryPolicy;
+  /**
+   * Awaited after each failed acquisition attempt with a bounded, content-free diagnostic, for the
+   * run's events (ADR-0177). A throw (say, the run was lost) ends the acquisition with that error.
+   */
+  onAcquireAttempt?: (diagnostic: AcquireAttemptDiagnostic) => Promise<void> | void;
 }
 
 /** Why a held lease stops being used. */
@@ -54,6 +77,7 @@ export class BrowserLeaseProvider {
   readonly profileId: string;
   readonly #options: BrowserLeaseProviderOptions;
   readonly #clock: () => number;
+  readonly #acquireRetry: AcquireRetryPolicy;
   #held: HeldLease | undefined;
   /** A dropped lease not yet closed: ADR-0127 d3 closes it before the next acquire. */
   #retired: HeldLease | undefined;
@@ -63,6 +87,7 @@ export class BrowserLeaseProvider {
     this.profileId = options.profileId;
     this.#options = options;
     this.#clock = options.clock ?? Date.now;
+    this.#acquireRetry = compileAcquireRetryPolicy(options.acquireRetry ?? SINGLE_ACQUIRE_ATTEMPT);
   }
 
   /** The lease in use, for the run record; undefined before the first acquire and after a drop. */
@@ -78,8 +103,9 @@ export class BrowserLeaseProvider {
   /**
    * The lease for a tool invocation: the one held while it is unexpired, else an acquire — a
    * reattach when this run attempt's lease is still live. The request is computed once per
-   * invocation and sent under a key derived from `invocationId`, so sending it again replays
-   * (ADR-0177). Acquisition lives here alone, so a bounded retry can wrap exactly this call.
+   * invocation and sent under a key derived from `invocationId`, so sending it again replays: only
+   * this acquisition is retried, under the provider's recovery policy, inside `limits.deadlineMs`
+   * and `limits.signal` (ADR-0177). A retired lease is closed first, once, outside the retry.
    */
   async ensureLease(
     invocationId: string,
@@ -99,24 +125,23 @@ export class BrowserLeaseProvider {
         false,
         { operation: 'acquire' },
       );
-    const client = this.#client(worker.url);
-    const request = { ...this.scope, requested_expires_at_ms: requestedExpiresAtMs };
-    const acquired: AcquireResult = await client.acquire(
-      this.profileId,
-      request,
-      acquireIdempotencyKey(invocationId),
-      limits,
+    // ADR-0177: one request per invocation, byte-identical on every attempt (scope, attempt, expiry, key).
+    const request = Object.freeze({ ...this.scope, requested_expires_at_ms: requestedExpiresAtMs });
+    const idempotencyKey = acquireIdempotencyKey(invocationId);
+    // Deadlines are wall-clock epoch ms (CallLimits); every attempt and delay shares this one.
+    const deadlineMs = limits.deadlineMs ?? Date.now() + DEFAULT_LEASE_CALL_TIMEOUT_MS;
+    const attemptLimits: CallLimits = { ...limits, deadlineMs };
+    const lease = await acquireWithRetry(
+      () => this.#acquireOnce(worker, request, idempotencyKey, attemptLimits),
+      {
+        policy: this.#acquireRetry,
+        invocationId,
+        deadlineMs,
+        signal: limits.signal,
+        clock: Date.now,
+        onAttemptFailed: this.#options.onAcquireAttempt,
+      },
     );
-    let lease: LeaseView = acquired.lease;
-    // A replayed answer is as old as the first request: read the lease's current expiry and sequence.
-    if (acquired.replayed) lease = await client.getLease(this.profileId, lease.lease_id, limits);
-    if (lease.state !== 'live' || lease.expires_at_ms <= this.#clock())
-      throw new ProviderError(
-        'lease_expired',
-        `acquire answered lease ${lease.lease_id} that is no longer live`,
-        false,
-        { operation: 'acquire' },
-      );
     this.#held = {
       leaseId: lease.lease_id,
       profileId: this.profileId,
@@ -127,6 +152,28 @@ export class BrowserLeaseProvider {
       sequence: lease.sequence,
     };
     return { ...this.#held };
+  }
+
+  /** One acquisition attempt: the acquire, and for a replayed answer a read of the lease as it is now. */
+  async #acquireOnce(
+    worker: BrowserWorkerLocation,
+    request: AcquireLease,
+    idempotencyKey: string,
+    limits: CallLimits,
+  ): Promise<LeaseView> {
+    const client = this.#client(worker.url);
+    const acquired: AcquireResult = await client.acquire(this.profileId, request, idempotencyKey, limits);
+    let lease: LeaseView = acquired.lease;
+    // A replayed answer is as old as the first request: read the lease's current expiry and sequence.
+    if (acquired.replayed) lease = await client.getLease(this.profileId, lease.lease_id, limits);
+    if (lease.state !== 'live' || lease.expires_at_ms <= this.#clock())
+      throw new ProviderError(
+        'lease_expired',
+        `acquire answered lease ${lease.lease_id} that is no longer live`,
+        false,
+        { operation: 'acquire' },
+      );
+    return lease;
   }
 
   /** Navigates the held lease's page: an effect carrying the next action sequence. */

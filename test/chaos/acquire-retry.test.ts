@@ -1,0 +1,501 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { BrowserObservation } from '../../libs/contracts/index.js';
+import {
+  type AcquireAttemptDiagnostic,
+  acquireBackoffMs,
+  BOUNDED_ACQUIRE_RETRY,
+  BrowserLeaseProvider,
+  DataPlaneClient,
+  executeBrowserTool,
+  ProviderError,
+} from '../../libs/provider/index.js';
+import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
+import { type FaultProxy, startFaultProxy } from '../fixtures/fault-proxy.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+
+const ACQUIRE = /^\/v1\/profiles\/[^/]+\/leases$/;
+const NAVIGATE = /\/navigate$/;
+const ACT = /\/act$/;
+
+/**
+ * ADR-0177's verification through a fault-injecting proxy between the run side and a real lease
+ * service (real Chromium, real Redis): a transient acquisition failure, recovered within three
+ * attempts of one tool invocation, and no replay of anything but acquisition.
+ */
+describe('bounded acquisition retry through a faulty network', () => {
+  const prefix = uniquePrefix('chaos-acquire');
+  let worker: TestBrowserWorker;
+  let proxy: FaultProxy;
+  let redis: Redis;
+  let admin: DataPlaneClient;
+  let site: Server;
+  let origin: string;
+  const hits = new Map<string, number>();
+
+  beforeAll(async () => {
+    worker = await startTestBrowserWorker({ prefix });
+    proxy = await startFaultProxy(worker.url);
+    redis = new Redis(testRedisUrl());
+    admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
+    site = createServer((request, response) => {
+      const path = request.url ?? '/';
+      hits.set(path, (hits.get(path) ?? 0) + 1);
+      response.setHeader('content-type', 'text/html');
+      response.end(
+        "<!doctype html><title>briefing</title><button onclick=\"document.body.insertAdjacentHTML('beforeend', '<p>clicked</p>')\">Press me</button>",
+      );
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+  });
+
+  afterEach(() => proxy.clearFaults());
+
+  afterAll(async () => {
+    await proxy?.close();
+    await worker?.handle.close();
+    await new Promise((resolve) => site?.close(resolve));
+    await deletePrefixedKeys(redis, prefix);
+    redis.disconnect();
+  });
+
+  let profiles = 0;
+  async function newProfile(options: { protected?: boolean } = {}): Promise<string> {
+    profiles += 1;
+    const id = `chaos-${profiles}`;
+    await admin.createProfile({
+      id,
+      tenant: 't1',
+      principal: 'owner',
+      allowed_origins: [origin],
+      ...(options.protected ? { protected: true } : {}),
+    });
+    return id;
+  }
+
+  interface RunSide {
+    provider: BrowserLeaseProvider;
+    diagnostics: AcquireAttemptDiagnostic[];
+  }
+
+  function runSide(
+    profileId: string,
+    runId: string,
+    options: {
+      retry?: boolean;
+      principal?: string;
+      token?: string;
+      onAcquireAttempt?: (diagnostic: AcquireAttemptDiagnostic) => Promise<void> | void;
+    } = {},
+  ): RunSide {
+    const diagnostics: AcquireAttemptDiagnostic[] = [];
+    const provider = new BrowserLeaseProvider({
+      scope: { tenant: 't1', principal: options.principal ?? 'owner', run_id: runId, attempt: 1 },
+      profileId,
+      findWorker: async () => ({ id: 'bw-test', url: proxy.url }),
+      token: options.token ?? TEST_TOKEN,
+      ...(options.retry === false ? {} : { acquireRetry: BOUNDED_ACQUIRE_RETRY }),
+      onAcquireAttempt: async (diagnostic) => {
+        diagnostics.push(diagnostic);
+        await options.onAcquireAttempt?.(diagnostic);
+      },
+    });
+    return { provider, diagnostics };
+  }
+
+  let invocations = 0;
+  function call(deadlineMs = 10_000, signal?: AbortSignal) {
+    invocations += 1;
+    return {
+      invocationId: `run-chaos-a1-s${invocations}-i0`,
+      requestedLeaseExpiresAtMs: Date.now() + 10 * 60_000,
+      deadlineMs: Date.now() + deadlineMs,
+      ...(signal ? { signal } : {}),
+    };
+  }
+
+  function counter() {
+    const hooks = {
+      calls: 0,
+      beforeDispatch: () => {
+        hooks.calls += 1;
+      },
+    };
+    return hooks;
+  }
+
+  async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
+    const error = await promise.then(
+      () => undefined,
+      (reason: unknown) => reason,
+    );
+    expect(error).toBeInstanceOf(ProviderError);
+    return error as ProviderError;
+  }
+
+  function acquiresOf(profileId: string) {
+    return proxy.seen('POST', ACQUIRE).filter((request) => request.path.includes(`/${profileId}/`));
+  }
+
+  function button(observation: BrowserObservation) {
+    const found = observation.elements.find(
+      (element) => element.role === 'button' && element.name === 'Press me',
+    );
+    if (!found) throw new Error('the fixture page has no button');
+    return found;
+  }
+
+  it('without the recovery policy, one 503 on acquire stops the tool call', async () => {
+    const profileId = await newProfile();
+    const { provider, diagnostics } = runSide(profileId, 'run_single', { retry: false });
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
+    const hooks = counter();
+    const error = await rejection(
+      executeBrowserTool(provider, 'browser.navigate', { url: `${origin}/single` }, call(), hooks),
+    );
+    expect(error).toMatchObject({ code: 'provider_unavailable', retryable: true, httpStatus: 503 });
+    expect(hooks.calls).toBe(0);
+    expect(acquiresOf(profileId)).toHaveLength(1);
+    expect(hits.get('/single')).toBeUndefined();
+    expect(diagnostics).toMatchObject([{ attempt: 1, outcome: 'failed', next: 'stop' }]);
+  });
+
+  it('recovers from one 503 on acquire at the second attempt, after the first backoff', async () => {
+    const profileId = await newProfile();
+    const { provider, diagnostics } = runSide(profileId, 'run_second');
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
+    const hooks = counter();
+    const limits = call();
+    const navigated = await executeBrowserTool(
+      provider,
+      'browser.navigate',
+      { url: `${origin}/second` },
+      limits,
+      hooks,
+    );
+    expect(navigated.observation.title).toBe('briefing');
+    expect(hooks.calls).toBe(1);
+    const attempts = acquiresOf(profileId);
+    expect(attempts.map((attempt) => attempt.action)).toEqual(['status', 'pass']);
+    const gapMs = (attempts[1]?.receivedAtMs ?? 0) - (attempts[0]?.receivedAtMs ?? 0);
+    expect(gapMs).toBeGreaterThanOrEqual(acquireBackoffMs(limits.invocationId, 1) - 5);
+    expect(gapMs).toBeLessThan(500 + 250);
+    expect(diagnostics).toEqual([
+      expect.objectContaining({
+        invocation_id: limits.invocationId,
+        attempt: 1,
+        max_attempts: 3,
+        outcome: 'failed',
+        code: 'provider_unavailable',
+        http_status: 503,
+        next: 'retry',
+        delay_ms: acquireBackoffMs(limits.invocationId, 1),
+      }),
+    ]);
+  });
+
+  it('recovers at the third attempt after a reset and a 503, within both backoff windows', async () => {
+    const profileId = await newProfile();
+    const { provider, diagnostics } = runSide(profileId, 'run_third');
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'reset' } });
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
+    const limits = call();
+    await executeBrowserTool(provider, 'browser.navigate', { url: `${origin}/third` }, limits, counter());
+    const attempts = acquiresOf(profileId);
+    expect(attempts.map((attempt) => attempt.action)).toEqual(['reset', 'status', 'pass']);
+    const firstGapMs = (attempts[1]?.receivedAtMs ?? 0) - (attempts[0]?.receivedAtMs ?? 0);
+    const secondGapMs = (attempts[2]?.receivedAtMs ?? 0) - (attempts[1]?.receivedAtMs ?? 0);
+    expect(firstGapMs).toBeGreaterThanOrEqual(250 - 5);
+    expect(firstGapMs).toBeLessThan(500 + 250);
+    expect(secondGapMs).toBeGreaterThanOrEqual(500 - 5);
+    expect(secondGapMs).toBeLessThan(1_000 + 250);
+    expect(
+      diagnostics.map((diagnostic) => [diagnostic.attempt, diagnostic.transport, diagnostic.next]),
+    ).toEqual([
+      [1, 'connection_lost', 'retry'],
+      [2, null, 'retry'],
+    ]);
+    expect(hits.get('/third')).toBe(1);
+  });
+
+  it('sends the byte-identical request, under the same key, on every attempt', async () => {
+    const profileId = await newProfile();
+    const { provider } = runSide(profileId, 'run_identical');
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 502 } });
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
+    const limits = call();
+    await provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, limits);
+    const attempts = acquiresOf(profileId);
+    expect(attempts).toHaveLength(3);
+    const [first, ...rest] = attempts;
+    expect(first?.body.length).toBeGreaterThan(0);
+    for (const attempt of rest) {
+      expect(attempt.body.equals(first?.body ?? Buffer.alloc(0))).toBe(true);
+      expect(attempt.idempotencyKey).toBe(first?.idempotencyKey);
+    }
+    expect(JSON.parse(first?.body.toString() ?? '{}')).toMatchObject({
+      run_id: 'run_identical',
+      attempt: 1,
+      requested_expires_at_ms: limits.requestedLeaseExpiresAtMs,
+    });
+  });
+
+  it('stops at three attempts and keeps the original stable error', async () => {
+    const profileId = await newProfile();
+    const { provider, diagnostics } = runSide(profileId, 'run_exhausted');
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 10 });
+    const hooks = counter();
+    const error = await rejection(
+      executeBrowserTool(provider, 'browser.navigate', { url: `${origin}/exhausted` }, call(), hooks),
+    );
+    expect(error).toMatchObject({ code: 'provider_unavailable', retryable: true, httpStatus: 503 });
+    expect(acquiresOf(profileId)).toHaveLength(3);
+    expect(hooks.calls).toBe(0);
+    expect(
+      diagnostics.map((diagnostic) => [diagnostic.attempt, diagnostic.next, diagnostic.stop_reason]),
+    ).toEqual([
+      [1, 'retry', null],
+      [2, 'retry', null],
+      [3, 'stop', 'exhausted'],
+    ]);
+    expect(provider.lease).toBeUndefined();
+  });
+
+  it('stops at once on authentication, protected account, contention, invalid output and non-retryable failures', async () => {
+    const cases: Array<{
+      name: string;
+      prepare: (profileId: string) => Promise<RunSide>;
+      code: string;
+    }> = [
+      {
+        name: 'a refused token',
+        prepare: async (profileId) =>
+          runSide(profileId, 'run_auth', { token: 'not-the-token-0123456789abcdef' }),
+        code: 'provider_unavailable',
+      },
+      {
+        name: 'a protected profile',
+        prepare: async (profileId) => runSide(profileId, 'run_protected', { principal: 'intruder' }),
+        code: 'profile_unavailable',
+      },
+      {
+        name: "another run's lease",
+        prepare: async (profileId) => {
+          const holder = runSide(profileId, 'run_holder', { retry: false });
+          const limits = call();
+          await holder.provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, limits);
+          return runSide(profileId, 'run_contender');
+        },
+        code: 'profile_unavailable',
+      },
+      {
+        name: 'an answer that is not a lease',
+        prepare: async (profileId) => {
+          proxy.inject({
+            method: 'POST',
+            path: ACQUIRE,
+            action: { kind: 'status', status: 201, body: '{"lease":"garbled"}' },
+          });
+          return runSide(profileId, 'run_invalid');
+        },
+        code: 'provider_unavailable',
+      },
+      {
+        name: 'an internal error',
+        prepare: async (profileId) => {
+          proxy.inject({
+            method: 'POST',
+            path: ACQUIRE,
+            action: { kind: 'status', status: 500, body: '{"error":{"code":"internal","message":"x"}}' },
+          });
+          return runSide(profileId, 'run_internal');
+        },
+        code: 'provider_unavailable',
+      },
+    ];
+    for (const { name, prepare, code } of cases) {
+      const profileId = await newProfile({ protected: name === 'a protected profile' });
+      const side = await prepare(profileId);
+      const before = acquiresOf(profileId).length;
+      const limits = call();
+      const error = await rejection(
+        side.provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, limits),
+      );
+      expect({ name, code: error.code, retryable: error.retryable }).toEqual({
+        name,
+        code,
+        retryable: false,
+      });
+      expect({ name, attempts: acquiresOf(profileId).length - before }).toEqual({ name, attempts: 1 });
+      expect(side.diagnostics).toMatchObject([{ attempt: 1, next: 'stop', stop_reason: 'not_retryable' }]);
+      proxy.clearFaults();
+    }
+  });
+
+  it('stops at once when the lease a lost answer created was revoked before the retry', async () => {
+    const profileId = await newProfile();
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
+    const { provider, diagnostics } = runSide(profileId, 'run_revoked', {
+      onAcquireAttempt: async () => {
+        // An operator revokes the lease the service created while its answer was lost.
+        const lost = acquiresOf(profileId)[0]?.upstreamBody?.toString() ?? '{}';
+        await admin.close(profileId, (JSON.parse(lost) as { lease_id: string }).lease_id, { seal: false });
+      },
+    });
+    const limits = call();
+    const error = await rejection(
+      provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, limits),
+    );
+    expect(error).toMatchObject({ code: 'lease_expired', retryable: false });
+    expect(acquiresOf(profileId)).toHaveLength(2);
+    expect(diagnostics.map((diagnostic) => [diagnostic.attempt, diagnostic.next])).toEqual([
+      [1, 'retry'],
+      [2, 'stop'],
+    ]);
+  });
+
+  it('stops during a backoff when the run is cancelled, without another attempt', async () => {
+    const profileId = await newProfile();
+    const controller = new AbortController();
+    let abortedAtMs = 0;
+    const { provider, diagnostics } = runSide(profileId, 'run_cancelled', {
+      onAcquireAttempt: (diagnostic) => {
+        if (diagnostic.next === 'retry')
+          setTimeout(() => {
+            abortedAtMs = performance.now();
+            controller.abort();
+          }, 50);
+      },
+    });
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 10 });
+    const hooks = counter();
+    const error = await rejection(
+      executeBrowserTool(
+        provider,
+        'browser.navigate',
+        { url: `${origin}/cancelled` },
+        call(10_000, controller.signal),
+        hooks,
+      ),
+    );
+    expect(performance.now() - abortedAtMs).toBeLessThan(150);
+    // The original failure, not a new one.
+    expect(error).toMatchObject({ code: 'provider_unavailable', httpStatus: 503 });
+    expect(acquiresOf(profileId)).toHaveLength(1);
+    expect(hooks.calls).toBe(0);
+    expect(
+      diagnostics.map((diagnostic) => [diagnostic.attempt, diagnostic.outcome, diagnostic.stop_reason]),
+    ).toEqual([
+      [1, 'failed', null],
+      [2, 'not_sent', 'cancelled'],
+    ]);
+  });
+
+  it('does not sleep past the tool deadline: a backoff that would outlast it stops at once', async () => {
+    const profileId = await newProfile();
+    const { provider, diagnostics } = runSide(profileId, 'run_deadline');
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 10 });
+    const limits = call(200);
+    const error = await rejection(
+      provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, limits),
+    );
+    // No deadline is extended: the call ends by its deadline (plus scheduling slack), not after a sleep.
+    expect(Date.now()).toBeLessThanOrEqual(limits.deadlineMs + 100);
+    expect(error).toMatchObject({ code: 'provider_unavailable', httpStatus: 503 });
+    expect(acquiresOf(profileId)).toHaveLength(1);
+    expect(diagnostics).toMatchObject([
+      { attempt: 1, next: 'stop', delay_ms: null, stop_reason: 'deadline' },
+    ]);
+  });
+
+  it('does not retry an attempt that used the deadline up', async () => {
+    const profileId = await newProfile();
+    const { provider, diagnostics } = runSide(profileId, 'run_slow');
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'delay', ms: 3_000 } });
+    const limits = call(600);
+    const error = await rejection(
+      provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, limits),
+    );
+    expect(Date.now()).toBeLessThanOrEqual(limits.deadlineMs + 100);
+    expect(error).toMatchObject({ code: 'provider_unavailable', transport: 'timeout' });
+    expect(acquiresOf(profileId)).toHaveLength(1);
+    expect(diagnostics).toMatchObject([
+      { attempt: 1, transport: 'timeout', next: 'stop', stop_reason: 'deadline' },
+    ]);
+  });
+
+  it('reattaches after an acquire answer lost once the service created the lease: one context, one navigation', async () => {
+    const profileId = await newProfile();
+    const { provider } = runSide(profileId, 'run_lost_acquire');
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
+    const contextsBefore = worker.handle.browser.contexts().length;
+    const hooks = counter();
+    const navigated = await executeBrowserTool(
+      provider,
+      'browser.navigate',
+      { url: `${origin}/lost-acquire` },
+      call(),
+      hooks,
+    );
+    expect(navigated.observation.title).toBe('briefing');
+    const attempts = acquiresOf(profileId);
+    expect(attempts.map((attempt) => attempt.action)).toEqual(['drop_response', 'pass']);
+    const created = JSON.parse(attempts[0]?.upstreamBody?.toString() ?? '{}') as { lease_id: string };
+    expect(provider.lease?.leaseId).toBe(created.lease_id);
+    expect(worker.handle.browser.contexts().length).toBe(contextsBefore + 1);
+    expect(hits.get('/lost-acquire')).toBe(1);
+    expect(hooks.calls).toBe(1);
+    expect(await admin.getLease(profileId, created.lease_id)).toMatchObject({
+      state: 'live',
+      sequence: 1,
+      effects: 1,
+    });
+  });
+
+  it('never replays a navigate or an act whose answer was lost: the service acted once', async () => {
+    const profileId = await newProfile();
+    const { provider } = runSide(profileId, 'run_lost_effects');
+    const navigated = await executeBrowserTool(
+      provider,
+      'browser.navigate',
+      { url: `${origin}/effects` },
+      call(),
+      counter(),
+    );
+    const leaseId = provider.lease?.leaseId ?? '';
+
+    proxy.inject({ method: 'POST', path: ACT, action: { kind: 'drop_response' } });
+    const lostAct = await rejection(
+      executeBrowserTool(
+        provider,
+        'browser.act',
+        {
+          revision: navigated.observation.revision,
+          element: button(navigated.observation).ref,
+          action: 'click',
+        },
+        call(),
+        counter(),
+      ),
+    );
+    expect(lostAct).toMatchObject({ code: 'outcome_unknown', retryable: false });
+    expect(proxy.seen('POST', ACT).filter((request) => request.path.includes(leaseId))).toHaveLength(1);
+    expect(await admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 2, effects: 2 });
+
+    // The next call starts afresh on a new lease; its navigate's answer is lost too.
+    proxy.inject({ method: 'POST', path: NAVIGATE, action: { kind: 'drop_response' } });
+    const lostNavigate = await rejection(
+      executeBrowserTool(provider, 'browser.navigate', { url: `${origin}/effects-lost` }, call(), counter()),
+    );
+    expect(lostNavigate).toMatchObject({ code: 'outcome_unknown', retryable: false });
+    const navigates = proxy.seen('POST', NAVIGATE).filter((request) => request.path.includes(profileId));
+    expect(navigates.map((request) => request.action)).toEqual(['pass', 'drop_response']);
+    const freshLeaseId = provider.retiredLease?.leaseId ?? '';
+    expect(freshLeaseId).not.toBe(leaseId);
+    expect(hits.get('/effects-lost')).toBe(1);
+    expect(await admin.getLease(profileId, freshLeaseId)).toMatchObject({ sequence: 1, effects: 1 });
+  });
+});
