@@ -18,6 +18,7 @@ import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index
 import { createHttpServer, registerOpsRoutes } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../queues/index.js';
 import { dashboardGate } from './auth.js';
+import { registerAdminRoutes } from './routes-admin.js';
 import { registerV1Routes } from './routes-v1.js';
 
 export interface ApiOptions {
@@ -127,6 +128,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
       );
     },
   });
+  registerAdminRoutes(app, { store });
 
   registerOpsRoutes(app, metrics.registry, () => [
     { name: 'redis', check: async () => (await redis.ping()) === 'PONG' },

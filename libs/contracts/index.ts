@@ -1,3 +1,4 @@
+export * from './api-keys.js';
 export * from './browser-tools.js';
 export * from './data-plane.js';
 export {
