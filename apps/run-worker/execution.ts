@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../libs/config/index.js';
 import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
-import { BrowserLeaseProvider } from '../../libs/provider/index.js';
+import { BOUNDED_ACQUIRE_RETRY, BrowserLeaseProvider } from '../../libs/provider/index.js';
 import {
   BrowserToolExecutor,
   DELEGATE_TOOL_NAME,
@@ -14,7 +14,6 @@ import {
   runExecution,
   ScriptedModel,
   scriptSchema,
-  type ToolCall,
   type ToolOutcome,
   type ToolPolicy,
   type TranscriptEntry,
@@ -187,15 +186,23 @@ export async function executeRun(
           profileId: run.browser_profile_id,
           findWorker: (profileId) => deps.registry.findForProfile(profileId),
           token,
+          // ADR-0177: acquisition alone is retried, three attempts at most, each failure on the run's events.
+          acquireRetry: BOUNDED_ACQUIRE_RETRY,
+          onAcquireAttempt: async (diagnostic) => {
+            refusedUnlessOk(
+              await deps.store.appendEvent(run.id, ownerToken, 'tool.acquire_attempt', { ...diagnostic }),
+              'event',
+            );
+          },
         })
       : undefined;
   const tools = new BrowserToolExecutor(provider, run.deadline_at_ms);
   const port = new StoreRunPort(deps, run, ownerToken);
   const policy: ToolPolicy = {
-    async needsApproval(call: ToolCall) {
-      if (!APPROVAL_TOOLS.has(call.name)) return false;
-      // ADR: a grant is used once per approved action.
-      const use = await deps.store.consumeGrant(run.id, ownerToken);
+    async needsApproval(invocation: Invocation) {
+      if (!APPROVAL_TOOLS.has(invocation.call.name)) return false;
+      // DESIGN §3: a grant is used once per approved action.
+      const use = await deps.store.consumeGrant(run.id, ownerToken, invocation.id);
       return !use.ok;
     },
     async park(invocation) {
@@ -273,9 +280,10 @@ export async function executeRun(
     runHasEnded(after.status) ||
     after.status === 'waiting_user' ||
     after.status === 'waiting_child';
-  // A child that ended resumes its waiting parent.
-  if (after && runHasEnded(after.status)) await resumeParent(deps, after);
   if (doneWithPage) await closeLease(deps, run, provider);
+  // A child that ended resumes its waiting parent — after its page is released, so the parent
+  // (same profile) finds the page free.
+  if (after && runHasEnded(after.status)) await resumeParent(deps, after);
   return end;
 }
 

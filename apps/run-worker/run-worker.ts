@@ -2,7 +2,8 @@ import { type Job, UnrecoverableError, type Worker } from 'bullmq';
 import type { Config } from '../../libs/config/index.js';
 import { runHasEnded } from '../../libs/contracts/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
-import { BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
+import { type LeaseUpkeepDeps, runLeaseUpkeep } from '../../libs/runtime/index.js';
+import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { Counter, type Logger, type Metrics, type ReadinessCheck } from '../../libs/telemetry/index.js';
 import {
@@ -25,6 +26,8 @@ export interface RunWorkerOptions {
   logger: Logger;
   metrics: Metrics;
   redisUrl: string;
+  /** The upkeep's windows and clock (ADR-0127 d5 figures by default); tests shrink them. */
+  upkeep?: Pick<LeaseUpkeepDeps, 'windowMs' | 'stepMs' | 'lifetimeMs' | 'clock'>;
 }
 
 export interface RunWorkerHandle {
@@ -36,9 +39,9 @@ export interface RunWorkerHandle {
 }
 
 /**
- * A run worker: claims `runs` jobs and keeps a lease upkeep timer beside its claim loop. The run
- * loop itself (claim → model ⇄ tools → park or end) is built by the runs issue; until then an
- * execution is checked, counted and completed.
+ * A run worker: claims `runs` jobs (claim → model ⇄ tools → park, wait or end) and runs the lease
+ * upkeep once a minute beside its claim loop (ADR-0127 d6): leases whose runs still need them are
+ * renewed when due, leases of runs done with the page are sealed and closed.
  */
 export async function startRunWorker(options: RunWorkerOptions): Promise<RunWorkerHandle> {
   const { config, logger, metrics } = options;
@@ -52,6 +55,13 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   const upkeepPasses = new Counter({
     name: 'leasehold_lease_upkeep_passes_total',
     help: 'Lease upkeep passes run by this process.',
+    registers: [metrics.registry],
+  });
+
+  const upkeepLeases = new Counter({
+    name: 'leasehold_lease_upkeep_leases_total',
+    help: 'Leases the upkeep renewed, closed (their run was done with the page) or failed to reach.',
+    labelNames: ['action'],
     registers: [metrics.registry],
   });
 
@@ -137,7 +147,24 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     'lease-upkeep',
     config.runWorker.upkeepIntervalMs,
     async () => {
+      const token = config.secrets.dataPlaneToken;
+      if (!token) return;
+      const pass = await runLeaseUpkeep({
+        leases: new RedisLeaseStore(redis, config.redis.keyPrefix),
+        runs: store,
+        workers: deps.registry,
+        dataPlaneToken: token,
+        ...options.upkeep,
+        onError: (lease, error) =>
+          log.warn(
+            { lease_id: lease.id, run_id: lease.scope.run_id, err: error },
+            'lease upkeep: renew or close failed; the next pass tries again',
+          ),
+      });
       upkeepPasses.inc();
+      upkeepLeases.inc({ action: 'renewed' }, pass.renewed.length);
+      upkeepLeases.inc({ action: 'closed' }, pass.closed.length);
+      upkeepLeases.inc({ action: 'failed' }, pass.failed.length);
     },
     log,
   ).start();

@@ -1,6 +1,15 @@
 import type { Config } from '../../libs/config/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
-import { reclaimStalledRuns } from '../../libs/runtime/index.js';
+import {
+  type LeaseReleaseDeps,
+  type ParentResumeDeps,
+  reclaimStalledRuns,
+  resumeParentOf,
+  STALE_APPROVAL_SWEEP_START,
+  type StaleApprovalCursor,
+  sweepDeadlines,
+  sweepStaleApprovals,
+} from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, LeaderLock, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import {
   Counter,
@@ -9,10 +18,14 @@ import {
   type Metrics,
   type ReadinessCheck,
 } from '../../libs/telemetry/index.js';
-import { closeRedis, connectRedis, createRunsQueue } from '../../queues/index.js';
+import { closeRedis, connectRedis, createRunsQueue, enqueueRun } from '../../queues/index.js';
 
 /** Failed jobs looked at per pass (newest first); a reclaimed run is refused on a second look. */
 const RECLAIM_SCAN_JOBS = 199;
+/** Due deadline entries looked at per pass (earliest first); the rest wait for the next pass. */
+const DEADLINE_SWEEP_BATCH = 500;
+/** Runs whose pending approvals are checked per pass, walking the deadline index. */
+const STALE_APPROVAL_SWEEP_BATCH = 200;
 
 export interface SweeperOptions {
   config: Config;
@@ -31,7 +44,8 @@ export interface SweeperHandle {
 /**
  * The maintenance role: one active replica (a Redis leader lock) passes every `SWEEP_INTERVAL_MS`.
  * It holds no lease of its own: it fails runs whose workers stalled past the retry limit
- * (`reclaimed`) and releases their leases.
+ * (`reclaimed`) and runs past their deadline (`deadline_exceeded`), releases their leases, and
+ * expires approvals left pending under runs no longer parked on them.
  */
 export async function startSweeper(options: SweeperOptions): Promise<SweeperHandle> {
   const { config, logger, metrics } = options;
@@ -58,6 +72,37 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
     help: 'Runs failed `reclaimed` because their workers stalled past the retry limit.',
     registers: [metrics.registry],
   });
+  const deadlineExceededRuns = new Counter({
+    name: 'leasehold_runs_deadline_exceeded_total',
+    help: 'Runs failed `deadline_exceeded` by the sweeper: past their deadline without reaching their own check.',
+    registers: [metrics.registry],
+  });
+  const staleApprovals = new Counter({
+    name: 'leasehold_approvals_stale_expired_total',
+    help: 'Pending approvals expired by the sweeper because their run was no longer parked on them.',
+    registers: [metrics.registry],
+  });
+  const release: LeaseReleaseDeps | undefined = config.secrets.dataPlaneToken
+    ? {
+        leases: new RedisLeaseStore(redis, config.redis.keyPrefix),
+        workers: registry,
+        dataPlaneToken: config.secrets.dataPlaneToken,
+      }
+    : undefined;
+  // A run this sweeper ends may be a child its parent waits on: the parent resumes with that end.
+  const parents: ParentResumeDeps = {
+    getRun: (runId) => store.getRun(runId),
+    requeueRun: (runId, requeue) => store.requeueRun(runId, requeue),
+    enqueue: async (run) => {
+      await enqueueRun(queue, { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() });
+    },
+  };
+  const resumeParent = async (runId: string) => {
+    const run = await store.getRun(runId);
+    if (run) await resumeParentOf(parents, run);
+  };
+  // Where the stale-approval walk over the deadline index stopped; a new leader starts a cycle afresh.
+  let approvalCursor: StaleApprovalCursor = STALE_APPROVAL_SWEEP_START;
 
   const task = new IntervalTask(
     'sweeper',
@@ -75,19 +120,41 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
           })),
         failRun: (runId, reason, failOptions) => store.failRun(runId, reason, failOptions),
         getRun: (runId) => store.getRun(runId),
-        release: config.secrets.dataPlaneToken
-          ? {
-              leases: new RedisLeaseStore(redis, config.redis.keyPrefix),
-              workers: registry,
-              dataPlaneToken: config.secrets.dataPlaneToken,
-            }
-          : undefined,
+        release,
         onError: (runId, error) =>
           log.warn({ run_id: runId, err: error }, 'lease release after reclaim failed'),
       });
       if (runs.length > 0) {
         reclaimedRuns.inc(runs.length);
         log.warn({ run_ids: runs }, 'runs reclaimed: their workers stalled past the retry limit');
+        for (const runId of runs) await resumeParent(runId);
+      }
+
+      const deadlines = await sweepDeadlines({
+        store,
+        release,
+        batchSize: DEADLINE_SWEEP_BATCH,
+        onRunEnded: (run) => resumeParent(run.id),
+        onError: (runId, error) =>
+          log.warn({ run_id: runId, err: error }, 'deadline sweep: a step for this run failed'),
+      });
+      deadlineExceededRuns.inc(deadlines.failed.length);
+      for (const runId of deadlines.failed) log.warn({ run_id: runId }, 'run failed: past its deadline');
+
+      const approvals = await sweepStaleApprovals({
+        store,
+        cursor: approvalCursor,
+        batchSize: STALE_APPROVAL_SWEEP_BATCH,
+        onError: (runId, error) =>
+          log.warn({ run_id: runId, err: error }, 'stale approval sweep: run not checked'),
+      });
+      approvalCursor = approvals.cursor;
+      staleApprovals.inc(approvals.expired.length);
+      if (approvals.expired.length > 0) {
+        log.info(
+          { approval_ids: approvals.expired },
+          'stale approvals expired: their runs are no longer parked',
+        );
       }
     },
     log,

@@ -172,6 +172,8 @@ export const RUN_EVENT_TYPES = [
   'model.called',
   'tool.called',
   'tool.completed',
+  /** A failed acquisition attempt (ADR-0177): codes and numbers only, never page content. */
+  'tool.acquire_attempt',
   'message',
 ] as const;
 export const runEventTypeSchema = z.enum(RUN_EVENT_TYPES);

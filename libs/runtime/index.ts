@@ -1,5 +1,18 @@
 export { BROWSER_TOOL_DEFINITIONS, BrowserToolExecutor } from './browser-executor.js';
 export {
+  DEADLINE_SWEEP_BATCH,
+  type DeadlineSweepDeps,
+  type DeadlineSweepOutcome,
+  type DeadlineSweepStore,
+  STALE_APPROVAL_SWEEP_BATCH,
+  STALE_APPROVAL_SWEEP_START,
+  type StaleApprovalCursor,
+  type StaleApprovalSweepDeps,
+  type StaleApprovalSweepOutcome,
+  sweepDeadlines,
+  sweepStaleApprovals,
+} from './deadline-sweep.js';
+export {
   childLimits,
   childOutcome,
   DELEGATE_TOOL_DEFINITION,
@@ -13,6 +26,15 @@ export {
   resumeParentOf,
 } from './delegation.js';
 export { type LeaseReleaseDeps, releaseRunLease } from './lease-release.js';
+export {
+  LEASE_UPKEEP_DEFAULTS,
+  type LeaseUpkeepDeps,
+  leaseStillNeeded,
+  renewalTarget,
+  runLeaseUpkeep,
+  type UpkeepLease,
+  type UpkeepPass,
+} from './lease-upkeep.js';
 export {
   checkModelCall,
   fitBatch,

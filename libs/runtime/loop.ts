@@ -54,8 +54,11 @@ export interface RunPort {
 
 /** What a tool needs from the platform before it runs. */
 export interface ToolPolicy {
-  /** An approval is needed unless a live grant covers the call (then one use of the grant is taken). */
-  needsApproval(call: ToolCall): Promise<boolean>;
+  /**
+   * An approval is needed unless a live grant covers the call (then one use of the grant is taken,
+   * once per invocation: a call resumed after a crash is not charged again).
+   */
+  needsApproval(invocation: Invocation): Promise<boolean>;
   /** Writes a pending approval and parks the run in one step; returns the approval id. */
   park(invocation: Invocation): Promise<string>;
   /**
@@ -254,7 +257,7 @@ async function answerToolCalls(
           await answer(call, step.outcome);
           continue;
         }
-        if (await policy.needsApproval(call))
+        if (await policy.needsApproval(invocation))
           return { kind: 'parked', approvalId: await policy.park(invocation) };
         break;
       case 'approved':

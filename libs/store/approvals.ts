@@ -197,6 +197,7 @@ export async function consumeGrant(
   context: RunStoreContext,
   runId: string,
   ownerToken: string,
+  invocationId: string,
 ): Promise<GrantUse> {
   const [code, detail, values] = await context.redis.consumeGrant(
     context.keys.run(runId),
@@ -204,6 +205,7 @@ export async function consumeGrant(
     context.keys.grants(runId),
     ownerToken,
     context.now(),
+    invocationId,
   );
   if (code === 'ok') {
     const [used, max, expiresAt] = values.map(Number);

@@ -111,26 +111,31 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async getLease(profileId: string, leaseId: string): Promise<LeaseRecord | undefined> {
-    const fields = await this.#redis.hgetall(this.#leaseKey(profileId, leaseId));
-    if (!fields.id) return undefined;
-    return {
-      id: fields.id,
-      profileId,
-      providerRef: fields.provider_ref ?? '',
-      scope: {
-        tenant: fields.tenant ?? '',
-        principal: fields.principal ?? '',
-        run_id: fields.run_id ?? '',
-        attempt: Number(fields.attempt),
-      },
-      state: (fields.state ?? 'closed') as LeaseState,
-      acquiredAtMs: Number(fields.acquired_at),
-      expiresAtMs: Number(fields.expires_at),
-      sequence: Number(fields.seq),
-      effects: Number(fields.effects),
-      closeReason: fields.close_reason as LeaseCloseReason | undefined,
-      sealed: fields.sealed === '1',
-    };
+    return leaseFromFields(profileId, await this.#redis.hgetall(this.#leaseKey(profileId, leaseId)));
+  }
+
+  /**
+   * Every profile's live lease, in three pipelined round trips whatever their number (the run
+   * workers' upkeep reads them once a pass: ADR-0127 d6).
+   */
+  async listLiveLeases(): Promise<LeaseRecord[]> {
+    const profileIds = await this.#redis.smembers(this.#profilesKey());
+    if (profileIds.length === 0) return [];
+    const live = this.#redis.pipeline();
+    for (const id of profileIds) live.get(this.#liveKey(id));
+    const leaseIds = ((await live.exec()) ?? []).map(([, value]) => value as string | null);
+    const held = profileIds.flatMap((profileId, index) => {
+      const leaseId = leaseIds[index];
+      return leaseId ? [{ profileId, leaseId }] : [];
+    });
+    if (held.length === 0) return [];
+    const records = this.#redis.pipeline();
+    for (const { profileId, leaseId } of held) records.hgetall(this.#leaseKey(profileId, leaseId));
+    const replies = (await records.exec()) ?? [];
+    return held.flatMap(({ profileId }, index) => {
+      const lease = leaseFromFields(profileId, replies[index]?.[1] as Record<string, string>);
+      return lease?.state === 'live' ? [lease] : [];
+    });
   }
 
   async liveLeaseId(profileId: string): Promise<string | undefined> {
@@ -264,5 +269,31 @@ function parseProfile(fields: Record<string, string>): StoredProfile | undefined
     sealedBlob: fields.sealed || undefined,
     sealedAtMs: fields.sealed_at ? Number(fields.sealed_at) : undefined,
     createdAtMs: Number(fields.created_at),
+  };
+}
+
+/** A lease hash as the store writes it; undefined for a missing one. */
+function leaseFromFields(
+  profileId: string,
+  fields: Record<string, string> | undefined,
+): LeaseRecord | undefined {
+  if (!fields?.id) return undefined;
+  return {
+    id: fields.id,
+    profileId,
+    providerRef: fields.provider_ref ?? '',
+    scope: {
+      tenant: fields.tenant ?? '',
+      principal: fields.principal ?? '',
+      run_id: fields.run_id ?? '',
+      attempt: Number(fields.attempt),
+    },
+    state: (fields.state ?? 'closed') as LeaseState,
+    acquiredAtMs: Number(fields.acquired_at),
+    expiresAtMs: Number(fields.expires_at),
+    sequence: Number(fields.seq),
+    effects: Number(fields.effects),
+    closeReason: fields.close_reason as LeaseCloseReason | undefined,
+    sealed: fields.sealed === '1',
   };
 }

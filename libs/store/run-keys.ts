@@ -57,6 +57,15 @@ export class RunKeys {
   cancelChannel(): string {
     return `${this.prefix}run-cancel`;
   }
+  /**
+   * Sorted set: the runs not yet known to have ended, scored by deadline (epoch ms), for the
+   * sweeper. One key for the deployment, in a slot of its own (`{deadlines}`); written before each
+   * run script that sets a deadline (submit, retry), so an entry may name a run not yet written or
+   * already ended: the sweep reads the run's record and removes such entries.
+   */
+  runDeadlines(): string {
+    return `${this.prefix}{deadlines}:runs`;
+  }
   /** Sorted set: a tenant's approvals that were pending when written (decided ones are pruned on read). */
   tenantApprovals(tenant: string): string {
     return `${this.prefix}{ten:${tenant}}:approvals`;

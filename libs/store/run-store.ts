@@ -15,6 +15,7 @@ import {
   type RunEventType,
   type RunFailureReason,
   type RunLimits,
+  type RunStatus,
   type RunUsage,
   type RunView,
   recordIdSchema,
@@ -45,9 +46,20 @@ import {
 } from './approvals.js';
 import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { type InvocationRecord, type LedgerOutcome, listInvocations, recordInvocation } from './ledger.js';
+import {
+  expireStaleApprovals,
+  indexRetriedRun,
+  indexSubmittedRun,
+  listDueRunDeadlines,
+  type RunDeadline,
+  reindexFromRecord,
+  type StaleApprovals,
+  scanRunDeadlines,
+  settleRunDeadline,
+} from './run-deadlines.js';
 import { appendEvent, readEvents } from './run-events.js';
 import { RunKeys, type RunStoreContext } from './run-keys.js';
-import { fieldsToRecord, parseRun } from './run-records.js';
+import { fieldsToRecord, parseRun, parseRunStatus } from './run-records.js';
 import { type RunRefusal, type RunTransition, toTransition } from './run-transition.js';
 import { withScripts } from './scripts.js';
 
@@ -174,6 +186,7 @@ export class RunStore {
     const inputJson = canonicalJson(input.input ?? null);
     // Listed before it exists: an index entry whose run was never written reads as absent.
     await redis.zadd(keys.sessionRuns(session.id), 'NX', now, runId);
+    await indexSubmittedRun(this.#context, runId, now + input.timeoutMs);
     const [code, , fields] = await redis.submitRun(
       keys.run(runId),
       keys.events(runId),
@@ -212,6 +225,26 @@ export class RunStore {
       'cancel_requested',
     );
     return status !== 'running' || cancel === '1';
+  }
+
+  /**
+   * Status and deadline of many runs in one pipelined round trip (the lease upkeep's read); a run
+   * that does not exist is absent from the map.
+   */
+  async runStates(
+    runIds: readonly string[],
+  ): Promise<Map<string, { status: RunStatus; deadlineAtMs: number }>> {
+    const states = new Map<string, { status: RunStatus; deadlineAtMs: number }>();
+    if (runIds.length === 0) return states;
+    const pipeline = this.#context.redis.pipeline();
+    for (const runId of runIds) pipeline.hmget(this.#context.keys.run(runId), 'status', 'deadline_at');
+    const replies = (await pipeline.exec()) ?? [];
+    runIds.forEach((runId, index) => {
+      const [status, deadline] = (replies[index]?.[1] ?? []) as Array<string | null>;
+      const parsed = status ? parseRunStatus(status) : undefined;
+      if (parsed) states.set(runId, { status: parsed, deadlineAtMs: Number(deadline) });
+    });
+    return states;
   }
 
   /** The run, or undefined; with `tenant`, another tenant's run reads as absent. */
@@ -377,13 +410,18 @@ export class RunStore {
   /** A failed run as a new attempt: attempt + 1, a new execution, `queued`. */
   async retryRun(tenant: string, runId: string): Promise<RunTransition<'queued'>> {
     if (!recordIdSchema.safeParse(runId).success) return toTransition(runId, ['not_found', '', []], '');
+    const now = this.#context.now();
+    // Indexed at its new deadline before the script sets it (see run-deadlines.ts).
+    const indexed = await indexRetriedRun(this.#context, runId, tenant, now);
     const reply = await this.#context.redis.retryRun(
       this.#context.keys.run(runId),
       this.#context.keys.events(runId),
-      this.#context.now(),
+      now,
       tenant,
     );
-    return toTransition(runId, reply, 'failed');
+    const transition = toTransition<'queued'>(runId, reply, 'failed');
+    if (!transition.ok && indexed) await reindexFromRecord(this.#context, runId);
+    return transition;
   }
 
   /** Adds to a running run's usage, by its owner. Cost in integer micro-USD. */
@@ -438,8 +476,9 @@ export class RunStore {
   deny(tenant: string, approvalId: string, by: string, reason: string): Promise<ApprovalDecision> {
     return decideApproval(this.#context, tenant, approvalId, { approved: false, by, reason });
   }
-  consumeGrant(runId: string, ownerToken: string): Promise<GrantUse> {
-    return consumeGrant(this.#context, runId, ownerToken);
+  /** One use of a live grant for this invocation; asking again for the same one charges nothing. */
+  consumeGrant(runId: string, ownerToken: string, invocationId: string): Promise<GrantUse> {
+    return consumeGrant(this.#context, runId, ownerToken, invocationId);
   }
   listGrants(runId: string): Promise<GrantView[]> {
     return listGrants(this.#context, runId);
@@ -467,5 +506,31 @@ export class RunStore {
   /** True if the tenant's key was live; it answers 401 from now on. */
   revokeApiKey(tenant: string, keyId: string): Promise<boolean> {
     return revokeApiKey(this.#context, tenant, keyId);
+  }
+
+  // Deadlines: the sweeper's (DESIGN §4)
+
+  /** Deadline-index entries due by the store's clock, earliest first, at most `limit`. */
+  listDueRunDeadlines(limit: number): Promise<RunDeadline[]> {
+    return listDueRunDeadlines(this.#context, limit);
+  }
+  /** Re-scores a run's deadline entry to `toMs` if it still carries `fromMs` (a retry's newer one wins). */
+  moveRunDeadline(runId: string, fromMs: number, toMs: number): Promise<boolean> {
+    return settleRunDeadline(this.#context, runId, fromMs, toMs);
+  }
+  /** Removes a run's deadline entry if it still carries `atMs`. */
+  removeRunDeadline(runId: string, atMs: number): Promise<boolean> {
+    return settleRunDeadline(this.#context, runId, atMs, undefined);
+  }
+  /** One ZSCAN step over the deadline index (cursor '0' starts and ends a cycle). */
+  scanRunDeadlines(cursor: string, count: number): Promise<{ cursor: string; runIds: string[] }> {
+    return scanRunDeadlines(this.#context, cursor, count);
+  }
+  /**
+   * Expires the pending approvals of a run that is no longer `parked` (ended, re-queued, gone) and
+   * drops its settled approvals from the tenant's pending index.
+   */
+  expireStaleApprovals(runId: string): Promise<StaleApprovals> {
+    return expireStaleApprovals(this.#context, runId);
   }
 }

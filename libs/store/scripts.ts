@@ -85,6 +85,12 @@ export interface ScriptCommands {
     grantsKey: string,
     ...argv: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
+  settleRunDeadline(deadlinesKey: string, ...argv: Arg[]): Promise<number>;
+  expireStaleApprovals(
+    runKey: string,
+    approvalsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, string[], string[]]>;
 }
 
 const loaded = new WeakSet<Redis>();

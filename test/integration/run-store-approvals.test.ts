@@ -191,13 +191,34 @@ describe('the run store: approvals and task grants', () => {
       })) as RunTransition,
     );
     ran(await store.claimRun(run.id, 2, 'w2'));
-    expect(await store.consumeGrant(run.id, 'w1')).toMatchObject({ ok: false, code: 'not_owner' });
+    expect(await store.consumeGrant(run.id, 'w1', 'inv-0')).toMatchObject({ ok: false, code: 'not_owner' });
     const uses = [];
-    for (let i = 0; i < 4; i++) uses.push(await store.consumeGrant(run.id, 'w2'));
+    for (let i = 0; i < 4; i++) uses.push(await store.consumeGrant(run.id, 'w2', `inv-${i}`));
     expect(uses.map((use) => (use.ok ? use.usedActions : use.code))).toEqual([1, 2, 3, 'no_live_grant']);
     expect((await store.listGrants(run.id))[0]?.used_actions).toBe(3);
     const grantEvents = (await store.readEvents(run.id)).filter((event) => event.type === 'grant.used');
     expect(grantEvents.map((event) => event.data.used)).toEqual([1, 2, 3]);
+  });
+
+  it('charges one use per invocation, however often a resumed call asks again', async () => {
+    const { run, approvalId } = await parkedOnApproval('w1');
+    ran(
+      (await store.approve(TENANT, approvalId, 'alice', {
+        duration_ms: 5 * MINUTE_MS,
+        max_actions: 2,
+      })) as RunTransition,
+    );
+    ran(await store.claimRun(run.id, 2, 'w2'));
+    const first = await store.consumeGrant(run.id, 'w2', 'run-a1-s3-i0');
+    const again = await store.consumeGrant(run.id, 'w2', 'run-a1-s3-i0');
+    expect([first, again].map((use) => (use.ok ? use.usedActions : use.code))).toEqual([1, 1]);
+    expect(await store.consumeGrant(run.id, 'w2', 'run-a1-s4-i0')).toMatchObject({
+      ok: true,
+      usedActions: 2,
+    });
+    expect((await store.listGrants(run.id))[0]?.used_actions).toBe(2);
+    const grantEvents = (await store.readEvents(run.id)).filter((event) => event.type === 'grant.used');
+    expect(grantEvents).toHaveLength(2);
   });
 
   it('never lets racing uses of a grant pass its count', async () => {
@@ -209,7 +230,9 @@ describe('the run store: approvals and task grants', () => {
       })) as RunTransition,
     );
     ran(await store.claimRun(run.id, 2, 'w2'));
-    const uses = await Promise.all(Array.from({ length: 20 }, () => store.consumeGrant(run.id, 'w2')));
+    const uses = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => store.consumeGrant(run.id, 'w2', `inv-${i}`)),
+    );
     expect(uses.filter((use) => use.ok)).toHaveLength(5);
   });
 
@@ -223,14 +246,20 @@ describe('the run store: approvals and task grants', () => {
     );
     ran(await store.claimRun(run.id, 2, 'w2'));
     nowMs += 2 * MINUTE_MS - 1;
-    expect(await store.consumeGrant(run.id, 'w2')).toMatchObject({ ok: true, usedActions: 1 });
+    expect(await store.consumeGrant(run.id, 'w2', 'inv-1')).toMatchObject({ ok: true, usedActions: 1 });
     nowMs += 1;
-    expect(await store.consumeGrant(run.id, 'w2')).toMatchObject({ ok: false, code: 'no_live_grant' });
+    expect(await store.consumeGrant(run.id, 'w2', 'inv-2')).toMatchObject({
+      ok: false,
+      code: 'no_live_grant',
+    });
   });
 
   it('answers no live grant for a run that was never granted one', async () => {
     const run = await runningRun('w');
-    expect(await store.consumeGrant(run.id, 'w')).toMatchObject({ ok: false, code: 'no_live_grant' });
+    expect(await store.consumeGrant(run.id, 'w', 'inv-1')).toMatchObject({
+      ok: false,
+      code: 'no_live_grant',
+    });
   });
 
   it('does not carry a grant over to a retried attempt', async () => {
@@ -245,6 +274,9 @@ describe('the run store: approvals and task grants', () => {
     ran(await store.finishRun(run.id, 'w2', { status: 'failed', reason: 'model_error', message: 'x' }));
     const retried = ran(await store.retryRun(TENANT, run.id));
     ran(await store.claimRun(run.id, retried.execution, 'w3'));
-    expect(await store.consumeGrant(run.id, 'w3')).toMatchObject({ ok: false, code: 'no_live_grant' });
+    expect(await store.consumeGrant(run.id, 'w3', 'inv-1')).toMatchObject({
+      ok: false,
+      code: 'no_live_grant',
+    });
   });
 });

@@ -87,7 +87,7 @@ class RecordingTools implements ToolExecutor {
 
 class ApprovalPolicy implements ToolPolicy {
   constructor(private readonly run: MemoryRun) {}
-  async needsApproval(call: ToolCall) {
+  async needsApproval({ call }: Invocation) {
     return call.name === 'browser.act';
   }
   async park({ id }: Invocation) {

@@ -1,0 +1,155 @@
+import type { RunStatus } from '../contracts/index.js';
+import { DataPlaneClient } from '../provider/index.js';
+
+/** ADR-0127 d5–d6: renew within five minutes of expiry, 15 minutes a step, 60 minutes a lease. */
+export const LEASE_UPKEEP_DEFAULTS = Object.freeze({
+  windowMs: 5 * 60_000,
+  stepMs: 15 * 60_000,
+  lifetimeMs: 60 * 60_000,
+  concurrency: 32,
+});
+
+/** A live lease as the upkeep reads it from the lease store. */
+export interface UpkeepLease {
+  id: string;
+  profileId: string;
+  providerRef: string;
+  scope: { run_id: string };
+  acquiredAtMs: number;
+  expiresAtMs: number;
+}
+
+export interface LeaseUpkeepDeps {
+  leases: { listLiveLeases(): Promise<UpkeepLease[]> };
+  /** Each run's status and deadline, in one read for many; a run missing from the map is gone. */
+  runs: {
+    runStates(runIds: readonly string[]): Promise<Map<string, { status: RunStatus; deadlineAtMs: number }>>;
+  };
+  workers: { list(): Promise<Array<{ id: string; url: string }>> };
+  dataPlaneToken: string;
+  clock?: () => number;
+  /** A lease expiring within this is renewed. Default 5 minutes. */
+  windowMs?: number;
+  /** The most one renewal may add past now. Default 15 minutes (the service's cap). */
+  stepMs?: number;
+  /** A lease never lives past this after it was acquired. Default 60 minutes (the service's cap). */
+  lifetimeMs?: number;
+  /** Data-plane calls in flight at once. Default 32. */
+  concurrency?: number;
+  onError?: (lease: UpkeepLease, error: unknown) => void;
+}
+
+export interface UpkeepPass {
+  renewed: string[];
+  closed: string[];
+  /** Leases whose run still needs them and that are not due yet, or already at their last expiry. */
+  kept: number;
+  failed: string[];
+}
+
+/**
+ * ADR-0127 d4: a run needs its page while it is running (here or elsewhere), queued to resume, or
+ * parked on its own approval. An end, `waiting_user` or `waiting_child` is done with it.
+ */
+export function leaseStillNeeded(status: RunStatus | undefined): boolean {
+  return status === 'running' || status === 'queued' || status === 'parked';
+}
+
+/**
+ * The expiry a due lease is renewed to, or undefined when it cannot go further: one step past its
+ * current expiry less the window (so never more than a step past now), never past its lifetime
+ * or its run's deadline. Deterministic from the lease and run alone, so two run workers passing
+ * at once ask for the same expiry (one idempotency key: one renewal).
+ */
+export function renewalTarget(
+  lease: Pick<UpkeepLease, 'acquiredAtMs' | 'expiresAtMs'>,
+  runDeadlineAtMs: number,
+  nowMs: number,
+  { windowMs, stepMs, lifetimeMs }: { windowMs: number; stepMs: number; lifetimeMs: number },
+): number | undefined {
+  if (lease.expiresAtMs - nowMs > windowMs) return undefined;
+  const target = Math.min(
+    Math.max(lease.expiresAtMs, nowMs) + stepMs - windowMs,
+    lease.acquiredAtMs + lifetimeMs,
+    runDeadlineAtMs,
+  );
+  return target > lease.expiresAtMs ? target : undefined;
+}
+
+/**
+ * One upkeep pass (ADR-0127 d5–d6), beside each run worker's claim loop: every live lease whose run
+ * still needs it and that expires within the window is renewed; a lease whose run is done with the
+ * page is sealed and closed. Reads are three pipelined round trips for the leases and one for the
+ * runs, whatever their number; each renewal or close is one data-plane call to the lease's worker.
+ */
+export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass> {
+  const now = (deps.clock ?? Date.now)();
+  const windows = {
+    windowMs: deps.windowMs ?? LEASE_UPKEEP_DEFAULTS.windowMs,
+    stepMs: deps.stepMs ?? LEASE_UPKEEP_DEFAULTS.stepMs,
+    lifetimeMs: deps.lifetimeMs ?? LEASE_UPKEEP_DEFAULTS.lifetimeMs,
+  };
+  const pass: UpkeepPass = { renewed: [], closed: [], kept: 0, failed: [] };
+  const leases = (await deps.leases.listLiveLeases()).filter((lease) => lease.expiresAtMs > now);
+  if (leases.length === 0) return pass;
+  const runs = await deps.runs.runStates([...new Set(leases.map((lease) => lease.scope.run_id))]);
+  const clients = new Map(
+    (await deps.workers.list()).map((worker) => [
+      worker.id,
+      new DataPlaneClient({ baseUrl: worker.url, token: deps.dataPlaneToken }),
+    ]),
+  );
+
+  const work: Array<{ lease: UpkeepLease; run: () => Promise<void> }> = [];
+  for (const lease of leases) {
+    const client = clients.get(lease.providerRef);
+    // A worker that is gone took the page with it; its restart revokes the lease, or it expires.
+    if (!client) continue;
+    const run = runs.get(lease.scope.run_id);
+    const limits = { deadlineMs: Date.now() + 15_000 };
+    if (!leaseStillNeeded(run?.status)) {
+      work.push({
+        lease,
+        run: async () => {
+          await client.close(lease.profileId, lease.id, { seal: true }, limits);
+          pass.closed.push(lease.id);
+        },
+      });
+      continue;
+    }
+    const target = renewalTarget(lease, run?.deadlineAtMs ?? now, now, windows);
+    if (target === undefined) {
+      pass.kept += 1;
+      continue;
+    }
+    work.push({
+      lease,
+      run: async () => {
+        await client.renew(lease.profileId, lease.id, target, limits);
+        pass.renewed.push(lease.id);
+      },
+    });
+  }
+  await inLanes(work, deps.concurrency ?? LEASE_UPKEEP_DEFAULTS.concurrency, (lease, error) => {
+    pass.failed.push(lease.id);
+    deps.onError?.(lease, error);
+  });
+  return pass;
+}
+
+/** Runs `tasks` with at most `limit` in flight; a failure is reported and the rest go on. */
+async function inLanes(
+  tasks: ReadonlyArray<{ lease: UpkeepLease; run: () => Promise<void> }>,
+  limit: number,
+  onFailure: (lease: UpkeepLease, error: unknown) => void,
+): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < tasks.length) {
+      const task = tasks[next];
+      next += 1;
+      if (task) await task.run().catch((error: unknown) => onFailure(task.lease, error));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, lane));
+}

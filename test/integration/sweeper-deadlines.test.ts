@@ -1,0 +1,99 @@
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type SweeperHandle, startSweeper } from '../../apps/sweeper/sweeper.js';
+import { loadConfig } from '../../libs/config/index.js';
+import type { RunLimits, RunView } from '../../libs/contracts/index.js';
+import { RunStore } from '../../libs/store/index.js';
+import { createMetrics, type Metrics } from '../../libs/telemetry/index.js';
+import { closeRedis, connectRedis } from '../../queues/index.js';
+import { silentLogger } from '../fixtures/logger.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { createTestSession, ran } from '../fixtures/run-store.js';
+
+const LIMITS: RunLimits = {
+  max_steps: 32,
+  max_model_calls: 24,
+  max_tool_calls: 64,
+  reserve_model_calls: 2,
+  reserve_tool_calls: 4,
+  max_cost_micro_usd: null,
+  cost_reserve_micro_usd: 0,
+};
+const TENANT = 'acme';
+
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > until) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe('the sweeper: deadlines', () => {
+  const prefix = uniquePrefix('sweeper-deadlines');
+  let redis: Redis;
+  let store: RunStore;
+  let sweeper: SweeperHandle;
+  let metrics: Metrics;
+  let sessionId: string;
+
+  beforeAll(async () => {
+    redis = await connectRedis(testRedisUrl(), 'worker', 'test-sweeper-deadlines');
+    store = new RunStore(redis, `${prefix}:`);
+    sessionId = await createTestSession(store, TENANT, { instructions: 'answer' });
+    metrics = createMetrics({ role: 'sweeper' });
+    sweeper = await startSweeper({
+      config: loadConfig({
+        REDIS_URL: testRedisUrl(),
+        LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+        QUEUE_PREFIX: prefix,
+        SWEEP_INTERVAL_MS: '50',
+        LOG_LEVEL: 'silent',
+      }),
+      logger: silentLogger(),
+      metrics,
+      redisUrl: testRedisUrl(),
+    });
+  });
+  afterAll(async () => {
+    await sweeper?.close();
+    await deletePrefixedKeys(redis, prefix);
+    await closeRedis(redis);
+  });
+
+  async function submit(timeoutMs: number): Promise<RunView> {
+    const { run } = await store.submitRun({
+      tenant: TENANT,
+      principal: 'alice',
+      sessionId,
+      input: null,
+      limits: LIMITS,
+      timeoutMs,
+    });
+    return run;
+  }
+
+  it('fails a parked run past its deadline, expires its approval and counts it', async () => {
+    const run = await submit(300);
+    ran(await store.claimRun(run.id, 1, 'w1'));
+    const { approvalId } = await store.requestApproval(run.id, 'w1', {
+      invocationId: 'a1:1:0',
+      tool: 'browser.act',
+      arguments: {},
+    });
+    const patient = await submit(600_000);
+
+    const failed = await eventually(
+      () => store.getRun(run.id),
+      (current) => current?.status === 'failed',
+    );
+    expect(failed).toMatchObject({ status: 'failed', error: { reason: 'deadline_exceeded' } });
+    expect((await store.getApproval(TENANT, approvalId))?.status).toBe('expired');
+    expect(await store.listPendingApprovals(TENANT)).toEqual([]);
+    expect((await store.getRun(patient.id))?.status).toBe('queued');
+
+    const counter = await metrics.registry.getSingleMetric('leasehold_runs_deadline_exceeded_total')?.get();
+    expect(counter?.values[0]?.value).toBe(1);
+  });
+});
