@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../libs/config/index.js';
-import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
+import { type AgentDefinition, type RunView, runHasEnded } from '../../libs/contracts/index.js';
 import { BOUNDED_ACQUIRE_RETRY, BrowserLeaseProvider } from '../../libs/provider/index.js';
 import {
   BrowserToolExecutor,
@@ -8,6 +8,7 @@ import {
   type ExecutionEnd,
   type Invocation,
   type InvocationState,
+  leaseStillNeeded,
   type Model,
   ModelError,
   type RunPort,
@@ -44,6 +45,7 @@ export interface ExecutionDeps {
 /** The run as the loop sees it, over the run store; every write carries this worker's owner token. */
 class StoreRunPort implements RunPort {
   #current: RunView;
+  #unwrittenInput: TranscriptEntry | undefined;
 
   constructor(
     private readonly deps: ExecutionDeps,
@@ -70,12 +72,16 @@ class StoreRunPort implements RunPort {
       kind: 'input',
       text: typeof input === 'string' ? input : (input.text ?? ''),
     };
-    await this.deps.transcripts.append(this.run.id, this.ownerToken, first);
+    // Written with the first model turn, in the same round trip: a run that crashes before it
+    // starts again from its input anyway.
+    this.#unwrittenInput = first;
     return [first];
   }
 
-  appendTranscript(entry: TranscriptEntry): Promise<void> {
-    return this.deps.transcripts.append(this.run.id, this.ownerToken, entry);
+  async appendTranscript(entry: TranscriptEntry): Promise<void> {
+    const entries = this.#unwrittenInput ? [this.#unwrittenInput, entry] : [entry];
+    await this.deps.transcripts.append(this.run.id, this.ownerToken, ...entries);
+    this.#unwrittenInput = undefined;
   }
 
   /** Usage as this owner last wrote it: only the owner adds to it, so no read is needed. */
@@ -154,6 +160,21 @@ class StoreRunPort implements RunPort {
   }
 }
 
+/** Agent versions are content-addressed, so never change: each is read from Redis once per process. */
+const agentVersions = new Map<string, AgentDefinition>();
+const AGENT_VERSIONS_CACHED = 1_000;
+
+async function agentVersion(store: RunStore, run: RunView): Promise<AgentDefinition | undefined> {
+  const key = `${run.tenant}\n${run.agent_id}\n${run.agent_version}`;
+  const cached = agentVersions.get(key);
+  if (cached) return cached;
+  const agent = await store.getAgentVersion(run.tenant, run.agent_id, run.agent_version);
+  if (!agent) return undefined;
+  if (agentVersions.size >= AGENT_VERSIONS_CACHED) agentVersions.clear();
+  agentVersions.set(key, agent);
+  return agent;
+}
+
 function modelFor(agentModel: string, run: RunView): Model {
   if (agentModel === 'scripted') {
     const script = scriptSchema.safeParse(
@@ -177,7 +198,7 @@ export async function executeRun(
   ownerToken: string,
   signal: AbortSignal,
 ): Promise<ExecutionEnd> {
-  const agent = await deps.store.getAgentVersion(run.tenant, run.agent_id, run.agent_version);
+  const agent = await agentVersion(deps.store, run);
   const token = deps.config.secrets.dataPlaneToken;
   const provider =
     run.browser_profile_id && token
@@ -186,6 +207,9 @@ export async function executeRun(
           profileId: run.browser_profile_id,
           findWorker: (profileId) => deps.registry.findForProfile(profileId),
           token,
+          // ADR-0127 d7: another run's lease is sealed and replaced only once that run is done with its page.
+          holderNeedsPage: async (holderRunId) =>
+            leaseStillNeeded((await deps.store.getRun(holderRunId))?.status),
           // ADR-0177: acquisition alone is retried, three attempts at most, each failure on the run's events.
           acquireRetry: BOUNDED_ACQUIRE_RETRY,
           onAcquireAttempt: async (diagnostic) => {
@@ -245,36 +269,38 @@ export async function executeRun(
     end = { kind: 'failed', reason: 'model_error', detail: error.message };
   }
 
+  // The run as its own end left it; a park or wait is read again (ADR-0127 d4, below).
+  let ended: RunView | undefined;
   switch (end.kind) {
     case 'succeeded':
-      refusedUnlessOk(
+      ended = finished(
         await deps.store.finishRun(run.id, ownerToken, {
           status: 'succeeded',
           result: { answer: end.answer },
         }),
-        'finish',
       );
       break;
     case 'failed':
-      refusedUnlessOk(
+      ended = finished(
         await deps.store.finishRun(run.id, ownerToken, {
           status: 'failed',
           reason: end.reason,
           message: end.detail,
         }),
-        'finish',
       );
       break;
-    case 'cancelled':
-      await deps.store.finishRun(run.id, ownerToken, { status: 'cancelled' });
+    case 'cancelled': {
+      const cancelled = await deps.store.finishRun(run.id, ownerToken, { status: 'cancelled' });
+      ended = cancelled.ok ? cancelled.run : undefined;
       break;
+    }
     case 'parked':
     case 'waiting_child':
       break;
   }
 
   // ADR-0127 d4: read the status again, after the approvals were written.
-  const after = await deps.store.getRun(run.id);
+  const after = ended ?? (await deps.store.getRun(run.id));
   const doneWithPage =
     !after ||
     runHasEnded(after.status) ||
@@ -285,6 +311,12 @@ export async function executeRun(
   // (same profile) finds the page free.
   if (after && runHasEnded(after.status)) await resumeParent(deps, after);
   return end;
+}
+
+function finished(transition: Awaited<ReturnType<RunStore['finishRun']>>): RunView {
+  refusedUnlessOk(transition, 'finish');
+  if (!transition.ok) throw new RunLost('finish');
+  return transition.run;
 }
 
 /** Seals and closes the run's lease, if it holds one; a failure is left to the upkeep. */

@@ -172,7 +172,11 @@ export class LeaseService {
           throw new DataPlaneError(
             'profile_unavailable',
             `profile ${profileId} is leased to run ${outcome.runId} attempt ${outcome.attempt}`,
-            { holder_run_id: outcome.runId, holder_attempt: outcome.attempt },
+            {
+              holder_run_id: outcome.runId,
+              holder_attempt: outcome.attempt,
+              holder_lease_id: outcome.leaseId,
+            },
           );
         default:
           return assertNever(outcome);

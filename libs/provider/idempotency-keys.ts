@@ -26,3 +26,13 @@ export function renewIdempotencyKey(leaseId: string, requestedExpiresAtMs: numbe
 export function closeIdempotencyKey(leaseId: string, seal: boolean): string {
   return `close.${digest(`${leaseId}\n${seal ? 'seal' : 'discard'}`)}`;
 }
+
+/**
+ * ADR-0127 d7: the one acquire an invocation sends after sealing another run's lease. The first
+ * acquire's key already holds the stored conflict, so the replacement needs its own, derived from the
+ * invocation and the lease it replaced: a resumed worker repeating the step replays it.
+ */
+export function replacingAcquireIdempotencyKey(invocationId: string, replacedLeaseId: string): string {
+  if (invocationId.length === 0) throw new TypeError('an invocation id is required to acquire a lease');
+  return `acquire.${digest(`${invocationId}\nreplacing ${replacedLeaseId}`)}`;
+}

@@ -48,7 +48,12 @@ export {
   REFUSALS_BEFORE_DISPATCH,
   type TransportFailure,
 } from './errors.js';
-export { acquireIdempotencyKey, closeIdempotencyKey, renewIdempotencyKey } from './idempotency-keys.js';
+export {
+  acquireIdempotencyKey,
+  closeIdempotencyKey,
+  renewIdempotencyKey,
+  replacingAcquireIdempotencyKey,
+} from './idempotency-keys.js';
 export {
   BrowserLeaseProvider,
   type BrowserLeaseProviderOptions,

@@ -14,7 +14,7 @@ import {
   DEFAULT_LEASE_CALL_TIMEOUT_MS,
 } from './client.js';
 import { ProviderError } from './errors.js';
-import { acquireIdempotencyKey } from './idempotency-keys.js';
+import { acquireIdempotencyKey, replacingAcquireIdempotencyKey } from './idempotency-keys.js';
 
 /** Where a browser worker answers: its id (a lease's provider reference) and its data-plane URL. */
 export interface BrowserWorkerLocation {
@@ -59,6 +59,22 @@ export interface BrowserLeaseProviderOptions {
    * run's events (ADR-0177). A throw (say, the run was lost) ends the acquisition with that error.
    */
   onAcquireAttempt?: (diagnostic: AcquireAttemptDiagnostic) => Promise<void> | void;
+  /**
+   * Whether the run holding another run's live lease on the profile still needs its page (ADR-0127
+   * d7): true while it is running, queued to resume or parked on its own approval. The run worker
+   * passes one backed by the run store (libs/provider reads no run state itself). While it answers
+   * true a newcomer is refused `profile_unavailable`; once it answers false, the newcomer seals and
+   * closes that lease and acquires once more. Without a reader the lease is always replaced, so a
+   * provider that shares a profile with runs still in progress must be given one. A reader that
+   * throws leaves the page with its holder.
+   */
+  holderNeedsPage?: (runId: string) => Promise<boolean>;
+}
+
+/** Another run's live lease an acquire met: who holds it, and which lease. */
+interface ConflictingHolder {
+  runId: string;
+  leaseId: string;
 }
 
 /** Why a held lease stops being used. */
@@ -131,17 +147,27 @@ export class BrowserLeaseProvider {
     // Deadlines are wall-clock epoch ms (CallLimits); every attempt and delay shares this one.
     const deadlineMs = limits.deadlineMs ?? Date.now() + DEFAULT_LEASE_CALL_TIMEOUT_MS;
     const attemptLimits: CallLimits = { ...limits, deadlineMs };
-    const lease = await acquireWithRetry(
-      () => this.#acquireOnce(worker, request, idempotencyKey, attemptLimits),
-      {
-        policy: this.#acquireRetry,
-        invocationId,
-        deadlineMs,
-        signal: limits.signal,
-        clock: Date.now,
-        onAttemptFailed: this.#options.onAcquireAttempt,
-      },
-    );
+    let lease: LeaseView;
+    try {
+      lease = await acquireWithRetry(
+        () => this.#acquireOnce(worker, request, idempotencyKey, attemptLimits),
+        {
+          policy: this.#acquireRetry,
+          invocationId,
+          deadlineMs,
+          signal: limits.signal,
+          clock: Date.now,
+          onAttemptFailed: this.#options.onAcquireAttempt,
+        },
+      );
+    } catch (error) {
+      // ADR-0127 d7: a conflict is never retried; replacing an ended run's lease is one step after it.
+      const holder = await this.#replaceableHolder(error);
+      if (!holder) throw error;
+      await this.#sealHolder(worker, holder, attemptLimits);
+      const replacingKey = replacingAcquireIdempotencyKey(invocationId, holder.leaseId);
+      lease = await this.#acquireOnce(worker, request, replacingKey, attemptLimits);
+    }
     this.#held = {
       leaseId: lease.lease_id,
       profileId: this.profileId,
@@ -152,6 +178,45 @@ export class BrowserLeaseProvider {
       sequence: lease.sequence,
     };
     return { ...this.#held };
+  }
+
+  /**
+   * ADR-0127 d7: the holder whose lease a refused acquire may replace — another run's, named by the
+   * service, that no longer needs its page (or no reader is configured). Undefined keeps the refusal.
+   */
+  async #replaceableHolder(error: unknown): Promise<ConflictingHolder | undefined> {
+    if (!(error instanceof ProviderError)) return undefined;
+    if (error.operation !== 'acquire' || error.serviceCode !== 'profile_unavailable') return undefined;
+    const runId = error.facts.holder_run_id;
+    // Refused for another reason (protected, not served): no holder, nothing to replace.
+    if (typeof runId !== 'string') return undefined;
+    // Another attempt of this same run: the run still runs, so its page is never another run's to take.
+    if (runId === this.scope.run_id) return undefined;
+    const needsPage = this.#options.holderNeedsPage;
+    if (needsPage) {
+      try {
+        if (await needsPage(runId)) return undefined;
+      } catch {
+        // The holder's state is unknown: sealing a page it may still need is the fault d7 forbids.
+        return undefined;
+      }
+    }
+    const leaseId = error.facts.holder_lease_id;
+    // A lease the service does not name cannot be closed: the refusal stands.
+    return typeof leaseId === 'string' ? { runId, leaseId } : undefined;
+  }
+
+  /** Seals and closes an ended holder's lease (ADR-0127 d7); one the service no longer knows is gone already. */
+  async #sealHolder(
+    worker: BrowserWorkerLocation,
+    holder: ConflictingHolder,
+    limits: CallLimits,
+  ): Promise<void> {
+    try {
+      await this.#client(worker.url).close(this.profileId, holder.leaseId, { seal: true }, limits);
+    } catch (error) {
+      if (!(error instanceof ProviderError && error.code === 'lease_expired')) throw error;
+    }
   }
 
   /** One acquisition attempt: the acquire, and for a replayed answer a read of the lease as it is now. */

@@ -106,12 +106,11 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
     // A worker that is gone took the page with it; its restart revokes the lease, or it expires.
     if (!client) continue;
     const run = runs.get(lease.scope.run_id);
-    const limits = { deadlineMs: Date.now() + 15_000 };
     if (!leaseStillNeeded(run?.status)) {
       work.push({
         lease,
         run: async () => {
-          await client.close(lease.profileId, lease.id, { seal: true }, limits);
+          await client.close(lease.profileId, lease.id, { seal: true }, callLimits());
           pass.closed.push(lease.id);
         },
       });
@@ -125,7 +124,7 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
     work.push({
       lease,
       run: async () => {
-        await client.renew(lease.profileId, lease.id, target, limits);
+        await client.renew(lease.profileId, lease.id, target, callLimits());
         pass.renewed.push(lease.id);
       },
     });
@@ -135,6 +134,11 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
     deps.onError?.(lease, error);
   });
   return pass;
+}
+
+/** Each data-plane call's own deadline, from when it starts (not when the pass was planned). */
+function callLimits(): { deadlineMs: number } {
+  return { deadlineMs: Date.now() + 15_000 };
 }
 
 /** Runs `tasks` with at most `limit` in flight; a failure is reported and the rest go on. */

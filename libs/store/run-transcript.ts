@@ -42,15 +42,19 @@ export class RunTranscripts {
     return (await this.#redis.lrange(this.#key(runId), 0, -1)).map((entry) => JSON.parse(entry) as T);
   }
 
-  /** Appends for the run's owner; throws {@link TranscriptWriteRefused} for anyone else. */
-  async append(runId: string, ownerToken: string, entry: unknown): Promise<void> {
+  /**
+   * Appends for the run's owner, several entries in one round trip; throws
+   * {@link TranscriptWriteRefused} for anyone else, and writes nothing then.
+   */
+  async append(runId: string, ownerToken: string, ...entries: unknown[]): Promise<void> {
+    if (entries.length === 0) return;
     const [status, detail] = (
       await this.#redis.appendTranscript(
         this.#runKey(runId),
         this.#key(runId),
         ownerToken,
-        JSON.stringify(entry),
         MAX_TRANSCRIPT_ENTRIES,
+        ...entries.map((entry) => JSON.stringify(entry)),
       )
     ).map(String);
     if (status === 'not_owner')

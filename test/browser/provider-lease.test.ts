@@ -73,6 +73,8 @@ describe('browser lease provider', () => {
       profileId,
       findWorker,
       token: TEST_TOKEN,
+      // Every run here still needs its page (ADR-0127 d7: a newcomer is refused, never replaces it).
+      holderNeedsPage: async () => true,
     });
   }
 

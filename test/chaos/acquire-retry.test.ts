@@ -97,6 +97,7 @@ describe('bounded acquisition retry through a faulty network', () => {
       profileId,
       findWorker: async () => ({ id: 'bw-test', url: proxy.url }),
       token: options.token ?? TEST_TOKEN,
+      holderNeedsPage: async () => true,
       ...(options.retry === false ? {} : { acquireRetry: BOUNDED_ACQUIRE_RETRY }),
       onAcquireAttempt: async (diagnostic) => {
         diagnostics.push(diagnostic);

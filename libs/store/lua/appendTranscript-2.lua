@@ -1,5 +1,5 @@
 --[[
-  Appends one entry to a running run's transcript, for its owner only: a worker that lost the run
+  Appends entries to a running run's transcript, for its owner only: a worker that lost the run
   writes nothing (DESIGN §4).
 
   Input:
@@ -7,17 +7,18 @@
     KEYS[2] the run's transcript  ({run:ID}:transcript)
 
     ARGV[1] the owner token
-    ARGV[2] the entry (JSON)
-    ARGV[3] most entries kept
+    ARGV[2] most entries kept
+    ARGV[3..] the entries, in order (JSON each)
 
-  Output: {'ok', length} | {'not_owner', status}
+  Output: {'ok', length} | {'not_owner', status} | {'too_long', length}
 ]]
 local f = redis.call("HMGET", KEYS[1], "status", "owner")
 if f[1] ~= "running" or f[2] ~= ARGV[1] then
   return {"not_owner", f[1] or "missing"}
 end
-local length = redis.call("RPUSH", KEYS[2], ARGV[2])
-if length > tonumber(ARGV[3]) then
+local length = redis.call("LLEN", KEYS[2]) + #ARGV - 2
+if length > tonumber(ARGV[2]) then
   return {"too_long", length}
 end
+for i = 3, #ARGV do redis.call("RPUSH", KEYS[2], ARGV[i]) end
 return {"ok", length}

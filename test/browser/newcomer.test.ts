@@ -1,0 +1,151 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BrowserLeaseProvider, DataPlaneClient, ProviderError } from '../../libs/provider/index.js';
+import { BrowserWorkerRegistry, RedisLeaseStore } from '../../libs/store/index.js';
+import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+
+/**
+ * ADR-0127 d7: a newcomer run cannot take a page another run still needs; once that run has ended,
+ * the newcomer's provider seals and replaces its lease. The holder and the newcomer are separate
+ * providers, as two run workers would have, meeting only through the lease service.
+ */
+describe('a newcomer run on a profile another run holds', () => {
+  const prefix = uniquePrefix('newcomer');
+  let worker: TestBrowserWorker;
+  let redis: Redis;
+  let registry: BrowserWorkerRegistry;
+  let leases: RedisLeaseStore;
+  let admin: DataPlaneClient;
+
+  beforeAll(async () => {
+    worker = await startTestBrowserWorker({ prefix });
+    redis = new Redis(testRedisUrl());
+    registry = new BrowserWorkerRegistry(redis, `${prefix}:`);
+    leases = new RedisLeaseStore(redis, `${prefix}:`);
+    admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
+  });
+
+  afterAll(async () => {
+    await worker?.handle.close();
+    if (redis) {
+      await deletePrefixedKeys(redis, prefix);
+      redis.disconnect();
+    }
+  });
+
+  let profiles = 0;
+  async function newProfile(): Promise<string> {
+    profiles += 1;
+    const id = `newcomer-${profiles}`;
+    await admin.createProfile({
+      id,
+      tenant: 't1',
+      principal: 'owner',
+      allowed_origins: ['http://127.0.0.1'],
+    });
+    return id;
+  }
+
+  /** One run worker's provider for `runId`, reading run state through `holderNeedsPage`. */
+  function workerProvider(
+    profileId: string,
+    runId: string,
+    holderNeedsPage?: (runId: string) => Promise<boolean>,
+  ): BrowserLeaseProvider {
+    return new BrowserLeaseProvider({
+      scope: { tenant: 't1', principal: 'owner', run_id: runId, attempt: 1 },
+      profileId,
+      findWorker: (id) => registry.findForProfile(id),
+      token: TEST_TOKEN,
+      ...(holderNeedsPage ? { holderNeedsPage } : {}),
+    });
+  }
+
+  async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
+    const error = await promise.then(
+      () => undefined,
+      (reason: unknown) => reason,
+    );
+    expect(error).toBeInstanceOf(ProviderError);
+    return error as ProviderError;
+  }
+
+  it('refuses the newcomer profile_unavailable while the holder run still needs the page, and leaves its lease live', async () => {
+    const profileId = await newProfile();
+    const holder = await workerProvider(profileId, 'run_parked').ensureLease(
+      'parked:1:0',
+      Date.now() + 600_000,
+    );
+    const asked: string[] = [];
+    const newcomer = workerProvider(profileId, 'run_newcomer', async (runId) => {
+      asked.push(runId);
+      return true;
+    });
+
+    const error = await rejection(newcomer.ensureLease('newcomer:1:0', Date.now() + 600_000));
+
+    expect(error.code).toBe('profile_unavailable');
+    expect(error.facts).toMatchObject({ holder_run_id: 'run_parked' });
+    expect(asked).toEqual(['run_parked']);
+    expect(newcomer.lease).toBeUndefined();
+    expect(await leases.getLease(profileId, holder.leaseId)).toMatchObject({
+      state: 'live',
+      sealed: false,
+      closeReason: undefined,
+    });
+    expect((await leases.getProfile(profileId))?.sealedAtMs).toBeUndefined();
+  });
+
+  it("seals and closes an ended holder run's lease and gives the newcomer a fresh one", async () => {
+    const profileId = await newProfile();
+    const holder = await workerProvider(profileId, 'run_ended').ensureLease(
+      'ended:1:0',
+      Date.now() + 600_000,
+    );
+    expect((await leases.getProfile(profileId))?.sealedAtMs).toBeUndefined();
+    const asked: string[] = [];
+    const newcomer = workerProvider(profileId, 'run_successor', async (runId) => {
+      asked.push(runId);
+      return false;
+    });
+
+    const fresh = await newcomer.ensureLease('successor:1:0', Date.now() + 600_000);
+
+    expect(asked).toEqual(['run_ended']);
+    expect(fresh.leaseId).not.toBe(holder.leaseId);
+    expect(newcomer.lease).toMatchObject({ leaseId: fresh.leaseId, profileId, sequence: 0 });
+    expect(await leases.getLease(profileId, holder.leaseId)).toMatchObject({
+      state: 'closed',
+      closeReason: 'closed',
+      sealed: true,
+    });
+    const profile = await leases.getProfile(profileId);
+    expect(profile?.sealedBlob).toBeDefined();
+    expect(profile?.sealedAtMs).toEqual(expect.any(Number));
+    expect(await leases.getLease(profileId, fresh.leaseId)).toMatchObject({
+      state: 'live',
+      scope: { run_id: 'run_successor', attempt: 1 },
+    });
+    expect(await leases.liveLeaseId(profileId)).toBe(fresh.leaseId);
+  });
+
+  it('seals and replaces the holder lease when no run-state reader is configured', async () => {
+    const profileId = await newProfile();
+    const holder = await workerProvider(profileId, 'run_unread').ensureLease(
+      'unread:1:0',
+      Date.now() + 600_000,
+    );
+
+    const fresh = await workerProvider(profileId, 'run_unreading').ensureLease(
+      'unreading:1:0',
+      Date.now() + 600_000,
+    );
+
+    expect(fresh.leaseId).not.toBe(holder.leaseId);
+    expect(await leases.getLease(profileId, holder.leaseId)).toMatchObject({
+      state: 'closed',
+      sealed: true,
+    });
+  });
+});
