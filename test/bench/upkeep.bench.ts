@@ -1,7 +1,6 @@
 import { Redis } from 'ioredis';
 import { startBrowserWorker } from '../../apps/browser-worker/service.js';
 import { loadConfig } from '../../libs/config/index.js';
-import type { RunLimits } from '../../libs/contracts/index.js';
 import type { PageFactory, PageResult, PageSession } from '../../libs/lease/index.js';
 import { DataPlaneClient } from '../../libs/provider/index.js';
 import { runLeaseUpkeep } from '../../libs/runtime/index.js';
@@ -10,22 +9,13 @@ import { createMetrics } from '../../libs/telemetry/index.js';
 import { idemKey, TEST_SEAL_KEY, TEST_TOKEN, TestClock } from '../fixtures/browser-worker.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran } from '../fixtures/run-store.js';
+import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 import { figure, report } from './report.js';
 
 const SUITE = 'upkeep';
 const MINUTE_MS = 60_000;
 /** Setup calls (profile, run, claim, acquire per lease) in flight at once. */
 const SETUP_CONCURRENCY = 64;
-const LIMITS: RunLimits = {
-  max_steps: 32,
-  max_model_calls: 24,
-  max_tool_calls: 64,
-  reserve_model_calls: 2,
-  reserve_tool_calls: 4,
-  max_cost_micro_usd: null,
-  cost_reserve_micro_usd: 0,
-};
 
 /** A page that is never there: the lease service's Redis and HTTP work is all that is left to time. */
 class NoopPageSession implements PageSession {
@@ -177,7 +167,7 @@ async function measureUpkeep(count: number): Promise<UpkeepMeasure> {
         principal: 'alice',
         sessionId,
         input: 'x',
-        limits: LIMITS,
+        limits: TEST_RUN_LIMITS,
         timeoutMs: 3 * 60 * MINUTE_MS,
       });
       ran(await runs.claimRun(run.id, 1, 'owner'));

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunLimits, RunView } from '../../libs/contracts/index.js';
+import type { RunView } from '../../libs/contracts/index.js';
 import { DataPlaneClient } from '../../libs/provider/index.js';
 import { runLeaseUpkeep } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
@@ -11,18 +11,9 @@ import {
   type TestBrowserWorker,
 } from '../fixtures/browser-worker.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran } from '../fixtures/run-store.js';
+import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 const MINUTE_MS = 60_000;
-const LIMITS: RunLimits = {
-  max_steps: 32,
-  max_model_calls: 24,
-  max_tool_calls: 64,
-  reserve_model_calls: 2,
-  reserve_tool_calls: 4,
-  max_cost_micro_usd: null,
-  cost_reserve_micro_usd: 0,
-};
 
 /** ADR-0127 d5–d6: the run workers' upkeep, against a real lease service on a clock the test moves. */
 describe('lease upkeep', () => {
@@ -79,7 +70,7 @@ describe('lease upkeep', () => {
       principal: 'alice',
       sessionId,
       input: 'x',
-      limits: LIMITS,
+      limits: TEST_RUN_LIMITS,
       timeoutMs,
     });
     const run = submitted.run;

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { uniquePrefix } from '../fixtures/redis.js';
+import { restClient } from '../fixtures/rest.js';
 
 /**
  * Approvals and task grants through REST (DESIGN §3, §4.4): scripted runs click buttons on a real
@@ -11,6 +12,10 @@ import { uniquePrefix } from '../fixtures/redis.js';
  */
 describe('approvals and task grants through REST, on a real page', { timeout: 60_000 }, () => {
   let fleet: FleetHandle;
+  const { call, waitForStatus } = restClient(
+    () => fleet.urls.api,
+    () => fleet.apiKey,
+  );
   let site: Server;
   let origin: string;
   let base: string;
@@ -46,30 +51,6 @@ describe('approvals and task grants through REST, on a real page', { timeout: 60
     await fleet?.close();
     await new Promise((resolve) => site?.close(resolve));
   });
-
-  async function call(method: string, path: string, body?: unknown, key = fleet.apiKey) {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined };
-  }
-
-  async function waitForStatus(runId: string, wanted: string[], timeoutMs = 25_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = await call('GET', `/v1/runs/${runId}`);
-      if (wanted.includes(run.body.status)) return run.body;
-      if (Date.now() > deadline)
-        throw new Error(`run ${runId} is ${run.body.status}, not ${wanted.join('|')}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 
   /** Submits a scripted run in a session bound to a new profile `name`, on the page `/<name>/`. */
   async function submit(name: string, steps: unknown[], answer: string): Promise<string> {
@@ -230,8 +211,10 @@ describe('approvals and task grants through REST, on a real page', { timeout: 60
     expect(parked.status).toBe('parked');
     const approvalPath = `/v1/approvals/${parked.pending_approvals[0].id}`;
 
-    expect((await call('POST', `${approvalPath}/approve`, {}, other.key)).status).toBe(404);
-    expect((await call('POST', `${approvalPath}/deny`, { reason: 'mine now' }, other.key)).status).toBe(404);
+    expect((await call('POST', `${approvalPath}/approve`, {}, { key: other.key })).status).toBe(404);
+    expect(
+      (await call('POST', `${approvalPath}/deny`, { reason: 'mine now' }, { key: other.key })).status,
+    ).toBe(404);
     expect((await call('GET', `/v1/runs/${runId}`)).body).toMatchObject({
       status: 'parked',
       pending_approvals: [{ id: parked.pending_approvals[0].id, status: 'pending' }],

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { uniquePrefix } from '../fixtures/redis.js';
+import { restClient } from '../fixtures/rest.js';
 
 /** A page with a button, counting every document the browser asks for. */
 function startSite(): Promise<{ server: Server; origin: string; documents: () => number }> {
@@ -26,14 +27,16 @@ function startSite(): Promise<{ server: Server; origin: string; documents: () =>
 
 describe('agent.delegate: a parent run waits on its child and resumes with its end', () => {
   let fleet: FleetHandle;
+  const { call, waitForStatus } = restClient(
+    () => fleet.urls.api,
+    () => fleet.apiKey,
+  );
   let site: Awaited<ReturnType<typeof startSite>>;
-  let base: string;
   let sessionId: string;
 
   beforeAll(async () => {
     site = await startSite();
     fleet = await startTestFleet(uniquePrefix('delegation'));
-    base = fleet.urls.api.replace(/\/v1$/, '');
     await call('POST', '/v1/profiles', { id: 'desk', allowed_origins: [site.origin] });
     const agent = await call('POST', '/v1/agents', {
       model: 'scripted',
@@ -51,30 +54,6 @@ describe('agent.delegate: a parent run waits on its child and resumes with its e
     await fleet?.close();
     await new Promise((resolve) => site?.server.close(resolve));
   });
-
-  async function call(method: string, path: string, body?: unknown) {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${fleet.apiKey}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined };
-  }
-
-  async function waitForStatus(runId: string, wanted: string[], timeoutMs = 30_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = await call('GET', `/v1/runs/${runId}`);
-      if (wanted.includes(run.body.status)) return run.body;
-      if (Date.now() > deadline)
-        throw new Error(`run ${runId} is ${run.body.status}, not ${wanted.join('|')}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 
   async function childOf(parentId: string) {
     const runs = await fleet.store.listRuns('dev', sessionId);

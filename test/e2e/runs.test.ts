@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { uniquePrefix } from '../fixtures/redis.js';
+import { restClient } from '../fixtures/rest.js';
 
 /** A shop page: a Buy button whose click the server counts (so a duplicate effect would show). */
 function startShop(): Promise<{ server: Server; origin: string; purchases: () => number }> {
@@ -31,6 +32,10 @@ function startShop(): Promise<{ server: Server; origin: string; purchases: () =>
 
 describe('a scripted run through REST, on a real page', () => {
   let fleet: FleetHandle;
+  const { call, waitForStatus } = restClient(
+    () => fleet.urls.api,
+    () => fleet.apiKey,
+  );
   let shop: Awaited<ReturnType<typeof startShop>>;
   let base: string;
 
@@ -45,37 +50,6 @@ describe('a scripted run through REST, on a real page', () => {
     await fleet?.close();
     await new Promise((resolve) => shop?.server.close(resolve));
   });
-
-  async function call(
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-    key = fleet.apiKey,
-  ) {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        ...headers,
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined };
-  }
-
-  async function waitForStatus(runId: string, wanted: string[], timeoutMs = 30_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = await call('GET', `/v1/runs/${runId}`);
-      if (wanted.includes(run.body.status)) return run.body;
-      if (Date.now() > deadline)
-        throw new Error(`run ${runId} is ${run.body.status}, not ${wanted.join('|')}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 
   it('navigates, parks on its action, is approved, clicks once, succeeds and seals its lease', async () => {
     expect((await call('POST', '/v1/profiles', { id: 'shop', allowed_origins: [shop.origin] })).status).toBe(
@@ -109,11 +83,11 @@ describe('a scripted run through REST, on a real page', () => {
       },
     };
     const submitted = await call('POST', `/v1/sessions/${session.body.id}/runs`, submission, {
-      'idempotency-key': 'order-1',
+      headers: { 'idempotency-key': 'order-1' },
     });
     expect(submitted.status).toBe(201);
     const again = await call('POST', `/v1/sessions/${session.body.id}/runs`, submission, {
-      'idempotency-key': 'order-1',
+      headers: { 'idempotency-key': 'order-1' },
     });
     expect(again.status).toBe(200);
     expect(again.body.id).toBe(submitted.body.id);
@@ -162,14 +136,16 @@ describe('a scripted run through REST, on a real page', () => {
       input: 'hello',
       script: { steps: [], answer: 'hi' },
     });
-    expect((await call('GET', `/v1/runs/${run.body.id}`, undefined, {}, other.key)).status).toBe(404);
-    expect((await call('GET', `/v1/sessions/${session.body.id}`, undefined, {}, other.key)).status).toBe(404);
+    expect((await call('GET', `/v1/runs/${run.body.id}`, undefined, { key: other.key })).status).toBe(404);
+    expect((await call('GET', `/v1/sessions/${session.body.id}`, undefined, { key: other.key })).status).toBe(
+      404,
+    );
 
     const bad = await call('POST', `/v1/sessions/${session.body.id}/runs`, { input: '' });
     expect(bad.status).toBe(422);
     expect(bad.body.error.code).toBe('validation_failed');
     expect((await call('GET', '/v1/runs/nope')).status).toBe(422);
-    expect((await call('GET', `/v1/runs/${run.body.id}`, undefined, {}, 'lhk_wrong')).status).toBe(401);
+    expect((await call('GET', `/v1/runs/${run.body.id}`, undefined, { key: 'lhk_wrong' })).status).toBe(401);
     const done = await waitForStatus(run.body.id, ['succeeded', 'failed']);
     expect(done).toMatchObject({ status: 'succeeded', result: { answer: 'hi' } });
 

@@ -1,21 +1,11 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunLimits, RunView } from '../../libs/contracts/index.js';
+import type { RunView } from '../../libs/contracts/index.js';
 import { type ParentResumeDeps, resumeParentOf } from '../../libs/runtime/index.js';
 import { RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran } from '../fixtures/run-store.js';
-
-const LIMITS: RunLimits = {
-  max_steps: 32,
-  max_model_calls: 24,
-  max_tool_calls: 64,
-  reserve_model_calls: 2,
-  reserve_tool_calls: 4,
-  max_cost_micro_usd: null,
-  cost_reserve_micro_usd: 0,
-};
+import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 describe("a child's end resumes its waiting parent, once", () => {
   const prefix = `${uniquePrefix('delegation-resume')}:`;
@@ -49,7 +39,7 @@ describe("a child's end resumes its waiting parent, once", () => {
         principal: 'alice',
         sessionId,
         input: 'x',
-        limits: LIMITS,
+        limits: TEST_RUN_LIMITS,
         timeoutMs: 60_000,
         ...(parentRunId ? { parentRunId } : {}),
       })

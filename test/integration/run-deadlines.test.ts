@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunLimits, RunView } from '../../libs/contracts/index.js';
+import type { RunView } from '../../libs/contracts/index.js';
 import {
   type DeadlineSweepDeps,
   type LeaseReleaseDeps,
@@ -11,17 +11,8 @@ import {
 import { RunKeys, RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran } from '../fixtures/run-store.js';
+import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
-const LIMITS: RunLimits = {
-  max_steps: 32,
-  max_model_calls: 24,
-  max_tool_calls: 64,
-  reserve_model_calls: 2,
-  reserve_tool_calls: 4,
-  max_cost_micro_usd: null,
-  cost_reserve_micro_usd: 0,
-};
 const TENANT = 'acme';
 const TIMEOUT_MS = 60_000;
 
@@ -52,7 +43,7 @@ describe('the deadline sweep', () => {
           principal: 'alice',
           sessionId,
           input: { message: 'hi' },
-          limits: LIMITS,
+          limits: TEST_RUN_LIMITS,
           timeoutMs: TIMEOUT_MS,
         })
       ).run;
@@ -298,7 +289,7 @@ describe('the stale approval sweep', () => {
       principal: 'alice',
       sessionId,
       input: null,
-      limits: LIMITS,
+      limits: TEST_RUN_LIMITS,
       timeoutMs: TIMEOUT_MS,
     });
     ran(await store.claimRun(run.id, 1, owner));

@@ -1,20 +1,11 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunLimits, RunView } from '../../libs/contracts/index.js';
+import type { RunView } from '../../libs/contracts/index.js';
 import { type LedgerOutcome, RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran } from '../fixtures/run-store.js';
+import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
-const LIMITS: RunLimits = {
-  max_steps: 32,
-  max_model_calls: 24,
-  max_tool_calls: 64,
-  reserve_model_calls: 2,
-  reserve_tool_calls: 4,
-  max_cost_micro_usd: null,
-  cost_reserve_micro_usd: 0,
-};
 const TENANT = 'acme';
 const EVENTS_CAP = 25;
 
@@ -45,7 +36,7 @@ describe('the run store: the invocation ledger and run events', () => {
       principal: 'alice',
       sessionId,
       input: {},
-      limits: LIMITS,
+      limits: TEST_RUN_LIMITS,
       timeoutMs: 60_000,
     });
     return ran(await store.claimRun(run.id, 1, owner));

@@ -1,20 +1,11 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiError, type RunLimits, type RunView } from '../../libs/contracts/index.js';
+import { ApiError, type RunView } from '../../libs/contracts/index.js';
 import { RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran } from '../fixtures/run-store.js';
+import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
-const LIMITS: RunLimits = {
-  max_steps: 32,
-  max_model_calls: 24,
-  max_tool_calls: 64,
-  reserve_model_calls: 2,
-  reserve_tool_calls: 4,
-  max_cost_micro_usd: null,
-  cost_reserve_micro_usd: 0,
-};
 const TENANT = 'acme';
 
 describe('the run store: runs and their status changes', () => {
@@ -40,7 +31,7 @@ describe('the run store: runs and their status changes', () => {
       principal: 'alice',
       sessionId,
       input,
-      limits: LIMITS,
+      limits: TEST_RUN_LIMITS,
       timeoutMs: 60_000,
       idempotencyKey,
     });
@@ -59,7 +50,7 @@ describe('the run store: runs and their status changes', () => {
       principal: 'alice',
       session_id: sessionId,
       input: { message: 'find the invoice' },
-      limits: LIMITS,
+      limits: TEST_RUN_LIMITS,
       attempt: 1,
       execution: 1,
       deadline_at_ms: nowMs + 60_000,
@@ -79,7 +70,7 @@ describe('the run store: runs and their status changes', () => {
         principal: 'bob',
         sessionId,
         input: {},
-        limits: LIMITS,
+        limits: TEST_RUN_LIMITS,
         timeoutMs: 1_000,
       }),
     ).rejects.toMatchObject({ code: 'not_found' });
@@ -91,7 +82,7 @@ describe('the run store: runs and their status changes', () => {
       principal: 'alice',
       sessionId,
       input: { message: 'once' },
-      limits: LIMITS,
+      limits: TEST_RUN_LIMITS,
       timeoutMs: 60_000,
       idempotencyKey: 'key-dup',
     });
@@ -100,7 +91,7 @@ describe('the run store: runs and their status changes', () => {
       principal: 'alice',
       sessionId,
       input: { message: 'once' },
-      limits: LIMITS,
+      limits: TEST_RUN_LIMITS,
       timeoutMs: 60_000,
       idempotencyKey: 'key-dup',
     });
@@ -119,7 +110,7 @@ describe('the run store: runs and their status changes', () => {
           principal: 'alice',
           sessionId,
           input: { message: 'race' },
-          limits: LIMITS,
+          limits: TEST_RUN_LIMITS,
           timeoutMs: 60_000,
           idempotencyKey: 'key-race',
         }),

@@ -2,23 +2,14 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SweeperHandle, startSweeper } from '../../apps/sweeper/sweeper.js';
 import { loadConfig } from '../../libs/config/index.js';
-import type { RunLimits, RunView } from '../../libs/contracts/index.js';
+import type { RunView } from '../../libs/contracts/index.js';
 import { RunStore } from '../../libs/store/index.js';
 import { createMetrics, type Metrics } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran } from '../fixtures/run-store.js';
+import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
-const LIMITS: RunLimits = {
-  max_steps: 32,
-  max_model_calls: 24,
-  max_tool_calls: 64,
-  reserve_model_calls: 2,
-  reserve_tool_calls: 4,
-  max_cost_micro_usd: null,
-  cost_reserve_micro_usd: 0,
-};
 const TENANT = 'acme';
 
 async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5_000) {
@@ -68,7 +59,7 @@ describe('the sweeper: deadlines', () => {
       principal: 'alice',
       sessionId,
       input: null,
-      limits: LIMITS,
+      limits: TEST_RUN_LIMITS,
       timeoutMs,
     });
     return run;
