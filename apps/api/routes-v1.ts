@@ -9,16 +9,19 @@ import {
   grantRequestSchema,
   recordIdSchema,
 } from '../../libs/contracts/index.js';
-import { resumeParentOf, runDefaultLimits, scriptSchema } from '../../libs/runtime/index.js';
-import type { RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import { resumeParentOf, scriptSchema, selectRunLimits } from '../../libs/runtime/index.js';
+import { AgentVersionCache, type RedisLeaseStore, type RunStore } from '../../libs/store/index.js';
 import { enqueueRun, type RunsQueue } from '../../queues/index.js';
 import { authenticate, identityOf } from './auth.js';
+import type { DefaultAgents } from './default-agent.js';
 
 export interface V1Dependencies {
   config: Config;
   store: RunStore;
   profiles: RedisLeaseStore;
   queue: RunsQueue;
+  /** The tenants' default agents (ADR-0130 d2). */
+  defaultAgents: DefaultAgents;
   /** Ends what a run holds outside Redis when it is cancelled while not running (its lease). */
   releaseRunLease: (runId: string) => Promise<void>;
 }
@@ -49,6 +52,7 @@ export const submitRunSchema = z.strictObject({
 export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): void {
   const app = root.withTypeProvider<ZodTypeProvider>();
   const { store } = deps;
+  const agentVersions = new AgentVersionCache(store);
 
   app.post(
     '/v1/profiles',
@@ -124,11 +128,18 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
     {
       schema: {
         tags: ['sessions'],
-        body: z.strictObject({
-          agent_id: recordIdSchema,
-          agent_version: z.string().optional(),
-          browser_profile_id: z.string().min(1).max(64).optional(),
-        }),
+        body: z
+          .strictObject({
+            /** Omitted: the tenant's default agent (the browser-task budget where browser tools are on). */
+            agent_id: recordIdSchema.optional(),
+            agent_version: z.string().optional(),
+            /** Without `agent_id`: the default agent's variant on this chat model (ops/models.yaml). */
+            model: z.string().min(1).max(200).optional(),
+            browser_profile_id: z.string().min(1).max(64).optional(),
+          })
+          .refine((body) => !(body.model && body.agent_id), {
+            message: 'model chooses a variant of the default agent; give it without agent_id',
+          }),
       },
       preHandler: authenticate(store, 'runs:write'),
     },
@@ -139,15 +150,16 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
         if (!profile || profile.tenant !== identity.tenant)
           throw new ApiError('not_found', `profile ${request.body.browser_profile_id} not found`);
       }
+      const agentId =
+        request.body.agent_id ?? (await deps.defaultAgents.ensure(identity.tenant, request.body.model));
       const session = await store.createSession({
         tenant: identity.tenant,
         principal: identity.principal,
-        agentId: request.body.agent_id,
+        agentId,
         ...(request.body.agent_version ? { agentVersion: request.body.agent_version } : {}),
         ...(request.body.browser_profile_id ? { browserProfileId: request.body.browser_profile_id } : {}),
       });
-      if (!session)
-        throw new ApiError('not_found', `agent ${request.body.agent_id} (or that version) not found`);
+      if (!session) throw new ApiError('not_found', `agent ${agentId} (or that version) not found`);
       return reply.code(201).send(session);
     },
   );
@@ -170,12 +182,16 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
     async (request, reply) => {
       const identity = identityOf(request);
       const idempotencyKey = request.headers['idempotency-key'];
+      const session = await store.getSession(identity.tenant, request.params.id);
+      if (!session) throw new ApiError('not_found', `session ${request.params.id} not found`);
+      const agent = await agentVersions.get(identity.tenant, session.agent_id, session.agent_version);
+      if (!agent) throw new ApiError('not_found', `agent version ${session.agent_version} not found`);
       const outcome = await store.submitRun({
         tenant: identity.tenant,
         principal: identity.principal,
         sessionId: request.params.id,
         input: { text: request.body.input, ...(request.body.script ? { script: request.body.script } : {}) },
-        limits: runDefaultLimits(deps.config.limits),
+        limits: selectRunLimits(deps.config.limits, session, agent),
         timeoutMs: request.body.timeout_ms,
         ...(idempotencyKey ? { idempotencyKey } : {}),
       });

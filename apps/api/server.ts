@@ -18,6 +18,7 @@ import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index
 import { createHttpServer, registerOpsRoutes } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../queues/index.js';
 import { dashboardGate } from './auth.js';
+import { DefaultAgents } from './default-agent.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerV1Routes } from './routes-v1.js';
 
@@ -115,6 +116,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   registerV1Routes(app, {
     config,
     store,
+    defaultAgents: new DefaultAgents(store, config),
     profiles,
     queue: runsQueue,
     releaseRunLease: async (runId) => {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../libs/config/index.js';
-import { type AgentDefinition, type RunView, runHasEnded } from '../../libs/contracts/index.js';
+import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
 import { BOUNDED_ACQUIRE_RETRY, BrowserLeaseProvider } from '../../libs/provider/index.js';
 import {
   BrowserToolExecutor,
@@ -19,7 +19,7 @@ import {
   type ToolPolicy,
   type TranscriptEntry,
 } from '../../libs/runtime/index.js';
-import type { BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
+import { AgentVersionCache, type BrowserWorkerRegistry, type RunStore } from '../../libs/store/index.js';
 import type { RunTranscripts } from '../../libs/store/run-transcript.js';
 import type { RunsQueue } from '../../queues/index.js';
 import { delegateToChild, resumeParent } from './children.js';
@@ -160,21 +160,6 @@ class StoreRunPort implements RunPort {
   }
 }
 
-/** Agent versions are content-addressed, so never change: each is read from Redis once per process. */
-const agentVersions = new Map<string, AgentDefinition>();
-const AGENT_VERSIONS_CACHED = 1_000;
-
-async function agentVersion(store: RunStore, run: RunView): Promise<AgentDefinition | undefined> {
-  const key = `${run.tenant}\n${run.agent_id}\n${run.agent_version}`;
-  const cached = agentVersions.get(key);
-  if (cached) return cached;
-  const agent = await store.getAgentVersion(run.tenant, run.agent_id, run.agent_version);
-  if (!agent) return undefined;
-  if (agentVersions.size >= AGENT_VERSIONS_CACHED) agentVersions.clear();
-  agentVersions.set(key, agent);
-  return agent;
-}
-
 function modelFor(agentModel: string, run: RunView): Model {
   if (agentModel === 'scripted') {
     const script = scriptSchema.safeParse(
@@ -198,7 +183,7 @@ export async function executeRun(
   ownerToken: string,
   signal: AbortSignal,
 ): Promise<ExecutionEnd> {
-  const agent = await agentVersion(deps.store, run);
+  const agent = await agentVersions(deps).get(run.tenant, run.agent_id, run.agent_version);
   const token = deps.config.secrets.dataPlaneToken;
   const provider =
     run.browser_profile_id && token
@@ -317,6 +302,17 @@ function finished(transition: Awaited<ReturnType<RunStore['finishRun']>>): RunVi
   refusedUnlessOk(transition, 'finish');
   if (!transition.ok) throw new RunLost('finish');
   return transition.run;
+}
+
+const caches = new WeakMap<RunStore, AgentVersionCache>();
+/** One agent-version cache per store: versions are content-addressed and never change. */
+function agentVersions(deps: ExecutionDeps): AgentVersionCache {
+  let cache = caches.get(deps.store);
+  if (!cache) {
+    cache = new AgentVersionCache(deps.store);
+    caches.set(deps.store, cache);
+  }
+  return cache;
 }
 
 /** Seals and closes the run's lease, if it holds one; a failure is left to the upkeep. */

@@ -13,4 +13,5 @@ export {
   type ToolErrorCode,
 } from './errors.js';
 export { type IdKind, newId, recordIdSchema } from './ids.js';
+export { microUsdToUsd, usdToMicroUsd } from './money.js';
 export * from './runs.js';

@@ -112,6 +112,9 @@ export const runLimitsSchema = z.object({
 });
 export type RunLimits = z.output<typeof runLimitsSchema>;
 
+/** The limits as the run view shows them: with the cost limit in USD ("30"; null: none). */
+export const runLimitsViewSchema = runLimitsSchema.extend({ max_cost_usd: z.string().nullable() });
+
 export const runUsageSchema = z.object({
   steps: count,
   model_calls: count,
@@ -140,7 +143,7 @@ export const runViewSchema = z.object({
   /** Each queued start or resume; part of the BullMQ job id. */
   execution: z.number().int().positive(),
   input: z.json(),
-  limits: runLimitsSchema,
+  limits: runLimitsViewSchema,
   usage: runUsageSchema,
   cancel_requested: z.boolean(),
   deadline_at_ms: count,

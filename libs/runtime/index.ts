@@ -1,3 +1,4 @@
+export { microUsdToUsd, usdToMicroUsd } from '../contracts/index.js';
 export { BROWSER_TOOL_DEFINITIONS, BrowserToolExecutor } from './browser-executor.js';
 export {
   DEADLINE_SWEEP_BATCH,
@@ -67,7 +68,14 @@ export {
   type TranscriptEntry,
 } from './model.js';
 export { type ReclaimDeps, reclaimStalledRuns, STALLED_PAST_LIMIT } from './reclaim.js';
-export { runDefaultLimits } from './run-limits.js';
+export {
+  BROWSER_TASK_LIMITS_KEY,
+  BROWSER_TOOL_NAMES_REQUIRED,
+  browserTaskLimits,
+  defaultAgentDefinition,
+  runDefaultLimits,
+  selectRunLimits,
+} from './run-limits.js';
 export {
   type Script,
   ScriptedModel,

@@ -35,6 +35,7 @@ export async function putAgent(
   tenant: string,
   definitionInput: unknown,
   agentId?: string,
+  upsert = false,
 ): Promise<PutAgentOutcome> {
   if (agentId !== undefined && !recordIdSchema.safeParse(agentId).success) return { status: 'not_found' };
   const definition = agentDefinitionSchema.parse(definitionInput);
@@ -49,7 +50,7 @@ export async function putAgent(
     version,
     canonical,
     context.now(),
-    agentId ? 'update' : 'create',
+    agentId ? (upsert ? 'upsert' : 'update') : 'create',
   );
   if (status === 'not_found') return { status };
   if (status !== 'created' && status !== 'updated' && status !== 'unchanged') {

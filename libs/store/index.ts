@@ -1,3 +1,4 @@
+export { AgentVersionCache } from './agent-version-cache.js';
 export { agentVersionOf, type NewSession, type PutAgentOutcome } from './agents.js';
 export type { NewApiKey } from './api-keys.js';
 export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';

@@ -5,6 +5,7 @@ import {
   grantViewSchema,
   type LedgerEntry,
   ledgerEntrySchema,
+  microUsdToUsd,
   type RunEvent,
   type RunStatus,
   type RunView,
@@ -37,6 +38,13 @@ function jsonOrNull(text: string | undefined): unknown {
   return text === undefined || text === '' ? null : JSON.parse(text);
 }
 
+/** The stored limits with their cost limit in USD beside the micro-USD figure. */
+function limitsView(limits: unknown): unknown {
+  if (!limits || typeof limits !== 'object') return limits;
+  const micro = (limits as { max_cost_micro_usd?: unknown }).max_cost_micro_usd;
+  return { ...limits, max_cost_usd: typeof micro === 'number' ? microUsdToUsd(micro) : null };
+}
+
 export function parseRun(fields: Record<string, string>): StoredRun | undefined {
   if (!fields.id) return undefined;
   const reason = fields.error_reason ?? '';
@@ -54,7 +62,7 @@ export function parseRun(fields: Record<string, string>): StoredRun | undefined 
     attempt: Number(fields.attempt),
     execution: Number(fields.execution),
     input: jsonOrNull(fields.input),
-    limits: jsonOrNull(fields.limits),
+    limits: limitsView(jsonOrNull(fields.limits)),
     usage: {
       steps: Number(fields.steps),
       model_calls: Number(fields.model_calls),

@@ -150,6 +150,10 @@ export class RunStore {
   putAgent(tenant: string, definition: unknown, agentId?: string): Promise<PutAgentOutcome> {
     return putAgent(this.#context, tenant, definition, agentId);
   }
+  /** Creates the agent `agentId` or gives it this definition as its latest version. */
+  upsertAgent(tenant: string, definition: unknown, agentId: string): Promise<PutAgentOutcome> {
+    return putAgent(this.#context, tenant, definition, agentId, true);
+  }
   getAgent(tenant: string, agentId: string): Promise<AgentView | undefined> {
     return getAgent(this.#context, tenant, agentId);
   }

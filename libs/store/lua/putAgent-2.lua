@@ -8,7 +8,8 @@
     KEYS[2] the agent's versions   ({agt:ID}:versions), one canonical JSON per version
 
     ARGV[1] agent id   ARGV[2] tenant   ARGV[3] version   ARGV[4] definition (canonical JSON)
-    ARGV[5] now (epoch ms)   ARGV[6] 'create' (the agent must be new) or 'update' (it must exist)
+    ARGV[5] now (epoch ms)   ARGV[6] 'create' (the agent must be new), 'update' (it must exist)
+    or 'upsert' (either: a tenant's default agent, made on first use)
 
   Output: {code}
     {'created'} {'updated'} {'unchanged'}   the latest version already was this one
@@ -16,7 +17,7 @@
     {'not_found'}   update: no such agent for this tenant
 ]]
 local tenant = redis.call("HGET", KEYS[1], "tenant")
-if ARGV[6] == "create" then
+if ARGV[6] == "create" or (ARGV[6] == "upsert" and not tenant) then
   if tenant then return {"exists"} end
   redis.call("HSET", KEYS[1], "id", ARGV[1], "tenant", ARGV[2], "latest_version", ARGV[3],
     "created_at", ARGV[5], "updated_at", ARGV[5])
