@@ -184,8 +184,8 @@ export function errorFromAnswer(
 
 /**
  * The error for a call that got no usable answer. A request that never connected cannot have had an
- * effect; for an effect any other loss is `outcome_unknown` (ADR-0127 d3). Otherwise connection
- * refused or lost and timeouts are a retryable `provider_unavailable`.
+ * effect, but is not retryable either; for an effect any other loss is `outcome_unknown` (ADR-0127
+ * d3). Otherwise connection refused or lost and timeouts are a retryable `provider_unavailable`.
  */
 export function errorFromTransport(
   operation: DataPlaneOperation,
@@ -200,7 +200,9 @@ export function errorFromTransport(
       false,
       details,
     );
-  const retryable = transport !== 'cancelled' && transport !== 'invalid_answer';
+  // ADR-0127 d3: an effect is never retried, not even one that never connected.
+  const retryable =
+    !EFFECT_OPERATIONS.has(operation) && transport !== 'cancelled' && transport !== 'invalid_answer';
   return new ProviderError(
     'provider_unavailable',
     `${operation} got no answer (${transport}) from the browser worker`,

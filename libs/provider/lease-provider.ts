@@ -80,6 +80,13 @@ interface ConflictingHolder {
 /** Why a held lease stops being used. */
 export type LeaseDropReason = 'untrusted' | 'expired';
 
+/** A lease dropped as untrusted (ADR-0127 d2, d3), kept until the next acquire. */
+interface RetiredLease {
+  lease: HeldLease;
+  /** Whether the service has closed it; one still open is closed before the next acquire. */
+  closed: boolean;
+}
+
 /**
  * One run execution's side of its browser lease (DESIGN §5, ADR-0127): acquires or reattaches,
  * carries the action sequence, and stops using a lease it can no longer trust.
@@ -95,8 +102,8 @@ export class BrowserLeaseProvider {
   readonly #clock: () => number;
   readonly #acquireRetry: AcquireRetryPolicy;
   #held: HeldLease | undefined;
-  /** A dropped lease not yet closed: ADR-0127 d3 closes it before the next acquire. */
-  #retired: HeldLease | undefined;
+  /** The lease last dropped as untrusted; ADR-0127 d3 closes it before the next acquire if the drop could not. */
+  #retired: RetiredLease | undefined;
 
   constructor(options: BrowserLeaseProviderOptions) {
     this.scope = Object.freeze({ ...options.scope });
@@ -111,9 +118,12 @@ export class BrowserLeaseProvider {
     return this.#held ? { ...this.#held } : undefined;
   }
 
-  /** A lease dropped as untrusted and not yet closed (closed before the next acquire). */
+  /**
+   * The lease last dropped as untrusted, until the next acquire (or the provider's close): closed at
+   * the drop where it still could be, else closed before that acquire (ADR-0127 d2, d3).
+   */
   get retiredLease(): Readonly<HeldLease> | undefined {
-    return this.#retired ? { ...this.#retired } : undefined;
+    return this.#retired ? { ...this.#retired.lease } : undefined;
   }
 
   /**
@@ -131,7 +141,6 @@ export class BrowserLeaseProvider {
     if (this.#held && this.#held.expiresAtMs > this.#clock()) return { ...this.#held };
     // ADR-0127 consequences: an expired lease is not closed by the provider; the service discards it.
     if (this.#held) this.drop('expired');
-    await this.#closeRetired(limits);
 
     const worker = await this.#options.findWorker(this.profileId);
     if (!worker)
@@ -141,6 +150,9 @@ export class BrowserLeaseProvider {
         false,
         { operation: 'acquire' },
       );
+    // ADR-0127 d3: an untrusted lease still open is closed first, else this acquire (same scope)
+    // would reattach to it. A close that fails fails this call; nothing is acquired.
+    await this.#closeRetired(limits, { worker });
     // ADR-0177: one request per invocation, byte-identical on every attempt (scope, attempt, expiry, key).
     const request = Object.freeze({ ...this.scope, requested_expires_at_ms: requestedExpiresAtMs });
     const idempotencyKey = acquireIdempotencyKey(invocationId);
@@ -243,21 +255,21 @@ export class BrowserLeaseProvider {
 
   /** Navigates the held lease's page: an effect carrying the next action sequence. */
   navigate(url: string, limits: CallLimits = {}): Promise<PageCallResult> {
-    return this.#call('navigate', (client, lease) =>
+    return this.#call('navigate', limits, (client, lease) =>
       client.navigate(lease.profileId, lease.leaseId, lease.sequence + 1, url, limits),
     );
   }
 
   /** Observes the held lease's page; the sequence does not move. */
   observe(args: Record<string, unknown>, limits: CallLimits = {}): Promise<PageCallResult> {
-    return this.#call('observe', (client, lease) =>
+    return this.#call('observe', limits, (client, lease) =>
       client.observe(lease.profileId, lease.leaseId, args, limits),
     );
   }
 
   /** Acts on the held lease's page: an effect carrying the next action sequence. */
   act(args: Record<string, unknown>, limits: CallLimits = {}): Promise<PageCallResult> {
-    return this.#call('act', (client, lease) =>
+    return this.#call('act', limits, (client, lease) =>
       client.act(lease.profileId, lease.leaseId, lease.sequence + 1, args, limits),
     );
   }
@@ -268,7 +280,19 @@ export class BrowserLeaseProvider {
    * lease's final view, if one was closed.
    */
   async close({ seal }: { seal: boolean }, limits: CallLimits = {}): Promise<LeaseView | undefined> {
-    await this.#closeRetired(limits);
+    // The held lease is closed even when the retired one cannot be; the first failure is thrown after.
+    let retiredFailure: unknown;
+    try {
+      await this.#closeRetired(limits);
+    } catch (error) {
+      retiredFailure = error;
+    }
+    const view = await this.#closeHeld(seal, limits);
+    if (retiredFailure !== undefined) throw retiredFailure;
+    return view;
+  }
+
+  async #closeHeld(seal: boolean, limits: CallLimits): Promise<LeaseView | undefined> {
     const held = this.#held;
     if (!held) return undefined;
     if (held.expiresAtMs <= this.#clock()) {
@@ -293,11 +317,13 @@ export class BrowserLeaseProvider {
   drop(reason: LeaseDropReason): void {
     const held = this.#held;
     this.#held = undefined;
-    if (held && reason === 'untrusted' && held.expiresAtMs > this.#clock()) this.#retired = held;
+    if (held && reason === 'untrusted' && held.expiresAtMs > this.#clock())
+      this.#retired = { lease: held, closed: false };
   }
 
   async #call(
     operation: 'navigate' | 'observe' | 'act',
+    limits: CallLimits,
     send: (client: DataPlaneClient, lease: HeldLease) => Promise<PageCallResult>,
   ): Promise<PageCallResult> {
     const held = this.#held;
@@ -309,10 +335,13 @@ export class BrowserLeaseProvider {
     try {
       result = await send(this.#client(held.workerUrl), held);
     } catch (error) {
-      throw this.#afterFailure(error, held);
+      const failure = this.#afterFailure(error, held);
+      await this.#closeRetiredWhereItCan(limits);
+      throw failure;
     }
     if (result.lease.lease_id !== held.leaseId) {
       this.drop('untrusted');
+      await this.#closeRetiredWhereItCan(limits);
       throw new ProviderError('outcome_unknown', `${operation} answered for another lease`, false, {
         operation,
       });
@@ -361,24 +390,54 @@ export class BrowserLeaseProvider {
     }
   }
 
-  /** ADR-0127 d3: a retired lease is closed, unsealed, before another is acquired. */
-  async #closeRetired(limits: CallLimits): Promise<void> {
+  /**
+   * ADR-0127 d2: a lease just dropped as untrusted is closed, unsealed, where it still can be —
+   * inside the failed call's own deadline and signal. A close that fails leaves it retired, to be
+   * closed before the next acquire (d3); the failed call keeps its own error.
+   */
+  /**
+   * Closes a retired lease that is still open (unsealed), keeping the held one. The run worker
+   * calls it at the end of an execution whose run keeps its page: otherwise a run parked after a
+   * failed close would reattach, on resume, to the very lease it stopped trusting (ADR-0127 d3).
+   */
+  async closeRetired(limits: CallLimits = {}): Promise<void> {
+    const worker = this.#retired ? await this.#options.findWorker(this.profileId) : undefined;
+    await this.#closeRetired(limits, worker ? { worker } : {});
+  }
+
+  async #closeRetiredWhereItCan(limits: CallLimits): Promise<void> {
+    try {
+      await this.#closeRetired(limits, { forget: false });
+    } catch {
+      // Still open: ensureLease closes it before acquiring again, and acquires nothing until it has.
+    }
+  }
+
+  /**
+   * ADR-0127 d3: a retired lease still open is closed, unsealed. Before an acquire it is closed where
+   * its browser worker answers now (`worker`, the registry's, when it names the same worker), so a
+   * worker that moved does not keep the provider from ever acquiring again. A close that fails
+   * throws and leaves the lease retired. `forget` ends the record once the lease is closed: before
+   * an acquire and at the provider's close; a drop keeps it, for {@link retiredLease}, until then.
+   */
+  async #closeRetired(
+    limits: CallLimits,
+    { worker, forget = true }: { worker?: BrowserWorkerLocation; forget?: boolean } = {},
+  ): Promise<void> {
     const retired = this.#retired;
     if (!retired) return;
-    if (retired.expiresAtMs > this.#clock()) {
+    const { lease } = retired;
+    if (!retired.closed && lease.expiresAtMs > this.#clock()) {
+      const url = worker?.id === lease.workerId ? worker.url : lease.workerUrl;
       try {
-        await this.#client(retired.workerUrl).close(
-          retired.profileId,
-          retired.leaseId,
-          { seal: false },
-          limits,
-        );
+        await this.#client(url).close(lease.profileId, lease.leaseId, { seal: false }, limits);
       } catch (error) {
         // Gone already is closed enough; anything else keeps it retired and stops this acquire.
         if (!(error instanceof ProviderError && error.code === 'lease_expired')) throw error;
       }
     }
-    this.#retired = undefined;
+    retired.closed = true;
+    if (forget && this.#retired === retired) this.#retired = undefined;
   }
 
   #client(url: string): DataPlaneClient {

@@ -1,0 +1,306 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { executeRun } from '../../apps/run-worker/execution.js';
+import { loadConfig } from '../../libs/config/index.js';
+import {
+  type AcquireAttemptDiagnostic,
+  BrowserLeaseProvider,
+  DataPlaneClient,
+  SINGLE_ACQUIRE_ATTEMPT,
+} from '../../libs/provider/index.js';
+import {
+  BrowserToolExecutor,
+  type Invocation,
+  type InvocationState,
+  type RunPort,
+  runExecution,
+  ScriptedModel,
+  type ToolOutcome,
+  type TranscriptEntry,
+} from '../../libs/runtime/index.js';
+import { type BrowserWorkerRecord, BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
+import { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
+import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
+import { type FaultProxy, startFaultProxy } from '../fixtures/fault-proxy.js';
+import { silentLogger } from '../fixtures/logger.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+
+const ACQUIRE = /^\/v1\/profiles\/[^/]+\/leases$/;
+
+/** The registry as the run worker reads it, except that the browser worker answers behind the proxy. */
+class ProxiedRegistry extends BrowserWorkerRegistry {
+  constructor(
+    redis: Redis,
+    prefix: string,
+    private readonly proxyUrl: () => string,
+  ) {
+    super(redis, prefix);
+  }
+
+  override async findForProfile(): Promise<BrowserWorkerRecord> {
+    return { id: 'bw-test', url: this.proxyUrl(), pinnedProfiles: '*', heartbeatAtMs: Date.now() };
+  }
+}
+
+/** A run port held in memory: the loop as `executeRun` drives it, without the store. */
+class MemoryRunPort implements RunPort {
+  readonly transcript: TranscriptEntry[];
+  readonly #usage = { steps: 0, modelCalls: 0, toolCalls: 0 };
+  readonly #ledger = new Map<string, InvocationState>();
+
+  constructor(
+    readonly runId: string,
+    input: string,
+  ) {
+    this.transcript = [{ kind: 'input', text: input }];
+  }
+
+  invocationId(step: number, index: number): string {
+    return `${this.runId}-a1-s${step}-i${index}`;
+  }
+  async loadTranscript() {
+    return [...this.transcript];
+  }
+  async appendTranscript(entry: TranscriptEntry) {
+    this.transcript.push(entry);
+  }
+  async usage() {
+    return { ...this.#usage };
+  }
+  async recordModelCall() {
+    this.#usage.steps += 1;
+    this.#usage.modelCalls += 1;
+  }
+  async cancelRequested() {
+    return false;
+  }
+  async startInvocation(invocation: Invocation): Promise<InvocationState> {
+    const known = this.#ledger.get(invocation.id);
+    if (known) return known;
+    this.#usage.toolCalls += 1;
+    this.#ledger.set(invocation.id, { state: 'started' });
+    return { state: 'new' };
+  }
+  async markDispatched(invocation: Invocation) {
+    this.#ledger.set(invocation.id, { state: 'dispatched' });
+  }
+  async completeInvocation(invocation: Invocation, outcome: ToolOutcome) {
+    this.#ledger.set(invocation.id, { state: 'completed', outcome });
+  }
+}
+
+/**
+ * ADR-0177's verification through a whole run: the scheduled briefing stopping on one transient
+ * acquisition failure without the recovery policy, and passing with the production composition
+ * (`executeRun`, which installs it), through a fault proxy between the run side and a real lease
+ * service (real Chromium, real Redis).
+ */
+describe('a whole run meets a transient acquisition failure', () => {
+  const prefix = uniquePrefix('chaos-acquire-run');
+  const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+  const store = new RunStore(redis, `${prefix}:`);
+  const transcripts = new RunTranscripts(redis, `${prefix}:`);
+  let queue: RunsQueue;
+  let worker: TestBrowserWorker;
+  let proxy: FaultProxy;
+  let admin: DataPlaneClient;
+  let site: Server;
+  let origin: string;
+  const hits = new Map<string, number>();
+
+  beforeAll(async () => {
+    worker = await startTestBrowserWorker({ prefix });
+    proxy = await startFaultProxy(worker.url);
+    queue = createRunsQueue(redis, prefix);
+    admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
+    site = createServer((request, response) => {
+      const path = request.url ?? '/';
+      hits.set(path, (hits.get(path) ?? 0) + 1);
+      response.setHeader('content-type', 'text/html');
+      response.end('<!doctype html><title>briefing</title><p>Three meetings today</p>');
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+  });
+
+  afterEach(() => proxy.clearFaults());
+
+  afterAll(async () => {
+    await proxy?.close();
+    await worker?.handle.close();
+    await new Promise((resolve) => site?.close(resolve));
+    await queue?.obliterate({ force: true });
+    await queue?.close();
+    await deletePrefixedKeys(redis, prefix);
+    redis.disconnect();
+  });
+
+  async function newProfile(id: string): Promise<string> {
+    await admin.createProfile({ id, tenant: 't1', principal: 'alice', allowed_origins: [origin] });
+    return id;
+  }
+
+  function briefing(path: string) {
+    return {
+      text: 'read the briefing',
+      script: { steps: [{ tool: 'browser.navigate', url: `${origin}${path}` }], answer: 'briefed' },
+    };
+  }
+
+  function acquiresOf(profileId: string) {
+    return proxy.seen('POST', ACQUIRE).filter((request) => request.path.includes(`/${profileId}/`));
+  }
+
+  function toolOutcomes(transcript: readonly TranscriptEntry[]) {
+    return transcript.flatMap((entry) =>
+      entry.kind === 'tool' ? [{ name: entry.name, outcome: entry.outcome }] : [],
+    );
+  }
+
+  it('without the recovery policy, the briefing stops: its navigate fails provider_unavailable', async () => {
+    const profileId = await newProfile('briefing-single');
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
+    const runId = 'run_single_attempt';
+    const diagnostics: AcquireAttemptDiagnostic[] = [];
+    // executeRun's composition, with the single attempt an independently built provider may keep.
+    const provider = new BrowserLeaseProvider({
+      scope: { tenant: 't1', principal: 'alice', run_id: runId, attempt: 1 },
+      profileId,
+      findWorker: async () => ({ id: 'bw-test', url: proxy.url }),
+      token: TEST_TOKEN,
+      holderNeedsPage: async () => true,
+      acquireRetry: SINGLE_ACQUIRE_ATTEMPT,
+      onAcquireAttempt: (diagnostic) => {
+        diagnostics.push(diagnostic);
+      },
+    });
+    const deadlineMs = Date.now() + 60_000;
+    const port = new MemoryRunPort(runId, 'read the briefing');
+    const input = briefing('/single');
+    const end = await runExecution({
+      run: port,
+      model: new ScriptedModel(input.script as ConstructorParameters<typeof ScriptedModel>[0]),
+      tools: new BrowserToolExecutor(provider, deadlineMs),
+      policy: { needsApproval: async () => false, park: async () => 'never' },
+      limits: {
+        maxSteps: TEST_RUN_LIMITS.max_steps,
+        maxModelCalls: TEST_RUN_LIMITS.max_model_calls,
+        maxToolCalls: TEST_RUN_LIMITS.max_tool_calls,
+        reserveModelCalls: TEST_RUN_LIMITS.reserve_model_calls,
+        reserveToolCalls: TEST_RUN_LIMITS.reserve_tool_calls,
+      },
+      deadlineMs,
+      signal: new AbortController().signal,
+    });
+    await provider.close({ seal: true });
+
+    expect(toolOutcomes(port.transcript)).toEqual([
+      {
+        name: 'browser.navigate',
+        outcome: { ok: false, code: 'provider_unavailable', message: expect.any(String) },
+      },
+    ]);
+    expect(end.kind).toBe('succeeded');
+    expect(hits.get('/single')).toBeUndefined();
+    expect(acquiresOf(profileId).map((request) => request.action)).toEqual(['status']);
+    expect(diagnostics).toMatchObject([{ attempt: 1, code: 'provider_unavailable', next: 'stop' }]);
+  });
+
+  it('with the policy executeRun installs, the briefing reads its page, and one content-free diagnostic is on its events', async () => {
+    const profileId = await newProfile('briefing-bounded');
+    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
+    const agent = await store.putAgent('t1', { model: 'scripted', instructions: 'brief me' });
+    if (agent.status === 'not_found') throw new Error('agent not stored');
+    const session = await store.createSession({
+      tenant: 't1',
+      principal: 'alice',
+      agentId: agent.agent.id,
+      browserProfileId: profileId,
+    });
+    if (!session) throw new Error('session not stored');
+    const { run: submitted } = await store.submitRun({
+      tenant: 't1',
+      principal: 'alice',
+      sessionId: session.id,
+      input: briefing('/bounded'),
+      limits: TEST_RUN_LIMITS,
+      timeoutMs: 60_000,
+    });
+    const ownerToken = `owner-${randomBytes(4).toString('hex')}`;
+    const claimed = await store.claimRun(submitted.id, submitted.execution, ownerToken);
+    if (!claimed.ok) throw new Error(`run not claimed: ${claimed.message}`);
+
+    const config = loadConfig({
+      REDIS_URL: testRedisUrl(),
+      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+      QUEUE_PREFIX: prefix,
+      LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN,
+      LOG_LEVEL: 'silent',
+    });
+    const end = await executeRun(
+      {
+        config,
+        store,
+        transcripts,
+        registry: new ProxiedRegistry(redis, `${prefix}:`, () => proxy.url),
+        queue,
+        logger: silentLogger(),
+      },
+      claimed.run,
+      ownerToken,
+      new AbortController().signal,
+    );
+
+    expect(end).toEqual({ kind: 'succeeded', answer: 'briefed' });
+    expect((await store.getRun(submitted.id))?.status).toBe('succeeded');
+    const [navigate] = toolOutcomes(await transcripts.load<TranscriptEntry>(submitted.id));
+    expect(navigate).toMatchObject({ name: 'browser.navigate', outcome: { ok: true } });
+    expect(hits.get('/bounded')).toBe(1);
+    expect(acquiresOf(profileId).map((request) => request.action)).toEqual(['status', 'pass']);
+
+    const attempts = (await store.readEvents(submitted.id)).filter(
+      (event) => event.type === 'tool.acquire_attempt',
+    );
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]?.data).toMatchObject({
+      invocation_id: `${submitted.id}-a1-s1-i0`,
+      attempt: 1,
+      max_attempts: 3,
+      outcome: 'failed',
+      code: 'provider_unavailable',
+      http_status: 503,
+      next: 'retry',
+    });
+    // Content-free: fixed fields of codes and numbers; no URL, no page text, no message from the service.
+    expect(Object.keys(attempts[0]?.data ?? {}).sort()).toEqual(
+      [
+        'invocation_id',
+        'attempt',
+        'max_attempts',
+        'outcome',
+        'code',
+        'retryable',
+        'transport',
+        'http_status',
+        'service_code',
+        'elapsed_ms',
+        'next',
+        'delay_ms',
+        'stop_reason',
+      ].sort(),
+    );
+    const said = JSON.stringify(attempts[0]?.data);
+    for (const content of ['http://', '127.0.0.1', 'briefing', 'Three meetings', 'injected'])
+      expect(said).not.toContain(content);
+    // The run ended done with its page: its lease is sealed and closed.
+    const lease = JSON.parse(acquiresOf(profileId)[1]?.upstreamBody?.toString() ?? '{}') as {
+      lease_id: string;
+    };
+    expect(await admin.getLease(profileId, lease.lease_id)).toMatchObject({ state: 'closed', sealed: true });
+  });
+});
