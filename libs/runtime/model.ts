@@ -34,6 +34,13 @@ export interface ModelRequest {
   transcript: readonly TranscriptEntry[];
   /** Tools the model may call now; empty when it may only answer (a reserve was reached). */
   tools: readonly ToolDefinition[];
+  /** The agent's instructions, sent first (the start of the cached prefix). */
+  instructions?: string;
+  /**
+   * Platform-trusted facts for this request only (ADR-0130 d9: `browser_origins`), rendered as
+   * `key=value` lines outside the cached prefix. Keys are `[A-Za-z0-9_.-]`, values one line.
+   */
+  runtimeMetadata?: Readonly<Record<string, string>>;
 }
 
 export interface ModelResponse {
