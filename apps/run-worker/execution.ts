@@ -1,16 +1,23 @@
+import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../../libs/config/index.js';
 import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
 import { BOUNDED_ACQUIRE_RETRY, BrowserLeaseProvider } from '../../libs/provider/index.js';
 import {
+  BROWSER_TOOL_NAMES_REQUIRED,
   BrowserToolExecutor,
   DELEGATE_TOOL_NAME,
   type ExecutionEnd,
   type Invocation,
   type InvocationState,
+  LoopBreaker,
   leaseStillNeeded,
   type Model,
   ModelError,
+  type ModelUsage,
+  modelPrice,
+  OpenAiCompatibleModel,
+  type RunLoopOptions,
   type RunPort,
   runExecution,
   ScriptedModel,
@@ -19,7 +26,12 @@ import {
   type ToolPolicy,
   type TranscriptEntry,
 } from '../../libs/runtime/index.js';
-import { AgentVersionCache, type BrowserWorkerRegistry, type RunStore } from '../../libs/store/index.js';
+import {
+  AgentVersionCache,
+  type BrowserWorkerRegistry,
+  type RedisLeaseStore,
+  type RunStore,
+} from '../../libs/store/index.js';
 import type { RunTranscripts } from '../../libs/store/run-transcript.js';
 import type { RunsQueue } from '../../queues/index.js';
 import { delegateToChild, resumeParent } from './children.js';
@@ -35,6 +47,8 @@ export interface ExecutionDeps {
   store: RunStore;
   transcripts: RunTranscripts;
   registry: BrowserWorkerRegistry;
+  /** Profiles, for the origins a bound run's model is told it may visit. */
+  profiles: Pick<RedisLeaseStore, 'getProfile'>;
   /** Where children and resumed parents are enqueued. */
   queue: RunsQueue;
   logger: Logger;
@@ -87,7 +101,12 @@ class StoreRunPort implements RunPort {
   /** Usage as this owner last wrote it: only the owner adds to it, so no read is needed. */
   async usage() {
     const { usage } = this.#current;
-    return { steps: usage.steps, modelCalls: usage.model_calls, toolCalls: usage.tool_calls };
+    return {
+      steps: usage.steps,
+      modelCalls: usage.model_calls,
+      toolCalls: usage.tool_calls,
+      costMicroUsd: usage.cost_micro_usd,
+    };
   }
 
   async #addUsage(delta: Parameters<RunStore['addUsage']>[2]): Promise<void> {
@@ -96,8 +115,16 @@ class StoreRunPort implements RunPort {
     this.#current = added.run;
   }
 
-  recordModelCall(): Promise<void> {
-    return this.#addUsage({ steps: 1, model_calls: 1 });
+  recordModelCall(_usage: ModelUsage, costMicroUsd: number): Promise<void> {
+    return this.#addUsage({ steps: 1, model_calls: 1, cost_micro_usd: costMicroUsd });
+  }
+
+  loadBreakerState(): Promise<unknown> {
+    return this.deps.store.loadLoopState(this.run.id);
+  }
+
+  async saveBreakerState(state: unknown): Promise<void> {
+    refusedUnlessOk(await this.deps.store.saveLoopState(this.run.id, this.ownerToken, state), 'loop state');
   }
 
   async cancelRequested(): Promise<boolean> {
@@ -160,15 +187,67 @@ class StoreRunPort implements RunPort {
   }
 }
 
-function modelFor(agentModel: string, run: RunView): Model {
-  if (agentModel === 'scripted') {
+/**
+ * What ADR-0130 adds to a run's loop: its model's prices and cost limit (d1), the loop breaker
+ * (d7), and in a bound session the required browser tools (d4) and the origins row (d9).
+ */
+async function budgetOptions(
+  deps: ExecutionDeps,
+  run: RunView,
+  agentModel: string,
+): Promise<Partial<RunLoopOptions>> {
+  const entry = deps.config.models.models[agentModel];
+  const options: Partial<RunLoopOptions> = {
+    costLimits: run.limits,
+    breaker: new LoopBreaker({ evidenceSecret: evidenceSecret(deps.config, run.id) }),
+  };
+  if (entry) options.price = modelPrice(entry);
+  if (run.browser_profile_id) {
+    options.requiredTools = BROWSER_TOOL_NAMES_REQUIRED;
+    const profile = await deps.profiles.getProfile(run.browser_profile_id);
+    // The profile's normalised origins only: never its id, a name or a credential.
+    const origins = profile?.allowedOrigins.slice(0, MAX_ORIGINS_RENDERED) ?? [];
+    options.runtimeMetadata = { browser_origins: origins.join(',') };
+  }
+  return options;
+}
+
+/** ADR-0130 d9: at most 16 origins are rendered in the row. */
+const MAX_ORIGINS_RENDERED = 16;
+
+/**
+ * Keys the breaker's evidence digests: the same for every execution of a run, never stored beside
+ * them (derived from the deployment's secret and the run id).
+ */
+function evidenceSecret(config: Config, runId: string): string {
+  const secret = config.secrets.sealKey ?? config.secrets.dataPlaneToken ?? 'leasehold';
+  return createHmac('sha256', secret).update(`loop-breaker\n${runId}`).digest('hex');
+}
+
+/** The run's model: `scripted` from the script it carries, or an `openai-compatible` one from ops/models.yaml. */
+function modelFor(config: Config, agentModel: string, run: RunView): Model {
+  const entry = config.models.models[agentModel];
+  if (agentModel === 'scripted' || entry?.provider === 'scripted') {
     const script = scriptSchema.safeParse(
       (run.input as { script?: unknown }).script ?? { steps: [], answer: '' },
     );
     if (!script.success) throw new ModelError('the run carries no valid script for the scripted model');
     return new ScriptedModel(script.data);
   }
-  throw new ModelError(`model ${agentModel} is not available in this worker`);
+  if (!entry?.base_url) throw new ModelError(`model ${agentModel} is not listed in ops/models.yaml`);
+  const apiKey = config.secrets.modelApiKeys[agentModel];
+  if (!apiKey)
+    throw new ModelError(`model ${agentModel} has no API key: set ${entry.api_key_env ?? 'its api_key_env'}`);
+  return new OpenAiCompatibleModel({
+    name: agentModel,
+    model: entry.api_model ?? agentModel,
+    baseUrl: entry.base_url,
+    apiKey,
+    ...(entry.max_output_tokens !== undefined ? { maxOutputTokens: entry.max_output_tokens } : {}),
+    ...(entry.temperature !== undefined ? { temperature: entry.temperature } : {}),
+    ...(entry.attempts !== undefined ? { attempts: entry.attempts } : {}),
+    ...(entry.timeout_ms !== undefined ? { timeoutMs: entry.timeout_ms } : {}),
+  });
 }
 
 /**
@@ -236,7 +315,7 @@ export async function executeRun(
     if (!agent) throw new ModelError(`agent version ${run.agent_version} not found`);
     end = await runExecution({
       run: port,
-      model: modelFor(agent.model, run),
+      model: modelFor(deps.config, agent.model, run),
       tools,
       policy,
       limits: {
@@ -248,6 +327,8 @@ export async function executeRun(
       },
       deadlineMs: run.deadline_at_ms,
       signal,
+      instructions: agent.instructions,
+      ...(await budgetOptions(deps, run, agent.model)),
     });
   } catch (error) {
     if (!(error instanceof ModelError)) throw error;
@@ -292,6 +373,16 @@ export async function executeRun(
     after.status === 'waiting_user' ||
     after.status === 'waiting_child';
   if (doneWithPage) await closeLease(deps, run, provider);
+  // The run keeps its page; a lease it stopped trusting must not be there for its resume.
+  else
+    await provider
+      ?.closeRetired({ deadlineMs: Date.now() + 15_000 })
+      .catch((error: unknown) =>
+        deps.logger.warn(
+          { run_id: run.id, err: error },
+          'closing a retired lease failed; the next acquire closes it',
+        ),
+      );
   // A child that ended resumes its waiting parent — after its page is released, so the parent
   // (same profile) finds the page free.
   if (after && runHasEnded(after.status)) await resumeParent(deps, after);

@@ -82,6 +82,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     cancelsHeard,
     transcripts: new RunTranscripts(redis, config.redis.keyPrefix),
     registry: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
+    profiles: new RedisLeaseStore(redis, config.redis.keyPrefix),
     logger: log,
   };
 

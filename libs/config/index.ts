@@ -34,6 +34,8 @@ export interface Config {
     readonly dataPlaneToken: string | undefined;
     /** base64 or hex; decode with `decodeKey`. */
     readonly sealKey: string | undefined;
+    /** API keys of the models in ops/models.yaml, by model name, from each entry's `api_key_env`. */
+    readonly modelApiKeys: Readonly<Record<string, string>>;
   };
   readonly browser: {
     readonly executable: string | undefined;
@@ -123,7 +125,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       runWorkerPort: e.RUN_WORKER_PORT,
       sweeperPort: e.SWEEPER_PORT,
     },
-    secrets: { dataPlaneToken: e.LEASEHOLD_DATA_PLANE_TOKEN, sealKey: e.LEASEHOLD_SEAL_KEY },
+    secrets: {
+      dataPlaneToken: e.LEASEHOLD_DATA_PLANE_TOKEN,
+      sealKey: e.LEASEHOLD_SEAL_KEY,
+      modelApiKeys: modelApiKeys(models, env),
+    },
     browser: {
       executable: e.BROWSER_EXECUTABLE,
       headless: e.BROWSER_HEADLESS,
@@ -146,6 +152,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     limits,
     models,
   });
+}
+
+/** Each model's API key, read from the variable its models.yaml entry names (never from a file). */
+function modelApiKeys(models: ModelsFile, env: Record<string, string | undefined>): Record<string, string> {
+  const keys: Record<string, string> = {};
+  for (const [name, model] of Object.entries(models.models)) {
+    const value = model.api_key_env ? env[model.api_key_env] : undefined;
+    if (value) keys[name] = value;
+  }
+  return keys;
 }
 
 /** A copy of `config` with some fields replaced, frozen again (tests and the fleet use it). */

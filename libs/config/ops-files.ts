@@ -43,6 +43,14 @@ const modelPriceSchema = z.object({
     .string()
     .regex(/^[A-Z][A-Z0-9_]*$/)
     .optional(),
+  /** The model name sent to the API (default: this entry's key). */
+  api_model: z.string().min(1).max(200).optional(),
+  /** At most 8,192: the cost pre-check prices a call's worst case at 8,192 output tokens (ADR-0130 d1). */
+  max_output_tokens: z.number().int().positive().max(8_192).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  /** Attempts per model call, the first included; transient failures are retried within it. */
+  attempts: z.number().int().min(1).max(5).optional(),
+  timeout_ms: z.number().int().min(1_000).max(600_000).optional(),
 });
 
 const modelsFileSchema = z.object({
@@ -111,5 +119,11 @@ export function loadModelsFile(opsDir: string): ModelsFile {
   const models = parseWith(modelsFileSchema, path, readYaml(path));
   if (!(models.default_model in models.models))
     throw new OpsFileError(`${path}: default_model: "${models.default_model}" is not listed under models`);
+  for (const [name, model] of Object.entries(models.models)) {
+    if (model.provider === 'openai-compatible' && (!model.base_url || !model.api_key_env))
+      throw new OpsFileError(
+        `${path}: models.${name}: an openai-compatible model needs base_url and api_key_env`,
+      );
+  }
   return models;
 }

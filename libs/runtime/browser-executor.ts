@@ -41,6 +41,13 @@ function isBrowserTool(name: string): name is BrowserToolName {
 export class BrowserToolExecutor implements ToolExecutor {
   lastEvidenceKey: string | null = null;
 
+  /** The last call's evidence key, once: a failed call leaves none (ADR-0130 d7). */
+  takeEvidenceKey(): string | null {
+    const key = this.lastEvidenceKey;
+    this.lastEvidenceKey = null;
+    return key;
+  }
+
   constructor(
     private readonly provider: BrowserLeaseProvider | undefined,
     /** The horizon a lease is asked for: the run's deadline (ADR-0127). */
@@ -60,6 +67,7 @@ export class BrowserToolExecutor implements ToolExecutor {
       beforeDispatch: () => Promise<void>;
     },
   ): Promise<ToolOutcome> {
+    this.lastEvidenceKey = null;
     if (!isBrowserTool(call.name))
       return { ok: false, code: 'invalid_arguments', message: `no tool named ${call.name}` };
     if (!this.provider)

@@ -1,5 +1,30 @@
 export { microUsdToUsd, usdToMicroUsd } from '../contracts/index.js';
+export {
+  type BreakerCall,
+  type BreakerInvocation,
+  type BreakerVerdict,
+  IDENTICAL_CALL_THRESHOLD,
+  LoopBreaker,
+  type LoopBreakerOptions,
+  type LoopBreakerSnapshot,
+  loopBreakerSnapshotSchema,
+  MAX_EVIDENCE_RESTARTS,
+} from './breaker.js';
 export { BROWSER_TOOL_DEFINITIONS, BrowserToolExecutor } from './browser-executor.js';
+export {
+  type CostLimits,
+  type CostRecordVerdict,
+  callCostMicroUsd,
+  checkCostAfterCall,
+  checkCostBeforeCall,
+  costToolRequestRefused,
+  isZeroPriced,
+  type ModelPrice,
+  type ModelPriceConfig,
+  modelPrice,
+  WORST_CASE_OUTPUT_TOKENS,
+  worstCaseCallMicroUsd,
+} from './cost.js';
 export {
   DEADLINE_SWEEP_BATCH,
   type DeadlineSweepDeps,
@@ -67,7 +92,31 @@ export {
   type ToolOutcome,
   type TranscriptEntry,
 } from './model.js';
+export {
+  type AttemptFailureCode,
+  chatMessages,
+  compileOpenAiModelOptions,
+  decodeToolName,
+  encodeToolName,
+  type ModelAttempt,
+  ModelCallError,
+  type ModelCallErrorCode,
+  OpenAiCompatibleModel,
+  type OpenAiCompatibleModelOptions,
+} from './openai-model.js';
 export { type ReclaimDeps, reclaimStalledRuns, STALLED_PAST_LIMIT } from './reclaim.js';
+export {
+  planRoster,
+  RosterError,
+  type RosterInput,
+  type RosterPlan,
+  resolveDeferredCall,
+  searchDeferredTools,
+  TOOL_CALL_DEFINITION,
+  TOOL_CALL_NAME,
+  TOOL_SEARCH_DEFINITION,
+  TOOL_SEARCH_NAME,
+} from './roster.js';
 export {
   BROWSER_TASK_LIMITS_KEY,
   BROWSER_TOOL_NAMES_REQUIRED,

@@ -14,6 +14,8 @@ export interface RunUsage {
   steps: number;
   modelCalls: number;
   toolCalls: number;
+  /** Spent so far, in integer micro-USD (absent: nothing priced was recorded). */
+  costMicroUsd?: number;
 }
 
 export type ModelCallVerdict =

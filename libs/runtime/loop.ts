@@ -1,4 +1,13 @@
 import type { RunFailureReason } from '../contracts/index.js';
+import type { LoopBreaker } from './breaker.js';
+import {
+  type CostLimits,
+  callCostMicroUsd,
+  checkCostAfterCall,
+  checkCostBeforeCall,
+  costToolRequestRefused,
+  type ModelPrice,
+} from './cost.js';
 import { DELEGATE_TOOL_DEFINITION, DELEGATE_TOOL_NAME, type DelegateStep } from './delegation.js';
 import { checkModelCall, fitBatch, type RunLimits, type RunUsage, toolRequestRefused } from './limits.js';
 import {
@@ -10,6 +19,15 @@ import {
   type ToolOutcome,
   type TranscriptEntry,
 } from './model.js';
+import {
+  planRoster,
+  RosterError,
+  type RosterPlan,
+  resolveDeferredCall,
+  searchDeferredTools,
+  TOOL_CALL_NAME,
+  TOOL_SEARCH_NAME,
+} from './roster.js';
 
 /** A tool call's durable state in the run's ledger (DESIGN §3). */
 export type InvocationState =
@@ -41,8 +59,8 @@ export interface RunPort {
   loadTranscript(): Promise<TranscriptEntry[]>;
   appendTranscript(entry: TranscriptEntry): Promise<void>;
   usage(): Promise<RunUsage>;
-  /** One model call made (and one step taken), with its tokens. */
-  recordModelCall(usage: ModelUsage): Promise<void>;
+  /** One model call made (and one step taken), with its tokens and what it cost (micro-USD). */
+  recordModelCall(usage: ModelUsage, costMicroUsd: number): Promise<void>;
   /** The cancel flag (set by REST, told through pub/sub); checked before every model and tool call. */
   cancelRequested(): Promise<boolean>;
   /** Records the call `started` (counting one tool call) unless the ledger knows it already; answers what it knows. */
@@ -50,6 +68,9 @@ export interface RunPort {
   /** The watermark: from here on the effect may have happened and is never sent again. */
   markDispatched(invocation: Invocation): Promise<void>;
   completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void>;
+  /** The loop breaker's stored state (ADR-0130 d7): never an evidence key, only digests of them. */
+  loadBreakerState?(): Promise<unknown>;
+  saveBreakerState?(state: unknown): Promise<void>;
 }
 
 /** What a tool needs from the platform before it runs. */
@@ -70,6 +91,11 @@ export interface ToolPolicy {
 
 export interface ToolExecutor {
   definitions(): readonly ToolDefinition[];
+  /**
+   * The evidence key of the last call's successful result, handed over once (ADR-0130 d7): the
+   * platform's own, never part of the result the model reads or the ledger stores.
+   */
+  takeEvidenceKey?(): string | null;
   /** Runs one call. Effects call `beforeDispatch` right before anything leaves. */
   execute(
     call: ToolCall,
@@ -102,7 +128,23 @@ export interface RunLoopOptions {
   /** Longest one tool call may take (its own deadline, inside the run's). */
   toolTimeoutMs?: number;
   clock?: () => number;
+  /** The model's prices (ADR-0130 d1); with `costLimits`, each call is checked before and after. */
+  price?: ModelPrice;
+  costLimits?: CostLimits;
+  /** Identical calls without new evidence fail the run `loop_detected` (ADR-0130 d7). */
+  breaker?: LoopBreaker;
+  /** Tools the plan must define ahead of all others (a bound session's browser tools: ADR-0130 d4). */
+  requiredTools?: readonly string[];
+  /** Most tool definitions sent to the model; the rest are reachable through `tool.call`. */
+  definitionCap?: number;
+  /** The agent's instructions, sent with every model call. */
+  instructions?: string;
+  /** Platform-trusted rows outside the cached prefix (`browser_origins=…`: ADR-0130 d9). */
+  runtimeMetadata?: Readonly<Record<string, string>>;
 }
+
+/** Tool definitions per request, the two meta-tools included when the index is used. */
+export const DEFAULT_DEFINITION_CAP = 64;
 
 const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
 
@@ -124,16 +166,26 @@ function throwIfAborted(signal: AbortSignal): void {
 export async function runExecution(options: RunLoopOptions): Promise<ExecutionEnd> {
   const { run, model, tools, limits } = options;
   const clock = options.clock ?? Date.now;
+  let plan: RosterPlan;
+  try {
+    // ADR-0130 d4: a plan that cannot define the required tools fails when it is built.
+    plan = planRoster({
+      candidates: [...tools.definitions(), ...(options.policy.delegate ? [DELEGATE_TOOL_DEFINITION] : [])],
+      required: options.requiredTools ?? [],
+      deferred: [],
+      definitionCap: options.definitionCap ?? DEFAULT_DEFINITION_CAP,
+    });
+  } catch (error) {
+    if (error instanceof RosterError) return { kind: 'failed', reason: 'model_error', detail: error.message };
+    throw error;
+  }
   const transcript = await run.loadTranscript();
-  const definitions = [
-    ...tools.definitions(),
-    ...(options.policy.delegate ? [DELEGATE_TOOL_DEFINITION] : []),
-  ];
+  const context: LoopContext = { plan, breakerLoaded: false };
 
   for (;;) {
     const open = openToolCalls(transcript);
     if (open) {
-      const end = await answerToolCalls(open.calls, open.step, transcript, options, clock);
+      const end = await answerToolCalls(open.calls, open.step, transcript, options, clock, context);
       if (end) return end;
       continue;
     }
@@ -143,21 +195,61 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
       return { kind: 'failed', reason: 'deadline_exceeded', detail: 'the run passed its deadline' };
 
     const usage = await run.usage();
+    const spentMicroUsd = usage.costMicroUsd ?? 0;
     const verdict = checkModelCall(limits, usage);
     if (!verdict.allowed) return { kind: 'failed', reason: verdict.reason, detail: verdict.detail };
+    const costLimits = options.price && options.costLimits;
+    const costVerdict =
+      costLimits && options.price ? checkCostBeforeCall(costLimits, spentMicroUsd, options.price) : undefined;
+    if (costVerdict && !costVerdict.allowed)
+      return { kind: 'failed', reason: costVerdict.reason, detail: costVerdict.detail };
+    const toolsAllowed = verdict.toolsAllowed && (costVerdict?.toolsAllowed ?? true);
     let response: Awaited<ReturnType<Model['call']>>;
     try {
       response = await model.call(
-        { transcript, tools: verdict.toolsAllowed ? definitions : [] },
+        {
+          transcript,
+          tools: toolsAllowed ? context.plan.defined : [],
+          ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
+          ...(options.runtimeMetadata ? { runtimeMetadata: options.runtimeMetadata } : {}),
+        },
         { deadlineMs: options.deadlineMs, signal: options.signal },
       );
     } catch (error) {
-      if (error instanceof ModelError)
-        return { kind: 'failed', reason: 'model_error', detail: error.message };
+      throwIfAborted(options.signal);
+      if (error instanceof ModelError) {
+        const billed = (error as ModelError & { usage?: ModelUsage }).usage;
+        if (billed)
+          await run.recordModelCall(billed, options.price ? callCostMicroUsd(options.price, billed) : 0);
+        const late = clock() >= options.deadlineMs;
+        return late
+          ? {
+              kind: 'failed',
+              reason: 'deadline_exceeded',
+              detail: 'the run passed its deadline during a model call',
+            }
+          : { kind: 'failed', reason: 'model_error', detail: error.message };
+      }
       throw error;
     }
-    await run.recordModelCall(response.usage);
-    if (toolRequestRefused(verdict, response.toolCalls.length))
+    const callCost = options.price ? callCostMicroUsd(options.price, response.usage) : 0;
+    await run.recordModelCall(response.usage, callCost);
+    if (costLimits && options.price) {
+      // ADR-0130 d1: the run overshoots by at most this one call.
+      const after = checkCostAfterCall(costLimits, spentMicroUsd + callCost, options.price);
+      if (!after.ok) return { kind: 'failed', reason: after.reason, detail: after.detail };
+    }
+    if (
+      toolRequestRefused(verdict, response.toolCalls.length) ||
+      (costLimits &&
+        options.price &&
+        costToolRequestRefused(
+          costLimits,
+          spentMicroUsd + callCost,
+          options.price,
+          response.toolCalls.length,
+        ))
+    )
       return {
         kind: 'failed',
         reason: 'budget_exceeded',
@@ -197,14 +289,21 @@ function openToolCalls(
   return calls.length > 0 ? { calls, step } : undefined;
 }
 
+/** What one execution keeps beside its transcript: the tool plan, and whether the breaker was restored. */
+interface LoopContext {
+  plan: RosterPlan;
+  breakerLoaded: boolean;
+}
+
 async function answerToolCalls(
   calls: Array<{ call: ToolCall; index: number }>,
   step: number,
   transcript: TranscriptEntry[],
   options: RunLoopOptions,
   clock: () => number,
+  context: LoopContext,
 ): Promise<ExecutionEnd | undefined> {
-  const { run, tools, policy, limits } = options;
+  const { run, tools, policy, limits, breaker } = options;
   const answer = async (call: ToolCall, outcome: ToolOutcome) => {
     const entry: TranscriptEntry = { kind: 'tool', callId: call.id, name: call.name, outcome };
     transcript.push(entry);
@@ -212,19 +311,47 @@ async function answerToolCalls(
   };
   const usage = await run.usage();
   const { run: batch, skipped } = fitBatch(limits, usage, calls);
+  if (breaker && !context.breakerLoaded && batch.length > 0) {
+    // The breaker carries over from the run's earlier executions (a park, a crash).
+    const stored = await run.loadBreakerState?.();
+    if (stored !== undefined && stored !== null) breaker.restoreFrom(stored);
+    context.breakerLoaded = true;
+  }
+  const saveBreaker = async () => {
+    if (breaker) await run.saveBreakerState?.(breaker.snapshot());
+  };
 
-  for (const { call, index } of batch) {
+  for (const { call: asked, index } of batch) {
     throwIfAborted(options.signal);
     if (await run.cancelRequested()) return { kind: 'cancelled' };
+    // A deferred tool is called through `tool.call`; the call it names is the one that runs and counts.
+    const deferred = asked.name === TOOL_CALL_NAME ? resolveDeferredCall(context.plan, asked) : undefined;
+    if (deferred && !deferred.ok) {
+      await answer(asked, { ok: false, code: deferred.code, message: deferred.message });
+      continue;
+    }
+    const call = deferred?.call ?? asked;
+    if (call.name === TOOL_SEARCH_NAME) {
+      const query = typeof call.args.query === 'string' ? call.args.query : '';
+      const found = searchDeferredTools(context.plan, query).map(({ name, description, parameters }) => ({
+        name,
+        description,
+        parameters,
+      }));
+      await answer(asked, { ok: true, result: { tools: found } });
+      continue;
+    }
     const invocation: Invocation = { id: run.invocationId(step, index), step, index, call };
     const invocationId = invocation.id;
     const known = await run.startInvocation(invocation);
     switch (known.state) {
       case 'completed':
-        await answer(call, known.outcome);
+        breaker?.recordReplayed(invocation);
+        await answer(asked, known.outcome);
         continue;
       case 'dispatched':
       case 'outcome_unknown': {
+        breaker?.recordReplayed(invocation);
         // The effect may have happened before a crash: never send it again.
         const outcome: ToolOutcome = {
           ok: false,
@@ -232,20 +359,27 @@ async function answerToolCalls(
           message: 'the call was dispatched before the run was interrupted; its effect is unknown',
         };
         await run.completeInvocation(invocation, outcome);
-        await answer(call, outcome);
+        await answer(asked, outcome);
         continue;
       }
       case 'denied': {
         const outcome: ToolOutcome = { ok: false, code: 'approval_denied', message: known.message };
         await run.completeInvocation(invocation, outcome);
-        await answer(call, outcome);
+        await answer(asked, outcome);
         continue;
       }
       case 'awaiting_approval':
         return { kind: 'parked', approvalId: known.approvalId };
       case 'new':
-      case 'started':
+      case 'started': {
+        const admitted = admit(breaker, invocation);
+        if (admitted) {
+          await saveBreaker();
+          return admitted;
+        }
         if (call.name === DELEGATE_TOOL_NAME) {
+          // Saved while the run is still this worker's: delegating may move it to waiting_child.
+          await saveBreaker();
           const step: DelegateStep = policy.delegate
             ? await policy.delegate(invocation)
             : {
@@ -254,14 +388,22 @@ async function answerToolCalls(
               };
           if (step.kind === 'waiting') return { kind: 'waiting_child', childRunId: step.childRunId };
           await run.completeInvocation(invocation, step.outcome);
-          await answer(call, step.outcome);
+          breaker?.complete(invocation, null);
+          await saveBreaker();
+          await answer(asked, step.outcome);
           continue;
         }
-        if (await policy.needsApproval(invocation))
+        if (await policy.needsApproval(invocation)) {
+          await saveBreaker();
           return { kind: 'parked', approvalId: await policy.park(invocation) };
+        }
         break;
-      case 'approved':
+      }
+      case 'approved': {
+        const admitted = admit(breaker, invocation);
+        if (admitted) return admitted;
         break;
+      }
       default:
         return assertNever(known);
     }
@@ -275,8 +417,12 @@ async function answerToolCalls(
       signal: options.signal,
       beforeDispatch: () => run.markDispatched(invocation),
     });
+    // ADR-0130 d7: the evidence key goes to the breaker only, never into what is stored.
+    const evidenceKey = tools.takeEvidenceKey?.() ?? null;
+    breaker?.complete(invocation, outcome.ok ? evidenceKey : null);
     await run.completeInvocation(invocation, outcome);
-    await answer(call, outcome);
+    await saveBreaker();
+    await answer(asked, outcome);
   }
   for (const { call } of skipped) {
     await answer(call, {
@@ -286,6 +432,13 @@ async function answerToolCalls(
     });
   }
   return undefined;
+}
+
+/** The breaker's refusal of a call about to be sent (the fifth identical one), as the run's end. */
+function admit(breaker: LoopBreaker | undefined, invocation: Invocation): ExecutionEnd | undefined {
+  const verdict = breaker?.admit(invocation);
+  if (!verdict || verdict.ok) return undefined;
+  return { kind: 'failed', reason: verdict.reason, detail: verdict.detail };
 }
 
 function assertNever(value: never): never {

@@ -443,6 +443,22 @@ export class RunStore {
     return toTransition(runId, reply, 'running');
   }
 
+  /** The run loop's stored state (the loop breaker's snapshot), or undefined before any was saved. */
+  async loadLoopState(runId: string): Promise<unknown> {
+    const text = await this.#context.redis.hget(this.#context.keys.run(runId), 'loop_state');
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  /** Saves the run loop's state, by the run's owner only; a lost run refuses (`ok: false`). */
+  async saveLoopState(runId: string, ownerToken: string, state: unknown): Promise<{ ok: boolean }> {
+    const [code] = await this.#context.redis.saveLoopState(
+      this.#context.keys.run(runId),
+      ownerToken,
+      JSON.stringify(state),
+    );
+    return { ok: code === 'ok' };
+  }
+
   // Ledger
 
   recordInvocation(runId: string, ownerToken: string, record: InvocationRecord): Promise<LedgerOutcome> {

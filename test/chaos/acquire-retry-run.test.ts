@@ -21,7 +21,12 @@ import {
   type ToolOutcome,
   type TranscriptEntry,
 } from '../../libs/runtime/index.js';
-import { type BrowserWorkerRecord, BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
+import {
+  type BrowserWorkerRecord,
+  BrowserWorkerRegistry,
+  RedisLeaseStore,
+  RunStore,
+} from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
 import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
@@ -248,6 +253,7 @@ describe('a whole run meets a transient acquisition failure', () => {
         store,
         transcripts,
         registry: new ProxiedRegistry(redis, `${prefix}:`, () => proxy.url),
+        profiles: new RedisLeaseStore(redis, `${prefix}:`),
         queue,
         logger: silentLogger(),
       },

@@ -63,6 +63,7 @@ describe('ADR-0127 faults at the end of an execution', () => {
       store: wrap(new RunStore(redis, `${prefix}:`)),
       transcripts: new RunTranscripts(redis, `${prefix}:`),
       registry: new BrowserWorkerRegistry(redis, `${prefix}:`),
+      profiles: new RedisLeaseStore(redis, `${prefix}:`),
       queue,
       logger: silentLogger(),
     };

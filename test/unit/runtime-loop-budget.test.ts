@@ -1,0 +1,282 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type Invocation,
+  type InvocationState,
+  LoopBreaker,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  modelPrice,
+  type RunLimits,
+  type RunPort,
+  runExecution,
+  type ToolCall,
+  type ToolExecutor,
+  type ToolOutcome,
+  type TranscriptEntry,
+} from '../../libs/runtime/index.js';
+
+const limits: RunLimits = {
+  maxSteps: 160,
+  maxModelCalls: 120,
+  maxToolCalls: 160,
+  reserveModelCalls: 2,
+  reserveToolCalls: 4,
+};
+/** USD 10 input, USD 1 cached input, USD 40 output per million tokens; a 272,000-token window. */
+const price = modelPrice({
+  input_usd_per_mtok: '10',
+  cached_input_usd_per_mtok: '1',
+  output_usd_per_mtok: '40',
+  context_window_tokens: 272_000,
+});
+const USD = 1_000_000;
+
+class MemoryRun implements RunPort {
+  readonly runId = 'run_budget';
+  invocationId(step: number, index: number) {
+    return `${this.runId}-s${step}-i${index}`;
+  }
+  transcript: TranscriptEntry[] = [{ kind: 'input', text: 'work' }];
+  ledger = new Map<string, InvocationState>();
+  usageNow = { steps: 0, modelCalls: 0, toolCalls: 0, costMicroUsd: 0 };
+  breakerState: unknown;
+  async loadTranscript() {
+    return structuredClone(this.transcript);
+  }
+  async appendTranscript(entry: TranscriptEntry) {
+    this.transcript.push(structuredClone(entry));
+  }
+  async usage() {
+    return { ...this.usageNow };
+  }
+  async recordModelCall(_usage: unknown, costMicroUsd: number) {
+    this.usageNow.modelCalls += 1;
+    this.usageNow.steps += 1;
+    this.usageNow.costMicroUsd += costMicroUsd;
+  }
+  async cancelRequested() {
+    return false;
+  }
+  async startInvocation({ id }: Invocation): Promise<InvocationState> {
+    const known = this.ledger.get(id);
+    if (known) return known;
+    this.ledger.set(id, { state: 'started' });
+    this.usageNow.toolCalls += 1;
+    return { state: 'new' };
+  }
+  async markDispatched({ id }: Invocation) {
+    this.ledger.set(id, { state: 'dispatched' });
+  }
+  async completeInvocation({ id }: Invocation, outcome: ToolOutcome) {
+    this.ledger.set(id, { state: 'completed', outcome });
+  }
+  async loadBreakerState() {
+    return this.breakerState;
+  }
+  async saveBreakerState(state: unknown) {
+    this.breakerState = structuredClone(state);
+  }
+}
+
+/** A model that observes forever, each call costing `inputTokens` uncached input tokens. */
+class ObservingModel implements Model {
+  readonly name = 'observing';
+  requests: ModelRequest[] = [];
+  constructor(private readonly inputTokens: number) {}
+  async call(request: ModelRequest): Promise<ModelResponse> {
+    this.requests.push(request);
+    const turn = request.transcript.filter((entry) => entry.kind === 'model').length;
+    const usage = { inputTokens: this.inputTokens, cachedInputTokens: 0, outputTokens: 0 };
+    if (request.tools.length === 0) return { toolCalls: [], answer: 'stopped', usage };
+    return { toolCalls: [{ id: `c${turn}`, name: 'browser.observe', args: {} }], usage };
+  }
+}
+
+/** Observes a page whose content changes on every call when `changing`, and hands out its evidence. */
+class PageTools implements ToolExecutor {
+  sent = 0;
+  onSend: ((sent: number) => void) | undefined;
+  #evidence: string | null = null;
+  constructor(private readonly changing: boolean) {}
+  definitions() {
+    return ['browser.navigate', 'browser.observe', 'browser.act'].map((name) => ({
+      name,
+      description: name,
+      parameters: {},
+    }));
+  }
+  async execute(_call: ToolCall, context: { beforeDispatch: () => Promise<void> }): Promise<ToolOutcome> {
+    await context.beforeDispatch();
+    this.sent += 1;
+    this.onSend?.(this.sent);
+    this.#evidence = this.changing ? `page-${this.sent}` : 'page-same';
+    return { ok: true, result: { observation: { revision: `r${this.sent}`, elements: [] } } };
+  }
+  takeEvidenceKey() {
+    const key = this.#evidence;
+    this.#evidence = null;
+    return key;
+  }
+}
+
+const noApprovals = { needsApproval: async () => false, park: async () => 'apr_x' };
+
+function execute(
+  run: MemoryRun,
+  model: Model,
+  tools: ToolExecutor,
+  overrides: Partial<Parameters<typeof runExecution>[0]> = {},
+) {
+  return runExecution({
+    run,
+    model,
+    tools,
+    policy: noApprovals,
+    limits,
+    deadlineMs: Date.now() + 60_000,
+    signal: new AbortController().signal,
+    ...overrides,
+  });
+}
+
+describe('the cost limit (ADR-0130 d1)', () => {
+  const cost = { max_cost_micro_usd: 30 * USD, cost_reserve_micro_usd: 3 * USD };
+
+  it('fails budget_exceeded after the one call that crosses the limit, and records that call', async () => {
+    const run = new MemoryRun();
+    run.usageNow.costMicroUsd = 20 * USD;
+    // USD 15 in one call: allowed before it (USD 10 left, above the reserve), USD 35 after it.
+    const end = await execute(run, new ObservingModel(1_500_000), new PageTools(true), {
+      price,
+      costLimits: cost,
+    });
+    expect(end).toMatchObject({ kind: 'failed', reason: 'budget_exceeded' });
+    expect(run.usageNow).toMatchObject({ modelCalls: 1, costMicroUsd: 35 * USD });
+  });
+
+  it('refuses the next call once the limit is spent', async () => {
+    const run = new MemoryRun();
+    run.usageNow.costMicroUsd = 30 * USD;
+    const model = new ObservingModel(1);
+    const end = await execute(run, model, new PageTools(true), { price, costLimits: cost });
+    expect(end).toMatchObject({ kind: 'failed', reason: 'budget_exceeded' });
+    expect(model.requests).toHaveLength(0);
+  });
+
+  it('lets a run at or under the reserve only answer: tools are not offered', async () => {
+    const run = new MemoryRun();
+    run.usageNow.costMicroUsd = 27 * USD;
+    const model = new ObservingModel(1_000);
+    const end = await execute(run, model, new PageTools(true), { price, costLimits: cost });
+    expect(model.requests[0]?.tools).toEqual([]);
+    expect(end).toEqual({ kind: 'succeeded', answer: 'stopped' });
+  });
+
+  it('fails a tool request from the call that reached the reserve', async () => {
+    const run = new MemoryRun();
+    run.usageNow.costMicroUsd = 26 * USD;
+    // USD 2 takes it to 28: inside the USD 3 reserve, yet the call asked for a tool.
+    const end = await execute(run, new ObservingModel(200_000), new PageTools(true), {
+      price,
+      costLimits: cost,
+    });
+    expect(end).toMatchObject({ kind: 'failed', reason: 'budget_exceeded' });
+    expect(run.usageNow.modelCalls).toBe(1);
+  });
+
+  it('gives a zero-priced model no effective cost limit', async () => {
+    const run = new MemoryRun();
+    const free = modelPrice({
+      input_usd_per_mtok: '0',
+      cached_input_usd_per_mtok: '0',
+      output_usd_per_mtok: '0',
+      context_window_tokens: 1000,
+    });
+    const end = await execute(run, new ObservingModel(10_000_000), new PageTools(true), {
+      price: free,
+      costLimits: { max_cost_micro_usd: 0, cost_reserve_micro_usd: 0 },
+      limits: { ...limits, maxModelCalls: 10, reserveModelCalls: 2 },
+    });
+    // Only the counts bound it: the observations go on until the model-call reserve, then it answers.
+    expect(end).toMatchObject({ kind: 'succeeded' });
+    expect(run.usageNow.modelCalls).toBe(9);
+  });
+});
+
+describe('the loop breaker in the loop (ADR-0130 d7)', () => {
+  it('fails loop_detected at the fifth identical observation of an unchanged page, never sending it', async () => {
+    const run = new MemoryRun();
+    const tools = new PageTools(false);
+    const end = await execute(run, new ObservingModel(0), tools, {
+      breaker: new LoopBreaker({ evidenceSecret: 's' }),
+    });
+    expect(end).toMatchObject({ kind: 'failed', reason: 'loop_detected' });
+    expect(tools.sent).toBe(4);
+  });
+
+  it('lets a page that changes on every observation run to 36 observations, then fails it', async () => {
+    const run = new MemoryRun();
+    const tools = new PageTools(true);
+    const end = await execute(run, new ObservingModel(0), tools, {
+      breaker: new LoopBreaker({ evidenceSecret: 's' }),
+    });
+    expect(end).toMatchObject({ kind: 'failed', reason: 'loop_detected' });
+    expect(tools.sent).toBe(36);
+  });
+
+  it('keeps the breaker across executions through its stored state, which never holds the evidence key', async () => {
+    const run = new MemoryRun();
+    const tools = new PageTools(false);
+    const breaker = () => new LoopBreaker({ evidenceSecret: 's' });
+    // The first execution is interrupted after three observations; the next one is a new breaker
+    // restored from what the first stored.
+    const interrupt = new AbortController();
+    tools.onSend = (sent) => {
+      if (sent === 3) interrupt.abort();
+    };
+    await expect(
+      execute(run, new ObservingModel(0), tools, { breaker: breaker(), signal: interrupt.signal }),
+    ).rejects.toThrow(/interrupted/);
+    expect(JSON.stringify(run.breakerState)).not.toContain('page-same');
+    tools.onSend = undefined;
+    const end = await execute(run, new ObservingModel(0), tools, { breaker: breaker() });
+    expect(end).toMatchObject({ kind: 'failed', reason: 'loop_detected' });
+    expect(tools.sent).toBe(4);
+  });
+});
+
+describe('what the model is sent', () => {
+  it('carries the instructions and the runtime metadata row, and defines the required tools first', async () => {
+    const run = new MemoryRun();
+    const model = new ObservingModel(0);
+    await execute(run, model, new PageTools(true), {
+      instructions: 'Do the lesson.',
+      runtimeMetadata: { browser_origins: 'https://lessons.test' },
+      requiredTools: ['browser.navigate', 'browser.observe', 'browser.act'],
+      limits: { ...limits, maxModelCalls: 3, reserveModelCalls: 1 },
+    });
+    expect(model.requests[0]).toMatchObject({
+      instructions: 'Do the lesson.',
+      runtimeMetadata: { browser_origins: 'https://lessons.test' },
+    });
+    expect(model.requests[0]?.tools.slice(0, 3).map((tool) => tool.name)).toEqual([
+      'browser.navigate',
+      'browser.observe',
+      'browser.act',
+    ]);
+  });
+
+  it('fails the run when its plan cannot define the required browser tools', async () => {
+    const run = new MemoryRun();
+    const noBrowser: ToolExecutor = {
+      definitions: () => [],
+      execute: async () => ({ ok: true, result: null }),
+    };
+    const end = await execute(run, new ObservingModel(0), noBrowser, {
+      requiredTools: ['browser.navigate', 'browser.observe', 'browser.act'],
+    });
+    expect(end).toMatchObject({ kind: 'failed', reason: 'model_error' });
+    expect(run.usageNow.modelCalls).toBe(0);
+  });
+});
