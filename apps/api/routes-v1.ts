@@ -9,7 +9,14 @@ import {
   grantRequestSchema,
   recordIdSchema,
 } from '../../libs/contracts/index.js';
-import { resumeParentOf, scriptSchema, selectRunLimits } from '../../libs/runtime/index.js';
+import {
+  microUsdToUsd,
+  modelPrice,
+  resumeParentOf,
+  scriptSchema,
+  selectRunLimits,
+  worstCaseCallMicroUsd,
+} from '../../libs/runtime/index.js';
 import { AgentVersionCache, type RedisLeaseStore, type RunStore } from '../../libs/store/index.js';
 import { enqueueRun, type RunsQueue } from '../../queues/index.js';
 import { authenticate, identityOf } from './auth.js';
@@ -121,6 +128,27 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
       if (!agent) throw new ApiError('not_found', `agent ${request.params.id} not found`);
       return agent;
     },
+  );
+
+  app.get(
+    '/v1/models',
+    { schema: { tags: ['models'] }, preHandler: authenticate(store, 'runs:read') },
+    async () => ({
+      default_model: deps.config.models.default_model,
+      models: Object.entries(deps.config.models.models).map(([name, entry]) => {
+        const price = modelPrice(entry);
+        return {
+          name,
+          provider: entry.provider,
+          input_usd_per_mtok: entry.input_usd_per_mtok,
+          cached_input_usd_per_mtok: entry.cached_input_usd_per_mtok,
+          output_usd_per_mtok: entry.output_usd_per_mtok,
+          context_window_tokens: entry.context_window_tokens,
+          // ADR-0130 d1: the most one call can cost (its window uncached, 8,192 output tokens).
+          worst_case_call_usd: microUsdToUsd(worstCaseCallMicroUsd(price)),
+        };
+      }),
+    }),
   );
 
   app.post(

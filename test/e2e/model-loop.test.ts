@@ -184,6 +184,30 @@ models:
     expect(String(row?.content)).not.toContain('school');
   });
 
+  it('names no origins and defines no browser tools for an unbound run, and keeps run_defaults', async () => {
+    usageFor.set('Just answer', () => ({ prompt_tokens: 10, completion_tokens: 1 }));
+    const session = await call('POST', '/v1/sessions', { model: 'tutor' });
+    const run = await call('POST', `/v1/sessions/${session.body.id}/runs`, { input: 'Just answer' });
+    const done = await waitForStatus(run.body.id, ['succeeded', 'failed']);
+    // The policy navigates first; an unbound run has no such tool and the model is told so.
+    expect(done.limits).toMatchObject({ max_model_calls: 24, max_cost_usd: null });
+    const requests = model.requests.filter((request) =>
+      request.body.messages.some((message) => message.role === 'user' && message.content === 'Just answer'),
+    );
+    expect(requests.length).toBeGreaterThan(0);
+    for (const request of requests) {
+      expect(JSON.stringify(request.body.messages)).not.toContain('browser_origins');
+      expect((request.body.tools ?? []).map((tool) => tool.function.name)).not.toContain('browser__navigate');
+    }
+  });
+
+  it("shows each model's worst-case call", async () => {
+    const models = await call('GET', '/v1/models');
+    expect(models.body.models.find((entry: { name: string }) => entry.name === 'tutor')).toMatchObject({
+      worst_case_call_usd: '3.04768',
+    });
+  });
+
   it('stops a run with budget_exceeded after the one call that crosses USD 30', async () => {
     // USD 15 for the first call, USD 20 for the second: 35 spent, past the limit by that one call.
     usageFor.set('Spend it', (calls) => ({
