@@ -17,7 +17,12 @@ import {
   selectRunLimits,
   worstCaseCallMicroUsd,
 } from '../../libs/runtime/index.js';
-import { AgentVersionCache, type RedisLeaseStore, type RunStore } from '../../libs/store/index.js';
+import {
+  AgentVersionCache,
+  type RedisLeaseStore,
+  type RunStore,
+  SessionCache,
+} from '../../libs/store/index.js';
 import { enqueueRun, type RunsQueue } from '../../queues/index.js';
 import { authenticate, identityOf } from './auth.js';
 import type { DefaultAgents } from './default-agent.js';
@@ -60,6 +65,7 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
   const app = root.withTypeProvider<ZodTypeProvider>();
   const { store } = deps;
   const agentVersions = new AgentVersionCache(store);
+  const sessions = new SessionCache(store);
 
   app.post(
     '/v1/profiles',
@@ -210,7 +216,7 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
     async (request, reply) => {
       const identity = identityOf(request);
       const idempotencyKey = request.headers['idempotency-key'];
-      const session = await store.getSession(identity.tenant, request.params.id);
+      const session = await sessions.get(identity.tenant, request.params.id);
       if (!session) throw new ApiError('not_found', `session ${request.params.id} not found`);
       const agent = await agentVersions.get(identity.tenant, session.agent_id, session.agent_version);
       if (!agent) throw new ApiError('not_found', `agent version ${session.agent_version} not found`);
@@ -220,6 +226,7 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
         sessionId: request.params.id,
         input: { text: request.body.input, ...(request.body.script ? { script: request.body.script } : {}) },
         limits: selectRunLimits(deps.config.limits, session, agent),
+        session,
         timeoutMs: request.body.timeout_ms,
         ...(idempotencyKey ? { idempotencyKey } : {}),
       });

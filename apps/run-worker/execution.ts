@@ -60,6 +60,7 @@ export interface ExecutionDeps {
 class StoreRunPort implements RunPort {
   #current: RunView;
   #unwrittenInput: TranscriptEntry | undefined;
+  #checkedOnce = false;
 
   constructor(
     private readonly deps: ExecutionDeps,
@@ -129,12 +130,16 @@ class StoreRunPort implements RunPort {
 
   async cancelRequested(): Promise<boolean> {
     if (this.deps.cancelsHeard?.has(this.run.id)) return true;
+    // The first check comes right after the claim, whose record carries the flag: no read needed.
+    // A cancel asked since then was published, and this process heard it (above).
+    if (!this.#checkedOnce) {
+      this.#checkedOnce = true;
+      return this.run.cancel_requested;
+    }
     return this.deps.store.stopRequested(this.run.id);
   }
 
   async startInvocation(invocation: Invocation): Promise<InvocationState> {
-    const approvals = await this.deps.store.listApprovals(this.run.id);
-    const approval = approvals.filter((candidate) => candidate.invocation_id === invocation.id).at(-1);
     const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
       step: invocation.step,
       index: invocation.index,
@@ -144,10 +149,13 @@ class StoreRunPort implements RunPort {
     refusedUnlessOk(recorded, 'ledger');
     if (!recorded.ok) throw new RunLost('ledger');
     const entry = recorded.entry;
-    if (recorded.code === 'recorded' && !approval) {
+    // An approval is only ever asked for a call already in the ledger: a new one has none.
+    if (recorded.code === 'recorded') {
       await this.#addUsage({ tool_calls: 1 });
       return { state: 'new' };
     }
+    const approvals = await this.deps.store.listApprovals(this.run.id);
+    const approval = approvals.filter((candidate) => candidate.invocation_id === invocation.id).at(-1);
     switch (entry?.state) {
       case 'dispatched':
         return { state: 'dispatched' };

@@ -372,11 +372,19 @@ export class OpenAiCompatibleModel implements Model {
     timeoutMs: number,
     signal: AbortSignal | undefined,
   ): Promise<ModelResponse> {
+    // Each attempt gets a signal of its own, tied to the run's only while it lasts: the client
+    // leaves its abort listener on the signal it is given, which would pile up on the run's.
+    const attempt = new AbortController();
+    const abort = () => attempt.abort(signal?.reason);
+    if (signal?.aborted) abort();
+    else signal?.addEventListener('abort', abort, { once: true });
     let raw: unknown;
     try {
-      raw = await this.#client.chat.completions.create(body, { timeout: timeoutMs, signal: signal ?? null });
+      raw = await this.#client.chat.completions.create(body, { timeout: timeoutMs, signal: attempt.signal });
     } catch (error) {
       throw this.#failure(error);
+    } finally {
+      signal?.removeEventListener('abort', abort);
     }
     return this.#response(raw);
   }

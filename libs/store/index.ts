@@ -1,8 +1,8 @@
-export { AgentVersionCache } from './agent-version-cache.js';
 export { agentVersionOf, type NewSession, type PutAgentOutcome } from './agents.js';
 export type { NewApiKey } from './api-keys.js';
 export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';
 export { canonicalJson, contentAddress, sha256Hex } from './canonical-json.js';
+export { AgentVersionCache, SessionCache } from './immutable-caches.js';
 export { LeaderLock } from './leader-lock.js';
 export { RedisLeaseStore } from './lease-store.js';
 export type { InvocationRecord, LedgerOutcome } from './ledger.js';

@@ -27,12 +27,13 @@ export interface StaleApprovals {
 const ENDED: ReadonlySet<string> = new Set(ENDED_RUN_STATUSES);
 
 /** Submission: the run at its first deadline; an entry already there (a duplicate submission) is kept. */
-export async function indexSubmittedRun(
-  context: RunStoreContext,
+export function indexSubmittedRun(
+  pipeline: { zadd(key: string, mode: 'NX', score: number, member: string): unknown },
+  keys: RunStoreContext['keys'],
   runId: string,
   deadlineAtMs: number,
-): Promise<void> {
-  await context.redis.zadd(context.keys.runDeadlines(), 'NX', deadlineAtMs, runId);
+): void {
+  pipeline.zadd(keys.runDeadlines(), 'NX', deadlineAtMs, runId);
 }
 
 /**

@@ -29,6 +29,10 @@ export class RunKeys {
   grants(runId: string): string {
     return `${this.prefix}{run:${runId}}:grants`;
   }
+  /** String: the run loop's own state (the breaker's snapshot, JSON), apart so the record stays small. */
+  loopState(runId: string): string {
+    return `${this.prefix}{run:${runId}}:loop`;
+  }
   /** Hash: the session's record, fixed at creation. */
   session(sessionId: string): string {
     return `${this.prefix}{ses:${sessionId}}:session`;

@@ -82,6 +82,8 @@ export interface SubmitRun {
   timeoutMs: number;
   /** Per tenant and session: a duplicate submission answers the first run and creates nothing. */
   idempotencyKey?: string;
+  /** The session, when the caller has read it already (sessions never change); else it is read. */
+  session?: SessionView;
   parentRunId?: string;
 }
 
@@ -175,7 +177,10 @@ export class RunStore {
    */
   async submitRun(input: SubmitRun): Promise<SubmitOutcome> {
     const { redis, keys } = this.#context;
-    const session = await this.getSession(input.tenant, input.sessionId);
+    const session =
+      input.session?.tenant === input.tenant && input.session.id === input.sessionId
+        ? input.session
+        : await this.getSession(input.tenant, input.sessionId);
     if (!session) throw new ApiError('not_found', `session ${input.sessionId} not found`);
     const limits = runLimitsSchema.parse(input.limits);
     if (!Number.isInteger(input.timeoutMs) || input.timeoutMs <= 0) {
@@ -188,10 +193,14 @@ export class RunStore {
         : idempotentRunId(input.tenant, session.id, input.idempotencyKey);
     const now = this.#context.now();
     const inputJson = canonicalJson(input.input ?? null);
-    // Listed before it exists: an index entry whose run was never written reads as absent.
-    await redis.zadd(keys.sessionRuns(session.id), 'NX', now, runId);
-    await indexSubmittedRun(this.#context, runId, now + input.timeoutMs);
-    const [code, , fields] = await redis.submitRun(
+    // Listed before it exists: an index entry whose run was never written reads as absent. The
+    // three go in one pipeline (one round trip), which Redis runs in order.
+    const pipeline = redis.pipeline() as ReturnType<typeof redis.pipeline> & {
+      submitRun: (...args: Array<string | number>) => unknown;
+    };
+    pipeline.zadd(keys.sessionRuns(session.id), 'NX', now, runId);
+    indexSubmittedRun(pipeline, keys, runId, now + input.timeoutMs);
+    pipeline.submitRun(
       keys.run(runId),
       keys.events(runId),
       runId,
@@ -210,6 +219,14 @@ export class RunStore {
       input.idempotencyKey ?? '',
       this.#context.eventsCap,
     );
+    const replies = (await pipeline.exec()) ?? [];
+    const failed = replies.find(([error]) => error);
+    if (failed?.[0]) throw failed[0];
+    const [code, , fields] = (replies[2]?.[1] ?? ['no_reply', '', []]) as [
+      string,
+      string,
+      Array<string | number>,
+    ];
     if (code === 'conflict') {
       throw new ApiError('idempotency_conflict', 'this Idempotency-Key was used for a different run request');
     }
@@ -445,7 +462,7 @@ export class RunStore {
 
   /** The run loop's stored state (the loop breaker's snapshot), or undefined before any was saved. */
   async loadLoopState(runId: string): Promise<unknown> {
-    const text = await this.#context.redis.hget(this.#context.keys.run(runId), 'loop_state');
+    const text = await this.#context.redis.get(this.#context.keys.loopState(runId));
     return text ? JSON.parse(text) : undefined;
   }
 
@@ -453,6 +470,7 @@ export class RunStore {
   async saveLoopState(runId: string, ownerToken: string, state: unknown): Promise<{ ok: boolean }> {
     const [code] = await this.#context.redis.saveLoopState(
       this.#context.keys.run(runId),
+      this.#context.keys.loopState(runId),
       ownerToken,
       JSON.stringify(state),
     );

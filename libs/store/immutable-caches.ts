@@ -1,4 +1,4 @@
-import type { AgentDefinition } from '../contracts/index.js';
+import type { AgentDefinition, SessionView } from '../contracts/index.js';
 
 /**
  * Agent versions are content-addressed and never change, so a process reads each from Redis once.
@@ -23,5 +23,31 @@ export class AgentVersionCache {
     if (this.#versions.size >= this.capacity) this.#versions.clear();
     this.#versions.set(key, definition);
     return definition;
+  }
+}
+
+/**
+ * Sessions pin their agent version and profile binding at creation and never change, so a process
+ * reads each from Redis once. Bounded like {@link AgentVersionCache}.
+ */
+export class SessionCache {
+  readonly #sessions = new Map<string, SessionView>();
+
+  constructor(
+    private readonly store: {
+      getSession(tenant: string, sessionId: string): Promise<SessionView | undefined>;
+    },
+    private readonly capacity = 10_000,
+  ) {}
+
+  async get(tenant: string, sessionId: string): Promise<SessionView | undefined> {
+    const key = `${tenant}\n${sessionId}`;
+    const cached = this.#sessions.get(key);
+    if (cached) return cached;
+    const session = await this.store.getSession(tenant, sessionId);
+    if (!session) return undefined;
+    if (this.#sessions.size >= this.capacity) this.#sessions.clear();
+    this.#sessions.set(key, session);
+    return session;
   }
 }

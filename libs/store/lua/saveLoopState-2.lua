@@ -3,7 +3,8 @@
   an evidence key: ADR-0130 d7), by the run's owner only: a worker that lost the run writes nothing.
 
   Input:
-    KEYS[1] the run's record  ({run:ID}:run)
+    KEYS[1] the run's record      ({run:ID}:run)
+    KEYS[2] the run's loop state  ({run:ID}:loop)
 
     ARGV[1] the owner token
     ARGV[2] the state (JSON)
@@ -14,5 +15,5 @@ local f = redis.call("HMGET", KEYS[1], "status", "owner")
 if f[1] ~= "running" or f[2] ~= ARGV[1] then
   return {"not_owner", f[1] or "missing"}
 end
-redis.call("HSET", KEYS[1], "loop_state", ARGV[2])
+redis.call("SET", KEYS[2], ARGV[2])
 return {"ok"}
