@@ -151,7 +151,9 @@ class StoreRunPort implements RunPort {
     const entry = recorded.entry;
     // An approval is only ever asked for a call already in the ledger: a new one has none.
     if (recorded.code === 'recorded') {
-      await this.#addUsage({ tool_calls: 1 });
+      // The ledger's script counted the tool call; this owner's view of usage follows it.
+      const { usage } = this.#current;
+      this.#current = { ...this.#current, usage: { ...usage, tool_calls: usage.tool_calls + 1 } };
       return { state: 'new' };
     }
     const approvals = await this.deps.store.listApprovals(this.run.id);

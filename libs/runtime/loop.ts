@@ -9,7 +9,14 @@ import {
   type ModelPrice,
 } from './cost.js';
 import { DELEGATE_TOOL_DEFINITION, DELEGATE_TOOL_NAME, type DelegateStep } from './delegation.js';
-import { checkModelCall, fitBatch, type RunLimits, type RunUsage, toolRequestRefused } from './limits.js';
+import {
+  checkModelCall,
+  fitBatch,
+  type ModelCallVerdict,
+  type RunLimits,
+  type RunUsage,
+  toolRequestRefused,
+} from './limits.js';
 import {
   type Model,
   ModelError,
@@ -233,38 +240,49 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
       throw error;
     }
     const callCost = options.price ? callCostMicroUsd(options.price, response.usage) : 0;
-    await run.recordModelCall(response.usage, callCost);
-    if (costLimits && options.price) {
-      // ADR-0130 d1: the run overshoots by at most this one call.
-      const after = checkCostAfterCall(costLimits, spentMicroUsd + callCost, options.price);
-      if (!after.ok) return { kind: 'failed', reason: after.reason, detail: after.detail };
+    const refusal = budgetRefusal(options, verdict, spentMicroUsd + callCost, response.toolCalls.length);
+    if (refusal) {
+      await run.recordModelCall(response.usage, callCost);
+      return refusal;
     }
-    if (
-      toolRequestRefused(verdict, response.toolCalls.length) ||
-      (costLimits &&
-        options.price &&
-        costToolRequestRefused(
-          costLimits,
-          spentMicroUsd + callCost,
-          options.price,
-          response.toolCalls.length,
-        ))
-    )
-      return {
-        kind: 'failed',
-        reason: 'budget_exceeded',
-        detail: 'a call inside the answer reserve asked for a tool',
-      };
-
     const entry: TranscriptEntry = {
       kind: 'model',
       toolCalls: response.toolCalls,
       ...(response.answer !== undefined ? { answer: response.answer } : {}),
     };
     transcript.push(entry);
-    await run.appendTranscript(entry);
+    // Sent back to back, in this order, on one connection: one round trip, the same order as two.
+    await Promise.all([run.recordModelCall(response.usage, callCost), run.appendTranscript(entry)]);
     if (response.toolCalls.length === 0) return { kind: 'succeeded', answer: response.answer ?? '' };
   }
+}
+
+/**
+ * The end a recorded model call forces, if any (ADR-0130 d1, ADR-0078): its cost crossed the
+ * limit — the run overshoots by at most this one call — or it asked for a tool from inside an
+ * answer reserve (the model-call reserve, or at or under the cost reserve).
+ */
+function budgetRefusal(
+  options: RunLoopOptions,
+  verdict: ModelCallVerdict,
+  spentMicroUsd: number,
+  toolCalls: number,
+): ExecutionEnd | undefined {
+  const { price, costLimits } = options;
+  if (price && costLimits) {
+    const after = checkCostAfterCall(costLimits, spentMicroUsd, price);
+    if (!after.ok) return { kind: 'failed', reason: after.reason, detail: after.detail };
+  }
+  if (
+    toolRequestRefused(verdict, toolCalls) ||
+    (price && costLimits && costToolRequestRefused(costLimits, spentMicroUsd, price, toolCalls))
+  )
+    return {
+      kind: 'failed',
+      reason: 'budget_exceeded',
+      detail: 'a call inside the answer reserve asked for a tool',
+    };
+  return undefined;
 }
 
 /** The tool calls of the last model turn that have no result yet, and that turn's step number. */
@@ -420,9 +438,9 @@ async function answerToolCalls(
     // ADR-0130 d7: the evidence key goes to the breaker only, never into what is stored.
     const evidenceKey = tools.takeEvidenceKey?.() ?? null;
     breaker?.complete(invocation, outcome.ok ? evidenceKey : null);
-    await run.completeInvocation(invocation, outcome);
-    await saveBreaker();
-    await answer(asked, outcome);
+    // Ledger, breaker, transcript: sent back to back in this order, one round trip. A crash between
+    // them leaves the same prefix written as one after another would.
+    await Promise.all([run.completeInvocation(invocation, outcome), saveBreaker(), answer(asked, outcome)]);
   }
   for (const { call } of skipped) {
     await answer(call, {

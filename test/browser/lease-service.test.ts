@@ -191,6 +191,12 @@ describe('the lease service over real Chromium', () => {
       document.cookie = 'session=sealed-cookie-value; path=/; max-age=3600';
       localStorage.setItem('draft', 'sealed-local-value');
     });
+    // A cookie set from script reaches Chromium's cookie store asynchronously (a login's Set-Cookie
+    // header does not): wait until the store has it, as the page's next request would.
+    for (let tries = 0; tries < 50; tries += 1) {
+      if ((await context.cookies()).some((cookie) => cookie.value === 'sealed-cookie-value')) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const closed = await worker.call('POST', `/v1/profiles/${profileId}/leases/${first.lease_id}/close`, {
       idempotencyKey: idemKey(),
       body: { seal: true },

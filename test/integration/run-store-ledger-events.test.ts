@@ -78,6 +78,8 @@ describe('the run store: the invocation ledger and run events', () => {
     expect(ledgerCode(await store.recordInvocation(run.id, 'w', { ...act, state: 'dispatched' }))).toBe(
       'refused:completed',
     );
+    // The call was counted once, when it was first recorded started.
+    expect((await store.getRun(run.id))?.usage.tool_calls).toBe(1);
   });
 
   it('never sets a dispatched invocation back to started, so a resumed run sees the effect may have happened', async () => {

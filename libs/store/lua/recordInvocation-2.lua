@@ -3,7 +3,8 @@
   only moves forward: started -> dispatched -> completed | outcome_unknown (and started ->
   completed for a call with no effect). Recording the state an entry already has changes nothing;
   a `dispatched` entry is never set back to `started`, so a resumed run sees that its effect may
-  have happened and never sends it again.
+  have happened and never sends it again. A call recorded `started` for the first time counts one
+  tool call in the run's usage, in the same step.
 
   Input:
     KEYS[1] the run's record   ({run:ID}:run)
@@ -46,6 +47,7 @@ if not raw then
     attempt = tonumber(f[3]), step = tonumber(ARGV[2]), index = tonumber(ARGV[3]),
     tool = ARGV[5], state = state, result = ARGV[6], started_at = now, updated_at = now})
   redis.call("HSET", KEYS[2], field, entry)
+  redis.call("HINCRBY", KEYS[1], "tool_calls", 1)
   return {"recorded", state, entry}
 end
 
