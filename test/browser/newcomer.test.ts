@@ -1,9 +1,8 @@
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BrowserLeaseProvider, DataPlaneClient, ProviderError } from '../../libs/provider/index.js';
-import { BrowserWorkerRegistry, RedisLeaseStore } from '../../libs/store/index.js';
-import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
-import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import type { BrowserLeaseProvider } from '../../libs/provider/index.js';
+import type { RedisLeaseStore } from '../../libs/store/index.js';
+import { LeaseRig, rejection } from '../fixtures/lease-rig.js';
+import { uniquePrefix } from '../fixtures/redis.js';
 
 /**
  * ADR-0127 d7: a newcomer run cannot take a page another run still needs; once that run has ended,
@@ -11,41 +10,22 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
  * providers, as two run workers would have, meeting only through the lease service.
  */
 describe('a newcomer run on a profile another run holds', () => {
-  const prefix = uniquePrefix('newcomer');
-  let worker: TestBrowserWorker;
-  let redis: Redis;
-  let registry: BrowserWorkerRegistry;
+  let rig: LeaseRig;
   let leases: RedisLeaseStore;
-  let admin: DataPlaneClient;
 
   beforeAll(async () => {
-    worker = await startTestBrowserWorker({ prefix });
-    redis = new Redis(testRedisUrl());
-    registry = new BrowserWorkerRegistry(redis, `${prefix}:`);
-    leases = new RedisLeaseStore(redis, `${prefix}:`);
-    admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
+    rig = await LeaseRig.start({
+      prefix: uniquePrefix('newcomer'),
+      principal: 'owner',
+      profileIds: 'newcomer',
+      allowedOrigins: ['http://127.0.0.1'],
+    });
+    leases = rig.leases;
   });
 
   afterAll(async () => {
-    await worker?.handle.close();
-    if (redis) {
-      await deletePrefixedKeys(redis, prefix);
-      redis.disconnect();
-    }
+    await rig?.close();
   });
-
-  let profiles = 0;
-  async function newProfile(): Promise<string> {
-    profiles += 1;
-    const id = `newcomer-${profiles}`;
-    await admin.createProfile({
-      id,
-      tenant: 't1',
-      principal: 'owner',
-      allowed_origins: ['http://127.0.0.1'],
-    });
-    return id;
-  }
 
   /** One run worker's provider for `runId`, reading run state through `holderNeedsPage`. */
   function workerProvider(
@@ -53,26 +33,11 @@ describe('a newcomer run on a profile another run holds', () => {
     runId: string,
     holderNeedsPage?: (runId: string) => Promise<boolean>,
   ): BrowserLeaseProvider {
-    return new BrowserLeaseProvider({
-      scope: { tenant: 't1', principal: 'owner', run_id: runId, attempt: 1 },
-      profileId,
-      findWorker: (id) => registry.findForProfile(id),
-      token: TEST_TOKEN,
-      ...(holderNeedsPage ? { holderNeedsPage } : {}),
-    });
-  }
-
-  async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-    const error = await promise.then(
-      () => undefined,
-      (reason: unknown) => reason,
-    );
-    expect(error).toBeInstanceOf(ProviderError);
-    return error as ProviderError;
+    return rig.provider(profileId, runId, { holderNeedsPage });
   }
 
   it('refuses the newcomer profile_unavailable while the holder run still needs the page, and leaves its lease live', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const holder = await workerProvider(profileId, 'run_parked').ensureLease(
       'parked:1:0',
       Date.now() + 600_000,
@@ -98,7 +63,7 @@ describe('a newcomer run on a profile another run holds', () => {
   });
 
   it("seals and closes an ended holder run's lease and gives the newcomer a fresh one", async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const holder = await workerProvider(profileId, 'run_ended').ensureLease(
       'ended:1:0',
       Date.now() + 600_000,
@@ -131,7 +96,7 @@ describe('a newcomer run on a profile another run holds', () => {
   });
 
   it('seals and replaces the holder lease when no run-state reader is configured', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const holder = await workerProvider(profileId, 'run_unread').ensureLease(
       'unread:1:0',
       Date.now() + 600_000,

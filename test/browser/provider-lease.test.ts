@@ -1,129 +1,56 @@
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserObservation } from '../../libs/contracts/index.js';
 import {
   acquireIdempotencyKey,
-  BrowserLeaseProvider,
+  type BrowserLeaseProvider,
   type BrowserWorkerLocation,
-  DataPlaneClient,
   executeBrowserTool,
-  ProviderError,
 } from '../../libs/provider/index.js';
-import { BrowserWorkerRegistry } from '../../libs/store/index.js';
-import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { dispatchCounter as counter, LeaseRig, rejection, toolCalls } from '../fixtures/lease-rig.js';
+import { pressButton as button, freePort, PRESS_PAGE } from '../fixtures/press-site.js';
+import { uniquePrefix } from '../fixtures/redis.js';
 
 /** The run side of the data plane against a real browser worker (real Chromium, real Redis). */
 describe('browser lease provider', () => {
-  const prefix = uniquePrefix('provider');
-  let worker: TestBrowserWorker;
-  let redis: Redis;
-  let registry: BrowserWorkerRegistry;
-  let admin: DataPlaneClient;
-  let site: Server;
-  let origin: string;
+  let rig: LeaseRig;
   let proxy: DroppingProxy;
-  const hits = new Map<string, number>();
 
   beforeAll(async () => {
-    worker = await startTestBrowserWorker({ prefix });
-    redis = new Redis(testRedisUrl());
-    registry = new BrowserWorkerRegistry(redis, `${prefix}:`);
-    admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
-    site = createServer((request, response) => {
-      const path = request.url ?? '/';
-      hits.set(path, (hits.get(path) ?? 0) + 1);
-      response.setHeader('content-type', 'text/html');
-      response.end(
-        "<!doctype html><title>shop</title><button onclick=\"document.body.insertAdjacentHTML('beforeend', '<p>clicked</p>')\">Press me</button>",
-      );
+    rig = await LeaseRig.start({
+      prefix: uniquePrefix('provider'),
+      principal: 'owner',
+      profileIds: 'prov',
+      page: PRESS_PAGE,
     });
-    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
-    origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
-    proxy = await startDroppingProxy(worker.url);
+    proxy = await startDroppingProxy(rig.worker.url);
   });
 
   afterAll(async () => {
     await proxy?.close();
-    await worker?.handle.close();
-    await new Promise((resolve) => site?.close(resolve));
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
+    await rig?.close();
   });
-
-  let profiles = 0;
-  async function newProfile(): Promise<string> {
-    profiles += 1;
-    const id = `prov-${profiles}`;
-    await admin.createProfile({ id, tenant: 't1', principal: 'owner', allowed_origins: [origin] });
-    return id;
-  }
 
   function provider(
     profileId: string,
     runId: string,
-    findWorker: (profileId: string) => Promise<BrowserWorkerLocation | undefined> = (id) =>
-      registry.findForProfile(id),
+    findWorker?: (profileId: string) => Promise<BrowserWorkerLocation | undefined>,
   ): BrowserLeaseProvider {
-    return new BrowserLeaseProvider({
-      scope: { tenant: 't1', principal: 'owner', run_id: runId, attempt: 1 },
-      profileId,
-      findWorker,
-      token: TEST_TOKEN,
-      // Every run here still needs its page (ADR-0127 d7: a newcomer is refused, never replaces it).
-      holderNeedsPage: async () => true,
-    });
+    // Every run here still needs its page (ADR-0127 d7: a newcomer is refused, never replaces it).
+    return rig.provider(profileId, runId, findWorker ? { findWorker } : {});
   }
 
-  let invocations = 0;
   /** A tool call's identity and limits, as the run loop would give them. */
-  function call(deadlineMs = 20_000) {
-    invocations += 1;
-    return {
-      invocationId: `run:step-${invocations}:0`,
-      requestedLeaseExpiresAtMs: Date.now() + 10 * 60_000,
-      deadlineMs: Date.now() + deadlineMs,
-    };
-  }
-
-  function counter() {
-    const hooks = {
-      calls: 0,
-      beforeDispatch: () => {
-        hooks.calls += 1;
-      },
-    };
-    return hooks;
-  }
-
-  function button(observation: BrowserObservation) {
-    const found = observation.elements.find(
-      (element) => element.role === 'button' && element.name === 'Press me',
-    );
-    if (!found) throw new Error('the fixture page has no button');
-    return found;
-  }
-
-  async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-    const error = await promise.then(
-      () => undefined,
-      (reason: unknown) => reason,
-    );
-    expect(error).toBeInstanceOf(ProviderError);
-    return error as ProviderError;
-  }
+  const call = toolCalls((n) => `run:step-${n}:0`, { timeoutMs: 20_000 });
 
   it('reattaches a second provider of the same run attempt to its live lease and continues its action sequence', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const first = provider(profileId, 'run_resume');
     const firstHooks = counter();
     const navigated = await executeBrowserTool(
       first,
       'browser.navigate',
-      { url: `${origin}/one` },
+      { url: `${rig.origin}/one` },
       call(),
       firstHooks,
     );
@@ -152,20 +79,20 @@ describe('browser lease provider', () => {
     expect(secondHooks.calls).toBe(1);
     expect(acted.observation.text).toContain('clicked');
     expect(second.lease).toMatchObject({ leaseId, sequence: 2 });
-    expect(await admin.getLease(profileId, leaseId ?? '')).toMatchObject({ sequence: 2, effects: 2 });
+    expect(await rig.admin.getLease(profileId, leaseId ?? '')).toMatchObject({ sequence: 2, effects: 2 });
 
     // The first provider's sequence is now behind: a desynchronised lease is not trusted again.
     const stale = await rejection(
-      executeBrowserTool(first, 'browser.navigate', { url: `${origin}/behind` }, call(), firstHooks),
+      executeBrowserTool(first, 'browser.navigate', { url: `${rig.origin}/behind` }, call(), firstHooks),
     );
     expect(stale).toMatchObject({ code: 'outcome_unknown', serviceCode: 'sequence_mismatch' });
-    expect(hits.get('/behind')).toBeUndefined();
+    expect(rig.hits.get('/behind')).toBeUndefined();
     expect(first.lease).toBeUndefined();
     expect(first.retiredLease).toMatchObject({ leaseId });
   });
 
   it("refuses a different run the profile another run's lease holds: profile_unavailable", async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     await provider(profileId, 'run_holder').ensureLease('holder:1:0', Date.now() + 600_000);
     const error = await rejection(
       provider(profileId, 'run_newcomer').ensureLease('newcomer:1:0', Date.now() + 600_000),
@@ -176,14 +103,14 @@ describe('browser lease provider', () => {
   });
 
   it('replays an acquire sent again for the same invocation: one lease, one browser context', async () => {
-    const profileId = await newProfile();
-    const contextsBefore = worker.handle.browser.contexts().length;
+    const profileId = await rig.newProfile();
+    const contextsBefore = rig.worker.handle.browser.contexts().length;
     const horizonMs = Date.now() + 600_000;
     const first = await provider(profileId, 'run_replay').ensureLease('replay:1:0', horizonMs);
     // The same request again, as a resumed worker or a retry would send it.
     const again = await provider(profileId, 'run_replay').ensureLease('replay:1:0', horizonMs);
     expect(again.leaseId).toBe(first.leaseId);
-    const raw = await admin.acquire(
+    const raw = await rig.admin.acquire(
       profileId,
       {
         tenant: 't1',
@@ -196,17 +123,17 @@ describe('browser lease provider', () => {
     );
     expect(raw.replayed).toBe(true);
     expect(raw.lease.lease_id).toBe(first.leaseId);
-    expect(worker.handle.browser.contexts().length).toBe(contextsBefore + 1);
+    expect(rig.worker.handle.browser.contexts().length).toBe(contextsBefore + 1);
   });
 
   it('keeps the code of a refusal given before dispatch and does not advance the sequence', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const run = provider(profileId, 'run_refusals');
     const hooks = counter();
     const navigated = await executeBrowserTool(
       run,
       'browser.navigate',
-      { url: `${origin}/form` },
+      { url: `${rig.origin}/form` },
       call(),
       hooks,
     );
@@ -229,7 +156,7 @@ describe('browser lease provider', () => {
     expect(run.lease).toMatchObject({ sequence: 1 });
 
     const leaseId = run.lease?.leaseId ?? '';
-    expect(await admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 1, effects: 1 });
+    expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 1, effects: 1 });
     await executeBrowserTool(
       run,
       'browser.act',
@@ -241,18 +168,18 @@ describe('browser lease provider', () => {
   });
 
   it('refuses invalid tool arguments before anything is sent', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     let lookups = 0;
     const run = provider(profileId, 'run_invalid', (id) => {
       lookups += 1;
-      return registry.findForProfile(id);
+      return rig.registry.findForProfile(id);
     });
     const hooks = counter();
     const unsent = await rejection(executeBrowserTool(run, 'browser.navigate', { url: 42 }, call(), hooks));
     expect(unsent.code).toBe('invalid_arguments');
     expect(lookups).toBe(0);
 
-    await executeBrowserTool(run, 'browser.navigate', { url: `${origin}/args` }, call(), hooks);
+    await executeBrowserTool(run, 'browser.navigate', { url: `${rig.origin}/args` }, call(), hooks);
     const leaseId = run.lease?.leaseId ?? '';
     const invalid = await rejection(
       executeBrowserTool(
@@ -266,7 +193,7 @@ describe('browser lease provider', () => {
     expect(invalid.code).toBe('invalid_arguments');
     expect(invalid.message).not.toContain('hover');
     expect(hooks.calls).toBe(1);
-    expect(await admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 1, effects: 1 });
+    expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 1, effects: 1 });
     expect(run.lease).toMatchObject({ leaseId, sequence: 1 });
   });
 
@@ -278,7 +205,7 @@ describe('browser lease provider', () => {
     }));
     const hooks = counter();
     const error = await rejection(
-      executeBrowserTool(run, 'browser.navigate', { url: `${origin}/` }, call(), hooks),
+      executeBrowserTool(run, 'browser.navigate', { url: `${rig.origin}/` }, call(), hooks),
     );
     expect(error).toMatchObject({
       code: 'provider_unavailable',
@@ -290,13 +217,13 @@ describe('browser lease provider', () => {
   });
 
   it('reports an act whose answer is lost as outcome_unknown, retires its lease and starts afresh', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const run = provider(profileId, 'run_lost', async () => ({ id: 'bw-test', url: proxy.url }));
     const hooks = counter();
     const navigated = await executeBrowserTool(
       run,
       'browser.navigate',
-      { url: `${origin}/lost` },
+      { url: `${rig.origin}/lost` },
       call(),
       hooks,
     );
@@ -321,7 +248,7 @@ describe('browser lease provider', () => {
     expect(lost.retryable).toBe(false);
     expect(hooks.calls).toBe(2);
     // The service did act: the effect happened once, and the run side knows it cannot tell.
-    expect(await admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 2, effects: 2 });
+    expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 2, effects: 2 });
     expect(run.lease).toBeUndefined();
     expect(run.retiredLease).toMatchObject({ leaseId });
 
@@ -330,11 +257,11 @@ describe('browser lease provider', () => {
     expect(fresh.leaseId).not.toBe(leaseId);
     expect(fresh.sequence).toBe(0);
     expect(run.retiredLease).toBeUndefined();
-    expect(await admin.getLease(profileId, leaseId)).toMatchObject({ state: 'closed', sealed: false });
+    expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ state: 'closed', sealed: false });
   });
 
   it('answers a read that outlives its deadline with a retryable provider_unavailable and drops the lease', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const run = provider(profileId, 'run_slow', async () => ({ id: 'bw-test', url: proxy.url }));
     const held = await run.ensureLease('slow:1:0', Date.now() + 600_000);
     proxy.holdAnswersTo = /\/observe$/;
@@ -347,19 +274,22 @@ describe('browser lease provider', () => {
     expect(run.lease).toBeUndefined();
     expect(run.retiredLease).toMatchObject({ leaseId: held.leaseId });
     expect(await run.close({ seal: true })).toBeUndefined();
-    expect(await admin.getLease(profileId, held.leaseId)).toMatchObject({ state: 'closed', sealed: false });
+    expect(await rig.admin.getLease(profileId, held.leaseId)).toMatchObject({
+      state: 'closed',
+      sealed: false,
+    });
   });
 
   it("closes the lease at the run's end, sealing its state into the profile", async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const run = provider(profileId, 'run_done');
-    await executeBrowserTool(run, 'browser.navigate', { url: `${origin}/done` }, call(), counter());
-    const contextsBefore = worker.handle.browser.contexts().length;
+    await executeBrowserTool(run, 'browser.navigate', { url: `${rig.origin}/done` }, call(), counter());
+    const contextsBefore = rig.worker.handle.browser.contexts().length;
     const closed = await run.close({ seal: true });
     expect(closed).toMatchObject({ state: 'closed', sealed: true, close_reason: 'closed', sequence: 1 });
     expect(run.lease).toBeUndefined();
-    expect(worker.handle.browser.contexts().length).toBe(contextsBefore - 1);
-    const profile = (await admin.listProfiles('t1')).find((candidate) => candidate.id === profileId);
+    expect(rig.worker.handle.browser.contexts().length).toBe(contextsBefore - 1);
+    const profile = (await rig.admin.listProfiles('t1')).find((candidate) => candidate.id === profileId);
     expect(profile).toMatchObject({ sealed: true });
   });
 });
@@ -419,13 +349,4 @@ async function startDroppingProxy(target: string): Promise<DroppingProxy> {
       server.close(() => resolve());
     });
   return state;
-}
-
-/** A port nothing listens on (bound, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }

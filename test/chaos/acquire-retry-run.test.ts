@@ -1,16 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { executeRun } from '../../apps/run-worker/execution.js';
 import { loadConfig } from '../../libs/config/index.js';
-import {
-  type AcquireAttemptDiagnostic,
-  BrowserLeaseProvider,
-  DataPlaneClient,
-  SINGLE_ACQUIRE_ATTEMPT,
-} from '../../libs/provider/index.js';
+import { type AcquireAttemptDiagnostic, SINGLE_ACQUIRE_ATTEMPT } from '../../libs/provider/index.js';
 import {
   BrowserToolExecutor,
   type Invocation,
@@ -21,21 +14,14 @@ import {
   type ToolOutcome,
   type TranscriptEntry,
 } from '../../libs/runtime/index.js';
-import {
-  type BrowserWorkerRecord,
-  BrowserWorkerRegistry,
-  RedisLeaseStore,
-  RunStore,
-} from '../../libs/store/index.js';
+import { type BrowserWorkerRecord, BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
-import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
-import { type FaultProxy, startFaultProxy } from '../fixtures/fault-proxy.js';
+import { TEST_TOKEN } from '../fixtures/browser-worker.js';
+import { ACQUIRE_PATH as ACQUIRE, LeaseRig } from '../fixtures/lease-rig.js';
 import { silentLogger } from '../fixtures/logger.js';
-import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
-
-const ACQUIRE = /^\/v1\/profiles\/[^/]+\/leases$/;
 
 /** The registry as the run worker reads it, except that the browser worker answers behind the proxy. */
 class ProxiedRegistry extends BrowserWorkerRegistry {
@@ -107,58 +93,42 @@ class MemoryRunPort implements RunPort {
  */
 describe('a whole run meets a transient acquisition failure', () => {
   const prefix = uniquePrefix('chaos-acquire-run');
-  const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
-  const store = new RunStore(redis, `${prefix}:`);
-  const transcripts = new RunTranscripts(redis, `${prefix}:`);
+  let rig: LeaseRig;
+  let store: RunStore;
+  let transcripts: RunTranscripts;
   let queue: RunsQueue;
-  let worker: TestBrowserWorker;
-  let proxy: FaultProxy;
-  let admin: DataPlaneClient;
-  let site: Server;
-  let origin: string;
-  const hits = new Map<string, number>();
 
   beforeAll(async () => {
-    worker = await startTestBrowserWorker({ prefix });
-    proxy = await startFaultProxy(worker.url);
-    queue = createRunsQueue(redis, prefix);
-    admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
-    site = createServer((request, response) => {
-      const path = request.url ?? '/';
-      hits.set(path, (hits.get(path) ?? 0) + 1);
-      response.setHeader('content-type', 'text/html');
-      response.end('<!doctype html><title>briefing</title><p>Three meetings today</p>');
+    rig = await LeaseRig.start({
+      prefix,
+      principal: 'alice',
+      profileIds: 'briefing',
+      faultProxy: true,
+      page: '<!doctype html><title>briefing</title><p>Three meetings today</p>',
+      redisOptions: { maxRetriesPerRequest: null },
     });
-    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
-    origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    store = new RunStore(rig.redis, rig.keyPrefix);
+    transcripts = new RunTranscripts(rig.redis, rig.keyPrefix);
+    queue = createRunsQueue(rig.redis, prefix);
   });
 
-  afterEach(() => proxy.clearFaults());
+  afterEach(() => rig.proxy.clearFaults());
 
   afterAll(async () => {
-    await proxy?.close();
-    await worker?.handle.close();
-    await new Promise((resolve) => site?.close(resolve));
     await queue?.obliterate({ force: true });
     await queue?.close();
-    await deletePrefixedKeys(redis, prefix);
-    redis.disconnect();
+    await rig?.close();
   });
-
-  async function newProfile(id: string): Promise<string> {
-    await admin.createProfile({ id, tenant: 't1', principal: 'alice', allowed_origins: [origin] });
-    return id;
-  }
 
   function briefing(path: string) {
     return {
       text: 'read the briefing',
-      script: { steps: [{ tool: 'browser.navigate', url: `${origin}${path}` }], answer: 'briefed' },
+      script: { steps: [{ tool: 'browser.navigate', url: `${rig.origin}${path}` }], answer: 'briefed' },
     };
   }
 
   function acquiresOf(profileId: string) {
-    return proxy.seen('POST', ACQUIRE).filter((request) => request.path.includes(`/${profileId}/`));
+    return rig.seenFor(ACQUIRE, profileId);
   }
 
   function toolOutcomes(transcript: readonly TranscriptEntry[]) {
@@ -168,17 +138,12 @@ describe('a whole run meets a transient acquisition failure', () => {
   }
 
   it('without the recovery policy, the briefing stops: its navigate fails provider_unavailable', async () => {
-    const profileId = await newProfile('briefing-single');
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
+    const profileId = await rig.newProfile({ id: 'briefing-single' });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
     const runId = 'run_single_attempt';
     const diagnostics: AcquireAttemptDiagnostic[] = [];
     // executeRun's composition, with the single attempt an independently built provider may keep.
-    const provider = new BrowserLeaseProvider({
-      scope: { tenant: 't1', principal: 'alice', run_id: runId, attempt: 1 },
-      profileId,
-      findWorker: async () => ({ id: 'bw-test', url: proxy.url }),
-      token: TEST_TOKEN,
-      holderNeedsPage: async () => true,
+    const provider = rig.provider(profileId, runId, {
       acquireRetry: SINGLE_ACQUIRE_ATTEMPT,
       onAcquireAttempt: (diagnostic) => {
         diagnostics.push(diagnostic);
@@ -211,14 +176,14 @@ describe('a whole run meets a transient acquisition failure', () => {
       },
     ]);
     expect(end.kind).toBe('succeeded');
-    expect(hits.get('/single')).toBeUndefined();
+    expect(rig.hits.get('/single')).toBeUndefined();
     expect(acquiresOf(profileId).map((request) => request.action)).toEqual(['status']);
     expect(diagnostics).toMatchObject([{ attempt: 1, code: 'provider_unavailable', next: 'stop' }]);
   });
 
   it('with the policy executeRun installs, the briefing reads its page, and one content-free diagnostic is on its events', async () => {
-    const profileId = await newProfile('briefing-bounded');
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
+    const profileId = await rig.newProfile({ id: 'briefing-bounded' });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
     const agent = await store.putAgent('t1', { model: 'scripted', instructions: 'brief me' });
     if (agent.status === 'not_found') throw new Error('agent not stored');
     const session = await store.createSession({
@@ -252,8 +217,8 @@ describe('a whole run meets a transient acquisition failure', () => {
         config,
         store,
         transcripts,
-        registry: new ProxiedRegistry(redis, `${prefix}:`, () => proxy.url),
-        profiles: new RedisLeaseStore(redis, `${prefix}:`),
+        registry: new ProxiedRegistry(rig.redis, rig.keyPrefix, () => rig.proxy.url),
+        profiles: rig.leases,
         queue,
         logger: silentLogger(),
       },
@@ -266,7 +231,7 @@ describe('a whole run meets a transient acquisition failure', () => {
     expect((await store.getRun(submitted.id))?.status).toBe('succeeded');
     const [navigate] = toolOutcomes(await transcripts.load<TranscriptEntry>(submitted.id));
     expect(navigate).toMatchObject({ name: 'browser.navigate', outcome: { ok: true } });
-    expect(hits.get('/bounded')).toBe(1);
+    expect(rig.hits.get('/bounded')).toBe(1);
     expect(acquiresOf(profileId).map((request) => request.action)).toEqual(['status', 'pass']);
 
     const attempts = (await store.readEvents(submitted.id)).filter(
@@ -307,6 +272,9 @@ describe('a whole run meets a transient acquisition failure', () => {
     const lease = JSON.parse(acquiresOf(profileId)[1]?.upstreamBody?.toString() ?? '{}') as {
       lease_id: string;
     };
-    expect(await admin.getLease(profileId, lease.lease_id)).toMatchObject({ state: 'closed', sealed: true });
+    expect(await rig.admin.getLease(profileId, lease.lease_id)).toMatchObject({
+      state: 'closed',
+      sealed: true,
+    });
   });
 });

@@ -1,24 +1,22 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserObservation } from '../../libs/contracts/index.js';
 import {
   type AcquireAttemptDiagnostic,
   acquireBackoffMs,
   BOUNDED_ACQUIRE_RETRY,
-  BrowserLeaseProvider,
-  DataPlaneClient,
+  type BrowserLeaseProvider,
   executeBrowserTool,
-  ProviderError,
 } from '../../libs/provider/index.js';
-import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
-import { type FaultProxy, startFaultProxy } from '../fixtures/fault-proxy.js';
-import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-
-const ACQUIRE = /^\/v1\/profiles\/[^/]+\/leases$/;
-const NAVIGATE = /\/navigate$/;
-const ACT = /\/act$/;
+import {
+  ACQUIRE_PATH as ACQUIRE,
+  ACT_PATH as ACT,
+  dispatchCounter as counter,
+  LeaseRig,
+  NAVIGATE_PATH as NAVIGATE,
+  rejection,
+  toolCalls,
+} from '../fixtures/lease-rig.js';
+import { pressButton as button, pressPage } from '../fixtures/press-site.js';
+import { uniquePrefix } from '../fixtures/redis.js';
 
 /**
  * ADR-0177's verification through a fault-injecting proxy between the run side and a real lease
@@ -26,55 +24,23 @@ const ACT = /\/act$/;
  * attempts of one tool invocation, and no replay of anything but acquisition.
  */
 describe('bounded acquisition retry through a faulty network', () => {
-  const prefix = uniquePrefix('chaos-acquire');
-  let worker: TestBrowserWorker;
-  let proxy: FaultProxy;
-  let redis: Redis;
-  let admin: DataPlaneClient;
-  let site: Server;
-  let origin: string;
-  const hits = new Map<string, number>();
+  let rig: LeaseRig;
 
   beforeAll(async () => {
-    worker = await startTestBrowserWorker({ prefix });
-    proxy = await startFaultProxy(worker.url);
-    redis = new Redis(testRedisUrl());
-    admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
-    site = createServer((request, response) => {
-      const path = request.url ?? '/';
-      hits.set(path, (hits.get(path) ?? 0) + 1);
-      response.setHeader('content-type', 'text/html');
-      response.end(
-        "<!doctype html><title>briefing</title><button onclick=\"document.body.insertAdjacentHTML('beforeend', '<p>clicked</p>')\">Press me</button>",
-      );
+    rig = await LeaseRig.start({
+      prefix: uniquePrefix('chaos-acquire'),
+      principal: 'owner',
+      profileIds: 'chaos',
+      faultProxy: true,
+      page: pressPage('briefing'),
     });
-    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
-    origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
   });
 
-  afterEach(() => proxy.clearFaults());
+  afterEach(() => rig.proxy.clearFaults());
 
   afterAll(async () => {
-    await proxy?.close();
-    await worker?.handle.close();
-    await new Promise((resolve) => site?.close(resolve));
-    await deletePrefixedKeys(redis, prefix);
-    redis.disconnect();
+    await rig?.close();
   });
-
-  let profiles = 0;
-  async function newProfile(options: { protected?: boolean } = {}): Promise<string> {
-    profiles += 1;
-    const id = `chaos-${profiles}`;
-    await admin.createProfile({
-      id,
-      tenant: 't1',
-      principal: 'owner',
-      allowed_origins: [origin],
-      ...(options.protected ? { protected: true } : {}),
-    });
-    return id;
-  }
 
   interface RunSide {
     provider: BrowserLeaseProvider;
@@ -92,12 +58,9 @@ describe('bounded acquisition retry through a faulty network', () => {
     } = {},
   ): RunSide {
     const diagnostics: AcquireAttemptDiagnostic[] = [];
-    const provider = new BrowserLeaseProvider({
-      scope: { tenant: 't1', principal: options.principal ?? 'owner', run_id: runId, attempt: 1 },
-      profileId,
-      findWorker: async () => ({ id: 'bw-test', url: proxy.url }),
-      token: options.token ?? TEST_TOKEN,
-      holderNeedsPage: async () => true,
+    const provider = rig.provider(profileId, runId, {
+      ...(options.principal ? { principal: options.principal } : {}),
+      ...(options.token ? { token: options.token } : {}),
       ...(options.retry === false ? {} : { acquireRetry: BOUNDED_ACQUIRE_RETRY }),
       onAcquireAttempt: async (diagnostic) => {
         diagnostics.push(diagnostic);
@@ -107,73 +70,37 @@ describe('bounded acquisition retry through a faulty network', () => {
     return { provider, diagnostics };
   }
 
-  let invocations = 0;
-  function call(deadlineMs = 10_000, signal?: AbortSignal) {
-    invocations += 1;
-    return {
-      invocationId: `run-chaos-a1-s${invocations}-i0`,
-      requestedLeaseExpiresAtMs: Date.now() + 10 * 60_000,
-      deadlineMs: Date.now() + deadlineMs,
-      ...(signal ? { signal } : {}),
-    };
-  }
-
-  function counter() {
-    const hooks = {
-      calls: 0,
-      beforeDispatch: () => {
-        hooks.calls += 1;
-      },
-    };
-    return hooks;
-  }
-
-  async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-    const error = await promise.then(
-      () => undefined,
-      (reason: unknown) => reason,
-    );
-    expect(error).toBeInstanceOf(ProviderError);
-    return error as ProviderError;
-  }
+  const call = toolCalls((n) => `run-chaos-a1-s${n}-i0`, { timeoutMs: 10_000 });
 
   function acquiresOf(profileId: string) {
-    return proxy.seen('POST', ACQUIRE).filter((request) => request.path.includes(`/${profileId}/`));
-  }
-
-  function button(observation: BrowserObservation) {
-    const found = observation.elements.find(
-      (element) => element.role === 'button' && element.name === 'Press me',
-    );
-    if (!found) throw new Error('the fixture page has no button');
-    return found;
+    return rig.seenFor(ACQUIRE, profileId);
   }
 
   it('without the recovery policy, one 503 on acquire stops the tool call', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const { provider, diagnostics } = runSide(profileId, 'run_single', { retry: false });
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
     const hooks = counter();
     const error = await rejection(
-      executeBrowserTool(provider, 'browser.navigate', { url: `${origin}/single` }, call(), hooks),
+      executeBrowserTool(provider, 'browser.navigate', { url: `${rig.origin}/single` }, call(), hooks),
     );
     expect(error).toMatchObject({ code: 'provider_unavailable', retryable: true, httpStatus: 503 });
     expect(hooks.calls).toBe(0);
     expect(acquiresOf(profileId)).toHaveLength(1);
-    expect(hits.get('/single')).toBeUndefined();
+    expect(rig.hits.get('/single')).toBeUndefined();
     expect(diagnostics).toMatchObject([{ attempt: 1, outcome: 'failed', next: 'stop' }]);
   });
 
   it('recovers from one 503 on acquire at the second attempt, after the first backoff', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const { provider, diagnostics } = runSide(profileId, 'run_second');
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
     const hooks = counter();
     const limits = call();
     const navigated = await executeBrowserTool(
       provider,
       'browser.navigate',
-      { url: `${origin}/second` },
+      { url: `${rig.origin}/second` },
       limits,
       hooks,
     );
@@ -199,12 +126,12 @@ describe('bounded acquisition retry through a faulty network', () => {
   });
 
   it('recovers at the third attempt after a reset and a 503, within both backoff windows', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const { provider, diagnostics } = runSide(profileId, 'run_third');
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'reset' } });
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'reset' } });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
     const limits = call();
-    await executeBrowserTool(provider, 'browser.navigate', { url: `${origin}/third` }, limits, counter());
+    await executeBrowserTool(provider, 'browser.navigate', { url: `${rig.origin}/third` }, limits, counter());
     const attempts = acquiresOf(profileId);
     expect(attempts.map((attempt) => attempt.action)).toEqual(['reset', 'status', 'pass']);
     const firstGapMs = (attempts[1]?.receivedAtMs ?? 0) - (attempts[0]?.receivedAtMs ?? 0);
@@ -219,14 +146,14 @@ describe('bounded acquisition retry through a faulty network', () => {
       [1, 'connection_lost', 'retry'],
       [2, null, 'retry'],
     ]);
-    expect(hits.get('/third')).toBe(1);
+    expect(rig.hits.get('/third')).toBe(1);
   });
 
   it('sends the byte-identical request, under the same key, on every attempt', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const { provider } = runSide(profileId, 'run_identical');
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 502 } });
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 502 } });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
     const limits = call();
     await provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, limits);
     const attempts = acquiresOf(profileId);
@@ -245,12 +172,12 @@ describe('bounded acquisition retry through a faulty network', () => {
   });
 
   it('stops at three attempts and keeps the original stable error', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const { provider, diagnostics } = runSide(profileId, 'run_exhausted');
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 10 });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 10 });
     const hooks = counter();
     const error = await rejection(
-      executeBrowserTool(provider, 'browser.navigate', { url: `${origin}/exhausted` }, call(), hooks),
+      executeBrowserTool(provider, 'browser.navigate', { url: `${rig.origin}/exhausted` }, call(), hooks),
     );
     expect(error).toMatchObject({ code: 'provider_unavailable', retryable: true, httpStatus: 503 });
     expect(acquiresOf(profileId)).toHaveLength(3);
@@ -295,7 +222,7 @@ describe('bounded acquisition retry through a faulty network', () => {
       {
         name: 'an answer that is not a lease',
         prepare: async (profileId) => {
-          proxy.inject({
+          rig.proxy.inject({
             method: 'POST',
             path: ACQUIRE,
             action: { kind: 'status', status: 201, body: '{"lease":"garbled"}' },
@@ -307,7 +234,7 @@ describe('bounded acquisition retry through a faulty network', () => {
       {
         name: 'an internal error',
         prepare: async (profileId) => {
-          proxy.inject({
+          rig.proxy.inject({
             method: 'POST',
             path: ACQUIRE,
             action: { kind: 'status', status: 500, body: '{"error":{"code":"internal","message":"x"}}' },
@@ -318,7 +245,7 @@ describe('bounded acquisition retry through a faulty network', () => {
       },
     ];
     for (const { name, prepare, code } of cases) {
-      const profileId = await newProfile({ protected: name === 'a protected profile' });
+      const profileId = await rig.newProfile({ protected: name === 'a protected profile' });
       const side = await prepare(profileId);
       const before = acquiresOf(profileId).length;
       const limits = call();
@@ -332,18 +259,20 @@ describe('bounded acquisition retry through a faulty network', () => {
       });
       expect({ name, attempts: acquiresOf(profileId).length - before }).toEqual({ name, attempts: 1 });
       expect(side.diagnostics).toMatchObject([{ attempt: 1, next: 'stop', stop_reason: 'not_retryable' }]);
-      proxy.clearFaults();
+      rig.proxy.clearFaults();
     }
   });
 
   it('stops at once when the lease a lost answer created was revoked before the retry', async () => {
-    const profileId = await newProfile();
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
+    const profileId = await rig.newProfile();
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
     const { provider, diagnostics } = runSide(profileId, 'run_revoked', {
       onAcquireAttempt: async () => {
         // An operator revokes the lease the service created while its answer was lost.
         const lost = acquiresOf(profileId)[0]?.upstreamBody?.toString() ?? '{}';
-        await admin.close(profileId, (JSON.parse(lost) as { lease_id: string }).lease_id, { seal: false });
+        await rig.admin.close(profileId, (JSON.parse(lost) as { lease_id: string }).lease_id, {
+          seal: false,
+        });
       },
     });
     const limits = call();
@@ -359,7 +288,7 @@ describe('bounded acquisition retry through a faulty network', () => {
   });
 
   it('stops during a backoff when the run is cancelled, without another attempt', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const controller = new AbortController();
     let abortedAtMs = 0;
     const { provider, diagnostics } = runSide(profileId, 'run_cancelled', {
@@ -371,14 +300,14 @@ describe('bounded acquisition retry through a faulty network', () => {
           }, 50);
       },
     });
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 10 });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 10 });
     const hooks = counter();
     const error = await rejection(
       executeBrowserTool(
         provider,
         'browser.navigate',
-        { url: `${origin}/cancelled` },
-        call(10_000, controller.signal),
+        { url: `${rig.origin}/cancelled` },
+        call({ signal: controller.signal }),
         hooks,
       ),
     );
@@ -396,10 +325,10 @@ describe('bounded acquisition retry through a faulty network', () => {
   });
 
   it('does not sleep past the tool deadline: a backoff that would outlast it stops at once', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const { provider, diagnostics } = runSide(profileId, 'run_deadline');
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 10 });
-    const limits = call(200);
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 10 });
+    const limits = call({ timeoutMs: 200 });
     const error = await rejection(
       provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, limits),
     );
@@ -413,10 +342,10 @@ describe('bounded acquisition retry through a faulty network', () => {
   });
 
   it('does not retry an attempt that used the deadline up', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const { provider, diagnostics } = runSide(profileId, 'run_slow');
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'delay', ms: 3_000 } });
-    const limits = call(600);
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'delay', ms: 3_000 } });
+    const limits = call({ timeoutMs: 600 });
     const error = await rejection(
       provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, limits),
     );
@@ -429,15 +358,15 @@ describe('bounded acquisition retry through a faulty network', () => {
   });
 
   it('reattaches after an acquire answer lost once the service created the lease: one context, one navigation', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const { provider } = runSide(profileId, 'run_lost_acquire');
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
-    const contextsBefore = worker.handle.browser.contexts().length;
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
+    const contextsBefore = rig.worker.handle.browser.contexts().length;
     const hooks = counter();
     const navigated = await executeBrowserTool(
       provider,
       'browser.navigate',
-      { url: `${origin}/lost-acquire` },
+      { url: `${rig.origin}/lost-acquire` },
       call(),
       hooks,
     );
@@ -446,10 +375,10 @@ describe('bounded acquisition retry through a faulty network', () => {
     expect(attempts.map((attempt) => attempt.action)).toEqual(['drop_response', 'pass']);
     const created = JSON.parse(attempts[0]?.upstreamBody?.toString() ?? '{}') as { lease_id: string };
     expect(provider.lease?.leaseId).toBe(created.lease_id);
-    expect(worker.handle.browser.contexts().length).toBe(contextsBefore + 1);
-    expect(hits.get('/lost-acquire')).toBe(1);
+    expect(rig.worker.handle.browser.contexts().length).toBe(contextsBefore + 1);
+    expect(rig.hits.get('/lost-acquire')).toBe(1);
     expect(hooks.calls).toBe(1);
-    expect(await admin.getLease(profileId, created.lease_id)).toMatchObject({
+    expect(await rig.admin.getLease(profileId, created.lease_id)).toMatchObject({
       state: 'live',
       sequence: 1,
       effects: 1,
@@ -457,18 +386,18 @@ describe('bounded acquisition retry through a faulty network', () => {
   });
 
   it('never replays a navigate or an act whose answer was lost: the service acted once', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const { provider } = runSide(profileId, 'run_lost_effects');
     const navigated = await executeBrowserTool(
       provider,
       'browser.navigate',
-      { url: `${origin}/effects` },
+      { url: `${rig.origin}/effects` },
       call(),
       counter(),
     );
     const leaseId = provider.lease?.leaseId ?? '';
 
-    proxy.inject({ method: 'POST', path: ACT, action: { kind: 'drop_response' } });
+    rig.proxy.inject({ method: 'POST', path: ACT, action: { kind: 'drop_response' } });
     const lostAct = await rejection(
       executeBrowserTool(
         provider,
@@ -483,20 +412,26 @@ describe('bounded acquisition retry through a faulty network', () => {
       ),
     );
     expect(lostAct).toMatchObject({ code: 'outcome_unknown', retryable: false });
-    expect(proxy.seen('POST', ACT).filter((request) => request.path.includes(leaseId))).toHaveLength(1);
-    expect(await admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 2, effects: 2 });
+    expect(rig.proxy.seen('POST', ACT).filter((request) => request.path.includes(leaseId))).toHaveLength(1);
+    expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 2, effects: 2 });
 
     // The next call starts afresh on a new lease; its navigate's answer is lost too.
-    proxy.inject({ method: 'POST', path: NAVIGATE, action: { kind: 'drop_response' } });
+    rig.proxy.inject({ method: 'POST', path: NAVIGATE, action: { kind: 'drop_response' } });
     const lostNavigate = await rejection(
-      executeBrowserTool(provider, 'browser.navigate', { url: `${origin}/effects-lost` }, call(), counter()),
+      executeBrowserTool(
+        provider,
+        'browser.navigate',
+        { url: `${rig.origin}/effects-lost` },
+        call(),
+        counter(),
+      ),
     );
     expect(lostNavigate).toMatchObject({ code: 'outcome_unknown', retryable: false });
-    const navigates = proxy.seen('POST', NAVIGATE).filter((request) => request.path.includes(profileId));
+    const navigates = rig.proxy.seen('POST', NAVIGATE).filter((request) => request.path.includes(profileId));
     expect(navigates.map((request) => request.action)).toEqual(['pass', 'drop_response']);
     const freshLeaseId = provider.retiredLease?.leaseId ?? '';
     expect(freshLeaseId).not.toBe(leaseId);
-    expect(hits.get('/effects-lost')).toBe(1);
-    expect(await admin.getLease(profileId, freshLeaseId)).toMatchObject({ sequence: 1, effects: 1 });
+    expect(rig.hits.get('/effects-lost')).toBe(1);
+    expect(await rig.admin.getLease(profileId, freshLeaseId)).toMatchObject({ sequence: 1, effects: 1 });
   });
 });

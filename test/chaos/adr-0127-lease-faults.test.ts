@@ -1,11 +1,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  BrowserLeaseProvider,
+  type BrowserLeaseProvider,
   type BrowserWorkerLocation,
   DataPlaneClient,
   executeBrowserTool,
-  ProviderError,
 } from '../../libs/provider/index.js';
 import { leaseStillNeeded } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
@@ -15,7 +14,16 @@ import {
   type TestBrowserWorker,
   TestClock,
 } from '../fixtures/browser-worker.js';
-import { type FaultProxy, startFaultProxy } from '../fixtures/fault-proxy.js';
+import {
+  ACQUIRE_PATH as ACQUIRE,
+  ACT_PATH as ACT,
+  CLOSE_PATH as CLOSE,
+  LeaseRig,
+  leaseProvider,
+  NAVIGATE_PATH as NAVIGATE,
+  rejection,
+  toolCalls,
+} from '../fixtures/lease-rig.js';
 import { freePort, type PressSite, pressButton, startPressSite } from '../fixtures/press-site.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
@@ -29,10 +37,6 @@ import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.j
  */
 
 const MINUTE_MS = 60_000;
-const ACQUIRE = /^\/v1\/profiles\/[^/]+\/leases$/;
-const NAVIGATE = /\/navigate$/;
-const ACT = /\/act$/;
-const CLOSE = /\/close$/;
 
 let site: PressSite;
 let redis: Redis;
@@ -55,27 +59,10 @@ function newPrefix(label: string): string {
   return prefix;
 }
 
-let invocations = 0;
 /** One tool invocation's identity and limits, as the run loop gives them. */
-function call(horizonMs = Date.now() + 10 * MINUTE_MS) {
-  invocations += 1;
-  return {
-    invocationId: `run-adr0127-a1-s${invocations}-i0`,
-    requestedLeaseExpiresAtMs: horizonMs,
-    deadlineMs: Date.now() + 15_000,
-  };
-}
+const call = toolCalls((n) => `run-adr0127-a1-s${n}-i0`, { timeoutMs: 15_000 });
 
 const hooks = () => ({ beforeDispatch: async () => undefined });
-
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(
-    () => undefined,
-    (reason: unknown) => reason,
-  );
-  expect(error).toBeInstanceOf(ProviderError);
-  return error as ProviderError;
-}
 
 function provider(
   profileId: string,
@@ -83,14 +70,7 @@ function provider(
   findWorker: (profileId: string) => Promise<BrowserWorkerLocation | undefined>,
   options: { holderNeedsPage?: (runId: string) => Promise<boolean>; clock?: () => number } = {},
 ): BrowserLeaseProvider {
-  return new BrowserLeaseProvider({
-    scope: { tenant: 't1', principal: 'alice', run_id: runId, attempt: 1 },
-    profileId,
-    findWorker,
-    token: TEST_TOKEN,
-    holderNeedsPage: options.holderNeedsPage ?? (async () => true),
-    ...(options.clock ? { clock: options.clock } : {}),
-  });
+  return leaseProvider(profileId, runId, { principal: 'alice', findWorker, ...options });
 }
 
 function bodyOf(request: { body: Buffer } | undefined): Record<string, unknown> {
@@ -99,45 +79,39 @@ function bodyOf(request: { body: Buffer } | undefined): Record<string, unknown> 
 
 describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
   const prefix = newPrefix('adr0127-net');
-  let worker: TestBrowserWorker;
-  let proxy: FaultProxy;
-  let admin: DataPlaneClient;
+  let rig: LeaseRig;
   let leases: RedisLeaseStore;
   let store: RunStore;
   let sessionId: string;
-  const viaProxy = async (): Promise<BrowserWorkerLocation> => ({ id: 'bw-test', url: proxy.url });
+  const viaProxy = (): Promise<BrowserWorkerLocation> => rig.viaProxy();
 
   beforeAll(async () => {
-    worker = await startTestBrowserWorker({ prefix });
-    proxy = await startFaultProxy(worker.url);
-    admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
-    leases = new RedisLeaseStore(redis, `${prefix}:`);
+    rig = await LeaseRig.start({
+      prefix,
+      principal: 'alice',
+      profileIds: 'net',
+      faultProxy: true,
+      sharedSite: site,
+      redis,
+    });
+    leases = rig.leases;
     store = new RunStore(redis, `${prefix}:`);
     sessionId = await createTestSession(store, 't1', { instructions: 'shop' });
   });
 
   afterAll(async () => {
-    await proxy?.close();
-    await worker?.handle.close();
+    await rig?.close();
   });
 
-  let profiles = 0;
-  async function newProfile(): Promise<string> {
-    profiles += 1;
-    const id = `net-${profiles}`;
-    await admin.createProfile({ id, tenant: 't1', principal: 'alice', allowed_origins: [site.origin] });
-    return id;
-  }
-
   const seenFor = (method: string, path: RegExp, profileId: string) =>
-    proxy.seen(method, path).filter((request) => request.path.includes(`/profiles/${profileId}/`));
+    rig.proxy.seen(method, path).filter((request) => request.path.includes(`/profiles/${profileId}/`));
 
   it('fault 1: an acquire whose answer was lost is reattached by the next call asking a later horizon, instead of locking the profile', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     // A single acquisition attempt, so the lost answer reaches the run as the original fault saw it.
     const run = provider(profileId, 'run_f1', viaProxy);
-    proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
-    const contextsBefore = worker.handle.browser.contexts().length;
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'drop_response' } });
+    const contextsBefore = rig.worker.handle.browser.contexts().length;
 
     const firstHorizonMs = Date.now() + 5 * MINUTE_MS;
     const lost = await rejection(
@@ -145,7 +119,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
         run,
         'browser.navigate',
         { url: `${site.origin}/f1` },
-        call(firstHorizonMs),
+        call({ leaseExpiresAtMs: firstHorizonMs }),
         hooks(),
       ),
     );
@@ -161,7 +135,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
       run,
       'browser.navigate',
       { url: `${site.origin}/f1` },
-      call(laterHorizonMs),
+      call({ leaseExpiresAtMs: laterHorizonMs }),
       hooks(),
     );
     expect(navigated.observation.title).toBe('shop');
@@ -173,13 +147,13 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
     // ADR-0127 d1: the same lease, reattached — not refused, and not a second lease or context.
     expect(second?.upstreamStatus).toBeLessThan(300);
     expect(run.lease).toMatchObject({ leaseId: created.lease_id, sequence: 1 });
-    expect(worker.handle.browser.contexts().length).toBe(contextsBefore + 1);
+    expect(rig.worker.handle.browser.contexts().length).toBe(contextsBefore + 1);
     expect(await leases.liveLeaseId(profileId)).toBe(created.lease_id);
     expect(site.hits.get('/f1')).toBe(1);
   });
 
   it('fault 3: a lost act answer retires the lease; the next call starts a fresh lease instead of being refused for its sequence', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const run = provider(profileId, 'run_f3', viaProxy);
     const navigated = await executeBrowserTool(
       run,
@@ -190,9 +164,9 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
     );
     const leaseId = run.lease?.leaseId ?? '';
 
-    proxy.inject({ method: 'POST', path: ACT, action: { kind: 'drop_response' } });
+    rig.proxy.inject({ method: 'POST', path: ACT, action: { kind: 'drop_response' } });
     // The retired lease cannot be closed for now either: the run side must not acquire meanwhile.
-    proxy.inject({ method: 'POST', path: CLOSE, action: { kind: 'status', status: 503 }, times: 10 });
+    rig.proxy.inject({ method: 'POST', path: CLOSE, action: { kind: 'status', status: 503 }, times: 10 });
     const lost = await rejection(
       executeBrowserTool(
         run,
@@ -225,7 +199,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
     expect(seenFor('POST', ACQUIRE, profileId)).toHaveLength(acquiresBefore);
     expect(run.retiredLease).toMatchObject({ leaseId });
     expect(site.hits.get('/f3-next')).toBeUndefined();
-    proxy.clearFaults();
+    rig.proxy.clearFaults();
 
     const fresh = await executeBrowserTool(
       run,
@@ -249,7 +223,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
   });
 
   it('fault 6: a run resumed by another worker reattaches to its live lease and sends action 2, not action 1 again', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const firstWorker = provider(profileId, 'run_f6', viaProxy);
     const navigated = await executeBrowserTool(
       firstWorker,
@@ -287,7 +261,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
   });
 
   it('fault 8: a newcomer run is refused while the holder run is parked or queued to resume, and replaces the lease only once the holder ended', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const submit = async () =>
       (
         await store.submitRun({
@@ -383,18 +357,9 @@ describe('ADR-0127 fault 2: a dead lease is dropped after a browser worker resta
     worker = await start(port);
     registry = new BrowserWorkerRegistry(redis, `${prefix}:`);
     leases = new RedisLeaseStore(redis, `${prefix}:`);
-    await new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN }).createProfile({
-      id: 'restart-1',
-      tenant: 't1',
-      principal: 'alice',
-      allowed_origins: [site.origin],
-    });
-    await new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN }).createProfile({
-      id: 'restart-2',
-      tenant: 't1',
-      principal: 'alice',
-      allowed_origins: [site.origin],
-    });
+    const admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
+    for (const id of ['restart-1', 'restart-2'])
+      await admin.createProfile({ id, tenant: 't1', principal: 'alice', allowed_origins: [site.origin] });
   });
 
   afterAll(async () => {
@@ -467,43 +432,35 @@ describe('ADR-0127 fault 2: a dead lease is dropped after a browser worker resta
 describe('ADR-0127 faults 2 and 9 on a service clock ahead of the run side', () => {
   const prefix = newPrefix('adr0127-clock');
   const clock = new TestClock();
-  let worker: TestBrowserWorker;
-  let proxy: FaultProxy;
-  let admin: DataPlaneClient;
+  let rig: LeaseRig;
   let leases: RedisLeaseStore;
 
   beforeAll(async () => {
-    // The service's expiry sweep stays idle, so a late close reaches the service before its sweep.
-    worker = await startTestBrowserWorker({
+    rig = await LeaseRig.start({
       prefix,
-      clock,
-      env: { LEASE_EXPIRY_SWEEP_INTERVAL_MS: String(60 * MINUTE_MS) },
+      principal: 'alice',
+      profileIds: 'clock',
+      // The service's expiry sweep stays idle, so a late close reaches the service before its sweep.
+      worker: { clock, env: { LEASE_EXPIRY_SWEEP_INTERVAL_MS: String(60 * MINUTE_MS) } },
+      faultProxy: true,
+      sharedSite: site,
+      redis,
     });
-    proxy = await startFaultProxy(worker.url);
-    admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
-    leases = new RedisLeaseStore(redis, `${prefix}:`);
+    leases = rig.leases;
   });
 
   afterAll(async () => {
-    await proxy?.close();
-    await worker?.handle.close();
+    await rig?.close();
   });
 
-  const viaProxy = async (): Promise<BrowserWorkerLocation> => ({ id: 'bw-test', url: proxy.url });
-  let profiles = 0;
-  async function newProfile(): Promise<string> {
-    profiles += 1;
-    const id = `clock-${profiles}`;
-    await admin.createProfile({ id, tenant: 't1', principal: 'alice', allowed_origins: [site.origin] });
-    return id;
-  }
+  const viaProxy = (): Promise<BrowserWorkerLocation> => rig.viaProxy();
 
   it('fault 2: a lease revoked by an operator is dropped at the next call, and the call after acquires afresh', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const run = provider(profileId, 'run_f2_revoked', viaProxy, { clock: clock.now });
     await executeBrowserTool(run, 'browser.navigate', { url: `${site.origin}/f2r` }, call(), hooks());
     const revokedId = run.lease?.leaseId ?? '';
-    await admin.close(profileId, revokedId, { seal: false });
+    await rig.admin.close(profileId, revokedId, { seal: false });
 
     const refused = await rejection(executeBrowserTool(run, 'browser.observe', {}, call(), hooks()));
     expect(refused.code).toBe('lease_expired');
@@ -513,7 +470,7 @@ describe('ADR-0127 faults 2 and 9 on a service clock ahead of the run side', () 
   });
 
   it('fault 2: a lease the service holds expired under clock skew is dropped, and the next call acquires afresh', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     // The run side's clock stands still; the service's runs sixteen minutes ahead.
     const runSideClock = new TestClock();
     const run = provider(profileId, 'run_f2_skew', viaProxy, { clock: runSideClock.now });
@@ -530,7 +487,7 @@ describe('ADR-0127 faults 2 and 9 on a service clock ahead of the run side', () 
       run,
       'browser.navigate',
       { url: `${site.origin}/f2s` },
-      call(clock.now() + 10 * MINUTE_MS),
+      call({ leaseExpiresAtMs: clock.now() + 10 * MINUTE_MS }),
       hooks(),
     );
     expect(navigated.observation.title).toBe('shop');
@@ -538,35 +495,35 @@ describe('ADR-0127 faults 2 and 9 on a service clock ahead of the run side', () 
   });
 
   it('fault 9: a close retried after expiry never seals: the run side does not send it, and the service closes a late one unsealed before its sweep', async () => {
-    const profileId = await newProfile();
+    const profileId = await rig.newProfile();
     const run = provider(profileId, 'run_f9', viaProxy, { clock: clock.now });
     await executeBrowserTool(
       run,
       'browser.navigate',
       { url: `${site.origin}/f9` },
-      call(clock.now() + 10 * MINUTE_MS),
+      call({ leaseExpiresAtMs: clock.now() + 10 * MINUTE_MS }),
       hooks(),
     );
     const held = run.lease;
     const leaseId = held?.leaseId ?? '';
 
     // The run's end asks to seal, but the close is lost before it reaches the service.
-    proxy.inject({ method: 'POST', path: CLOSE, action: { kind: 'reset' } });
+    rig.proxy.inject({ method: 'POST', path: CLOSE, action: { kind: 'reset' } });
     const lost = await rejection(run.close({ seal: true }));
     expect(lost.code).toBe('provider_unavailable');
     expect(run.lease).toMatchObject({ leaseId });
 
     // The retry comes after the lease expired: the provider does not ask (ADR-0127 consequences).
     clock.advance(11 * MINUTE_MS);
-    const closesBefore = proxy.seen('POST', CLOSE).length;
+    const closesBefore = rig.proxy.seen('POST', CLOSE).length;
     expect(await run.close({ seal: true })).toBeUndefined();
-    expect(proxy.seen('POST', CLOSE)).toHaveLength(closesBefore);
+    expect(rig.proxy.seen('POST', CLOSE)).toHaveLength(closesBefore);
     expect(run.lease).toBeUndefined();
     expect(await leases.getLease(profileId, leaseId)).toMatchObject({ state: 'live' });
 
     // A late close that still reaches the service (another holder of the reference, a clock behind)
     // arrives before the sweep: ADR-0127 d8, it is closed unsealed, and nothing reaches the profile.
-    const late = await new DataPlaneClient({ baseUrl: proxy.url, token: TEST_TOKEN }).close(
+    const late = await new DataPlaneClient({ baseUrl: rig.proxy.url, token: TEST_TOKEN }).close(
       profileId,
       leaseId,
       {
