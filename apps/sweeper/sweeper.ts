@@ -8,6 +8,7 @@ import {
   STALE_APPROVAL_SWEEP_START,
   type StaleApprovalCursor,
   sweepDeadlines,
+  sweepQueuedWithoutJob,
   sweepStaleApprovals,
 } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, LeaderLock, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
@@ -18,7 +19,7 @@ import {
   type Metrics,
   type ReadinessCheck,
 } from '../../libs/telemetry/index.js';
-import { closeRedis, connectRedis, createRunsQueue, enqueueRun } from '../../queues/index.js';
+import { closeRedis, connectRedis, createRunsQueue, enqueueRun, runJobId } from '../../queues/index.js';
 
 /** Failed jobs looked at per pass (newest first); a reclaimed run is refused on a second look. */
 const RECLAIM_SCAN_JOBS = 199;
@@ -101,6 +102,13 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
     const run = await store.getRun(runId);
     if (run) await resumeParentOf(parents, run);
   };
+  const requeuedRuns = new Counter({
+    name: 'leasehold_runs_requeued_total',
+    help: 'Queued runs whose job was missing (their enqueuer died before adding it), enqueued by the sweeper.',
+    registers: [metrics.registry],
+  });
+  // Where the walk for queued runs without a job stopped.
+  let orphanCursor = '0';
   // Where the stale-approval walk over the deadline index stopped; a new leader starts a cycle afresh.
   let approvalCursor: StaleApprovalCursor = STALE_APPROVAL_SWEEP_START;
 
@@ -149,6 +157,17 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
           log.warn({ run_id: runId, err: error }, 'stale approval sweep: run not checked'),
       });
       approvalCursor = approvals.cursor;
+
+      const orphans = await sweepQueuedWithoutJob({
+        store,
+        jobExists: async (runId, execution) => (await queue.getJob(runJobId(runId, execution))) !== undefined,
+        enqueue: (run) => parents.enqueue(run),
+        cursor: orphanCursor,
+        onError: (runId, error) => log.warn({ run_id: runId, err: error }, 'orphan sweep: run not checked'),
+      });
+      orphanCursor = orphans.cursor;
+      requeuedRuns.inc(orphans.requeued.length);
+      for (const runId of orphans.requeued) log.warn({ run_id: runId }, 'queued run had no job; enqueued it');
       staleApprovals.inc(approvals.expired.length);
       if (approvals.expired.length > 0) {
         log.info(

@@ -104,6 +104,12 @@ export {
   OpenAiCompatibleModel,
   type OpenAiCompatibleModelOptions,
 } from './openai-model.js';
+export {
+  ORPHAN_GRACE_MS,
+  ORPHAN_SWEEP_BATCH,
+  type OrphanSweepDeps,
+  sweepQueuedWithoutJob,
+} from './orphan-sweep.js';
 export { type ReclaimDeps, reclaimStalledRuns, STALLED_PAST_LIMIT } from './reclaim.js';
 export {
   planRoster,
