@@ -9,6 +9,7 @@ export {
 } from './connection.js';
 export {
   createRunsQueue,
+  enqueueExecution,
   enqueueRun,
   RUNS_QUEUE,
   type RunJob,

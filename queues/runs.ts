@@ -46,6 +46,14 @@ export function createRunsQueue(connection: Redis, prefix: string): RunsQueue {
   });
 }
 
+/** Adds the job of the execution a run is queued at now (a submission, a resume, a retry). */
+export function enqueueExecution(
+  queue: RunsQueue,
+  run: { id: string; execution: number },
+): Promise<{ jobId: string }> {
+  return enqueueRun(queue, { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() });
+}
+
 /**
  * Adds one run execution. The data is checked by its schema first; adding the same execution
  * again (a retried submission, a second resume) leaves the one job BullMQ already has.

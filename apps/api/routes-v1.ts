@@ -23,7 +23,7 @@ import {
   type RunStore,
   SessionCache,
 } from '../../libs/store/index.js';
-import { enqueueRun, type RunsQueue } from '../../queues/index.js';
+import { enqueueExecution, type RunsQueue } from '../../queues/index.js';
 import { authenticate, identityOf } from './auth.js';
 import type { DefaultAgents } from './default-agent.js';
 
@@ -231,12 +231,7 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
         ...(idempotencyKey ? { idempotencyKey } : {}),
       });
       // Enqueued after the record exists; a duplicate submission re-adds the same job id: one job.
-      if (outcome.run.status === 'queued')
-        await enqueueRun(deps.queue, {
-          runId: outcome.run.id,
-          execution: outcome.run.execution,
-          enqueuedAtMs: Date.now(),
-        });
+      if (outcome.run.status === 'queued') await enqueueExecution(deps.queue, outcome.run);
       return reply.code(outcome.status === 'created' ? 201 : 200).send(outcome.run);
     },
   );
@@ -317,7 +312,7 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
         throw new ApiError(outcome.code === 'not_found' ? 'not_found' : 'conflict', outcome.message);
       const run = await store.getRun(request.params.id, tenant);
       if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
-      await enqueueRun(deps.queue, { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() });
+      await enqueueExecution(deps.queue, run);
       return run;
     },
   );
@@ -395,8 +390,7 @@ async function answerDecision(
   const approval = await deps.store.getApproval(tenant, approvalId);
   if (!approval) throw new ApiError('not_found', `approval ${approvalId} not found`);
   const run = await deps.store.getRun(approval.run_id, tenant);
-  if (run?.status === 'queued')
-    await enqueueRun(deps.queue, { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() });
+  if (run?.status === 'queued') await enqueueExecution(deps.queue, run);
   return approval;
 }
 
@@ -412,17 +406,7 @@ async function cancelRun(deps: V1Dependencies, tenant: string, runId: string, me
   const child = outcome.run.waiting_on_run_id;
   if (child) await cancelRun(deps, tenant, child, 'its parent run was cancelled');
   await resumeParentOf(
-    {
-      getRun: (id) => deps.store.getRun(id),
-      requeueRun: (id, options) => deps.store.requeueRun(id, options),
-      enqueue: async (parent) => {
-        await enqueueRun(deps.queue, {
-          runId: parent.id,
-          execution: parent.execution,
-          enqueuedAtMs: Date.now(),
-        });
-      },
-    },
+    { store: deps.store, enqueue: (parent) => enqueueExecution(deps.queue, parent) },
     outcome.run,
   );
   return outcome;

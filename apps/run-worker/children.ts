@@ -8,12 +8,11 @@ import {
   delegationDepth,
   type Invocation,
   MAX_DELEGATION_DEPTH,
-  type ParentResumeDeps,
   resumeParentOf,
   runDefaultLimits,
 } from '../../libs/runtime/index.js';
 import type { RunStore } from '../../libs/store/index.js';
-import { enqueueRun, type RunsQueue } from '../../queues/index.js';
+import { enqueueExecution, type RunsQueue } from '../../queues/index.js';
 import { refusedUnlessOk } from './run-lost.js';
 
 /** The run worker's children system: `agent.delegate` and the resume of a waiting parent. */
@@ -26,22 +25,12 @@ export interface ChildrenDeps {
 /** A delegated child is never given less time than this, even near its parent's deadline. */
 const CHILD_MIN_TIMEOUT_MS = 1_000;
 
-export function parentResumeDeps(deps: Pick<ChildrenDeps, 'store' | 'queue'>): ParentResumeDeps {
-  return {
-    getRun: (runId) => deps.store.getRun(runId),
-    requeueRun: (runId, options) => deps.store.requeueRun(runId, options),
-    enqueue: async (run) => {
-      await enqueueRun(deps.queue, { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() });
-    },
-  };
-}
-
 /** A child's end resumes its waiting parent (whoever ended the child calls this). */
 export function resumeParent(
   deps: Pick<ChildrenDeps, 'store' | 'queue'>,
   child: Pick<RunView, 'id' | 'parent_run_id' | 'status'>,
 ): Promise<'resumed' | 'not_waiting'> {
-  return resumeParentOf(parentResumeDeps(deps), child);
+  return resumeParentOf({ store: deps.store, enqueue: (run) => enqueueExecution(deps.queue, run) }, child);
 }
 
 /**
@@ -105,8 +94,7 @@ export async function delegateToChild(
   // ADR-0127 d4: a run waiting on its child is done with the page; it is sealed and closed before
   // the child can start, so the child (same profile) takes the page instead of being refused.
   await releasePage();
-  if (child.status === 'queued')
-    await enqueueRun(deps.queue, { runId: child.id, execution: child.execution, enqueuedAtMs: Date.now() });
+  if (child.status === 'queued') await enqueueExecution(deps.queue, child);
   // The child may have ended before the parent started waiting; then nobody else resumes it.
   const now = await deps.store.getRun(child.id);
   if (now && runHasEnded(now.status)) await resumeParent(deps, now);

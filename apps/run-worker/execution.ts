@@ -48,7 +48,7 @@ export interface ExecutionDeps {
   transcripts: RunTranscripts;
   registry: BrowserWorkerRegistry;
   /** Profiles, for the origins a bound run's model is told it may visit. */
-  profiles: Pick<RedisLeaseStore, 'getProfile'>;
+  profiles: Pick<RedisLeaseStore, 'allowedOrigins'>;
   /** Where children and resumed parents are enqueued. */
   queue: RunsQueue;
   logger: Logger;
@@ -147,7 +147,6 @@ class StoreRunPort implements RunPort {
       state: 'started',
     });
     refusedUnlessOk(recorded, 'ledger');
-    if (!recorded.ok) throw new RunLost('ledger');
     const entry = recorded.entry;
     // An approval is only ever asked for a call already in the ledger: a new one has none.
     if (recorded.code === 'recorded') {
@@ -214,9 +213,11 @@ async function budgetOptions(
   if (entry) options.price = modelPrice(entry);
   if (run.browser_profile_id) {
     options.requiredTools = BROWSER_TOOL_NAMES_REQUIRED;
-    const profile = await deps.profiles.getProfile(run.browser_profile_id);
     // The profile's normalised origins only: never its id, a name or a credential.
-    const origins = profile?.allowedOrigins.slice(0, MAX_ORIGINS_RENDERED) ?? [];
+    const origins = (await deps.profiles.allowedOrigins(run.browser_profile_id)).slice(
+      0,
+      MAX_ORIGINS_RENDERED,
+    );
     options.runtimeMetadata = { browser_origins: origins.join(',') };
   }
   return options;
@@ -382,9 +383,10 @@ export async function executeRun(
     runHasEnded(after.status) ||
     after.status === 'waiting_user' ||
     after.status === 'waiting_child';
-  if (doneWithPage) await closeLease(deps, run, provider);
-  // The run keeps its page; a lease it stopped trusting must not be there for its resume.
-  else
+  if (doneWithPage) {
+    await closeLease(deps, run, provider);
+  } else {
+    // The run keeps its page; a lease it stopped trusting must not be there for its resume.
     await provider
       ?.closeRetired({ deadlineMs: Date.now() + 15_000 })
       .catch((error: unknown) =>
@@ -393,6 +395,7 @@ export async function executeRun(
           'closing a retired lease failed; the next acquire closes it',
         ),
       );
+  }
   // A child that ended resumes its waiting parent — after its page is released, so the parent
   // (same profile) finds the page free.
   if (after && runHasEnded(after.status)) await resumeParent(deps, after);
@@ -401,7 +404,6 @@ export async function executeRun(
 
 function finished(transition: Awaited<ReturnType<RunStore['finishRun']>>): RunView {
   refusedUnlessOk(transition, 'finish');
-  if (!transition.ok) throw new RunLost('finish');
   return transition.run;
 }
 

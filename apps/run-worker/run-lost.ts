@@ -3,6 +3,10 @@ export class RunLost extends Error {
   override readonly name = 'RunLost';
 }
 
-export function refusedUnlessOk(result: { ok: boolean; message?: string }, what: string): void {
+/** Throws {@link RunLost} for a refused write; past it, the result is the accepted one. */
+export function refusedUnlessOk<T extends { ok: boolean; message?: string }>(
+  result: T,
+  what: string,
+): asserts result is Extract<T, { ok: true }> {
   if (!result.ok) throw new RunLost(`${what}: ${result.message ?? 'refused'}`);
 }

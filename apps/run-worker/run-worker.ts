@@ -75,6 +75,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   subscriber.on('message', (_channel, runId: string) => cancelsHeard.add(runId));
   await subscriber.subscribe(store.cancelChannel);
   const queue = createRunsQueue(redis, config.redis.queuePrefix);
+  const leases = new RedisLeaseStore(redis, config.redis.keyPrefix);
   const deps: ExecutionDeps = {
     config,
     store,
@@ -82,7 +83,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     cancelsHeard,
     transcripts: new RunTranscripts(redis, config.redis.keyPrefix),
     registry: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
-    profiles: new RedisLeaseStore(redis, config.redis.keyPrefix),
+    profiles: leases,
     logger: log,
   };
 
@@ -151,7 +152,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
       const token = config.secrets.dataPlaneToken;
       if (!token) return;
       const pass = await runLeaseUpkeep({
-        leases: new RedisLeaseStore(redis, config.redis.keyPrefix),
+        leases,
         runs: store,
         workers: deps.registry,
         dataPlaneToken: token,

@@ -19,7 +19,7 @@ import {
   type Metrics,
   type ReadinessCheck,
 } from '../../libs/telemetry/index.js';
-import { closeRedis, connectRedis, createRunsQueue, enqueueRun, runJobId } from '../../queues/index.js';
+import { closeRedis, connectRedis, createRunsQueue, enqueueExecution, runJobId } from '../../queues/index.js';
 
 /** Failed jobs looked at per pass (newest first); a reclaimed run is refused on a second look. */
 const RECLAIM_SCAN_JOBS = 199;
@@ -91,13 +91,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
       }
     : undefined;
   // A run this sweeper ends may be a child its parent waits on: the parent resumes with that end.
-  const parents: ParentResumeDeps = {
-    getRun: (runId) => store.getRun(runId),
-    requeueRun: (runId, requeue) => store.requeueRun(runId, requeue),
-    enqueue: async (run) => {
-      await enqueueRun(queue, { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() });
-    },
-  };
+  const parents: ParentResumeDeps = { store, enqueue: (run) => enqueueExecution(queue, run) };
   const resumeParent = async (runId: string) => {
     const run = await store.getRun(runId);
     if (run) await resumeParentOf(parents, run);
@@ -142,7 +136,9 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
         store,
         release,
         batchSize: DEADLINE_SWEEP_BATCH,
-        onRunEnded: (run) => resumeParent(run.id),
+        onRunEnded: async (run) => {
+          await resumeParentOf(parents, run);
+        },
         onError: (runId, error) =>
           log.warn({ run_id: runId, err: error }, 'deadline sweep: a step for this run failed'),
       });
@@ -161,7 +157,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
       const orphans = await sweepQueuedWithoutJob({
         store,
         jobExists: async (runId, execution) => (await queue.getJob(runJobId(runId, execution))) !== undefined,
-        enqueue: (run) => parents.enqueue(run),
+        enqueue: (run) => enqueueExecution(queue, run),
         cursor: orphanCursor,
         onError: (runId, error) => log.warn({ run_id: runId, err: error }, 'orphan sweep: run not checked'),
       });

@@ -224,11 +224,7 @@ export class BrowserLeaseProvider {
     holder: ConflictingHolder,
     limits: CallLimits,
   ): Promise<void> {
-    try {
-      await this.#client(worker.url).close(this.profileId, holder.leaseId, { seal: true }, limits);
-    } catch (error) {
-      if (!(error instanceof ProviderError && error.code === 'lease_expired')) throw error;
-    }
+    await this.#closeAt(worker.url, this.profileId, holder.leaseId, { seal: true }, limits);
   }
 
   /** One acquisition attempt: the acquire, and for a replayed answer a read of the lease as it is now. */
@@ -299,13 +295,8 @@ export class BrowserLeaseProvider {
       this.#held = undefined;
       return undefined;
     }
-    let view: LeaseView | undefined;
-    try {
-      view = await this.#client(held.workerUrl).close(held.profileId, held.leaseId, { seal }, limits);
-    } catch (error) {
-      // A lease the service no longer knows is closed already; any other failure keeps it held, to close again.
-      if (!(error instanceof ProviderError && error.code === 'lease_expired')) throw error;
-    }
+    // Any failure but "gone already" keeps it held, to close again.
+    const view = await this.#closeAt(held.workerUrl, held.profileId, held.leaseId, { seal }, limits);
     if (this.#held === held) this.#held = undefined;
     return view;
   }
@@ -429,15 +420,30 @@ export class BrowserLeaseProvider {
     const { lease } = retired;
     if (!retired.closed && lease.expiresAtMs > this.#clock()) {
       const url = worker?.id === lease.workerId ? worker.url : lease.workerUrl;
-      try {
-        await this.#client(url).close(lease.profileId, lease.leaseId, { seal: false }, limits);
-      } catch (error) {
-        // Gone already is closed enough; anything else keeps it retired and stops this acquire.
-        if (!(error instanceof ProviderError && error.code === 'lease_expired')) throw error;
-      }
+      // Anything but "gone already" keeps it retired and stops this acquire.
+      await this.#closeAt(url, lease.profileId, lease.leaseId, { seal: false }, limits);
     }
     retired.closed = true;
     if (forget && this.#retired === retired) this.#retired = undefined;
+  }
+
+  /**
+   * Closes a lease at the worker at `url`. A lease the service no longer knows (`lease_expired`) is
+   * closed already: that answers undefined; any other failure throws.
+   */
+  async #closeAt(
+    url: string,
+    profileId: string,
+    leaseId: string,
+    { seal }: { seal: boolean },
+    limits: CallLimits,
+  ): Promise<LeaseView | undefined> {
+    try {
+      return await this.#client(url).close(profileId, leaseId, { seal }, limits);
+    } catch (error) {
+      if (error instanceof ProviderError && error.code === 'lease_expired') return undefined;
+      throw error;
+    }
   }
 
   #client(url: string): DataPlaneClient {

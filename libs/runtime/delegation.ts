@@ -59,14 +59,15 @@ export function childLimits(parent: RunView, own: RunLimits): RunLimits {
   };
 }
 
-/** The store and queue calls a child's end needs to resume its parent. */
+/** The store and queue calls a child's end needs to resume its parent (the run store fits `store`). */
 export interface ParentResumeDeps {
-  getRun(runId: string): Promise<RunView | undefined>;
-  requeueRun(
-    runId: string,
-    options: { expected: 'waiting_child'; waitingOn: string; detail: Record<string, unknown> },
-  ): Promise<{ ok: true; run: RunView } | { ok: false }>;
-  enqueue(run: RunView): Promise<void>;
+  store: {
+    requeueRun(
+      runId: string,
+      options: { expected: 'waiting_child'; waitingOn: string; detail: Record<string, unknown> },
+    ): Promise<{ ok: true; run: RunView } | { ok: false }>;
+  };
+  enqueue(run: RunView): Promise<unknown>;
 }
 
 /**
@@ -80,7 +81,7 @@ export async function resumeParentOf(
   child: Pick<RunView, 'id' | 'parent_run_id' | 'status'>,
 ): Promise<'resumed' | 'not_waiting'> {
   if (!child.parent_run_id || !runHasEnded(child.status)) return 'not_waiting';
-  const requeued = await deps.requeueRun(child.parent_run_id, {
+  const requeued = await deps.store.requeueRun(child.parent_run_id, {
     expected: 'waiting_child',
     waitingOn: child.id,
     detail: { child_run_id: child.id, child_status: child.status },

@@ -205,9 +205,10 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
     const spentMicroUsd = usage.costMicroUsd ?? 0;
     const verdict = checkModelCall(limits, usage);
     if (!verdict.allowed) return { kind: 'failed', reason: verdict.reason, detail: verdict.detail };
-    const costLimits = options.price && options.costLimits;
     const costVerdict =
-      costLimits && options.price ? checkCostBeforeCall(costLimits, spentMicroUsd, options.price) : undefined;
+      options.price && options.costLimits
+        ? checkCostBeforeCall(options.costLimits, spentMicroUsd, options.price)
+        : undefined;
     if (costVerdict && !costVerdict.allowed)
       return { kind: 'failed', reason: costVerdict.reason, detail: costVerdict.detail };
     const toolsAllowed = verdict.toolsAllowed && (costVerdict?.toolsAllowed ?? true);
@@ -225,7 +226,7 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
     } catch (error) {
       throwIfAborted(options.signal);
       if (error instanceof ModelError) {
-        const billed = (error as ModelError & { usage?: ModelUsage }).usage;
+        const billed = error.usage;
         if (billed)
           await run.recordModelCall(billed, options.price ? callCostMicroUsd(options.price, billed) : 0);
         const late = clock() >= options.deadlineMs;

@@ -58,4 +58,12 @@ export interface Model {
 /** A model that cannot go on (its policy broke, or its service keeps failing): the run fails `model_error`. */
 export class ModelError extends Error {
   override readonly name = 'ModelError';
+
+  constructor(
+    message: string,
+    /** Tokens the server billed for the call even so (attempts whose output could not be used). */
+    readonly usage?: ModelUsage,
+  ) {
+    super(message);
+  }
 }

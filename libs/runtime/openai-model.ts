@@ -84,10 +84,9 @@ export class ModelCallError extends ModelError {
     message: string,
     readonly code: ModelCallErrorCode,
     readonly status?: number,
-    /** Tokens the server billed for attempts it answered with output that could not be used. */
-    readonly usage: ModelUsage = ZERO_USAGE,
+    usage: ModelUsage = ZERO_USAGE,
   ) {
-    super(message);
+    super(message, usage);
   }
 }
 

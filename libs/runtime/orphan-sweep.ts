@@ -13,7 +13,7 @@ export interface OrphanSweepDeps {
   };
   /** Whether BullMQ holds the job of this execution (in any state). */
   jobExists(runId: string, execution: number): Promise<boolean>;
-  enqueue(run: RunView): Promise<void>;
+  enqueue(run: RunView): Promise<unknown>;
   /** Where the walk over the index stopped ('0' starts a cycle). */
   cursor: string;
   batchSize?: number;

@@ -70,6 +70,11 @@ export class RedisLeaseStore implements LeaseStore {
     return parseProfile(fields);
   }
 
+  /** A profile's allowed origins alone: its sealed state, which may be large, is not read. */
+  async allowedOrigins(profileId: string): Promise<string[]> {
+    return JSON.parse((await this.#redis.hget(this.#profileKey(profileId), 'origins')) ?? '[]') as string[];
+  }
+
   async listProfiles(): Promise<StoredProfile[]> {
     const ids = (await this.#redis.smembers(this.#profilesKey())).sort();
     const pipeline = this.#redis.pipeline();

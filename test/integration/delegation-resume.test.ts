@@ -20,8 +20,7 @@ describe("a child's end resumes its waiting parent, once", () => {
     store = new RunStore(redis, prefix);
     sessionId = await createTestSession(store, 'acme', { instructions: 'delegate' });
     deps = {
-      getRun: (id) => store.getRun(id),
-      requeueRun: (id, options) => store.requeueRun(id, options),
+      store,
       enqueue: async (run) => {
         enqueued.push(`${run.id}-x${run.execution}`);
       },

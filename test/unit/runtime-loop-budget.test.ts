@@ -1,20 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import {
-  type Invocation,
-  type InvocationState,
   LoopBreaker,
   type Model,
   type ModelRequest,
   type ModelResponse,
   modelPrice,
   type RunLimits,
-  type RunPort,
   runExecution,
   type ToolCall,
   type ToolExecutor,
   type ToolOutcome,
-  type TranscriptEntry,
 } from '../../libs/runtime/index.js';
+import { MemoryRun } from '../fixtures/memory-run.js';
 
 const limits: RunLimits = {
   maxSteps: 160,
@@ -31,53 +28,6 @@ const price = modelPrice({
   context_window_tokens: 272_000,
 });
 const USD = 1_000_000;
-
-class MemoryRun implements RunPort {
-  readonly runId = 'run_budget';
-  invocationId(step: number, index: number) {
-    return `${this.runId}-s${step}-i${index}`;
-  }
-  transcript: TranscriptEntry[] = [{ kind: 'input', text: 'work' }];
-  ledger = new Map<string, InvocationState>();
-  usageNow = { steps: 0, modelCalls: 0, toolCalls: 0, costMicroUsd: 0 };
-  breakerState: unknown;
-  async loadTranscript() {
-    return structuredClone(this.transcript);
-  }
-  async appendTranscript(entry: TranscriptEntry) {
-    this.transcript.push(structuredClone(entry));
-  }
-  async usage() {
-    return { ...this.usageNow };
-  }
-  async recordModelCall(_usage: unknown, costMicroUsd: number) {
-    this.usageNow.modelCalls += 1;
-    this.usageNow.steps += 1;
-    this.usageNow.costMicroUsd += costMicroUsd;
-  }
-  async cancelRequested() {
-    return false;
-  }
-  async startInvocation({ id }: Invocation): Promise<InvocationState> {
-    const known = this.ledger.get(id);
-    if (known) return known;
-    this.ledger.set(id, { state: 'started' });
-    this.usageNow.toolCalls += 1;
-    return { state: 'new' };
-  }
-  async markDispatched({ id }: Invocation) {
-    this.ledger.set(id, { state: 'dispatched' });
-  }
-  async completeInvocation({ id }: Invocation, outcome: ToolOutcome) {
-    this.ledger.set(id, { state: 'completed', outcome });
-  }
-  async loadBreakerState() {
-    return this.breakerState;
-  }
-  async saveBreakerState(state: unknown) {
-    this.breakerState = structuredClone(state);
-  }
-}
 
 /** A model that observes forever, each call costing `inputTokens` uncached input tokens. */
 class ObservingModel implements Model {
@@ -144,7 +94,7 @@ describe('the cost limit (ADR-0130 d1)', () => {
   const cost = { max_cost_micro_usd: 30 * USD, cost_reserve_micro_usd: 3 * USD };
 
   it('fails budget_exceeded after the one call that crosses the limit, and records that call', async () => {
-    const run = new MemoryRun();
+    const run = new MemoryRun('run_budget', 'work');
     run.usageNow.costMicroUsd = 20 * USD;
     // USD 15 in one call: allowed before it (USD 10 left, above the reserve), USD 35 after it.
     const end = await execute(run, new ObservingModel(1_500_000), new PageTools(true), {
@@ -156,7 +106,7 @@ describe('the cost limit (ADR-0130 d1)', () => {
   });
 
   it('refuses the next call once the limit is spent', async () => {
-    const run = new MemoryRun();
+    const run = new MemoryRun('run_budget', 'work');
     run.usageNow.costMicroUsd = 30 * USD;
     const model = new ObservingModel(1);
     const end = await execute(run, model, new PageTools(true), { price, costLimits: cost });
@@ -165,7 +115,7 @@ describe('the cost limit (ADR-0130 d1)', () => {
   });
 
   it('lets a run at or under the reserve only answer: tools are not offered', async () => {
-    const run = new MemoryRun();
+    const run = new MemoryRun('run_budget', 'work');
     run.usageNow.costMicroUsd = 27 * USD;
     const model = new ObservingModel(1_000);
     const end = await execute(run, model, new PageTools(true), { price, costLimits: cost });
@@ -174,7 +124,7 @@ describe('the cost limit (ADR-0130 d1)', () => {
   });
 
   it('fails a tool request from the call that reached the reserve', async () => {
-    const run = new MemoryRun();
+    const run = new MemoryRun('run_budget', 'work');
     run.usageNow.costMicroUsd = 26 * USD;
     // USD 2 takes it to 28: inside the USD 3 reserve, yet the call asked for a tool.
     const end = await execute(run, new ObservingModel(200_000), new PageTools(true), {
@@ -186,7 +136,7 @@ describe('the cost limit (ADR-0130 d1)', () => {
   });
 
   it('gives a zero-priced model no effective cost limit', async () => {
-    const run = new MemoryRun();
+    const run = new MemoryRun('run_budget', 'work');
     const free = modelPrice({
       input_usd_per_mtok: '0',
       cached_input_usd_per_mtok: '0',
@@ -206,7 +156,7 @@ describe('the cost limit (ADR-0130 d1)', () => {
 
 describe('the loop breaker in the loop (ADR-0130 d7)', () => {
   it('fails loop_detected at the fifth identical observation of an unchanged page, never sending it', async () => {
-    const run = new MemoryRun();
+    const run = new MemoryRun('run_budget', 'work');
     const tools = new PageTools(false);
     const end = await execute(run, new ObservingModel(0), tools, {
       breaker: new LoopBreaker({ evidenceSecret: 's' }),
@@ -216,7 +166,7 @@ describe('the loop breaker in the loop (ADR-0130 d7)', () => {
   });
 
   it('lets a page that changes on every observation run to 36 observations, then fails it', async () => {
-    const run = new MemoryRun();
+    const run = new MemoryRun('run_budget', 'work');
     const tools = new PageTools(true);
     const end = await execute(run, new ObservingModel(0), tools, {
       breaker: new LoopBreaker({ evidenceSecret: 's' }),
@@ -226,7 +176,7 @@ describe('the loop breaker in the loop (ADR-0130 d7)', () => {
   });
 
   it('keeps the breaker across executions through its stored state, which never holds the evidence key', async () => {
-    const run = new MemoryRun();
+    const run = new MemoryRun('run_budget', 'work');
     const tools = new PageTools(false);
     const breaker = () => new LoopBreaker({ evidenceSecret: 's' });
     // The first execution is interrupted after three observations; the next one is a new breaker
@@ -248,7 +198,7 @@ describe('the loop breaker in the loop (ADR-0130 d7)', () => {
 
 describe('what the model is sent', () => {
   it('carries the instructions and the runtime metadata row, and defines the required tools first', async () => {
-    const run = new MemoryRun();
+    const run = new MemoryRun('run_budget', 'work');
     const model = new ObservingModel(0);
     await execute(run, model, new PageTools(true), {
       instructions: 'Do the lesson.',
@@ -268,7 +218,7 @@ describe('what the model is sent', () => {
   });
 
   it('fails the run when its plan cannot define the required browser tools', async () => {
-    const run = new MemoryRun();
+    const run = new MemoryRun('run_budget', 'work');
     const noBrowser: ToolExecutor = {
       definitions: () => [],
       execute: async () => ({ ok: true, result: null }),

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   type Invocation,
-  type InvocationState,
   type RunLimits,
-  type RunPort,
   runExecution,
   ScriptedModel,
   scriptSchema,
@@ -11,8 +9,8 @@ import {
   type ToolExecutor,
   type ToolOutcome,
   type ToolPolicy,
-  type TranscriptEntry,
 } from '../../libs/runtime/index.js';
+import { MemoryRun } from '../fixtures/memory-run.js';
 
 const limits: RunLimits = {
   maxSteps: 32,
@@ -21,47 +19,6 @@ const limits: RunLimits = {
   reserveModelCalls: 2,
   reserveToolCalls: 4,
 };
-
-/** The run's durable state as plain memory: the loop's rules, not Redis, are under test here. */
-class MemoryRun implements RunPort {
-  readonly runId = 'run_test';
-  invocationId(step: number, index: number) {
-    return `${this.runId}-s${step}-i${index}`;
-  }
-  transcript: TranscriptEntry[] = [{ kind: 'input', text: 'buy it' }];
-  ledger = new Map<string, InvocationState>();
-  usageNow = { steps: 0, modelCalls: 0, toolCalls: 0 };
-  cancel = false;
-  async loadTranscript() {
-    return structuredClone(this.transcript);
-  }
-  async appendTranscript(entry: TranscriptEntry) {
-    this.transcript.push(structuredClone(entry));
-  }
-  async usage() {
-    return { ...this.usageNow };
-  }
-  async recordModelCall() {
-    this.usageNow.modelCalls += 1;
-    this.usageNow.steps += 1;
-  }
-  async cancelRequested() {
-    return this.cancel;
-  }
-  async startInvocation({ id }: Invocation): Promise<InvocationState> {
-    const known = this.ledger.get(id);
-    if (known) return known;
-    this.ledger.set(id, { state: 'started' });
-    this.usageNow.toolCalls += 1;
-    return { state: 'new' };
-  }
-  async markDispatched({ id }: Invocation) {
-    this.ledger.set(id, { state: 'dispatched' });
-  }
-  async completeInvocation({ id }: Invocation, outcome: ToolOutcome) {
-    this.ledger.set(id, { state: 'completed', outcome });
-  }
-}
 
 class RecordingTools implements ToolExecutor {
   sent: ToolCall[] = [];
