@@ -23,8 +23,8 @@ export type ModelCallVerdict =
   | { allowed: false; reason: 'budget_exceeded'; detail: string };
 
 /**
- * Before a model call: whether it may happen, and whether it may ask for tools. A call that would
- * land inside the model-call reserve, or with the tool budget spent, may only answer.
+ * Before a model call: whether it may happen, and whether it may ask for tools. A call that reaches
+ * the model-call reserve (leaves only the reserve), or comes with the tool budget spent, may only answer.
  */
 export function checkModelCall(limits: RunLimits, usage: RunUsage): ModelCallVerdict {
   if (usage.steps >= limits.maxSteps)
@@ -36,7 +36,9 @@ export function checkModelCall(limits: RunLimits, usage: RunUsage): ModelCallVer
       detail: `model-call limit ${limits.maxModelCalls} reached`,
     };
   const thisCall = usage.modelCalls + 1;
-  const inModelReserve = thisCall > limits.maxModelCalls - limits.reserveModelCalls;
+  // ADR-0130 d3: counted as the cost rule counts it — the call after which only the reserve is left
+  // has reached it, so under 120 calls and a reserve of 2, call 118 may only answer (117 may act).
+  const inModelReserve = limits.maxModelCalls - thisCall <= limits.reserveModelCalls;
   const toolsLeft = remainingToolCalls(limits, usage) > 0;
   const lastStep = usage.steps + 1 >= limits.maxSteps;
   return { allowed: true, toolsAllowed: !inModelReserve && toolsLeft && !lastStep };

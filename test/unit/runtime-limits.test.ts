@@ -12,8 +12,9 @@ const usage = (modelCalls: number, toolCalls = 0, steps = modelCalls) => ({ mode
 
 describe('run count limits (run_defaults)', () => {
   it('lets a call ask for tools until the model-call reserve', () => {
-    expect(checkModelCall(defaults, usage(21))).toEqual({ allowed: true, toolsAllowed: true });
-    // The 23rd call is the first inside the reserve of 2: it may only answer.
+    expect(checkModelCall(defaults, usage(20))).toEqual({ allowed: true, toolsAllowed: true });
+    // The 22nd call leaves only the reserve of 2: it reaches the reserve and may only answer (ADR-0130 d3).
+    expect(checkModelCall(defaults, usage(21))).toEqual({ allowed: true, toolsAllowed: false });
     expect(checkModelCall(defaults, usage(22))).toEqual({ allowed: true, toolsAllowed: false });
     expect(checkModelCall(defaults, usage(23))).toEqual({ allowed: true, toolsAllowed: false });
     expect(checkModelCall(defaults, usage(24))).toMatchObject({ allowed: false, reason: 'budget_exceeded' });

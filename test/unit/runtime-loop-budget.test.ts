@@ -148,9 +148,9 @@ describe('the cost limit (ADR-0130 d1)', () => {
       costLimits: { max_cost_micro_usd: 0, cost_reserve_micro_usd: 0 },
       limits: { ...limits, maxModelCalls: 10, reserveModelCalls: 2 },
     });
-    // Only the counts bound it: the observations go on until the model-call reserve, then it answers.
+    // Only the counts bound it: 7 calls observe, and call 8, which reaches the reserve, answers (d3).
     expect(end).toMatchObject({ kind: 'succeeded' });
-    expect(run.usageNow.modelCalls).toBe(9);
+    expect(run.usageNow.modelCalls).toBe(8);
   });
 });
 
