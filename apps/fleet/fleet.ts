@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../libs/config/index.js';
 import { withOverrides } from '../../libs/config/index.js';
 import { Shutdown } from '../../libs/lifecycle/index.js';
@@ -30,8 +31,15 @@ export interface FleetHandle {
     browserWorker: string;
     redis: string;
   };
-  /** The roles' own handles, so a test can stop one (a run worker) and keep the others. */
-  roles: { runWorker: { close(): Promise<void> } };
+  /**
+   * The roles' own handles, so a test can stop one (a run worker) and keep the others, and read the
+   * routes each HTTP server serves.
+   */
+  roles: {
+    runWorker: { close(): Promise<void> };
+    api: { app: FastifyInstance };
+    browserWorker: { app: FastifyInstance };
+  };
   /** The run store the API writes (tests make keys of other tenants with it). */
   store: RunStore;
   /** An API key of tenant `dev` with every scope, made at start for this machine's user. */
@@ -105,7 +113,7 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
       },
       apiKey,
       store: api.store,
-      roles: { runWorker },
+      roles: { runWorker, api, browserWorker },
       redisSource: redis.source,
       chromium: browserWorker.executablePath,
       close: () => shutdown.close(),
