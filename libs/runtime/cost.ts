@@ -71,15 +71,19 @@ export function callCostMicroUsd(price: ModelPrice, usage: ModelUsage): number {
 }
 
 /**
- * The most one call can cost: its whole context window at the uncached input price plus 8,192 output
- * tokens (about USD 3.05 on a 272,000-token window at USD 10 / USD 40 per million). A run overshoots
- * its cost limit by at most this.
+ * The most one model attempt can cost: its whole context window at the uncached input price plus
+ * its output cap — 8,192 tokens unless the model's entry says less, and the adapter always sends it
+ * (about USD 3.05 on a 272,000-token window at USD 10 / USD 40 per million). Every attempt is checked
+ * against the cost limit before it starts, so a run overshoots its limit by at most this (ADR-0130 d1).
  */
-export function worstCaseCallMicroUsd(price: ModelPrice): number {
+export function worstCaseCallMicroUsd(
+  price: ModelPrice,
+  outputCapTokens: number = WORST_CASE_OUTPUT_TOKENS,
+): number {
   return callCostMicroUsd(price, {
     inputTokens: price.contextWindowTokens,
     cachedInputTokens: 0,
-    outputTokens: WORST_CASE_OUTPUT_TOKENS,
+    outputTokens: Math.min(outputCapTokens, WORST_CASE_OUTPUT_TOKENS),
   });
 }
 

@@ -83,6 +83,8 @@ export {
 } from './loop.js';
 export {
   type Model,
+  ModelBudgetExceeded,
+  type ModelCallLimits,
   ModelError,
   type ModelRequest,
   type ModelResponse,

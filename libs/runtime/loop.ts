@@ -19,6 +19,7 @@ import {
 } from './limits.js';
 import {
   type Model,
+  ModelBudgetExceeded,
   ModelError,
   type ModelUsage,
   type ToolCall,
@@ -221,14 +222,28 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
           ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
           ...(options.runtimeMetadata ? { runtimeMetadata: options.runtimeMetadata } : {}),
         },
-        { deadlineMs: options.deadlineMs, signal: options.signal },
+        {
+          deadlineMs: options.deadlineMs,
+          signal: options.signal,
+          ...(options.price && options.costLimits
+            ? { admitAttempt: admitAttempt(options.price, options.costLimits, spentMicroUsd) }
+            : {}),
+        },
       );
     } catch (error) {
       throwIfAborted(options.signal);
       if (error instanceof ModelError) {
         const billed = error.usage;
-        if (billed)
-          await run.recordModelCall(billed, options.price ? callCostMicroUsd(options.price, billed) : 0);
+        const billedCost = billed && options.price ? callCostMicroUsd(options.price, billed) : 0;
+        if (billed) await run.recordModelCall(billed, billedCost);
+        if (error instanceof ModelBudgetExceeded)
+          return { kind: 'failed', reason: 'budget_exceeded', detail: error.message };
+        // ADR-0130 d1: usage is checked again when it is recorded, a failed call's billed attempts too.
+        const crossed =
+          options.price && options.costLimits
+            ? checkCostAfterCall(options.costLimits, spentMicroUsd + billedCost, options.price)
+            : undefined;
+        if (crossed && !crossed.ok) return { kind: 'failed', reason: crossed.reason, detail: crossed.detail };
         const late = clock() >= options.deadlineMs;
         return late
           ? {
@@ -256,6 +271,25 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
     await Promise.all([run.recordModelCall(response.usage, callCost), run.appendTranscript(entry)]);
     if (response.toolCalls.length === 0) return { kind: 'succeeded', answer: response.answer ?? '' };
   }
+}
+
+/**
+ * ADR-0130 d1: the check before each attempt of one model call — the run's spend before the call
+ * plus what the call's earlier attempts were billed; answers the refusal's detail once the limit is reached.
+ */
+function admitAttempt(
+  price: ModelPrice,
+  costLimits: CostLimits,
+  spentBeforeCallMicroUsd: number,
+): (billed: ModelUsage) => string | undefined {
+  return (billed) => {
+    const verdict = checkCostBeforeCall(
+      costLimits,
+      spentBeforeCallMicroUsd + callCostMicroUsd(price, billed),
+      price,
+    );
+    return verdict.allowed ? undefined : verdict.detail;
+  };
 }
 
 /**

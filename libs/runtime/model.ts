@@ -50,9 +50,21 @@ export interface ModelResponse {
   usage: ModelUsage;
 }
 
+/** What bounds one model call: the run's deadline, its signal, and its cost limit per attempt. */
+export interface ModelCallLimits {
+  deadlineMs: number;
+  signal?: AbortSignal;
+  /**
+   * ADR-0130 d1: "every model attempt is checked against the limit before it starts". Asked before
+   * each attempt with the usage this call's earlier attempts were billed; an answer (the refusal's
+   * detail) ends the call with `ModelBudgetExceeded` before that attempt is sent.
+   */
+  admitAttempt?: (billed: ModelUsage) => string | undefined;
+}
+
 export interface Model {
   readonly name: string;
-  call(request: ModelRequest, limits: { deadlineMs: number; signal?: AbortSignal }): Promise<ModelResponse>;
+  call(request: ModelRequest, limits: ModelCallLimits): Promise<ModelResponse>;
 }
 
 /** A model that cannot go on (its policy broke, or its service keeps failing): the run fails `model_error`. */
@@ -67,3 +79,6 @@ export class ModelError extends Error {
     super(message);
   }
 }
+
+/** A call stopped before an attempt because the run's cost limit is reached: the run fails `budget_exceeded`. */
+export class ModelBudgetExceeded extends ModelError {}

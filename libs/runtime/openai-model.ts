@@ -6,8 +6,11 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { z } from 'zod';
+import { WORST_CASE_OUTPUT_TOKENS } from './cost.js';
 import {
   type Model,
+  ModelBudgetExceeded,
+  type ModelCallLimits,
   ModelError,
   type ModelRequest,
   type ModelResponse,
@@ -34,7 +37,11 @@ export interface OpenAiCompatibleModelOptions {
   baseUrl: string;
   /** Sent as `Authorization: Bearer …`; never part of an error message. */
   apiKey: string;
-  /** `max_completion_tokens`; unset leaves the server's default (which may be the context window). */
+  /**
+   * `max_completion_tokens`, sent on every request: at most 8,192, the output a worst-case call is
+   * priced at (ADR-0130 d1); unset sends 8,192. Without a cap a server may answer up to its context
+   * window, and the worst case GET /v1/models shows would bound nothing.
+   */
   maxOutputTokens?: number;
   /** Sampling temperature, 0 to 2; unset leaves the server's default. */
   temperature?: number;
@@ -91,6 +98,7 @@ export class ModelCallError extends ModelError {
 }
 
 interface CompiledOptions {
+  outputCapTokens: number;
   attempts: number;
   backoff: { baseMs: number; maxMs: number };
   timeoutMs: number;
@@ -108,6 +116,9 @@ export function compileOpenAiModelOptions(options: OpenAiCompatibleModelOptions)
   const positiveInteger = (value: number | undefined) =>
     value === undefined || (Number.isInteger(value) && value > 0);
   if (!positiveInteger(options.maxOutputTokens)) fail('maxOutputTokens: expected a positive integer');
+  const outputCapTokens = options.maxOutputTokens ?? WORST_CASE_OUTPUT_TOKENS;
+  if (outputCapTokens > WORST_CASE_OUTPUT_TOKENS)
+    fail(`maxOutputTokens: expected at most ${WORST_CASE_OUTPUT_TOKENS} (ADR-0130 d1's worst case)`);
   if (options.temperature !== undefined && !(options.temperature >= 0 && options.temperature <= 2))
     fail('temperature: expected 0 to 2');
   const attempts = options.attempts ?? 3;
@@ -116,7 +127,7 @@ export function compileOpenAiModelOptions(options: OpenAiCompatibleModelOptions)
   if (!(backoff.baseMs > 0 && backoff.maxMs >= backoff.baseMs)) fail('backoff: expected 0 < baseMs ≤ maxMs');
   const timeoutMs = options.timeoutMs ?? 120_000;
   if (!(timeoutMs > 0)) fail('timeoutMs: expected a positive number');
-  return { attempts, backoff, timeoutMs };
+  return { outputCapTokens, attempts, backoff, timeoutMs };
 }
 
 /**
@@ -284,10 +295,7 @@ export class OpenAiCompatibleModel implements Model {
    * timeout) reported no usage and charges nothing. Never sleeps past `deadlineMs`; an aborted
    * `signal` rejects with its reason (not a ModelError), so the run is handed back, not failed.
    */
-  async call(
-    request: ModelRequest,
-    limits: { deadlineMs: number; signal?: AbortSignal },
-  ): Promise<ModelResponse> {
+  async call(request: ModelRequest, limits: ModelCallLimits): Promise<ModelResponse> {
     const { attempts, backoff } = this.#compiled;
     const clock = this.#options.clock ?? Date.now;
     const body = this.#body(request);
@@ -302,6 +310,10 @@ export class OpenAiCompatibleModel implements Model {
           undefined,
           billed,
         );
+      // ADR-0130 d1: every attempt, the retries included, is checked against the cost limit before
+      // it starts, with what this call's earlier attempts were billed: the run overshoots by one attempt at most.
+      const refusal = limits.admitAttempt?.(billed);
+      if (refusal !== undefined) throw new ModelBudgetExceeded(refusal, billed);
       const timeoutMs = Math.min(this.#compiled.timeoutMs, remainingMs);
       let failure: AttemptFailure;
       try {
@@ -355,12 +367,12 @@ export class OpenAiCompatibleModel implements Model {
   }
 
   #body(request: ModelRequest): ChatCompletionCreateParamsNonStreaming {
-    const { model, maxOutputTokens, temperature } = this.#options;
+    const { model, temperature } = this.#options;
     return {
       model,
       messages: chatMessages(request),
       ...(request.tools.length > 0 ? { tools: request.tools.map(chatTool) } : {}),
-      ...(maxOutputTokens !== undefined ? { max_completion_tokens: maxOutputTokens } : {}),
+      max_completion_tokens: this.#compiled.outputCapTokens,
       ...(temperature !== undefined ? { temperature } : {}),
     };
   }
