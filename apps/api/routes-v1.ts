@@ -150,8 +150,9 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
           cached_input_usd_per_mtok: entry.cached_input_usd_per_mtok,
           output_usd_per_mtok: entry.output_usd_per_mtok,
           context_window_tokens: entry.context_window_tokens,
-          // ADR-0130 d1: the most one call can cost (its window uncached, 8,192 output tokens).
-          worst_case_call_usd: microUsdToUsd(worstCaseCallMicroUsd(price)),
+          // ADR-0130 d1: the most one attempt can cost (its window uncached, its output cap, which the
+          // adapter always sends); every attempt is checked first, so a run overshoots by this at most.
+          worst_case_call_usd: microUsdToUsd(worstCaseCallMicroUsd(price, entry.max_output_tokens)),
         };
       }),
     }),

@@ -204,7 +204,8 @@ models:
   it("shows each model's worst-case call", async () => {
     const models = await call('GET', '/v1/models');
     expect(models.body.models.find((entry: { name: string }) => entry.name === 'tutor')).toMatchObject({
-      worst_case_call_usd: '3.04768',
+      // 272,000 input tokens at USD 10 and its 1,024-token output cap at USD 40 per million.
+      worst_case_call_usd: '2.76096',
     });
   });
 
