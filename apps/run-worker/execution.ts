@@ -194,6 +194,15 @@ class StoreRunPort implements RunPort {
     });
     refusedUnlessOk(recorded, 'ledger');
   }
+
+  async markUnverified(invocation: Invocation, error: { code: string; message: string }): Promise<void> {
+    const marked = await this.deps.store.markUnverified(this.run.id, this.ownerToken, {
+      invocation_id: invocation.id,
+      ...error,
+    });
+    if (!marked.ok) throw new RunLost(`unverified mark: ${marked.message}`);
+    this.#current = marked.run;
+  }
 }
 
 /**

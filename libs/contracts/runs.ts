@@ -125,6 +125,14 @@ export type RunUsage = z.output<typeof runUsageSchema>;
 
 export const runErrorSchema = z.object({ reason: runFailureReasonSchema, message: z.string() });
 
+/** ADR-0177: the last error of an exhausted acquisition that left the run's outcome unverified. */
+export const unverifiedErrorSchema = z.object({
+  invocation_id: z.string().max(256),
+  code: z.string().max(128),
+  message: z.string().max(1_000),
+});
+export type UnverifiedError = z.output<typeof unverifiedErrorSchema>;
+
 /** A run as the API and the workers see it. Never carries the owner token. */
 export const runViewSchema = z.object({
   id: recordIdSchema,
@@ -152,6 +160,9 @@ export const runViewSchema = z.object({
   ended_at_ms: count.nullable(),
   result: z.json().nullable(),
   error: runErrorSchema.nullable(),
+  /** ADR-0177: an acquisition's bounded retry was exhausted in this run; stays true whatever its end. */
+  unverified: z.boolean().default(false),
+  unverified_error: unverifiedErrorSchema.nullable().default(null),
 });
 export type RunView = z.output<typeof runViewSchema>;
 

@@ -155,7 +155,8 @@ export interface AcquireWithRetryOptions {
 /**
  * Runs `attempt` (one complete acquisition, the same request each time) at most `policy.maxAttempts`
  * times. Cancellation and remaining time are checked before each attempt and after each sleep. On
- * stopping it throws the last attempt's error unchanged, so exhaustion keeps the stable failure.
+ * stopping it throws the last attempt's error — its code and message kept, so exhaustion keeps the
+ * stable failure — marked unverified when the recovery ran out (`recoveryEnded`).
  */
 export async function acquireWithRetry<T>(
   attempt: (index: number) => Promise<T>,
@@ -204,7 +205,7 @@ export async function acquireWithRetry<T>(
         delay_ms: decision.next === 'retry' ? decision.delayMs : null,
         stop_reason: decision.next === 'stop' ? decision.reason : null,
       });
-      if (decision.next === 'stop') throw error;
+      if (decision.next === 'stop') throw recoveryEnded(error, decision.reason, policy);
 
       await sleep(decision.delayMs, signal);
       const stopped = notSentReason(signal, clock(), deadlineMs);
@@ -217,10 +218,21 @@ export async function acquireWithRetry<T>(
           delay_ms: null,
           stop_reason: stopped,
         });
-        throw error;
+        throw recoveryEnded(error, stopped, policy);
       }
     }
   }
+}
+
+/**
+ * ADR-0177: "Exhaustion preserves the original stable failure and the workflow's explicit
+ * unverified outcome." When the recovery policy ran out — its attempts, or the time for another —
+ * on a failure that would have permitted one, the last failure is thrown with its code and message
+ * kept and marked unverified. A refusal, a cancel, or a provider without recovery throws it unchanged.
+ */
+function recoveryEnded(error: unknown, reason: AcquireStopReason, policy: AcquireRetryPolicy): unknown {
+  const ranOut = reason === 'exhausted' || reason === 'deadline';
+  return ranOut && policy.maxAttempts > 1 && error instanceof ProviderError ? error.asUnverified() : error;
 }
 
 function notSentReason(

@@ -52,6 +52,11 @@ export interface ProviderErrorDetails {
   transport?: TransportFailure;
   /** Identifiers and numbers only (holding run, current sequence): never page content. */
   facts?: Record<string, string | number | boolean>;
+  /**
+   * ADR-0177: the bounded acquisition retry ran out (attempts or time) on failures that would have
+   * permitted another attempt; the failure is kept, and the outcome is explicitly unverified.
+   */
+  unverified?: boolean;
   cause?: unknown;
 }
 
@@ -67,6 +72,7 @@ export class ProviderError extends LeaseholdError<ProviderErrorCode> {
   readonly serviceCode: string | undefined;
   readonly transport: TransportFailure | undefined;
   readonly facts: Readonly<Record<string, string | number | boolean>>;
+  readonly unverified: boolean;
 
   constructor(code: ProviderErrorCode, message: string, retryable: boolean, details: ProviderErrorDetails) {
     super(code, message, retryable, details.cause === undefined ? undefined : { cause: details.cause });
@@ -75,6 +81,20 @@ export class ProviderError extends LeaseholdError<ProviderErrorCode> {
     this.serviceCode = details.serviceCode;
     this.transport = details.transport;
     this.facts = Object.freeze({ ...(details.facts ?? {}) });
+    this.unverified = details.unverified ?? false;
+  }
+
+  /** The same stable failure (code, message, facts), marked unverified (ADR-0177); caused by this one. */
+  asUnverified(): ProviderError {
+    return new ProviderError(this.code, this.message, this.retryable, {
+      operation: this.operation,
+      ...(this.httpStatus !== undefined ? { httpStatus: this.httpStatus } : {}),
+      ...(this.serviceCode !== undefined ? { serviceCode: this.serviceCode } : {}),
+      ...(this.transport !== undefined ? { transport: this.transport } : {}),
+      facts: { ...this.facts },
+      unverified: true,
+      cause: this,
+    });
   }
 }
 

@@ -92,7 +92,14 @@ export class BrowserToolExecutor implements ToolExecutor {
       this.lastEvidenceKey = result.evidenceKey;
       return { ok: true, result: { observation: result.observation } };
     } catch (error) {
-      if (error instanceof ProviderError) return { ok: false, code: error.code, message: error.message };
+      if (error instanceof ProviderError)
+        return {
+          ok: false,
+          code: error.code,
+          message: error.message,
+          // ADR-0177: an exhausted acquisition stays explicitly unverified on the call's record.
+          ...(error.unverified ? { unverified: true as const } : {}),
+        };
       throw error;
     }
   }

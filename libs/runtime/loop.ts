@@ -76,6 +76,11 @@ export interface RunPort {
   /** The watermark: from here on the effect may have happened and is never sent again. */
   markDispatched(invocation: Invocation): Promise<void>;
   completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void>;
+  /**
+   * ADR-0177: marks the run's outcome unverified for good (the run view shows it, whatever its end),
+   * with the call's last acquisition error: its stable code and its message, which carries no secret.
+   */
+  markUnverified?(invocation: Invocation, error: { code: string; message: string }): Promise<void>;
   /** The loop breaker's stored state (ADR-0130 d7): never an evidence key, only digests of them. */
   loadBreakerState?(): Promise<unknown>;
   saveBreakerState?(state: unknown): Promise<void>;
@@ -476,6 +481,8 @@ async function answerToolCalls(
     // Ledger, breaker, transcript: sent back to back in this order, one round trip. A crash between
     // them leaves the same prefix written as one after another would.
     await Promise.all([run.completeInvocation(invocation, outcome), saveBreaker(), answer(asked, outcome)]);
+    if (!outcome.ok && outcome.unverified)
+      await run.markUnverified?.(invocation, { code: outcome.code, message: outcome.message });
   }
   for (const { call } of skipped) {
     await answer(call, {

@@ -11,7 +11,15 @@ export interface ToolCall {
 }
 
 /** What the loop tells the model a tool call gave: a result, or a stable error code. */
-export type ToolOutcome = { ok: true; result: unknown } | { ok: false; code: string; message: string };
+export type ToolOutcome =
+  | { ok: true; result: unknown }
+  | {
+      ok: false;
+      code: string;
+      message: string;
+      /** ADR-0177: the bounded acquisition retry was exhausted; whether anything happened is unverified. */
+      unverified?: true;
+    };
 
 export type TranscriptEntry =
   | { kind: 'input'; text: string }

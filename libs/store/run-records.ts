@@ -76,6 +76,8 @@ export function parseRun(fields: Record<string, string>): StoredRun | undefined 
     ended_at_ms: fields.ended_at ? Number(fields.ended_at) : null,
     result: jsonOrNull(fields.result),
     error: reason ? { reason, message: fields.error_message ?? '' } : null,
+    unverified: fields.unverified === '1',
+    unverified_error: jsonOrNull(fields.unverified_error),
   });
   return { run, ownerToken: fields.owner ?? '' };
 }

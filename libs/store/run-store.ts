@@ -21,6 +21,8 @@ import {
   recordIdSchema,
   runLimitsSchema,
   type SessionView,
+  type UnverifiedError,
+  unverifiedErrorSchema,
 } from '../contracts/index.js';
 import {
   createSession,
@@ -457,6 +459,20 @@ export class RunStore {
       throw new RangeError(`usage deltas are non-negative integers, got ${JSON.stringify(delta)}`);
     }
     const reply = await this.#context.redis.addUsage(this.#context.keys.run(runId), ownerToken, ...counts);
+    return toTransition(runId, reply, 'running');
+  }
+
+  /**
+   * ADR-0177: marks a running run's outcome unverified, by its owner, with the exhausted
+   * acquisition's last error (its stable code and message); the run view shows it whatever the end.
+   */
+  async markUnverified(runId: string, ownerToken: string, error: UnverifiedError): Promise<RunTransition> {
+    const reply = await this.#context.redis.markUnverified(
+      this.#context.keys.run(runId),
+      ownerToken,
+      JSON.stringify(unverifiedErrorSchema.parse(error)),
+      this.#context.now(),
+    );
     return toTransition(runId, reply, 'running');
   }
 

@@ -64,6 +64,7 @@ export interface ScriptCommands {
     ...argv: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
   addUsage(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
+  markUnverified(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
   saveLoopState(runKey: string, loopKey: string, ...argv: Arg[]): Promise<[string, string?]>;
   appendEvent(runKey: string, eventsKey: string, ...argv: Arg[]): Promise<[string, string]>;
   recordInvocation(runKey: string, ledgerKey: string, ...argv: Arg[]): Promise<[string, string, string]>;

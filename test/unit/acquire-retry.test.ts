@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   type AcquireAttemptDiagnostic,
+  type AcquireRetryPolicy,
   acquireBackoffMs,
   acquireWithRetry,
   BOUNDED_ACQUIRE_RETRY,
@@ -166,14 +167,17 @@ describe('whether a failed acquisition attempt permits another (ADR-0177)', () =
 });
 
 describe('acquireWithRetry', () => {
-  function run(failures: unknown[], options: { deadlineMs?: number; signal?: AbortSignal } = {}) {
+  function run(
+    failures: unknown[],
+    options: { deadlineMs?: number; signal?: AbortSignal; policy?: AcquireRetryPolicy } = {},
+  ) {
     const time = fakeTime();
     const diagnostics: AcquireAttemptDiagnostic[] = [];
     const script = scripted(failures, () => {
       time.nowMs += 10;
     });
     const result = acquireWithRetry(script.attempt, {
-      policy: BOUNDED_ACQUIRE_RETRY,
+      policy: options.policy ?? BOUNDED_ACQUIRE_RETRY,
       invocationId: 'run_w-a1-s2-i0',
       deadlineMs: time.nowMs + (options.deadlineMs ?? 10_000),
       signal: options.signal,
@@ -201,10 +205,16 @@ describe('acquireWithRetry', () => {
     ]);
   });
 
-  it('throws the last failure unchanged after three attempts', async () => {
+  it('throws the last failure after three attempts, its code and message kept and marked unverified (ADR-0177)', async () => {
     const last = unavailable();
     const exhausted = run([unavailable(), unavailable(), last, unavailable()]);
-    await expect(exhausted.result).rejects.toBe(last);
+    await expect(exhausted.result).rejects.toMatchObject({
+      code: last.code,
+      message: last.message,
+      unverified: true,
+      cause: last,
+    });
+    expect(last.unverified).toBe(false);
     expect(exhausted.attempts).toEqual([1, 2, 3]);
     expect(exhausted.diagnostics.map((diagnostic) => diagnostic.stop_reason)).toEqual([
       null,
@@ -213,10 +223,19 @@ describe('acquireWithRetry', () => {
     ]);
   });
 
+  it('throws a provider without recovery its single failure unchanged, not marked unverified', async () => {
+    const only = unavailable();
+    const single = run([only], { policy: SINGLE_ACQUIRE_ATTEMPT });
+    await expect(single.result).rejects.toBe(only);
+    expect(only.unverified).toBe(false);
+  });
+
   it('stops at once on a refusal after a transient failure, with no further delay', async () => {
     const refused = errorFromAnswer('acquire', 409, { error: { code: 'profile_unavailable' } });
     const stopped = run([unavailable(), refused]);
+    // A refusal is a verified answer: thrown unchanged, never marked unverified.
     await expect(stopped.result).rejects.toBe(refused);
+    expect(refused.unverified).toBe(false);
     expect(stopped.attempts).toEqual([1, 2]);
     expect(stopped.time.slept).toHaveLength(1);
   });
@@ -269,7 +288,8 @@ describe('acquireWithRetry', () => {
   it('never sleeps into the deadline', async () => {
     const first = unavailable();
     const short = run([first], { deadlineMs: 200 });
-    await expect(short.result).rejects.toBe(first);
+    // Out of time for the recovery: the same failure, explicitly unverified (ADR-0177).
+    await expect(short.result).rejects.toMatchObject({ code: first.code, unverified: true, cause: first });
     expect(short.time.slept).toEqual([]);
     expect(short.diagnostics).toMatchObject([{ next: 'stop', stop_reason: 'deadline' }]);
   });

@@ -1,0 +1,204 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { executeRun } from '../../apps/run-worker/execution.js';
+import { loadConfig } from '../../libs/config/index.js';
+import type { TranscriptEntry } from '../../libs/runtime/index.js';
+import { type BrowserWorkerRecord, BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
+import { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
+import { TEST_TOKEN } from '../fixtures/browser-worker.js';
+import { ACQUIRE_PATH as ACQUIRE, LeaseRig } from '../fixtures/lease-rig.js';
+import { silentLogger } from '../fixtures/logger.js';
+import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+
+/** The registry as the run worker reads it, except that the browser worker answers behind the proxy. */
+class ProxiedRegistry extends BrowserWorkerRegistry {
+  constructor(
+    redis: Redis,
+    prefix: string,
+    private readonly proxyUrl: () => string,
+  ) {
+    super(redis, prefix);
+  }
+
+  override async findForProfile(): Promise<BrowserWorkerRecord> {
+    return { id: 'bw-test', url: this.proxyUrl(), pinnedProfiles: '*', heartbeatAtMs: Date.now() };
+  }
+}
+
+/**
+ * ADR-0177: "Exhaustion preserves the original stable failure and the workflow's explicit unverified
+ * outcome." A run whose acquisition fails three times in a row goes on to its answer — and its run
+ * view and the tool call's ledger entry and transcript result say, for good, that it is unverified.
+ */
+describe('an exhausted acquisition leaves an explicit unverified outcome', () => {
+  const prefix = uniquePrefix('chaos-unverified');
+  let rig: LeaseRig;
+  let store: RunStore;
+  let transcripts: RunTranscripts;
+  let queue: RunsQueue;
+
+  beforeAll(async () => {
+    rig = await LeaseRig.start({
+      prefix,
+      principal: 'alice',
+      profileIds: 'briefing',
+      faultProxy: true,
+      page: '<!doctype html><title>briefing</title><p>Three meetings today</p>',
+      redisOptions: { maxRetriesPerRequest: null },
+    });
+    store = new RunStore(rig.redis, rig.keyPrefix);
+    transcripts = new RunTranscripts(rig.redis, rig.keyPrefix);
+    queue = createRunsQueue(rig.redis, prefix);
+  });
+
+  afterAll(async () => {
+    await queue?.obliterate({ force: true });
+    await queue?.close();
+    await rig?.close();
+  });
+
+  it('marks the run view and the tool call unverified, with the last error, even though the run succeeds', async () => {
+    const profileId = await rig.newProfile({ id: 'briefing-exhausted' });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 3 });
+    const agent = await store.putAgent('t1', { model: 'scripted', instructions: 'brief me' });
+    if (agent.status === 'not_found') throw new Error('agent not stored');
+    const session = await store.createSession({
+      tenant: 't1',
+      principal: 'alice',
+      agentId: agent.agent.id,
+      browserProfileId: profileId,
+    });
+    if (!session) throw new Error('session not stored');
+    const { run: submitted } = await store.submitRun({
+      tenant: 't1',
+      principal: 'alice',
+      sessionId: session.id,
+      input: {
+        text: 'read the briefing',
+        script: { steps: [{ tool: 'browser.navigate', url: `${rig.origin}/exhausted` }], answer: 'briefed' },
+      },
+      limits: TEST_RUN_LIMITS,
+      timeoutMs: 60_000,
+    });
+    const ownerToken = `owner-${randomBytes(4).toString('hex')}`;
+    const claimed = await store.claimRun(submitted.id, submitted.execution, ownerToken);
+    if (!claimed.ok) throw new Error(`run not claimed: ${claimed.message}`);
+    const config = loadConfig({
+      REDIS_URL: testRedisUrl(),
+      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+      QUEUE_PREFIX: prefix,
+      LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN,
+      LOG_LEVEL: 'silent',
+    });
+
+    const end = await executeRun(
+      {
+        config,
+        store,
+        transcripts,
+        registry: new ProxiedRegistry(rig.redis, rig.keyPrefix, () => rig.proxy.url),
+        profiles: rig.leases,
+        queue,
+        logger: silentLogger(),
+      },
+      claimed.run,
+      ownerToken,
+      new AbortController().signal,
+    );
+
+    // The scripted model answers after the failed navigate: the run itself succeeds.
+    expect(end).toEqual({ kind: 'succeeded', answer: 'briefed' });
+    expect(rig.seenFor(ACQUIRE, profileId).map((request) => request.action)).toEqual([
+      'status',
+      'status',
+      'status',
+    ]);
+    expect(rig.hits.get('/exhausted')).toBeUndefined();
+
+    const invocationId = `${submitted.id}-a1-s1-i0`;
+    const view = await store.getRun(submitted.id);
+    expect(view).toMatchObject({
+      status: 'succeeded',
+      unverified: true,
+      unverified_error: {
+        invocation_id: invocationId,
+        code: 'provider_unavailable',
+        message: expect.any(String),
+      },
+    });
+    // The original stable failure, on the tool call's ledger entry and in what the model read.
+    const [entry] = await store.listInvocations(submitted.id);
+    expect(entry).toMatchObject({
+      invocation_id: invocationId,
+      state: 'completed',
+      result: { ok: false, code: 'provider_unavailable', unverified: true },
+    });
+    const [toolResult] = (await transcripts.load<TranscriptEntry>(submitted.id)).filter(
+      (candidate) => candidate.kind === 'tool',
+    );
+    expect(toolResult).toMatchObject({
+      outcome: { ok: false, code: 'provider_unavailable', unverified: true },
+    });
+    // The error names the code, never the service's free text, a URL or a token.
+    const said = JSON.stringify(view?.unverified_error);
+    for (const secret of [TEST_TOKEN, 'injected', 'http://', '127.0.0.1']) expect(said).not.toContain(secret);
+  });
+
+  it('leaves a run whose acquisition recovered without the mark', async () => {
+    const profileId = await rig.newProfile({ id: 'briefing-recovered' });
+    rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 2 });
+    const agent = await store.putAgent('t1', { model: 'scripted', instructions: 'brief me' });
+    if (agent.status === 'not_found') throw new Error('agent not stored');
+    const session = await store.createSession({
+      tenant: 't1',
+      principal: 'alice',
+      agentId: agent.agent.id,
+      browserProfileId: profileId,
+    });
+    if (!session) throw new Error('session not stored');
+    const { run: submitted } = await store.submitRun({
+      tenant: 't1',
+      principal: 'alice',
+      sessionId: session.id,
+      input: {
+        text: 'read the briefing',
+        script: { steps: [{ tool: 'browser.navigate', url: `${rig.origin}/recovered` }], answer: 'briefed' },
+      },
+      limits: TEST_RUN_LIMITS,
+      timeoutMs: 60_000,
+    });
+    const ownerToken = `owner-${randomBytes(4).toString('hex')}`;
+    const claimed = await store.claimRun(submitted.id, submitted.execution, ownerToken);
+    if (!claimed.ok) throw new Error(`run not claimed: ${claimed.message}`);
+    const config = loadConfig({
+      REDIS_URL: testRedisUrl(),
+      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+      QUEUE_PREFIX: prefix,
+      LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN,
+      LOG_LEVEL: 'silent',
+    });
+    await executeRun(
+      {
+        config,
+        store,
+        transcripts,
+        registry: new ProxiedRegistry(rig.redis, rig.keyPrefix, () => rig.proxy.url),
+        profiles: rig.leases,
+        queue,
+        logger: silentLogger(),
+      },
+      claimed.run,
+      ownerToken,
+      new AbortController().signal,
+    );
+    expect(rig.hits.get('/recovered')).toBe(1);
+    expect(await store.getRun(submitted.id)).toMatchObject({
+      status: 'succeeded',
+      unverified: false,
+      unverified_error: null,
+    });
+  });
+});
