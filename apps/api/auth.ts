@@ -1,6 +1,7 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { ApiError, type ApiKeyIdentity, type ApiKeyScope } from '../../libs/contracts/index.js';
 import type { RunStore } from '../../libs/store/index.js';
+import type { DoorKeeper, FailedAuthLimiter } from '../../libs/telemetry/index.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,18 +40,53 @@ export function dashboardGate(store: RunStore) {
   };
 }
 
+const API_KEY_REFUSAL = 'a valid API key is required (Authorization: Bearer <key>)';
+
+/** The guards {@link authenticate} made: a route carrying one names its scope (checked at start-up). */
+const scopeGuards = new WeakSet<object>();
+
 /**
  * `Authorization: Bearer <key>` → tenant, principal and scopes (DESIGN §3), or 401. The key is
- * looked up by its hash; the key itself is never stored or logged.
+ * looked up by its hash; the key itself is never stored or logged. Behind {@link apiKeyDoors} the
+ * identity is already resolved, and this checks the route's scope.
  */
 export function authenticate(store: RunStore, scope: ApiKeyScope) {
-  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    const presented = presentedKey(request.headers.authorization ?? '');
-    const identity = presented ? await store.resolveApiKey(presented) : undefined;
-    if (!identity)
-      throw new ApiError('unauthorized', 'a valid API key is required (Authorization: Bearer <key>)');
+  const guard = async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    const presented = request.identity ? '' : presentedKey(request.headers.authorization ?? '');
+    const identity = request.identity ?? (presented ? await store.resolveApiKey(presented) : undefined);
+    if (!identity) throw new ApiError('unauthorized', API_KEY_REFUSAL);
     if (!identity.scopes.includes(scope) && !identity.scopes.includes('admin'))
       throw new ApiError('unauthorized', `this key lacks the ${scope} scope`);
     request.identity = identity;
+  };
+  scopeGuards.add(guard);
+  return guard;
+}
+
+/** True when a route runs an {@link authenticate} guard before its handler. */
+function checksScope(route: RouteOptions): boolean {
+  return [route.onRequest, route.preValidation, route.preHandler]
+    .flat()
+    .some((hook) => typeof hook === 'function' && scopeGuards.has(hook));
+}
+
+/**
+ * The API's default-deny layer (issue 11.1): every route not marked public or `own` needs a
+ * valid key before anything else runs — unknown paths and router errors included — and every
+ * such route must name its scope with {@link authenticate}, or the API does not start.
+ */
+export function apiKeyDoors(store: RunStore, failures: FailedAuthLimiter): DoorKeeper {
+  return {
+    refusal: API_KEY_REFUSAL,
+    challenge: 'Bearer',
+    failures,
+    async verify(request) {
+      const presented = presentedKey(request.headers.authorization ?? '');
+      const identity = presented ? await store.resolveApiKey(presented) : undefined;
+      if (!identity) return false;
+      request.identity = identity;
+      return true;
+    },
+    routeGuarded: checksScope,
   };
 }

@@ -11,13 +11,21 @@ import {
   validatorCompiler,
 } from 'fastify-type-provider-zod';
 import type { Config } from '../../libs/config/index.js';
-import { API_ERROR_STATUS, ApiError, type ApiErrorBody } from '../../libs/contracts/index.js';
+import { ApiError, type ApiErrorBody } from '../../libs/contracts/index.js';
 import { releaseRunLease } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
-import { createHttpServer, registerOpsRoutes } from '../../libs/telemetry/index.js';
+import {
+  createHttpServer,
+  FailedAuthLimiter,
+  guardDoors,
+  markDoor,
+  registerOpsRoutes,
+  reshapeErrorAnswers,
+  sendFrameworkError,
+} from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../queues/index.js';
-import { dashboardGate } from './auth.js';
+import { apiKeyDoors, dashboardGate } from './auth.js';
 import { DefaultAgents } from './default-agent.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerV1Routes } from './routes-v1.js';
@@ -67,21 +75,9 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
       return reply.code(422).send(errorBody('validation_failed', `${field}: ${first?.message ?? 'invalid'}`));
     }
     if (error instanceof ApiError) return reply.code(error.status).send(errorBody(error.code, error.message));
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
-      return reply.code(413).send(errorBody('payload_too_large', `body over ${BODY_LIMIT_BYTES} bytes`));
-    const status = error.statusCode ?? 500;
-    if (status >= 400 && status < 500) {
-      const code =
-        (Object.entries(API_ERROR_STATUS).find(([, value]) => value === status)?.[0] as string) ??
-        'bad_request';
-      return reply.code(status).send(errorBody(code, error.message));
-    }
-    request.log.error({ err: error }, 'request failed');
-    return reply.code(500).send(errorBody('internal', 'internal error'));
+    // Fastify's own errors (body size, JSON, content type) and anything unexpected: the one shape.
+    return sendFrameworkError(error, request, reply, BODY_LIMIT_BYTES);
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send(errorBody('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
-  );
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -92,9 +88,22 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     transform: jsonSchemaTransform,
     hideUntagged: true,
   });
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  // The API document and its assets are public (issue 11.1): they describe routes, not records.
+  await app.register(async (docs) => {
+    markDoor(docs, 'public');
+    await docs.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  });
 
   const store = new RunStore(redis, config.redis.keyPrefix);
+  // Issue 11.1: default-deny. Every route needs a key unless marked; unknown paths (404, answered
+  // by createHttpServer) and router errors too. The routes below still check their scopes.
+  guardDoors(
+    app,
+    apiKeyDoors(
+      store,
+      new FailedAuthLimiter(redis, config.redis.keyPrefix, config.http.authFailuresPerMinute),
+    ),
+  );
 
   // Read-only: the dashboard shows the queue; runs change only through the REST API. Behind the
   // admin scope, with the key as a Bearer token or as a browser's Basic password.
@@ -106,6 +115,9 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   });
   board.setBasePath('/admin/queues');
   await app.register(async (dashboard) => {
+    // Its own gate, never public; its own error answers rewritten to the one shape (issue 11.9).
+    markDoor(dashboard, 'own');
+    reshapeErrorAnswers(dashboard);
     dashboard.addHook('onRequest', dashboardGate(store));
     await dashboard.register(board.registerPlugin(), { prefix: '/admin/queues' });
   });

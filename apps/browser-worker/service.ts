@@ -15,6 +15,8 @@ import { BrowserWorkerRegistry, RedisLeaseStore } from '../../libs/store/index.j
 import {
   createHttpServer,
   createLeaseMetrics,
+  FailedAuthLimiter,
+  guardDoors,
   type Logger,
   type Metrics,
   type ReadinessCheck,
@@ -113,14 +115,17 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
   if (revoked > 0) log.warn({ revoked }, 'revoked leases whose pages a previous run of this worker held');
 
   const app = createHttpServer(log, 'data-plane', DATA_PLANE_BODY_LIMIT_BYTES);
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith('/v1/')) return;
-    const header = request.headers.authorization ?? '';
-    const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
-    if (!tokenMatches(presented, token))
-      return reply
-        .code(401)
-        .send({ error: { code: 'unauthorized', message: 'a valid data-plane token is required' } });
+  // Issue 11.1: the token is demanded per route after routing (default-deny), never from the raw
+  // URL, whose spelling the router forgives. Only the ops routes are public.
+  guardDoors(app, {
+    refusal: 'a valid data-plane token is required',
+    challenge: 'Bearer',
+    verify: async (request) => {
+      const header = request.headers.authorization ?? '';
+      const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
+      return presented.length > 0 && tokenMatches(presented, token);
+    },
+    failures: new FailedAuthLimiter(redis, config.redis.keyPrefix, config.http.authFailuresPerMinute),
   });
   registerDataPlaneRoutes(app, leases, store);
   app.get('/v1/worker', async () => ({

@@ -45,6 +45,11 @@ export const envSchema = z.object({
   RUN_WORKER_PORT: port.default(3002),
   SWEEPER_PORT: port.default(3003),
 
+  /**
+   * Failed authentications one client address may make in a minute, on each server, before
+   * further failures answer 429 (a right credential always passes). Counted in Redis.
+   */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(20),
   /** Shared secret of the browser worker data plane (≥ 32 characters). The fleet makes one when unset. */
   LEASEHOLD_DATA_PLANE_TOKEN: optionalText.pipe(z.string().min(32, 'at least 32 characters').optional()),
   /** AES-256-GCM key for sealed profile state: 32 bytes, base64 or hex. The fleet makes one when unset. */

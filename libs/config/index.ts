@@ -29,6 +29,8 @@ export interface Config {
     readonly browserWorkerPort: number;
     readonly runWorkerPort: number;
     readonly sweeperPort: number;
+    /** Failed authentications per client address per minute before 429 (both servers). */
+    readonly authFailuresPerMinute: number;
   };
   readonly secrets: {
     readonly dataPlaneToken: string | undefined;
@@ -124,6 +126,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       browserWorkerPort: e.BROWSER_WORKER_PORT,
       runWorkerPort: e.RUN_WORKER_PORT,
       sweeperPort: e.SWEEPER_PORT,
+      authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     },
     secrets: {
       dataPlaneToken: e.LEASEHOLD_DATA_PLANE_TOKEN,

@@ -1,3 +1,20 @@
+export {
+  AUTH_FAILURE_WINDOW_MS,
+  type Door,
+  type DoorKeeper,
+  FailedAuthLimiter,
+  guardDoors,
+  markDoor,
+  PUBLIC_ROUTE,
+} from './http-doors.js';
+export {
+  errorBody,
+  errorCodeForStatus,
+  frameworkErrorAnswer,
+  notFoundBody,
+  reshapeErrorAnswers,
+  sendFrameworkError,
+} from './http-errors.js';
 export { createLeaseMetrics, type LeaseMetrics } from './lease-metrics.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
 export {

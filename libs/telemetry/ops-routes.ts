@@ -1,6 +1,8 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { Doors, PUBLIC_ROUTE } from './http-doors.js';
+import { answerClientError, notFoundBody, sendFrameworkError } from './http-errors.js';
 
 /** One named readiness check; it throws or returns false when the process cannot serve. */
 export interface ReadinessCheck {
@@ -40,32 +42,49 @@ export function registerOpsRoutes(
   registry: Registry,
   checks: () => ReadinessCheck[],
 ): void {
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
+  // Public by design (issue 11.1): a load balancer and Prometheus call them without credentials.
+  // They name checks and counts, never a record.
+  app.get('/healthz', { config: PUBLIC_ROUTE }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { config: PUBLIC_ROUTE }, async (_request, reply) => {
     const results = await Promise.all(checks().map(runCheck));
     const ready = results.every((result) => result.ok);
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks: results });
   });
-  app.get('/metrics', async (_request, reply) => {
+  app.get('/metrics', { config: PUBLIC_ROUTE }, async (_request, reply) => {
     const body = await registry.metrics();
     return reply.type(registry.contentType).send(body);
   });
 }
 
+/** Longest path parameter the router accepts; a longer one answers 414 in the one error shape. */
+const MAX_PARAM_LENGTH_CHARS = 200;
+
 /**
  * A Fastify server logging through `logger` under `component`. Requests are not logged one by
  * one (metrics count them); errors are.
+ *
+ * Default-deny from its first line (issue 11.1): every route must be marked public (`PUBLIC_ROUTE`)
+ * or `own`, or be covered by the credential given to `guardDoors`; a route that is neither stops
+ * the server at start-up. Unknown paths answer 404 in the one error shape — after the credential,
+ * on a guarded server. A server's own error handler ends in `sendFrameworkError` (issue 11.9).
  */
 export function createHttpServer(
   logger: Logger,
   component: string,
   bodyLimitBytes = 64 * 1024,
 ): FastifyInstance {
-  return Fastify({
+  const doors = new Doors(bodyLimitBytes);
+  const app = Fastify({
     loggerInstance: logger.child({ component }) as FastifyBaseLogger,
     bodyLimit: bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: true }),
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH_CHARS },
+    frameworkErrors: doors.frameworkErrors,
+    clientErrorHandler: answerClientError,
   });
+  doors.install(app);
+  app.setNotFoundHandler((request, reply) => reply.code(404).send(notFoundBody(request)));
+  return app;
 }
 
 /** A Fastify server that serves only the ops routes, for roles with no HTTP of their own. */
@@ -75,6 +94,7 @@ export function createOpsServer(
   checks: () => ReadinessCheck[],
 ): FastifyInstance {
   const app = createHttpServer(logger, 'ops-http');
+  app.setErrorHandler((error: Error, request, reply) => sendFrameworkError(error, request, reply, 64 * 1024));
   registerOpsRoutes(app, registry, checks);
   return app;
 }

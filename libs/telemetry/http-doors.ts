@@ -1,0 +1,182 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { Redis } from 'ioredis';
+import { errorBody, frameworkErrorAnswer } from './http-errors.js';
+
+/**
+ * How a route lets callers in (issue 11.1). Authentication is decided per ROUTE, after routing,
+ * from the route's own mark — never from the raw URL, whose spelling (percent-encoding, absolute
+ * form, double slashes, case) the router forgives and a prefix test does not:
+ * - `public`: anyone (health, readiness, metrics, the API document);
+ * - `own`: the route checks a credential of its own (the dashboard's gate; browser pages and
+ *   `/mcp` later) — never public;
+ * - unmarked (the default): the server's credential, checked before anything else runs. Unknown
+ *   paths and router errors are unmarked too: a caller without a credential learns nothing, not
+ *   even which paths exist.
+ */
+export type Door = 'public' | 'own';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    door?: Door;
+  }
+}
+
+/** Route config of a public route: `app.get('/healthz', { config: PUBLIC_ROUTE }, …)`. */
+export const PUBLIC_ROUTE = { door: 'public' } as const satisfies { door: Door };
+
+/** Marks every route later added to `instance` (a plugin's routes, which we cannot mark one by one). */
+export function markDoor(instance: FastifyInstance, door: Door): void {
+  instance.addHook('onRoute', (route) => {
+    route.config = { ...route.config, door };
+  });
+}
+
+/** The server's credential check, given to {@link guardDoors}. */
+export interface DoorKeeper {
+  /** The 401's message: what a refused caller must present, e.g. `a valid data-plane token is required`. */
+  refusal: string;
+  /** The `WWW-Authenticate` challenge of a 401. */
+  challenge: string;
+  /** True when the request presents a right credential (the keeper may remember who, on the request). */
+  verify(request: FastifyRequest): Promise<boolean>;
+  /** Counts failed authentications per client address. */
+  failures: FailedAuthLimiter;
+  /**
+   * Start-up check of an unmarked route beyond the server's credential, e.g. the API's rule that
+   * each one names the scope it needs. A route it refuses stops the server from starting.
+   */
+  routeGuarded?(route: RouteOptions): boolean;
+}
+
+/** The failed-authentication window: counts reset a minute after an address's first failure. */
+export const AUTH_FAILURE_WINDOW_MS = 60_000;
+
+/**
+ * Failed authentications per client address, counted in Redis (one key per address, INCR then
+ * PEXPIRE NX: a fixed one-minute window from the first failure, shared by every replica). Only
+ * failures count: a right credential always passes, so a tenant behind the same address as an
+ * attacker is never locked out.
+ */
+export class FailedAuthLimiter {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keyPrefix: string,
+    /** Failures an address may make in a window before further ones answer 429. */
+    readonly perMinute: number,
+  ) {}
+
+  /** Counts one failure; answers the wait in ms when the address is now over its limit. */
+  async fail(address: string): Promise<number | undefined> {
+    const key = `${this.keyPrefix}auth-failures:${address}`;
+    const answers = await this.redis
+      .multi()
+      .incr(key)
+      .pexpire(key, AUTH_FAILURE_WINDOW_MS, 'NX')
+      .pttl(key)
+      .exec();
+    const count = Number(answers?.[0]?.[1] ?? 0);
+    if (count <= this.perMinute) return undefined;
+    const ttlMs = Number(answers?.[2]?.[1] ?? AUTH_FAILURE_WINDOW_MS);
+    return ttlMs > 0 ? ttlMs : AUTH_FAILURE_WINDOW_MS;
+  }
+}
+
+const doorsByServer = new WeakMap<FastifyInstance, Doors>();
+
+/**
+ * Guards `app` (made by `createHttpServer`) with `keeper`: from now on every unmarked route,
+ * unknown path and router error needs the keeper's credential.
+ */
+export function guardDoors(app: FastifyInstance, keeper: DoorKeeper): void {
+  const doors = doorsByServer.get(app);
+  if (!doors) throw new Error('guardDoors: the server was not made by createHttpServer');
+  doors.keeper = keeper;
+}
+
+/**
+ * The default-deny layer of one server, installed by `createHttpServer` before any route: an
+ * `onRequest` hook (it runs after routing, for the not-found handler too), the router-error
+ * answer (Fastify's `frameworkErrors`, which runs before any hook), and a start-up check that
+ * refuses a route neither marked nor authenticated.
+ */
+export class Doors {
+  keeper: DoorKeeper | undefined;
+  private readonly routes: RouteOptions[] = [];
+
+  constructor(private readonly bodyLimitBytes: number) {}
+
+  install(app: FastifyInstance): void {
+    doorsByServer.set(app, this);
+    // Kept by reference: a plugin's own onRoute hook (markDoor) may mark a route after this one saw it.
+    app.addHook('onRoute', (route) => {
+      this.routes.push(route);
+    });
+    app.addHook('onReady', async () => {
+      const unguarded = this.routes.filter((route) => !this.guarded(route));
+      if (unguarded.length > 0)
+        throw new Error(
+          `routes neither marked public nor authenticated: ${unguarded
+            .map((route) => `${[route.method].flat().join(',')} ${route.url}`)
+            .join('; ')}`,
+        );
+    });
+    app.addHook('onRequest', async (request, reply) => {
+      const door = request.routeOptions.config?.door;
+      if (door === 'public' || door === 'own') return;
+      await this.admit(request, reply);
+    });
+  }
+
+  private guarded(route: RouteOptions): boolean {
+    const door = route.config?.door;
+    if (door === 'public' || door === 'own') return true;
+    if (!this.keeper) return false;
+    return this.keeper.routeGuarded?.(route) ?? true;
+  }
+
+  /**
+   * True when the request may go on; else the 401 (or 429 past the address's limit) is sent.
+   * A server with no keeper has no protected routes, so its unknown paths answer 404 as usual.
+   */
+  private async admit(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    const keeper = this.keeper;
+    if (!keeper || (await keeper.verify(request))) return true;
+    const waitMs = await keeper.failures.fail(request.ip);
+    if (waitMs !== undefined) {
+      const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+      await reply
+        .code(429)
+        .header('retry-after', String(seconds))
+        .send(
+          errorBody(
+            'rate_limited',
+            `too many failed authentications from this address; retry after ${seconds} s`,
+          ),
+        );
+      return false;
+    }
+    await reply
+      .code(401)
+      .header('www-authenticate', keeper.challenge)
+      .send(errorBody('unauthorized', keeper.refusal));
+    return false;
+  }
+
+  /**
+   * Fastify's `frameworkErrors`: a URL the router cannot decode (`%ff`) or a path segment over
+   * `maxParamLength`. Such a request never reaches a hook, so the credential is checked here:
+   * a caller without one gets the same 401 as anywhere else.
+   */
+  readonly frameworkErrors = (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+    void (async () => {
+      try {
+        if (!(await this.admit(request, reply))) return;
+        const { status, body } = frameworkErrorAnswer(error, this.bodyLimitBytes);
+        await reply.code(status).send(body);
+      } catch (failure) {
+        request.log.error({ err: failure }, 'router error answer failed');
+        if (!reply.sent) await reply.code(500).send(errorBody('internal', 'internal error'));
+      }
+    })();
+  };
+}
