@@ -3,7 +3,11 @@
  * of a tenant, before any key exists to call `POST /v1/api-keys` with.
  *
  *   npm run api-key -- --tenant acme --principal ops@acme --scopes admin,runs:write,runs:read,approvals:write
+ *   npm run api-key -- --operator --principal oncall      (the fleet's dashboard key; issue 11.6)
  *
+ * An operator key carries the `operator` scope alone (`--scopes operator` is the same): it opens
+ * the dashboard at /admin/queues and grants no tenant's records. It sits in the tenant
+ * {@link OPERATOR_TENANT} unless `--tenant` names another; no REST route serves it either way.
  * Reads REDIS_URL and LEASEHOLD_KEY_PREFIX like the apps do. Prints the key once (only its SHA-256
  * is stored) and its id. Exit codes: 0 issued; 2 bad arguments, nothing issued; 1 a bad setting or
  * no Redis.
@@ -14,7 +18,9 @@ import {
   API_KEY_SCOPES,
   type ApiKeyScope,
   apiKeyScopeSchema,
+  OPERATOR_SCOPE,
   principalIdSchema,
+  scopesMixOperator,
   tenantIdSchema,
 } from '../libs/contracts/index.js';
 import { runMain, StartupError } from '../libs/lifecycle/index.js';
@@ -22,7 +28,10 @@ import { type NewApiKey, RunStore } from '../libs/store/index.js';
 import { closeRedis, connectRedis, DEFAULT_REDIS_URL } from '../queues/index.js';
 
 const USAGE =
-  'usage: npm run api-key -- --tenant <tenant> --principal <principal> --scopes <scope>[,<scope>…]';
+  'usage: npm run api-key -- --tenant <tenant> --principal <principal> --scopes <scope>[,<scope>…] | --operator --principal <principal>';
+
+/** The tenant an operator key is filed under when none is named. */
+const OPERATOR_TENANT = '_fleet';
 
 /** Arguments that cannot make a key: reported in one line, exit code 2. */
 class UsageError extends Error {
@@ -48,7 +57,7 @@ function parseScopes(value: string): ApiKeyScope[] {
     .filter((name) => name !== '');
   if (names.length === 0)
     throw new UsageError(`--scopes: expected one or more of ${API_KEY_SCOPES.join(', ')}; got "${value}"`);
-  return names.map((name) => {
+  const scopes = names.map((name) => {
     const parsed = apiKeyScopeSchema.safeParse(name);
     if (!parsed.success)
       throw new UsageError(
@@ -56,11 +65,14 @@ function parseScopes(value: string): ApiKeyScope[] {
       );
     return parsed.data;
   });
+  if (scopesMixOperator(scopes))
+    throw new UsageError(`--scopes: ${OPERATOR_SCOPE} is a key of its own, never mixed with tenant scopes`);
+  return scopes;
 }
 
 /** The key to issue, from the command line; a {@link UsageError} names the first bad argument. */
 function parseRequest(argv: string[]): NewApiKey | 'help' {
-  let values: { tenant?: string; principal?: string; scopes?: string; help?: boolean };
+  let values: { tenant?: string; principal?: string; scopes?: string; operator?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -70,6 +82,7 @@ function parseRequest(argv: string[]): NewApiKey | 'help' {
         tenant: { type: 'string' },
         principal: { type: 'string' },
         scopes: { type: 'string' },
+        operator: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -77,6 +90,15 @@ function parseRequest(argv: string[]): NewApiKey | 'help' {
     throw new UsageError((error as Error).message.split('\n')[0] ?? 'bad arguments');
   }
   if (values.help) return 'help';
+  if (values.operator) {
+    if (values.scopes !== undefined)
+      throw new UsageError('--operator takes no --scopes: it is the operator scope');
+    return {
+      tenant: validated(tenantIdSchema, values.tenant ?? OPERATOR_TENANT, 'tenant'),
+      principal: validated(principalIdSchema, required(values.principal, 'principal'), 'principal'),
+      scopes: [OPERATOR_SCOPE],
+    };
+  }
   return {
     tenant: validated(tenantIdSchema, required(values.tenant, 'tenant'), 'tenant'),
     principal: validated(principalIdSchema, required(values.principal, 'principal'), 'principal'),

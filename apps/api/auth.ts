@@ -25,17 +25,24 @@ function presentedKey(header: string): string {
   return '';
 }
 
-/** The dashboard's gate: an admin key, or 401 with a Basic challenge a browser answers with a prompt. */
+/**
+ * The dashboard's gate: a fleet operator key (issue 11.6: the board shows every tenant's jobs, so
+ * no tenant key opens it, admin included), or 401 with a Basic challenge a browser answers with a
+ * prompt.
+ */
 export function dashboardGate(store: RunStore) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const presented = presentedKey(request.headers.authorization ?? '');
     const identity = presented ? await store.resolveApiKey(presented) : undefined;
-    if (identity?.scopes.includes('admin')) return;
+    if (identity?.scopes.includes('operator')) return;
     await reply
       .code(401)
       .header('www-authenticate', 'Basic realm="Leasehold dashboard"')
       .send({
-        error: { code: 'unauthorized', message: 'the dashboard needs an API key with the admin scope' },
+        error: {
+          code: 'unauthorized',
+          message: 'the dashboard needs a fleet operator key (npm run api-key -- --operator)',
+        },
       });
   };
 }

@@ -4,9 +4,13 @@ import { z } from 'zod';
 import type { Config } from '../../libs/config/index.js';
 import {
   ApiError,
+  type ApiKeyIdentity,
   agentDefinitionSchema,
+  boundedJson,
   createProfileSchema,
   grantRequestSchema,
+  RUN_INPUT_MAX_CHARS,
+  RUN_SCRIPT_BOUNDS,
   recordIdSchema,
 } from '../../libs/contracts/index.js';
 import {
@@ -48,9 +52,9 @@ const idempotencyHeader = z.object({
 
 export const submitRunSchema = z.strictObject({
   /** What the run is asked to do. */
-  input: z.string().min(1).max(100_000),
-  /** For agents on the `scripted` model: the steps and the final answer. */
-  script: scriptSchema.optional(),
+  input: z.string().min(1).max(RUN_INPUT_MAX_CHARS),
+  /** For agents on the `scripted` model: the steps and the final answer; bounded (issue 11.4). */
+  script: boundedJson(RUN_SCRIPT_BOUNDS, scriptSchema).optional(),
   /** The run's deadline, from submission. */
   timeout_ms: z
     .number()
@@ -229,6 +233,7 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
         limits: selectRunLimits(deps.config.limits, session, agent),
         session,
         timeoutMs: request.body.timeout_ms,
+        request: request.body,
         ...(idempotencyKey ? { idempotencyKey } : {}),
       });
       // Enqueued after the record exists; a duplicate submission re-adds the same job id: one job.
@@ -343,7 +348,7 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
       const decision = await store.approve(
         identity.tenant,
         request.params.id,
-        identity.principal,
+        approvalDecider(identity),
         request.body.grant,
       );
       return answerDecision(deps, identity.tenant, request.params.id, decision);
@@ -364,12 +369,21 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
       const decision = await store.deny(
         identity.tenant,
         request.params.id,
-        identity.principal,
+        approvalDecider(identity),
         request.body.reason,
       );
       return answerDecision(deps, identity.tenant, request.params.id, decision);
     },
   );
+}
+
+/**
+ * Issue 11.11: an approval is decided by its run's own principal, or by a key with `approvals:any`
+ * (a tenant `admin` implies it, within its tenant); to anyone else it reads as absent (404).
+ */
+function approvalDecider(identity: ApiKeyIdentity) {
+  const anyPrincipal = identity.scopes.includes('approvals:any') || identity.scopes.includes('admin');
+  return { by: identity.principal, ownRunsOnly: !anyPrincipal };
 }
 
 /** A decision that re-queued its run adds the run's next execution to the queue. */

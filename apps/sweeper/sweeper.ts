@@ -1,4 +1,5 @@
 import type { Config } from '../../libs/config/index.js';
+import { ApiError } from '../../libs/contracts/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
 import {
   type LeaseReleaseDeps,
@@ -27,6 +28,30 @@ const RECLAIM_SCAN_JOBS = 199;
 const DEADLINE_SWEEP_BATCH = 500;
 /** Runs whose pending approvals are checked per pass, walking the deadline index. */
 const STALE_APPROVAL_SWEEP_BATCH = 200;
+/** Unreadable runs remembered as already reported; past it the memory starts afresh. */
+const UNREADABLE_REMEMBERED = 10_000;
+
+/**
+ * Reports a sweep step that failed for a run. A run whose record cannot be read (issue 11.4) is
+ * reported once per process, in one line without a stack, and skipped on later passes: the
+ * record will not heal by itself, and a stack every pass would drown every other line.
+ */
+function sweepErrorReporter(log: Logger) {
+  const reported = new Set<string>();
+  return (runId: string, error: unknown, message: string) => {
+    if (error instanceof ApiError && error.code === 'record_unreadable') {
+      if (reported.has(runId)) return;
+      if (reported.size >= UNREADABLE_REMEMBERED) reported.clear();
+      reported.add(runId);
+      log.error(
+        { run_id: runId, code: error.code },
+        `run record cannot be read; the sweeper skips it until an operator repairs or deletes it (${message})`,
+      );
+      return;
+    }
+    log.warn({ run_id: runId, err: error }, message);
+  };
+}
 
 export interface SweeperOptions {
   config: Config;
@@ -51,6 +76,7 @@ export interface SweeperHandle {
 export async function startSweeper(options: SweeperOptions): Promise<SweeperHandle> {
   const { config, logger, metrics } = options;
   const log = logger.child({ component: 'sweeper' });
+  const reportError = sweepErrorReporter(log);
   const redis = await connectRedis(options.redisUrl, 'worker', 'sweeper');
   // The lock outlives three missed passes, so a slow pass never hands it over by accident.
   const lock = new LeaderLock(redis, `${config.redis.keyPrefix}sweeper:lock`, config.sweeper.intervalMs * 3);
@@ -123,8 +149,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
         failRun: (runId, reason, failOptions) => store.failRun(runId, reason, failOptions),
         getRun: (runId) => store.getRun(runId),
         release,
-        onError: (runId, error) =>
-          log.warn({ run_id: runId, err: error }, 'lease release after reclaim failed'),
+        onError: (runId, error) => reportError(runId, error, 'lease release after reclaim failed'),
       });
       if (runs.length > 0) {
         reclaimedRuns.inc(runs.length);
@@ -139,8 +164,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
         onRunEnded: async (run) => {
           await resumeParentOf(parents, run);
         },
-        onError: (runId, error) =>
-          log.warn({ run_id: runId, err: error }, 'deadline sweep: a step for this run failed'),
+        onError: (runId, error) => reportError(runId, error, 'deadline sweep: a step for this run failed'),
       });
       deadlineExceededRuns.inc(deadlines.failed.length);
       for (const runId of deadlines.failed) log.warn({ run_id: runId }, 'run failed: past its deadline');
@@ -149,8 +173,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
         store,
         cursor: approvalCursor,
         batchSize: STALE_APPROVAL_SWEEP_BATCH,
-        onError: (runId, error) =>
-          log.warn({ run_id: runId, err: error }, 'stale approval sweep: run not checked'),
+        onError: (runId, error) => reportError(runId, error, 'stale approval sweep: run not checked'),
       });
       approvalCursor = approvals.cursor;
 
@@ -159,7 +182,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
         jobExists: async (runId, execution) => (await queue.getJob(runJobId(runId, execution))) !== undefined,
         enqueue: (run) => enqueueExecution(queue, run),
         cursor: orphanCursor,
-        onError: (runId, error) => log.warn({ run_id: runId, err: error }, 'orphan sweep: run not checked'),
+        onError: (runId, error) => reportError(runId, error, 'orphan sweep: run not checked'),
       });
       orphanCursor = orphans.cursor;
       requeuedRuns.inc(orphans.requeued.length);

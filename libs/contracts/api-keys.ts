@@ -1,15 +1,18 @@
 import { z } from 'zod';
-import { apiKeyIdentitySchema, apiKeyScopeSchema, principalIdSchema } from './runs.js';
+import { apiKeyIdentitySchema, principalIdSchema, tenantApiKeyScopeSchema } from './runs.js';
 
 /**
  * API key administration (DESIGN §3): what an admin asks for, what it is shown once, and what a
  * listing shows. A key is stored as its SHA-256 only; neither the key nor its hash is ever listed.
  */
 
-/** `POST /v1/api-keys`: the key is always issued in the caller's own tenant, so no tenant is named. */
+/**
+ * `POST /v1/api-keys`: the key is always issued in the caller's own tenant, so no tenant is named,
+ * and with tenant scopes only: the fleet's `operator` scope is made by `npm run api-key` alone.
+ */
 export const createApiKeyRequestSchema = z.strictObject({
   principal: principalIdSchema,
-  scopes: z.array(apiKeyScopeSchema).min(1).max(8),
+  scopes: z.array(tenantApiKeyScopeSchema).min(1).max(8),
 });
 export type CreateApiKeyRequest = z.output<typeof createApiKeyRequestSchema>;
 

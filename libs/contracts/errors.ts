@@ -32,6 +32,8 @@ export const API_ERROR_STATUS = {
   not_found: 404,
   conflict: 409,
   idempotency_conflict: 409,
+  /** A stored record this version cannot read (issue 11.4): named, never a 500 on every call. */
+  record_unreadable: 409,
   payload_too_large: 413,
   validation_failed: 422,
   rate_limited: 429,

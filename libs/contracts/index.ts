@@ -1,4 +1,5 @@
 export * from './api-keys.js';
+export * from './bounded-json.js';
 export * from './browser-tools.js';
 export * from './data-plane.js';
 export {

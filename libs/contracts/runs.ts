@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { boundedJson, JSON_MAX_DEPTH } from './bounded-json.js';
 import { RUN_FAILURE_REASONS } from './errors.js';
 import { recordIdSchema } from './ids.js';
 
@@ -8,10 +9,30 @@ import { recordIdSchema } from './ids.js';
  * Money is integer micro-USD (1 USD = 1_000_000) wherever it is stored or counted.
  */
 
-/** Scopes an API key may carry (DESIGN §3). */
-export const API_KEY_SCOPES = ['runs:write', 'runs:read', 'approvals:write', 'admin'] as const;
+/**
+ * Scopes an API key may carry (DESIGN §3). A tenant's: `runs:write`, `runs:read`,
+ * `approvals:write` (decide the approvals of one's own runs), `approvals:any` (with
+ * `approvals:write`, those of any principal of the tenant; issue 11.11) and `admin` (every tenant
+ * scope). The fleet's: `operator`, the dashboard alone (issue 11.6) — it grants no tenant's
+ * records, is never issued by a tenant admin and never shares a key with a tenant scope.
+ */
+export const TENANT_API_KEY_SCOPES = [
+  'runs:write',
+  'runs:read',
+  'approvals:write',
+  'approvals:any',
+  'admin',
+] as const;
+export const OPERATOR_SCOPE = 'operator';
+export const API_KEY_SCOPES = [...TENANT_API_KEY_SCOPES, OPERATOR_SCOPE] as const;
 export const apiKeyScopeSchema = z.enum(API_KEY_SCOPES);
 export type ApiKeyScope = z.output<typeof apiKeyScopeSchema>;
+export const tenantApiKeyScopeSchema = z.enum(TENANT_API_KEY_SCOPES);
+
+/** An operator key carries `operator` alone: a key is either the fleet's or a tenant's, never both. */
+export function scopesMixOperator(scopes: readonly ApiKeyScope[]): boolean {
+  return scopes.includes(OPERATOR_SCOPE) && scopes.some((scope) => scope !== OPERATOR_SCOPE);
+}
 
 export const tenantIdSchema = z
   .string()
@@ -57,6 +78,9 @@ export const runFailureReasonSchema = z.enum(RUN_FAILURE_REASONS);
 const count = z.number().int().nonnegative();
 const microUsd = z.number().int().nonnegative();
 
+/** Agent metadata: 32 levels, 16 KiB of JSON (well inside the 64 KiB body). */
+export const AGENT_METADATA_BOUNDS = { maxDepth: JSON_MAX_DEPTH, maxBytes: 16 * 1024 } as const;
+
 /** An agent definition; its version is the SHA-256 of its canonical JSON (DESIGN §3). */
 export const agentDefinitionSchema = z.object({
   model: z.string().min(1).max(200),
@@ -71,7 +95,8 @@ export const agentDefinitionSchema = z.object({
     })
     .partial()
     .default({}),
-  metadata: z.record(z.string(), z.json()).default({}),
+  /** Free-form, bounded (issue 11.4): {@link AGENT_METADATA_BOUNDS}. */
+  metadata: boundedJson(AGENT_METADATA_BOUNDS, z.record(z.string(), z.json())).default({}),
 });
 export type AgentDefinition = z.output<typeof agentDefinitionSchema>;
 
@@ -98,6 +123,20 @@ export const sessionViewSchema = z.object({
   created_at_ms: count,
 });
 export type SessionView = z.output<typeof sessionViewSchema>;
+
+/** A submitted script (the scripted model's steps, a delegate's script inside them): 32 levels, 32 KiB. */
+export const RUN_SCRIPT_BOUNDS = { maxDepth: JSON_MAX_DEPTH, maxBytes: 32 * 1024 } as const;
+/** Characters of a run's input text. */
+export const RUN_INPUT_MAX_CHARS = 32_768;
+/**
+ * A run's stored input, `{text, script?}`, checked by the store before it writes anything: the
+ * script one level down, the text at up to four bytes a character. Children a run delegates are
+ * held to it too, whoever wrote their script.
+ */
+export const RUN_INPUT_BOUNDS = {
+  maxDepth: JSON_MAX_DEPTH + 1,
+  maxBytes: RUN_SCRIPT_BOUNDS.maxBytes + RUN_INPUT_MAX_CHARS * 4 + 1024,
+} as const;
 
 /** The limits pinned on a run at submission (from `ops/limits.yaml`, chosen by the API). */
 export const runLimitsSchema = z.object({

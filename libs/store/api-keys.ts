@@ -8,6 +8,7 @@ import {
   newId,
   principalIdSchema,
   recordIdSchema,
+  scopesMixOperator,
   tenantIdSchema,
 } from '../contracts/index.js';
 import { sha256Hex } from './canonical-json.js';
@@ -42,6 +43,8 @@ export async function createApiKey(
   context: RunStoreContext,
   input: NewApiKey,
 ): Promise<{ key: string; identity: ApiKeyIdentity }> {
+  if (scopesMixOperator(input.scopes))
+    throw new RangeError('an operator key carries the operator scope alone, never a tenant scope');
   const identity = apiKeyIdentitySchema.parse({
     key_id: newId('key'),
     tenant: tenantIdSchema.parse(input.tenant),

@@ -144,6 +144,16 @@ export async function listTenantPendingApprovals(
 }
 
 /**
+ * Who decides: `by` names them. With `ownRunsOnly`, only an approval of a run `by` itself submitted
+ * is found (issue 11.11: an act waits for its owner's approval); another principal's reads as
+ * absent, the same answer as another tenant's.
+ */
+export interface ApprovalDecider {
+  by: string;
+  ownRunsOnly?: boolean;
+}
+
+/**
  * Approves (optionally with a task grant) or denies. Re-queues the parked run when it was its last
  * pending approval; the caller then enqueues the run's new execution.
  */
@@ -152,8 +162,8 @@ export async function decideApproval(
   tenant: string,
   approvalId: string,
   decision:
-    | { approved: true; by: string; grant?: GrantRequest }
-    | { approved: false; by: string; reason: string },
+    | ({ approved: true; grant?: GrantRequest } & ApprovalDecider)
+    | ({ approved: false; reason: string } & ApprovalDecider),
 ): Promise<ApprovalDecision> {
   const runId = await runOfApproval(context, approvalId);
   if (!runId) return refusal(approvalId, 'not_found', '', 'pending');
@@ -175,6 +185,7 @@ export async function decideApproval(
     grant?.max_actions ?? 0,
     GRANT_MAX_DURATION_MS,
     GRANT_MAX_ACTIONS,
+    decision.ownRunsOnly ? decision.by : '',
   );
   const [code, detail] = reply;
   if (code === 'already_decided') {

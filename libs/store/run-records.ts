@@ -1,4 +1,5 @@
 import {
+  ApiError,
   type ApprovalView,
   approvalViewSchema,
   type GrantView,
@@ -45,8 +46,26 @@ function limitsView(limits: unknown): unknown {
   return { ...limits, max_cost_usd: typeof micro === 'number' ? microUsdToUsd(micro) : null };
 }
 
+/**
+ * A stored record that cannot be parsed (malformed, or nested past what the parsers take, as the
+ * code before issue 11.4 could store): a stable `record_unreadable` naming it, never a stack.
+ */
+export function unreadableRecord(kind: string, id: string, cause: unknown): ApiError {
+  return new ApiError('record_unreadable', `${kind} ${id} is stored in a form that cannot be read`, false, {
+    cause,
+  });
+}
+
 export function parseRun(fields: Record<string, string>): StoredRun | undefined {
   if (!fields.id) return undefined;
+  try {
+    return parseRunFields(fields);
+  } catch (error) {
+    throw unreadableRecord('run', fields.id, error);
+  }
+}
+
+function parseRunFields(fields: Record<string, string>): StoredRun {
   const reason = fields.error_reason ?? '';
   const run = runViewSchema.parse({
     id: fields.id,

@@ -9,8 +9,10 @@ import {
   type ApprovalView,
   type GrantRequest,
   type GrantView,
+  jsonBoundsProblem,
   type LedgerEntry,
   newId,
+  RUN_INPUT_BOUNDS,
   type RunEvent,
   type RunEventType,
   type RunFailureReason,
@@ -35,6 +37,7 @@ import {
 } from './agents.js';
 import { createApiKey, listApiKeys, type NewApiKey, resolveApiKey, revokeApiKey } from './api-keys.js';
 import {
+  type ApprovalDecider,
   type ApprovalDecision,
   type ApprovalRequest,
   consumeGrant,
@@ -84,6 +87,12 @@ export interface SubmitRun {
   timeoutMs: number;
   /** Per tenant and session: a duplicate submission answers the first run and creates nothing. */
   idempotencyKey?: string;
+  /**
+   * The whole validated request as the caller received it (issue 11.8): a duplicate must match it
+   * in every field, present and future, not only in its input. Hashed with the input, the timeout
+   * and the parent.
+   */
+  request?: unknown;
   /** The session, when the caller has read it already (sessions never change); else it is read. */
   session?: SessionView;
   parentRunId?: string;
@@ -96,6 +105,10 @@ export type RunEnd =
   | { status: 'succeeded'; result: unknown }
   | { status: 'failed'; reason: RunFailureReason; message: string }
   | { status: 'cancelled'; message?: string };
+
+function decider(by: string | ApprovalDecider): ApprovalDecider {
+  return typeof by === 'string' ? { by } : by;
+}
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 
@@ -189,12 +202,23 @@ export class RunStore {
       throw new RangeError(`timeoutMs: expected a positive integer, got ${input.timeoutMs}`);
     }
     const parentRunId = input.parentRunId === undefined ? '' : recordIdSchema.parse(input.parentRunId);
+    // Issue 11.4: everything is checked before the first write; a refused request leaves nothing.
+    const inputProblem = jsonBoundsProblem(input.input ?? null, RUN_INPUT_BOUNDS);
+    if (inputProblem) throw new ApiError('validation_failed', `input: ${inputProblem}`);
     const runId =
       input.idempotencyKey === undefined
         ? newId('run')
         : idempotentRunId(input.tenant, session.id, input.idempotencyKey);
     const now = this.#context.now();
     const inputJson = canonicalJson(input.input ?? null);
+    const requestHash = sha256Hex(
+      canonicalJson({
+        input: input.input ?? null,
+        parent_run_id: parentRunId,
+        timeout_ms: input.timeoutMs,
+        request: input.request ?? null,
+      }),
+    );
     // Listed before it exists: an index entry whose run was never written reads as absent. The
     // three go in one pipeline (one round trip), which Redis runs in order.
     const pipeline = redis.pipeline() as ReturnType<typeof redis.pipeline> & {
@@ -217,7 +241,7 @@ export class RunStore {
       JSON.stringify(limits),
       input.timeoutMs,
       now,
-      sha256Hex(canonicalJson({ input: input.input ?? null, parent_run_id: parentRunId })),
+      requestHash,
       input.idempotencyKey ?? '',
       this.#context.eventsCap,
     );
@@ -273,9 +297,11 @@ export class RunStore {
   /** The run, or undefined; with `tenant`, another tenant's run reads as absent. */
   async getRun(runId: string, tenant?: string): Promise<RunView | undefined> {
     if (!recordIdSchema.safeParse(runId).success) return undefined;
-    const stored = parseRun(await this.#context.redis.hgetall(this.#context.keys.run(runId)));
-    if (!stored || (tenant !== undefined && stored.run.tenant !== tenant)) return undefined;
-    return stored.run;
+    const fields = await this.#context.redis.hgetall(this.#context.keys.run(runId));
+    // The tenant is compared on the raw record first: another tenant's run reads as absent even
+    // when it could not be parsed (`record_unreadable` would tell them it exists).
+    if (tenant !== undefined && fields.tenant !== tenant) return undefined;
+    return parseRun(fields)?.run;
   }
 
   /** The session's runs in submission order. */
@@ -524,11 +550,25 @@ export class RunStore {
   listApprovals(runId: string): Promise<ApprovalView[]> {
     return listRunApprovals(this.#context, runId);
   }
-  approve(tenant: string, approvalId: string, by: string, grant?: GrantRequest): Promise<ApprovalDecision> {
-    return decideApproval(this.#context, tenant, approvalId, { approved: true, by, grant });
+  /**
+   * `by` is the principal deciding; a string is a trusted in-process decider (any principal of the
+   * tenant). The API passes `{by, ownRunsOnly}` for a key without `approvals:any` (issue 11.11).
+   */
+  approve(
+    tenant: string,
+    approvalId: string,
+    by: string | ApprovalDecider,
+    grant?: GrantRequest,
+  ): Promise<ApprovalDecision> {
+    return decideApproval(this.#context, tenant, approvalId, { approved: true, ...decider(by), grant });
   }
-  deny(tenant: string, approvalId: string, by: string, reason: string): Promise<ApprovalDecision> {
-    return decideApproval(this.#context, tenant, approvalId, { approved: false, by, reason });
+  deny(
+    tenant: string,
+    approvalId: string,
+    by: string | ApprovalDecider,
+    reason: string,
+  ): Promise<ApprovalDecision> {
+    return decideApproval(this.#context, tenant, approvalId, { approved: false, ...decider(by), reason });
   }
   /** One use of a live grant for this invocation; asking again for the same one charges nothing. */
   consumeGrant(runId: string, ownerToken: string, invocationId: string): Promise<GrantUse> {

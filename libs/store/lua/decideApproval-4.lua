@@ -14,10 +14,11 @@
     ARGV[4] the principal deciding   ARGV[5] reason ('' for none)   ARGV[6] now (epoch ms)
     ARGV[7] grant id ('' for no grant)   ARGV[8] grant duration (ms)   ARGV[9] grant actions
     ARGV[10] longest grant (ms)   ARGV[11] most grant actions
+    ARGV[12] the run's principal it must be ('' for any principal of the tenant; issue 11.11)
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', 'requeued' | 'decided', fields}
-    {'not_found', '', {}}                       no such approval for this tenant
+    {'not_found', '', {}}                       no such approval for this tenant (and principal)
     {'already_decided', approval status, {}}
     {'grant_out_of_bounds', '', {}}
     {'wrong_status', run status, {}}            the run has ended
@@ -27,8 +28,9 @@ local function emit(kind, now, data)
   redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
 end
 
-local f = redis.call("HMGET", KEYS[1], "status", "tenant", "attempt", "execution", "id")
+local f = redis.call("HMGET", KEYS[1], "status", "tenant", "attempt", "execution", "id", "principal")
 if not f[1] or f[2] ~= ARGV[3] then return {"not_found", "", {}} end
+if ARGV[12] ~= "" and f[6] ~= ARGV[12] then return {"not_found", "", {}} end
 local raw = redis.call("HGET", KEYS[3], ARGV[1])
 if not raw then return {"not_found", "", {}} end
 local approval = cjson.decode(raw)
