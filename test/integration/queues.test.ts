@@ -54,7 +54,10 @@ describe('the runs queue on a real Redis', () => {
     const before = await queue.count();
     await expect(
       enqueueRun(queue, { runId: 'not an id', execution: 1, enqueuedAtMs: Date.now() } as RunJob),
-    ).rejects.toThrow();
+    ).rejects.toMatchObject({
+      name: 'ZodError',
+      issues: [expect.objectContaining({ code: 'invalid_format', path: ['runId'] })],
+    });
     expect(await queue.count()).toBe(before);
   });
 

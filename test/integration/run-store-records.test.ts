@@ -46,10 +46,15 @@ describe('the run store: API keys, agents and sessions', () => {
     expect(await store.resolveApiKey('')).toBeUndefined();
   });
 
-  it('refuses an API key with an unknown scope', async () => {
+  it('refuses an API key with an unknown scope, naming the scope, and stores no key', async () => {
+    const before = await store.listApiKeys('acme');
     await expect(
       store.createApiKey({ tenant: 'acme', principal: 'alice', scopes: ['runs:delete' as never] }),
-    ).rejects.toThrow();
+    ).rejects.toMatchObject({
+      name: 'ZodError',
+      issues: [expect.objectContaining({ code: 'invalid_value', path: ['scopes', 0] })],
+    });
+    expect(await store.listApiKeys('acme')).toEqual(before);
   });
 
   it('addresses agent versions by content: same content gives the same version whatever its key order', async () => {
@@ -117,8 +122,11 @@ describe('the run store: API keys, agents and sessions', () => {
     expect((await store.getAgent('acme', created.agent.id))?.latest_version).toBe(created.version);
   });
 
-  it('refuses an agent definition that breaks its schema', async () => {
-    await expect(store.putAgent('acme', { model: '', instructions: 'x' })).rejects.toThrow();
+  it('refuses an agent definition that breaks its schema, naming the field', async () => {
+    await expect(store.putAgent('acme', { model: '', instructions: 'x' })).rejects.toMatchObject({
+      name: 'ZodError',
+      issues: [expect.objectContaining({ code: 'too_small', path: ['model'] })],
+    });
   });
 
   it('creates a session pinned to an agent version and a profile, and hides it from other tenants', async () => {

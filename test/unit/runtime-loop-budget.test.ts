@@ -105,6 +105,21 @@ describe('the cost limit (ADR-0130 d1)', () => {
     expect(run.usageNow).toMatchObject({ modelCalls: 1, costMicroUsd: 35 * USD });
   });
 
+  it('fails budget_exceeded when the call that crosses the limit only answers: the answer is not the end', async () => {
+    const run = new MemoryRun('run_budget', 'work');
+    run.usageNow.costMicroUsd = 28 * USD;
+    // Inside the reserve, so the call may only answer; its USD 15 take the run to USD 43.
+    const model = new ObservingModel(1_500_000);
+    const end = await execute(run, model, new PageTools(true), { price, costLimits: cost });
+    expect(model.requests[0]?.tools).toEqual([]);
+    expect(end).toEqual({
+      kind: 'failed',
+      reason: 'budget_exceeded',
+      detail: 'the cost limit of USD 30 was crossed: USD 43 spent',
+    });
+    expect(run.usageNow).toMatchObject({ modelCalls: 1, costMicroUsd: 43 * USD });
+  });
+
   it('refuses the next call once the limit is spent', async () => {
     const run = new MemoryRun('run_budget', 'work');
     run.usageNow.costMicroUsd = 30 * USD;
