@@ -28,38 +28,75 @@ export function originAllowed(url: string, allowed: ReadonlySet<string>): boolea
   return origin !== null && allowed.has(origin);
 }
 
+/** What the profile lets a lease's pages reach (issue 11: pages, frames, subresources). */
+export interface FencePolicy {
+  /** Top-level documents: the profile's allowed origins. */
+  readonly pages: ReadonlySet<string>;
+  /** Child frames' documents: allowed ∪ `frame_origins`. */
+  readonly frames: ReadonlySet<string>;
+  /** Subresources: null for any origin (the default), else allowed ∪ `frame_origins`. */
+  readonly subresources: ReadonlySet<string> | null;
+}
+
+export type BlockedKind = 'navigation' | 'popup' | 'frame' | 'subresource';
+
+/** The request kinds a fence tells apart; `popup` is a new page's first navigation. */
+export function fenceAllows(
+  policy: FencePolicy,
+  kind: 'page' | 'frame' | 'subresource',
+  url: string,
+): boolean {
+  switch (kind) {
+    case 'page':
+      return originAllowed(url, policy.pages);
+    case 'frame':
+      return originAllowed(url, policy.frames);
+    case 'subresource':
+      // Requests that never leave the browser (data:, blob:) have no origin to fence.
+      if (policy.subresources === null || /^(data|blob):/i.test(url)) return true;
+      return originAllowed(url, policy.subresources);
+    default: {
+      const unknown: never = kind;
+      throw new Error(`unknown request kind ${String(unknown)}`);
+    }
+  }
+}
+
 /**
- * Blocks top-level navigations to origins outside the allowed list before their request leaves
- * (DESIGN §6): typed, redirected and script-started alike. Playwright's routing sees only the
- * first hop of a redirect, so the guard pauses every main-frame document request — each redirect
- * hop included — through the DevTools Fetch domain and fails the disallowed ones.
+ * One page's redirect fence. Playwright's routing (the context fence, page-fence.ts) decides the
+ * first hop of every request but continues redirect hops on its own, so this guard pauses each
+ * hop through the DevTools Fetch domain on the page's own target and fails the disallowed ones:
+ * documents of the main frame and of same-process child frames, and — when the profile restricts
+ * them — subresources. Requests of out-of-process (cross-origin) frames belong to other targets
+ * and are fenced on their first hop only.
  */
 export class OriginGuard {
-  private blocked = 0;
   private closed = false;
 
   private constructor(
     private readonly session: CDPSession,
     private readonly mainFrameId: string,
-    private readonly allowed: ReadonlySet<string>,
+    private readonly policy: FencePolicy,
+    private readonly onBlocked: (kind: BlockedKind) => void,
   ) {}
 
-  static async install(page: Page, allowed: ReadonlySet<string>): Promise<OriginGuard> {
+  static async install(
+    page: Page,
+    policy: FencePolicy,
+    onBlocked: (kind: BlockedKind) => void,
+  ): Promise<OriginGuard> {
     const session = await page.context().newCDPSession(page);
     const tree = await session.send('Page.getFrameTree');
-    const guard = new OriginGuard(session, tree.frameTree.frame.id, allowed);
+    const guard = new OriginGuard(session, tree.frameTree.frame.id, policy, onBlocked);
     session.on('Fetch.requestPaused', (event) => {
-      guard.decide(event.requestId, event.request.url, event.frameId);
+      guard.decide(event.requestId, event.request.url, event.frameId, event.resourceType);
     });
-    await session.send('Fetch.enable', {
-      patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }],
-    });
+    const patterns =
+      policy.subresources === null
+        ? [{ urlPattern: '*', resourceType: 'Document' as const, requestStage: 'Request' as const }]
+        : [{ urlPattern: '*', requestStage: 'Request' as const }];
+    await session.send('Fetch.enable', { patterns });
     return guard;
-  }
-
-  /** How many navigations were blocked so far; a change across a call means it hit the guard. */
-  get blockedCount(): number {
-    return this.blocked;
   }
 
   async close(): Promise<void> {
@@ -68,12 +105,14 @@ export class OriginGuard {
     await this.session.detach().catch(() => undefined);
   }
 
-  private decide(requestId: string, url: string, frameId: string): void {
-    const topLevel = frameId === this.mainFrameId;
-    if (topLevel && !originAllowed(url, this.allowed)) {
-      this.blocked += 1;
-      // Aborted, not BlockedByClient: the page stays on its document instead of an error page.
-      this.session.send('Fetch.failRequest', { requestId, errorReason: 'Aborted' }).catch(() => undefined);
+  private decide(requestId: string, url: string, frameId: string, resourceType: string): void {
+    const kind =
+      resourceType !== 'Document' ? 'subresource' : frameId === this.mainFrameId ? 'page' : 'frame';
+    if (!fenceAllows(this.policy, kind, url)) {
+      this.onBlocked(kind === 'page' ? 'navigation' : kind);
+      // Aborted, not BlockedByClient: a blocked page stays on its document instead of an error page.
+      const errorReason = kind === 'subresource' ? 'BlockedByClient' : 'Aborted';
+      this.session.send('Fetch.failRequest', { requestId, errorReason }).catch(() => undefined);
       return;
     }
     this.session.send('Fetch.continueRequest', { requestId }).catch(() => undefined);

@@ -20,7 +20,8 @@ import {
   type ToolOutcome,
 } from './observation.js';
 import { Operation, type OperationLimits, within } from './operation.js';
-import { normalizeOrigins, OriginGuard, originAllowed, originOf } from './origin-guard.js';
+import { originAllowed, originOf } from './origin-guard.js';
+import { type BlockedCounts, ContextFence } from './page-fence.js';
 import { pageAgentScript } from './page-script/bundle.js';
 import type { TargetCheck } from './page-script/page-agent.js';
 import { RequestTracker } from './request-tracker.js';
@@ -29,6 +30,10 @@ import { settlePage } from './settle.js';
 export interface PageEngineOptions {
   /** The profile's allowed origins (`https://example.com`); top-level navigations elsewhere are blocked. */
   allowedOrigins: readonly string[];
+  /** Origins child frames may load besides the allowed ones (issue 11); none by default. */
+  frameOrigins?: readonly string[] | undefined;
+  /** `allowed_origins` restricts subresources to allowed ∪ frame origins; `any` (the default) does not. */
+  subresources?: 'any' | 'allowed_origins' | undefined;
   /**
    * Told every settle's result (ADR-0159: reported on the observation and in metrics), so the
    * caller can record it; the engine itself holds no metrics registry. Must not throw.
@@ -49,21 +54,25 @@ export class PageEngine {
   private constructor(
     readonly page: Page,
     private readonly tracker: RequestTracker,
-    private readonly guard: OriginGuard,
-    private readonly allowed: ReadonlySet<string>,
+    private readonly fence: ContextFence,
     private readonly onSettle: PageEngineOptions['onSettle'],
   ) {}
 
+  /**
+   * One engine per browser context (one lease): the fence covers every page and frame of the
+   * page's context, popups included (issue 11), and is removed by {@link close}.
+   */
   static async create(page: Page, options: PageEngineOptions): Promise<PageEngine> {
-    const allowed = normalizeOrigins(options.allowedOrigins);
     // Tracking starts before the first await so no request of the page is missed.
     const tracker = new RequestTracker(page);
+    let fence: ContextFence | undefined;
     try {
+      fence = await ContextFence.install(page, options);
       await page.addInitScript({ content: await pageAgentScript() });
-      const guard = await OriginGuard.install(page, allowed);
-      return new PageEngine(page, tracker, guard, allowed, options.onSettle);
+      return new PageEngine(page, tracker, fence, options.onSettle);
     } catch (error) {
       tracker.close();
+      await fence?.close();
       throw error;
     }
   }
@@ -88,7 +97,7 @@ export class PageEngine {
     if (this.closed) return;
     this.closed = true;
     this.tracker.close();
-    await this.guard.close();
+    await this.fence.close();
   }
 
   private serially<T>(work: () => Promise<T>): Promise<T> {
@@ -104,13 +113,13 @@ export class PageEngine {
     if (originOf(args.url) === null) {
       throw new BrowserToolError('invalid_arguments', 'url must be an absolute http(s) URL');
     }
-    if (!originAllowed(args.url, this.allowed)) {
+    if (!originAllowed(args.url, this.fence.policy.pages)) {
       throw new BrowserToolError('url_disallowed', "the URL's origin is not in the profile's allowed list");
     }
     op.throwIfEnded('the navigation');
     await op.beforeDispatch('the navigation');
     this.revisions.current = null;
-    const blockedBefore = this.guard.blockedCount;
+    const blockedBefore = this.fence.blocked();
     try {
       const response = this.page.goto(args.url, { waitUntil: 'commit', timeout: op.remainingMs() });
       const committed = await within(response, op.deadlineMs, op.signal);
@@ -121,14 +130,17 @@ export class PageEngine {
         );
       }
     } catch (error) {
-      if (this.guard.blockedCount !== blockedBefore) throw disallowedRedirect(error);
+      if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(error);
       if (error instanceof BrowserToolError) throw error;
       throw new BrowserToolError('provider_unavailable', 'the navigation failed', false, { cause: error });
     }
-    if (this.guard.blockedCount !== blockedBefore) throw disallowedRedirect(undefined);
+    if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
     const settle = await settlePage(this.page, this.tracker, op);
     this.onSettle?.('navigate', settle);
-    return captureObservation(this.page, this.revisions, op, { offset: 0, settle });
+    return this.withBlocked(
+      await captureObservation(this.page, this.revisions, op, { offset: 0, settle }),
+      blockedBefore,
+    );
   }
 
   private async observeNow(
@@ -170,7 +182,7 @@ export class PageEngine {
       await target.element.dispose().catch(() => undefined);
       throw error;
     }
-    const blockedBefore = this.guard.blockedCount;
+    const blockedBefore = this.fence.blocked();
     try {
       await dispatch(target.element, args, target.selectBy, op);
     } catch (error) {
@@ -195,12 +207,12 @@ export class PageEngine {
     this.revisions.current = null;
     const settle = await settlePage(this.page, this.tracker, op);
     this.onSettle?.('act', settle);
-    if (this.guard.blockedCount !== blockedBefore) throw disallowedRedirect(undefined);
+    if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
     const read = () => captureObservation(this.page, this.revisions, op, { offset: 0, settle });
     try {
-      return args.postcondition === undefined
-        ? await read()
-        : await observeUntil(read, args.postcondition, op);
+      const outcome =
+        args.postcondition === undefined ? await read() : await observeUntil(read, args.postcondition, op);
+      return this.withBlocked(outcome, blockedBefore);
     } catch (error) {
       // ADR-0159: evidence lost after an action leaves its outcome unknown.
       throw new BrowserToolError(
@@ -212,6 +224,26 @@ export class PageEngine {
         },
       );
     }
+  }
+
+  private navigationBlockedSince(before: BlockedCounts): boolean {
+    return this.fence.blocked().navigation !== before.navigation;
+  }
+
+  /**
+   * Issue 11.2/11.3: what the fence blocked during the call besides the page's own navigation —
+   * popups closed before they loaded, frames, subresources — is told on the observation, so the
+   * model knows the page it sees is missing them. The call itself succeeded: its effect happened.
+   */
+  private withBlocked(outcome: ToolOutcome, before: BlockedCounts): ToolOutcome {
+    const now = this.fence.blocked();
+    const blocked = {
+      popups: now.popup - before.popup,
+      frames: now.frame - before.frame,
+      subresources: now.subresource - before.subresource,
+    };
+    if (blocked.popups + blocked.frames + blocked.subresources === 0) return outcome;
+    return { ...outcome, observation: { ...outcome.observation, blocked } };
   }
 
   /** The refusals that come before dispatch: stale revision, unknown element, disallowed action. */

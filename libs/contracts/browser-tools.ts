@@ -106,5 +106,16 @@ export const browserObservationSchema = z.strictObject({
   elements: z.array(observedElementSchema),
   window: observationWindowSchema,
   condition: conditionResultSchema.optional(),
+  /**
+   * Issue 11: what the origin fence blocked during this call besides a navigation (which fails
+   * `url_disallowed`): popups closed before they loaded, child frames, subresources. Absent when none.
+   */
+  blocked: z
+    .strictObject({
+      popups: z.number().int().nonnegative(),
+      frames: z.number().int().nonnegative(),
+      subresources: z.number().int().nonnegative(),
+    })
+    .optional(),
 });
 export type BrowserObservation = z.output<typeof browserObservationSchema>;

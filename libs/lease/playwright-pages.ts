@@ -15,19 +15,23 @@ export class PlaywrightPageFactory implements PageFactory {
     return this.#contexts.size;
   }
 
-  async open(input: {
-    profileId: string;
-    allowedOrigins: readonly string[];
-    storageState: unknown;
-  }): Promise<PageSession> {
-    const context = await this.browser.newContext(
-      input.storageState ? { storageState: input.storageState as BrowserContextOptions['storageState'] } : {},
-    );
+  async open(input: Parameters<PageFactory['open']>[0]): Promise<PageSession> {
+    const context = await this.browser.newContext({
+      // Issue 11: a service worker's requests belong to no page, and it outlives the lease's pages.
+      serviceWorkers: 'block',
+      ...(input.storageState
+        ? { storageState: input.storageState as BrowserContextOptions['storageState'] }
+        : {}),
+    });
     this.#contexts.add(context);
     context.once('close', () => this.#contexts.delete(context));
     try {
       const page = await context.newPage();
-      const engine = await PageEngine.create(page, { allowedOrigins: input.allowedOrigins });
+      const engine = await PageEngine.create(page, {
+        allowedOrigins: input.allowedOrigins,
+        frameOrigins: input.frameOrigins,
+        subresources: input.subresources,
+      });
       return new PlaywrightPageSession(context, engine);
     } catch (error) {
       await context.close().catch(() => undefined);

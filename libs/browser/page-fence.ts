@@ -1,0 +1,194 @@
+import type { BrowserContext, Page, Request, Route } from 'playwright-core';
+import {
+  type BlockedKind,
+  type FencePolicy,
+  fenceAllows,
+  normalizeOrigins,
+  OriginGuard,
+} from './origin-guard.js';
+
+/** The profile's settings a fence is built from (issue 11). */
+export interface FenceOptions {
+  allowedOrigins: readonly string[];
+  /** Origins child frames may load besides the allowed ones (payment or sign-in embeds); none by default. */
+  frameOrigins?: readonly string[] | undefined;
+  /** `allowed_origins` restricts subresources to allowed ∪ frame origins; `any` (the default) does not. */
+  subresources?: 'any' | 'allowed_origins' | undefined;
+}
+
+export function compileFencePolicy(options: FenceOptions): FencePolicy {
+  const pages = normalizeOrigins(options.allowedOrigins);
+  const frames = new Set([...pages, ...normalizeOrigins(options.frameOrigins ?? [])]);
+  return {
+    pages,
+    frames,
+    subresources: (options.subresources ?? 'any') === 'allowed_origins' ? frames : null,
+  };
+}
+
+/** How many requests the fence blocked so far, by kind; a change across a call means it hit the fence. */
+export type BlockedCounts = Record<BlockedKind, number>;
+
+/** A new page's first navigation, held back until the page is guarded (see {@link ContextFence}). */
+interface HeldPopup {
+  request: Request;
+  allowed: boolean;
+}
+
+/**
+ * Fences every page and frame of one browser context — the lease's first page, popups, new tabs,
+ * child frames and (when the profile says so) subresources — before their first request leaves
+ * (issue 11.2, 11.3). Playwright's context routing pauses the first request of every target,
+ * popups included, before it is sent; each page also gets an {@link OriginGuard} for redirect
+ * hops, which routing does not see.
+ *
+ * A popup's first navigation comes before Playwright can name its page, so it cannot be guarded
+ * for redirects yet: it is held back (aborted) and, once the page exists and is guarded, sent again
+ * when its origin is allowed or the page closed when it is not. An allowed popup stays open.
+ */
+export class ContextFence {
+  private readonly guards = new Map<Page, Promise<OriginGuard>>();
+  private readonly heldPopups: HeldPopup[] = [];
+  private readonly pending = new Set<Promise<unknown>>();
+  private readonly counts: BlockedCounts = { navigation: 0, popup: 0, frame: 0, subresource: 0 };
+  private closed = false;
+  private readonly onPage = (page: Page) => this.track(this.adopt(page));
+  private readonly onRoute = (route: Route) => this.track(this.route(route));
+
+  private constructor(
+    private readonly context: BrowserContext,
+    private readonly primary: Page,
+    readonly policy: FencePolicy,
+  ) {}
+
+  /**
+   * Fences `primary`'s context. A blocked top-level navigation of `primary` counts as a
+   * `navigation` (its call fails `url_disallowed`); one of any other page counts as a `popup`.
+   */
+  static async install(primary: Page, options: FenceOptions): Promise<ContextFence> {
+    const context = primary.context();
+    const fence = new ContextFence(context, primary, compileFencePolicy(options));
+    context.on('page', fence.onPage);
+    await context.route('**/*', fence.onRoute);
+    await fence.guard(primary);
+    return fence;
+  }
+
+  /** A snapshot of the blocked counts. */
+  blocked(): BlockedCounts {
+    return { ...this.counts };
+  }
+
+  /** Guards `page` against redirect hops; idempotent, and awaited before any of its requests leaves. */
+  guard(page: Page): Promise<OriginGuard> {
+    let guard = this.guards.get(page);
+    if (!guard) {
+      guard = OriginGuard.install(page, this.policy, (kind) => this.count(kind, page));
+      this.guards.set(page, guard);
+      guard.catch(() => this.guards.delete(page));
+      page.once('close', () => {
+        this.guards.delete(page);
+        guard?.then((installed) => installed.close()).catch(() => undefined);
+      });
+    }
+    return guard;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.context.off('page', this.onPage);
+    await this.context.unroute('**/*', this.onRoute).catch(() => undefined);
+    await Promise.allSettled([...this.pending]);
+    const guards = await Promise.allSettled([...this.guards.values()]);
+    this.guards.clear();
+    for (const guard of guards) if (guard.status === 'fulfilled') await guard.value.close();
+  }
+
+  private count(kind: BlockedKind, page?: Page): void {
+    this.counts[kind === 'navigation' && page !== this.primary ? 'popup' : kind] += 1;
+  }
+
+  /** Keeps a background decision owned by the fence, so close() can wait for it; never rejects. */
+  private track(work: Promise<unknown>): void {
+    const owned = work.catch(() => undefined);
+    this.pending.add(owned);
+    void owned.finally(() => this.pending.delete(owned));
+  }
+
+  private async route(route: Route): Promise<void> {
+    const request = route.request();
+    const page = pageOf(request);
+    if (page === undefined) {
+      // A service worker's own request: no page to fence it by, so it counts as a subresource.
+      return this.decide(route, 'subresource', request.url());
+    }
+    if (page === null) {
+      // Issue 11.2: a new page's first navigation, before Playwright names the page.
+      const allowed = fenceAllows(this.policy, 'page', request.url());
+      if (!allowed) this.count('popup');
+      this.heldPopups.push({ request, allowed });
+      // BlockedByClient commits an error page, which is what makes Playwright report the page.
+      await route.abort('blockedbyclient');
+      return;
+    }
+    // The page's redirect guard is in place before its first request is let through.
+    await this.guard(page);
+    const frame = request.frame();
+    const kind = !request.isNavigationRequest()
+      ? 'subresource'
+      : frame.parentFrame() === null
+        ? 'page'
+        : 'frame';
+    return this.decide(route, kind, request.url(), page);
+  }
+
+  private async decide(
+    route: Route,
+    kind: 'page' | 'frame' | 'subresource',
+    url: string,
+    page?: Page,
+  ): Promise<void> {
+    if (fenceAllows(this.policy, kind, url)) {
+      await route.continue();
+      return;
+    }
+    this.count(kind === 'page' ? 'navigation' : kind, page);
+    // Aborted, not BlockedByClient: a blocked navigation leaves the page on its document.
+    await route.abort(kind === 'subresource' ? 'blockedbyclient' : 'aborted');
+  }
+
+  /** Guards a new page; a popup whose first navigation was held back is closed or sent on. */
+  private async adopt(page: Page): Promise<void> {
+    await this.guard(page);
+    const index = this.heldPopups.findIndex((held) => pageOf(held.request) === page);
+    if (index === -1) return;
+    const [held] = this.heldPopups.splice(index, 1);
+    if (!held?.allowed) {
+      await page.close();
+      return;
+    }
+    const request = held.request;
+    if (request.method() !== 'GET') {
+      // A form sent to a new window: send the same method and body again, once.
+      await page.route(
+        request.url(),
+        (route) =>
+          route.continue({ method: request.method(), postData: request.postDataBuffer() ?? undefined }),
+        { times: 1 },
+      );
+    }
+    const referer = request.headers().referer;
+    await page.goto(request.url(), { waitUntil: 'commit', ...(referer ? { referer } : {}) });
+  }
+}
+
+/** The page a request belongs to; null for a new page's first navigation, undefined for a worker's. */
+function pageOf(request: Request): Page | null | undefined {
+  if (request.serviceWorker()) return undefined;
+  try {
+    return request.frame().page();
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,70 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { type OperationLimits, PageEngine, type PageEngineOptions } from '../../libs/browser/index.js';
+import type { BrowserObservation } from '../../libs/contracts/index.js';
+import { launchTestBrowser } from '../fixtures/chromium.js';
+import { PageServer } from '../fixtures/page-server.js';
+
+/**
+ * Real Chromium and two local servers: `site` is the profile's allowed origin, `elsewhere` one it
+ * does not allow (issue 11). Every request `elsewhere` sees is in its log, so a fence that holds
+ * leaves it empty. A fresh context and engine per test.
+ */
+export class FenceRig {
+  browser!: Browser;
+  site!: PageServer;
+  elsewhere!: PageServer;
+  private readonly contexts: BrowserContext[] = [];
+  private readonly engines: PageEngine[] = [];
+
+  async start(): Promise<void> {
+    [this.browser, this.site, this.elsewhere] = await Promise.all([
+      launchTestBrowser(),
+      PageServer.start(),
+      PageServer.start(),
+    ]);
+  }
+
+  async stop(): Promise<void> {
+    await this.cleanup();
+    await this.browser?.close();
+    await Promise.all([this.site?.close(), this.elsewhere?.close()]);
+  }
+
+  /** A page in a new context, fenced to the site's origin plus what `options` adds. */
+  async engine(
+    options: Omit<PageEngineOptions, 'allowedOrigins'> = {},
+  ): Promise<{ engine: PageEngine; page: Page; context: BrowserContext }> {
+    const context = await this.browser.newContext();
+    this.contexts.push(context);
+    const page = await context.newPage();
+    const engine = await PageEngine.create(page, { ...options, allowedOrigins: [this.site.origin] });
+    this.engines.push(engine);
+    return { engine, page, context };
+  }
+
+  async cleanup(): Promise<void> {
+    for (const engine of this.engines.splice(0)) await engine.close();
+    for (const context of this.contexts.splice(0)) await context.close().catch(() => undefined);
+    this.site.log.length = 0;
+    this.elsewhere.log.length = 0;
+  }
+
+  /** Requests that reached the disallowed server. */
+  get elsewhereHits(): number {
+    return this.elsewhere.log.length;
+  }
+}
+
+export function limits(ms = 15_000): OperationLimits {
+  return { deadlineMs: Date.now() + ms };
+}
+
+export function refOf(observation: BrowserObservation, name: string): string {
+  const element = observation.elements.find((candidate) => candidate.name === name);
+  if (!element) throw new Error(`no element named ${name}`);
+  return element.ref;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

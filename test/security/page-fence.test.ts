@@ -1,0 +1,155 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FenceRig, limits, refOf, sleep } from './page-fence-rig.js';
+
+const rig = new FenceRig();
+beforeAll(() => rig.start());
+afterAll(() => rig.stop());
+afterEach(() => rig.cleanup());
+
+/** Serves `body` on the allowed site and navigates a fresh engine there. */
+async function open(name: string, body: string, options: Parameters<FenceRig['engine']>[0] = {}) {
+  const url = rig.site.addPage(
+    name,
+    `<!doctype html><html><head><title>${name}</title></head><body>${body}</body></html>`,
+  );
+  const opened = await rig.engine(options);
+  const { observation } = await opened.engine.navigate({ url }, limits());
+  return { ...opened, observation };
+}
+
+async function click(
+  opened: Awaited<ReturnType<typeof open>>,
+  name: string,
+): Promise<Awaited<ReturnType<Awaited<ReturnType<typeof open>>['engine']['act']>>> {
+  return opened.engine.act(
+    { revision: opened.observation.revision, element: refOf(opened.observation, name), action: 'click' },
+    limits(),
+  );
+}
+
+describe('popups are fenced like the first page (issue 11.2)', () => {
+  it('closes a window.open popup to a disallowed origin before it loads, and the act says so', async () => {
+    const away = `${rig.elsewhere.origin}/pages/second.html`;
+    const opened = await open(
+      'popup-script.html',
+      `<button type="button" onclick="window.open('${away}')">Open</button>`,
+    );
+    const { observation } = await click(opened, 'Open');
+    await sleep(300);
+    expect(rig.elsewhereHits).toBe(0);
+    expect(observation.blocked).toEqual({ popups: 1, frames: 0, subresources: 0 });
+    expect(opened.context.pages()).toEqual([opened.page]);
+  });
+
+  it('closes a target=_blank link to a disallowed origin before it loads', async () => {
+    const away = `${rig.elsewhere.origin}/pages/second.html`;
+    const opened = await open('popup-link.html', `<a href="${away}" target="_blank">Away</a>`);
+    const { observation } = await click(opened, 'Away');
+    await sleep(300);
+    expect(rig.elsewhereHits).toBe(0);
+    expect(observation.blocked?.popups).toBe(1);
+    expect(opened.context.pages()).toEqual([opened.page]);
+  });
+
+  it('closes a popup a page opens while loading, and the navigation says so', async () => {
+    const away = `${rig.elsewhere.origin}/pages/second.html`;
+    const opened = await open('popup-onload.html', `<p>Loaded</p><script>window.open('${away}')</script>`);
+    await sleep(300);
+    expect(rig.elsewhereHits).toBe(0);
+    expect(opened.observation.blocked?.popups).toBe(1);
+    expect(opened.context.pages()).toEqual([opened.page]);
+  });
+
+  it('keeps a popup to an allowed origin open and loaded', async () => {
+    const opened = await open('popup-allowed.html', `<a href="/pages/second.html" target="_blank">Next</a>`);
+    const { observation } = await click(opened, 'Next');
+    expect(observation.blocked).toBeUndefined();
+    await expect
+      .poll(() => opened.context.pages().map((page) => page.url()))
+      .toContain(rig.site.url('/pages/second.html'));
+    expect(rig.elsewhereHits).toBe(0);
+  });
+
+  it('blocks a popup to an allowed origin that redirects to a disallowed one', async () => {
+    const to = encodeURIComponent(`${rig.elsewhere.origin}/pages/second.html`);
+    const opened = await open(
+      'popup-redirect.html',
+      `<button type="button" onclick="window.open('/api/redirect?to=${to}')">Open</button>`,
+    );
+    await click(opened, 'Open');
+    await expect.poll(() => rig.site.log.some((entry) => entry.path.startsWith('/api/redirect'))).toBe(true);
+    await sleep(500);
+    expect(rig.elsewhereHits).toBe(0);
+  });
+
+  it('blocks a later navigation of an allowed popup to a disallowed origin', async () => {
+    const away = `${rig.elsewhere.origin}/pages/second.html`;
+    const opened = await open(
+      'popup-later.html',
+      `<button type="button" onclick="const w = window.open('/pages/second.html'); setTimeout(() => { w.location = '${away}'; }, 300)">Open</button>`,
+    );
+    await click(opened, 'Open');
+    await sleep(1_000);
+    expect(rig.elsewhereHits).toBe(0);
+  });
+});
+
+describe('child frames follow the allowed origins and frame_origins (issue 11.3)', () => {
+  it('blocks a frame to a disallowed origin before its request leaves', async () => {
+    const opened = await open(
+      'frame-away.html',
+      `<iframe src="${rig.elsewhere.origin}/pages/frame-content.html" title="Away"></iframe>`,
+    );
+    expect(rig.elsewhereHits).toBe(0);
+    expect(opened.observation.blocked?.frames).toBe(1);
+  });
+
+  it('blocks a frame whose allowed address redirects to a disallowed origin', async () => {
+    const to = encodeURIComponent(`${rig.elsewhere.origin}/pages/frame-content.html`);
+    await open('frame-redirect.html', `<iframe src="/api/redirect?to=${to}" title="Bounce"></iframe>`);
+    await sleep(300);
+    expect(rig.site.log.some((entry) => entry.path.startsWith('/api/redirect'))).toBe(true);
+    expect(rig.elsewhereHits).toBe(0);
+  });
+
+  it('lets a frame load from an origin the profile lists in frame_origins', async () => {
+    const opened = await open(
+      'frame-listed.html',
+      `<iframe src="${rig.elsewhere.origin}/pages/frame-content.html" title="Embed"></iframe>`,
+      { frameOrigins: [rig.elsewhere.origin] },
+    );
+    expect(opened.observation.blocked).toBeUndefined();
+    expect(rig.elsewhere.log.map((entry) => entry.path)).toContain('/pages/frame-content.html');
+  });
+});
+
+describe('subresources (issue 11.3)', () => {
+  const beacons = () => `
+    <img src="${rig.elsewhere.origin}/api/no-content?kind=img" alt="">
+    <script>
+      fetch('${rig.elsewhere.origin}/api/poll?kind=fetch').catch(() => {});
+      navigator.sendBeacon('${rig.elsewhere.origin}/api/no-content?kind=beacon', 'x');
+      const xhr = new XMLHttpRequest(); xhr.open('GET', '${rig.elsewhere.origin}/api/poll?kind=xhr'); xhr.send();
+    </script>
+    <img src="/api/redirect?to=${encodeURIComponent(`${rig.elsewhere.origin}/api/no-content?kind=hop`)}" alt="">`;
+
+  it('are unrestricted by default, because real sites load from CDNs', async () => {
+    await open('subresources-any.html', beacons());
+    await expect.poll(() => rig.elsewhereHits).toBeGreaterThanOrEqual(4);
+  });
+
+  it('reach only allowed and frame origins when the profile says subresources: allowed_origins', async () => {
+    const opened = await open('subresources-fenced.html', beacons(), { subresources: 'allowed_origins' });
+    await sleep(500);
+    expect(rig.elsewhereHits).toBe(0);
+    expect(opened.observation.blocked?.subresources).toBeGreaterThanOrEqual(4);
+  });
+
+  it('reach a frame origin when subresources are fenced and that origin is listed', async () => {
+    await open('subresources-listed.html', beacons(), {
+      subresources: 'allowed_origins',
+      frameOrigins: [rig.elsewhere.origin],
+    });
+    await expect.poll(() => rig.elsewhereHits).toBeGreaterThanOrEqual(4);
+  });
+});
