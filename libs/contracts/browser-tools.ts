@@ -25,8 +25,22 @@ export const predicateSchema = z.strictObject({
 export type Predicate = z.output<typeof predicateSchema>;
 export type PredicateInput = z.input<typeof predicateSchema>;
 
+/**
+ * Issue 11.11: only an absolute http(s) URL is a web page to navigate to. `file:`, `chrome:`,
+ * `javascript:`, `data:`, `about:` and the like are bad arguments, refused before anything is sent,
+ * so they never reach a lease (an effect refused after sending would cost it: ADR-0127 d3).
+ */
+function isWebPageUrl(value: string): boolean {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
 export const navigateArgsSchema = z.strictObject({
-  url: z.string().min(1).max(4_096),
+  url: z.string().min(1).max(4_096).refine(isWebPageUrl, 'url must be an absolute http(s) URL'),
 });
 export type NavigateArgs = z.output<typeof navigateArgsSchema>;
 
