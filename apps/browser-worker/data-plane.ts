@@ -22,6 +22,7 @@ import {
   type LeaseStore,
   type PageResult,
 } from '../../libs/lease/index.js';
+import { sendFrameworkError } from '../../libs/telemetry/index.js';
 
 /** How long a request with an Idempotency-Key waits for the first one with the same key to answer. */
 const PENDING_WAIT_MS = 10_000;
@@ -59,8 +60,6 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
       return reply.code(DATA_PLANE_ERROR_STATUS[code] ?? 500).send(errorBody(code, error.message));
     }
     const fastifyError = error as FastifyError;
-    if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
-      return reply.code(413).send(errorBody('payload_too_large', 'body over 65536 bytes'));
     if (
       fastifyError.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
       fastifyError.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
@@ -68,10 +67,8 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
       return reply
         .code(422)
         .send(errorBody('validation_failed', 'body: expected a JSON object', { field: 'body' }));
-    if (fastifyError.statusCode && fastifyError.statusCode < 500)
-      return reply.code(fastifyError.statusCode).send(errorBody('bad_request', fastifyError.message));
-    request.log.error({ err: error }, 'data-plane request failed');
-    return reply.code(500).send(errorBody('internal', 'internal error'));
+    // Size, content type and anything unexpected: the one shape both servers share (issue 11.9).
+    return sendFrameworkError(error, request, reply, app.initialConfig.bodyLimit ?? 65_536);
   });
 
   app.post('/v1/profiles', async (request, reply) => {
