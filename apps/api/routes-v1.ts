@@ -9,10 +9,12 @@ import {
   boundedJson,
   createProfileSchema,
   grantRequestSchema,
+  profileIdSchema,
   RUN_INPUT_MAX_CHARS,
   RUN_SCRIPT_BOUNDS,
   recordIdSchema,
 } from '../../libs/contracts/index.js';
+import type { ProfileSettings } from '../../libs/lease/index.js';
 import {
   microUsdToUsd,
   modelPrice,
@@ -64,6 +66,18 @@ export const submitRunSchema = z.strictObject({
     .default(3600_000),
 });
 
+/** A profile as the REST API shows it to its tenant: settings, never the sealed state. */
+function restProfileView(profile: ProfileSettings) {
+  return {
+    id: profile.id,
+    allowed_origins: profile.allowedOrigins,
+    frame_origins: profile.frameOrigins,
+    subresources: profile.subresources,
+    protected: profile.protected,
+    sealed: profile.sealedAtMs !== undefined,
+  };
+}
+
 /** REST v1 (DESIGN §9): profiles, agents, sessions, runs, approvals. Another tenant's record is 404. */
 export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): void {
   const app = root.withTypeProvider<ZodTypeProvider>();
@@ -93,16 +107,25 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
     '/v1/profiles',
     { schema: { tags: ['profiles'] }, preHandler: authenticate(store, 'runs:read') },
     async (request) => {
-      const { tenant } = identityOf(request);
-      const profiles = (await deps.profiles.listProfiles()).filter((profile) => profile.tenant === tenant);
-      return {
-        profiles: profiles.map((profile) => ({
-          id: profile.id,
-          allowed_origins: profile.allowedOrigins,
-          protected: profile.protected,
-          sealed: profile.sealedBlob !== undefined,
-        })),
-      };
+      // Issue 11 finding 7: the tenant's own index alone, never another tenant's records or any seal.
+      const profiles = await deps.profiles.listProfiles(identityOf(request).tenant);
+      return { profiles: profiles.map(restProfileView) };
+    },
+  );
+  app.get(
+    '/v1/profiles/:id',
+    {
+      schema: { tags: ['profiles'], params: z.object({ id: profileIdSchema }) },
+      preHandler: authenticate(store, 'runs:read'),
+    },
+    async (request) => {
+      // Ids are unique within a tenant: another tenant's profile of this id is simply not this one.
+      const profile = await deps.profiles.profileSettings({
+        tenant: identityOf(request).tenant,
+        id: request.params.id,
+      });
+      if (!profile) throw new ApiError('not_found', `profile ${request.params.id} not found`);
+      return restProfileView(profile);
     },
   );
 
@@ -185,9 +208,12 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
     async (request, reply) => {
       const identity = identityOf(request);
       if (request.body.browser_profile_id) {
-        const profile = await deps.profiles.getProfile(request.body.browser_profile_id);
-        if (!profile || profile.tenant !== identity.tenant)
-          throw new ApiError('not_found', `profile ${request.body.browser_profile_id} not found`);
+        // The session's profile is the caller's tenant's profile of that id (issue 11 finding 7).
+        const profile = await deps.profiles.profileSettings({
+          tenant: identity.tenant,
+          id: request.body.browser_profile_id,
+        });
+        if (!profile) throw new ApiError('not_found', `profile ${request.body.browser_profile_id} not found`);
       }
       const agentId =
         request.body.agent_id ?? (await deps.defaultAgents.ensure(identity.tenant, request.body.model));

@@ -13,8 +13,10 @@ import {
   type LeaseView,
   navigateSchema,
   observeSchema,
+  type ProfileRef,
   profileIdSchema,
   renewLeaseSchema,
+  tenantIdSchema,
 } from '../../libs/contracts/index.js';
 import {
   DataPlaneError,
@@ -27,12 +29,21 @@ import { sendFrameworkError } from '../../libs/telemetry/index.js';
 /** How long a request with an Idempotency-Key waits for the first one with the same key to answer. */
 const PENDING_WAIT_MS = 10_000;
 
-const leaseParams = z.object({
-  profileId: profileIdSchema,
-  leaseId: z.string().regex(/^lse_[A-Za-z0-9_-]{8,64}$/),
-});
-const profileParams = z.object({ profileId: profileIdSchema });
-const tenantQuery = z.object({ tenant: z.string().min(1).max(64).optional() });
+/**
+ * Every profile route names the tenant in its path (issue 11 finding 7): profile ids are unique
+ * within a tenant, so `/v1/tenants/a/profiles/shop` and `/v1/tenants/b/profiles/shop` are two profiles.
+ */
+const TENANT_PROFILES = '/v1/tenants/:tenant/profiles';
+const PROFILE = `${TENANT_PROFILES}/:profileId`;
+const LEASE = `${PROFILE}/leases/:leaseId`;
+
+const tenantParams = z.object({ tenant: tenantIdSchema });
+const profileParams = tenantParams.extend({ profileId: profileIdSchema });
+const leaseParams = profileParams.extend({ leaseId: z.string().regex(/^lse_[A-Za-z0-9_-]{8,64}$/) });
+
+function profileRef(params: { tenant: string; profileId: string }): ProfileRef {
+  return { tenant: params.tenant, id: params.profileId };
+}
 
 function errorBody(code: string, message: string, details: Record<string, unknown> = {}) {
   return { error: { code, message, ...details } };
@@ -71,46 +82,53 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
     return sendFrameworkError(error, request, reply, app.initialConfig.bodyLimit ?? 65_536);
   });
 
-  app.post('/v1/profiles', async (request, reply) => {
-    const profile = parse(createProfileSchema, request.body, 'body');
+  app.post(TENANT_PROFILES, async (request, reply) => {
+    const { tenant } = parse(tenantParams, request.params, 'path');
+    const raw = request.body;
+    const named = raw && typeof raw === 'object' && !Array.isArray(raw) ? { tenant, ...raw } : raw;
+    const profile = parse(createProfileSchema, named, 'body');
+    if (profile.tenant !== tenant)
+      throw new DataPlaneError('validation_failed', 'body.tenant: must be the tenant the path names', {
+        field: 'body.tenant',
+      });
     return reply.code(201).send(await leases.createProfile(profile));
   });
-  app.get('/v1/profiles', async (request) => {
-    const { tenant } = parse(tenantQuery, request.query, 'query');
+  app.get(TENANT_PROFILES, async (request) => {
+    const { tenant } = parse(tenantParams, request.params, 'path');
     return { profiles: await leases.listProfiles(tenant) };
   });
-  app.get('/v1/profiles/:profileId', async (request) => {
-    const { profileId } = parse(profileParams, request.params, 'path');
-    const { tenant } = parse(tenantQuery, request.query, 'query');
-    return leases.getProfile(profileId, tenant);
+  app.get(PROFILE, async (request) => {
+    return leases.getProfile(profileRef(parse(profileParams, request.params, 'path')));
   });
 
-  app.post('/v1/profiles/:profileId/leases', async (request, reply) => {
-    const { profileId } = parse(profileParams, request.params, 'path');
+  app.post(`${PROFILE}/leases`, async (request, reply) => {
+    const profile = profileRef(parse(profileParams, request.params, 'path'));
     const body = parse(acquireLeaseSchema, request.body, 'body');
-    return idempotent(store, profileId, request, reply, async () => {
-      const answer = await leases.acquire(profileId, body);
+    return idempotent(store, profile, request, reply, async () => {
+      const answer = await leases.acquire(profile, body);
       return { status: answer.created ? 201 : 200, body: answer };
     });
   });
-  app.get('/v1/profiles/:profileId/leases/:leaseId', async (request) => {
-    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
-    return leases.getLease(profileId, leaseId);
+  app.get(LEASE, async (request) => {
+    const params = parse(leaseParams, request.params, 'path');
+    return leases.getLease(profileRef(params), params.leaseId);
   });
-  app.post('/v1/profiles/:profileId/leases/:leaseId/renew', async (request, reply) => {
-    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
+  app.post(`${LEASE}/renew`, async (request, reply) => {
+    const params = parse(leaseParams, request.params, 'path');
+    const profile = profileRef(params);
     const body = parse(renewLeaseSchema, request.body, 'body');
-    return idempotent(store, profileId, request, reply, async () => ({
+    return idempotent(store, profile, request, reply, async () => ({
       status: 200,
-      body: await leases.renew(profileId, leaseId, body.requested_expires_at_ms),
+      body: await leases.renew(profile, params.leaseId, body.requested_expires_at_ms),
     }));
   });
-  app.post('/v1/profiles/:profileId/leases/:leaseId/close', async (request, reply) => {
-    const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
+  app.post(`${LEASE}/close`, async (request, reply) => {
+    const params = parse(leaseParams, request.params, 'path');
+    const profile = profileRef(params);
     const body = parse(closeLeaseSchema, request.body, 'body');
-    return idempotent(store, profileId, request, reply, async () => ({
+    return idempotent(store, profile, request, reply, async () => ({
       status: 200,
-      body: await leases.close(profileId, leaseId, { seal: body.seal }),
+      body: await leases.close(profile, params.leaseId, { seal: body.seal }),
     }));
   });
 
@@ -120,26 +138,31 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
     verb: 'navigate' | 'observe' | 'act',
     schema: T,
     call: (
-      profileId: string,
+      profile: ProfileRef,
       leaseId: string,
       body: z.output<T>,
       limits: OperationLimits,
     ) => Promise<PageAnswer>,
   ) =>
-    app.post(`/v1/profiles/:profileId/leases/:leaseId/${verb}`, async (request) => {
-      const { profileId, leaseId } = parse(leaseParams, request.params, 'path');
+    app.post(`${LEASE}/${verb}`, async (request) => {
+      const params = parse(leaseParams, request.params, 'path');
       const body = parse(schema, request.body ?? {}, 'body');
-      const { lease, result } = await call(profileId, leaseId, body, limitsFor(request, body.deadline_ms));
+      const { lease, result } = await call(
+        profileRef(params),
+        params.leaseId,
+        body,
+        limitsFor(request, body.deadline_ms),
+      );
       return { lease, observation: result.observation, evidence_key: result.evidenceKey ?? null };
     });
-  pageRoute('navigate', navigateSchema, (profileId, leaseId, body, limits) =>
-    leases.navigate(profileId, leaseId, body.sequence, body.url, limits),
+  pageRoute('navigate', navigateSchema, (profile, leaseId, body, limits) =>
+    leases.navigate(profile, leaseId, body.sequence, body.url, limits),
   );
-  pageRoute('observe', observeSchema, (profileId, leaseId, body, limits) =>
-    leases.observe(profileId, leaseId, body.args, limits),
+  pageRoute('observe', observeSchema, (profile, leaseId, body, limits) =>
+    leases.observe(profile, leaseId, body.args, limits),
   );
-  pageRoute('act', actSchema, (profileId, leaseId, body, limits) =>
-    leases.act(profileId, leaseId, body.sequence, body.args, limits),
+  pageRoute('act', actSchema, (profile, leaseId, body, limits) =>
+    leases.act(profile, leaseId, body.sequence, body.args, limits),
   );
 }
 
@@ -156,7 +179,7 @@ function limitsFor(request: FastifyRequest, deadlineMs: number): OperationLimits
 
 async function idempotent(
   store: LeaseStore,
-  profileId: string,
+  profile: ProfileRef,
   request: FastifyRequest,
   reply: FastifyReply,
   answer: () => Promise<{ status: number; body: unknown }>,
@@ -176,7 +199,7 @@ async function idempotent(
 
   const deadline = Date.now() + PENDING_WAIT_MS;
   for (;;) {
-    const claim = await store.claimIdempotency(profileId, key, requestHash);
+    const claim = await store.claimIdempotency(profile, key, requestHash);
     if (claim.status === 'conflict')
       throw new DataPlaneError('idempotency_conflict', 'this Idempotency-Key was used with another request');
     if (claim.status === 'replay')
@@ -201,14 +224,14 @@ async function idempotent(
   } catch (error) {
     const refusal = error instanceof DataPlaneError && error.status < 500;
     if (!refusal) {
-      await store.releaseIdempotency(profileId, key);
+      await store.releaseIdempotency(profile, key);
       throw error;
     }
     status = error.status;
     body = errorBody(error.code, error.message, error.details);
   }
   const text = JSON.stringify(body);
-  await store.completeIdempotency(profileId, key, status, text);
+  await store.completeIdempotency(profile, key, status, text);
   return reply.code(status).type('application/json').send(text);
 }
 

@@ -223,10 +223,9 @@ async function budgetOptions(
   if (run.browser_profile_id) {
     options.requiredTools = BROWSER_TOOL_NAMES_REQUIRED;
     // The profile's normalised origins only: never its id, a name or a credential.
-    const origins = (await deps.profiles.allowedOrigins(run.browser_profile_id)).slice(
-      0,
-      MAX_ORIGINS_RENDERED,
-    );
+    const origins = (
+      await deps.profiles.allowedOrigins({ tenant: run.tenant, id: run.browser_profile_id })
+    ).slice(0, MAX_ORIGINS_RENDERED);
     options.runtimeMetadata = { browser_origins: origins.join(',') };
   }
   return options;
@@ -289,7 +288,7 @@ export async function executeRun(
       ? new BrowserLeaseProvider({
           scope: { tenant: run.tenant, principal: run.principal, run_id: run.id, attempt: run.attempt },
           profileId: run.browser_profile_id,
-          findWorker: (profileId) => deps.registry.findForProfile(profileId),
+          findWorker: (profile) => deps.registry.findForProfile(profile),
           token,
           // ADR-0127 d7: another run's lease is sealed and replaced only once that run is done with its page.
           holderNeedsPage: async (holderRunId) =>

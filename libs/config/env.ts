@@ -70,12 +70,24 @@ export const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ -')
     .default('browser-1'),
-  /** Profiles pinned to this browser worker: `*` or a comma-separated list of profile ids. */
+  /**
+   * Profiles pinned to this browser worker: `*`, or a comma-separated list of `tenant/id` (one
+   * profile) and `tenant/*` (every profile of a tenant). Profile ids are unique within a tenant only.
+   */
   BROWSER_WORKER_PROFILES: z
     .string()
     .default('*')
     .transform((value) => (value.trim() === '*' ? '*' : splitList(value)))
-    .pipe(z.union([z.literal('*'), z.array(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/)).min(1)])),
+    .pipe(
+      z.union([
+        z.literal('*'),
+        z
+          .array(
+            z.string().regex(/^[A-Za-z0-9_-]{1,64}\/(?:[A-Za-z0-9_-]{1,64}|\*)$/, 'tenant/id or tenant/*'),
+          )
+          .min(1),
+      ]),
+    ),
   /** How often a browser worker closes its expired leases, unsealed. */
   LEASE_EXPIRY_SWEEP_INTERVAL_MS: positiveMs.default(2_000),
   /** How often a browser worker renews its registration; the record lives three times this. */

@@ -1,20 +1,53 @@
 import { z } from 'zod';
+import { tenantIdSchema } from './runs.js';
 
 /**
  * The browser worker's data plane (DESIGN §5): profiles, leases and the lease-scoped page routes.
  * Every body crossing it is parsed by one of these schemas on arrival.
  */
 
-/** A profile id: chosen by its creator, safe in Redis keys, URLs and pin lists. */
+/** A profile id: chosen by its creator, unique within its tenant, safe in Redis keys, URLs and pin lists. */
 export const profileIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ or -, at most 64');
-const tenantSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ or -, at most 64');
 const principalSchema = z
   .string()
   .regex(/^[A-Za-z0-9_.@-]{1,128}$/, 'letters, digits, _ . @ or -, at most 128');
 
-/** At most 64 allowed origins per profile (normalised `scheme://host[:port]`). */
+/**
+ * A profile names itself within its tenant (DESIGN §3): two tenants may both have a profile `shop`.
+ * Everything that names a profile — data-plane paths, Redis keys, pins, leases — carries both.
+ */
+export interface ProfileRef {
+  readonly tenant: string;
+  readonly id: string;
+}
+
+/** `tenant/id`: a profile's name across tenants (pins, logs, the seal's additional data). */
+export function profileLabel(profile: ProfileRef): string {
+  return `${profile.tenant}/${profile.id}`;
+}
+
+/**
+ * Whether a browser worker's pins serve `profile`: `*` serves every profile, a pin `tenant/*` every
+ * profile of that tenant, a pin `tenant/id` that one profile.
+ */
+export function pinsServe(pins: '*' | readonly string[], profile: ProfileRef): boolean {
+  return pinRank(pins, profile) > 0;
+}
+
+/**
+ * How closely `pins` name `profile`: 3 by tenant and id, 2 by `tenant/*`, 1 by `*`, 0 not at all.
+ * The run side prefers the worker that names a profile most closely.
+ */
+export function pinRank(pins: '*' | readonly string[], profile: ProfileRef): number {
+  if (pins === '*') return 1;
+  if (pins.includes(profileLabel(profile))) return 3;
+  if (pins.includes(`${profile.tenant}/*`)) return 2;
+  return pins.includes('*') ? 1 : 0;
+}
+
+/** At most 64 allowed origins per profile (normalised `scheme://host[:port]`), and as many frame origins. */
 export const MAX_PROFILE_ORIGINS = 64;
 
 /**
@@ -34,31 +67,43 @@ export function normaliseOrigin(value: string): string | undefined {
   return url.origin;
 }
 
+/** A list of at most 64 http(s) origins, normalised, deduplicated and sorted. */
+const originListSchema = z
+  .array(z.string().max(2_048))
+  .max(MAX_PROFILE_ORIGINS)
+  .transform((origins, context) => {
+    const normalised = new Set<string>();
+    for (const [index, origin] of origins.entries()) {
+      const value = normaliseOrigin(origin);
+      if (value === undefined) {
+        context.addIssue({
+          code: 'custom',
+          path: [index],
+          message: 'an http(s) origin such as https://example.com',
+        });
+        return z.NEVER;
+      }
+      normalised.add(value);
+    }
+    return [...normalised].sort();
+  });
+
+/**
+ * What a lease's pages may load besides their top-level documents (issue 11): `any` (real sites
+ * load from CDNs) or `allowed_origins` (only `allowed_origins` ∪ `frame_origins`).
+ */
+export const subresourcePolicySchema = z.enum(['any', 'allowed_origins']);
+export type SubresourcePolicy = z.output<typeof subresourcePolicySchema>;
+
 export const createProfileSchema = z.object({
   id: profileIdSchema,
-  tenant: tenantSchema,
+  tenant: tenantIdSchema,
   /** The principal that owns the profile; a protected profile is leased to it alone. */
   principal: principalSchema,
-  allowed_origins: z
-    .array(z.string().max(2_048))
-    .min(1)
-    .max(MAX_PROFILE_ORIGINS)
-    .transform((origins, context) => {
-      const normalised = new Set<string>();
-      for (const [index, origin] of origins.entries()) {
-        const value = normaliseOrigin(origin);
-        if (value === undefined) {
-          context.addIssue({
-            code: 'custom',
-            path: [index],
-            message: 'an http(s) origin such as https://example.com',
-          });
-          return z.NEVER;
-        }
-        normalised.add(value);
-      }
-      return [...normalised].sort();
-    }),
+  allowed_origins: z.array(z.string().max(2_048)).min(1).max(MAX_PROFILE_ORIGINS).pipe(originListSchema),
+  /** Origins child frames may load besides `allowed_origins` (payment or sign-in embeds). */
+  frame_origins: originListSchema.default([]),
+  subresources: subresourcePolicySchema.default('any'),
   protected: z.boolean().default(false),
 });
 export type CreateProfile = z.output<typeof createProfileSchema>;
@@ -69,6 +114,8 @@ export interface ProfileView {
   tenant: string;
   principal: string;
   allowed_origins: string[];
+  frame_origins: string[];
+  subresources: SubresourcePolicy;
   protected: boolean;
   sealed: boolean;
   sealed_at_ms: number | null;
@@ -77,7 +124,7 @@ export interface ProfileView {
 
 /** Who holds a lease, for what (ADR-0127 d1): a repeated acquire with this same scope reattaches. */
 export const leaseScopeSchema = z.object({
-  tenant: tenantSchema,
+  tenant: tenantIdSchema,
   principal: principalSchema,
   run_id: z.string().regex(/^[A-Za-z0-9_-]{1,80}$/),
   attempt: z.number().int().min(1).max(1_000_000),

@@ -8,6 +8,7 @@ export type {
   LeaseCaps,
   LeaseRecord,
   LeaseStore,
+  ProfileSettings,
   RenewOutcome,
   SequenceOutcome,
   StoredProfile,

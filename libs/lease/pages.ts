@@ -31,6 +31,10 @@ export interface PageFactory {
   open(input: {
     profileId: string;
     allowedOrigins: readonly string[];
+    /** Origins child frames may load besides the allowed ones (issue 11); none unless given. */
+    frameOrigins?: readonly string[];
+    /** `allowed_origins` restricts subresources to allowed ∪ frame origins; `any` unless given. */
+    subresources?: 'any' | 'allowed_origins';
     storageState: unknown;
   }): Promise<PageSession>;
   /** Contexts this factory holds open now (metrics and tests). */

@@ -1,20 +1,35 @@
-import type { CreateProfile, LeaseCloseReason, LeaseScope, LeaseState } from '../contracts/index.js';
+import type {
+  CreateProfile,
+  LeaseCloseReason,
+  LeaseScope,
+  LeaseState,
+  ProfileRef,
+  SubresourcePolicy,
+} from '../contracts/index.js';
 
-/** A profile as stored: its sealed state is an encrypted blob, never shown by a route. */
-export interface StoredProfile {
+/** A profile's settings as stored, without its sealed state (what listing reads). */
+export interface ProfileSettings {
   id: string;
   tenant: string;
   principal: string;
   allowedOrigins: string[];
+  /** Origins child frames may load besides the allowed ones (issue 11). */
+  frameOrigins: string[];
+  subresources: SubresourcePolicy;
   protected: boolean;
-  sealedBlob: string | undefined;
   sealedAtMs: number | undefined;
   createdAtMs: number;
 }
 
+/** A profile as stored: its sealed state is an encrypted blob, never shown by a route. */
+export interface StoredProfile extends ProfileSettings {
+  sealedBlob: string | undefined;
+}
+
 export interface LeaseRecord {
   id: string;
-  profileId: string;
+  /** The profile leased: its tenant and its id within the tenant. */
+  profile: ProfileRef;
   providerRef: string;
   scope: LeaseScope;
   state: LeaseState;
@@ -63,10 +78,14 @@ export type IdempotencyClaim =
 /** The lease rules' store, passed in (DESIGN §2): every change below is one Lua script. */
 export interface LeaseStore {
   createProfile(profile: CreateProfile, nowMs: number): Promise<boolean>;
-  getProfile(profileId: string): Promise<StoredProfile | undefined>;
-  listProfiles(): Promise<StoredProfile[]>;
+  /** The profile with its sealed state (acquire needs it); undefined if the tenant has no such profile. */
+  getProfile(profile: ProfileRef): Promise<StoredProfile | undefined>;
+  /** One tenant's profiles, read from that tenant's index alone, never their sealed state. */
+  listProfiles(tenant: string): Promise<ProfileSettings[]>;
+  /** Every tenant's profiles (start-up revocation of orphaned leases), names only. */
+  listAllProfileRefs(): Promise<ProfileRef[]>;
   acquire(input: {
-    profileId: string;
+    profile: ProfileRef;
     newLeaseId: string;
     scope: LeaseScope;
     providerRef: string;
@@ -74,35 +93,35 @@ export interface LeaseStore {
     nowMs: number;
     caps: LeaseCaps;
   }): Promise<AcquireOutcome>;
-  getLease(profileId: string, leaseId: string): Promise<LeaseRecord | undefined>;
-  liveLeaseId(profileId: string): Promise<string | undefined>;
+  getLease(profile: ProfileRef, leaseId: string): Promise<LeaseRecord | undefined>;
+  liveLeaseId(profile: ProfileRef): Promise<string | undefined>;
   renew(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     requestedExpiresAtMs: number,
     nowMs: number,
     caps: LeaseCaps,
   ): Promise<RenewOutcome>;
   beginClose(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     nowMs: number,
     reason: LeaseCloseReason,
   ): Promise<BeginCloseOutcome>;
   finishClose(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     nowMs: number,
     sealedBlob: string | undefined,
   ): Promise<{ sealed: boolean; reason: LeaseCloseReason }>;
   advanceSequence(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     sequence: number,
     nowMs: number,
     advance: boolean,
   ): Promise<SequenceOutcome>;
-  claimIdempotency(profileId: string, key: string, requestHash: string): Promise<IdempotencyClaim>;
-  completeIdempotency(profileId: string, key: string, httpStatus: number, body: string): Promise<void>;
-  releaseIdempotency(profileId: string, key: string): Promise<void>;
+  claimIdempotency(profile: ProfileRef, key: string, requestHash: string): Promise<IdempotencyClaim>;
+  completeIdempotency(profile: ProfileRef, key: string, httpStatus: number, body: string): Promise<void>;
+  releaseIdempotency(profile: ProfileRef, key: string): Promise<void>;
 }

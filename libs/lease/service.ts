@@ -7,12 +7,14 @@ import type {
   CreateProfile,
   LeaseCloseReason,
   LeaseView,
+  ProfileRef,
   ProfileView,
 } from '../contracts/index.js';
+import { pinsServe, profileLabel } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
 import type { PageFactory, PageResult, PageSession } from './pages.js';
-import type { LeaseCaps, LeaseRecord, LeaseStore, StoredProfile } from './ports.js';
+import type { LeaseCaps, LeaseRecord, LeaseStore, ProfileSettings, StoredProfile } from './ports.js';
 import { sealState, unsealState } from './seal.js';
 
 /** ADR-0127 d5: a lease is granted at most 15 minutes at a time and lives at most 60 minutes. */
@@ -23,6 +25,7 @@ export interface LeaseServiceOptions {
   pages: PageFactory;
   /** This browser worker's id: the provider reference of every lease it serves. */
   workerId: string;
+  /** The profiles it serves: `*`, or pins `tenant/id` and `tenant/*` (see `pinsServe`). */
   pinnedProfiles: '*' | readonly string[];
   sealKey: Buffer;
   logger: Logger;
@@ -33,7 +36,7 @@ export interface LeaseServiceOptions {
 }
 
 interface HeldLease {
-  profileId: string;
+  profile: ProfileRef;
   session: Promise<PageSession>;
   /** Calls on one lease run one at a time, so sequence checks and effects never interleave. */
   tail: Promise<unknown>;
@@ -74,40 +77,38 @@ export class LeaseService {
 
   // ---- profiles ---------------------------------------------------------------------------
 
+  /** Ids are unique within a tenant: another tenant's profile of the same id is no conflict (DESIGN §3). */
   async createProfile(profile: CreateProfile): Promise<ProfileView> {
     if (!(await this.#store.createProfile(profile, this.#clock())))
       throw new DataPlaneError('conflict', `profile ${profile.id} exists already`);
-    return profileView(await this.#requireProfile(profile.id, profile.tenant));
+    return profileView(await this.#requireProfile(profile));
   }
 
-  async getProfile(profileId: string, tenant: string | undefined): Promise<ProfileView> {
-    return profileView(await this.#requireProfile(profileId, tenant));
+  async getProfile(profile: ProfileRef): Promise<ProfileView> {
+    return profileView(await this.#requireProfile(profile));
   }
 
-  async listProfiles(tenant: string | undefined): Promise<ProfileView[]> {
-    const profiles = await this.#store.listProfiles();
-    return profiles.filter((profile) => tenant === undefined || profile.tenant === tenant).map(profileView);
+  /** One tenant's profiles: the store reads that tenant's index alone (issue 11 finding 7). */
+  async listProfiles(tenant: string): Promise<ProfileView[]> {
+    return (await this.#store.listProfiles(tenant)).map(profileView);
   }
 
-  async #requireProfile(profileId: string, tenant: string | undefined): Promise<StoredProfile> {
-    const profile = await this.#store.getProfile(profileId);
-    // Another tenant's profile reads as absent (DESIGN §3).
-    if (!profile || (tenant !== undefined && profile.tenant !== tenant))
-      throw new DataPlaneError('not_found', `no profile ${profileId}`);
-    return profile;
+  async #requireProfile(profile: ProfileRef): Promise<StoredProfile> {
+    const stored = await this.#store.getProfile(profile);
+    if (!stored) throw new DataPlaneError('not_found', `no profile ${profile.id}`);
+    return stored;
   }
 
-  #servesProfile(profileId: string): boolean {
-    const pinned = this.options.pinnedProfiles;
-    return pinned === '*' || pinned.includes(profileId);
+  #servesProfile(profile: ProfileRef): boolean {
+    return pinsServe(this.options.pinnedProfiles, profile);
   }
 
   // ---- acquire, renew, close --------------------------------------------------------------
 
-  async acquire(profileId: string, request: AcquireLease): Promise<AcquireAnswer> {
+  async acquire(profile: ProfileRef, request: AcquireLease): Promise<AcquireAnswer> {
     const startedAt = performance.now();
     try {
-      const answer = await this.#acquire(profileId, request);
+      const answer = await this.#acquire(profile, request);
       this.#metrics.operations.inc({ op: 'acquire', result: answer.created ? 'created' : 'reattached' });
       this.#metrics.acquireSeconds.observe(
         { result: answer.created ? 'created' : 'reattached' },
@@ -123,10 +124,13 @@ export class LeaseService {
     }
   }
 
-  async #acquire(profileId: string, request: AcquireLease): Promise<AcquireAnswer> {
+  async #acquire(ref: ProfileRef, request: AcquireLease): Promise<AcquireAnswer> {
+    const profileId = ref.id;
     // Admission comes before publication: nothing is written for a caller that may not lease.
-    const profile = await this.#requireProfile(profileId, request.tenant);
-    if (!this.#servesProfile(profileId))
+    // A scope of another tenant names another tenant's profile, which reads as absent (DESIGN §3).
+    if (request.tenant !== ref.tenant) throw new DataPlaneError('not_found', `no profile ${profileId}`);
+    const profile = await this.#requireProfile(ref);
+    if (!this.#servesProfile(ref))
       throw new DataPlaneError(
         'profile_unavailable',
         `profile ${profileId} is not served by worker ${this.workerId}`,
@@ -146,7 +150,7 @@ export class LeaseService {
     // Each pass either answers or removes one obstacle (an expired or orphaned lease); three suffice.
     for (let pass = 0; pass < 3; pass += 1) {
       const outcome = await this.#store.acquire({
-        profileId,
+        profile: ref,
         newLeaseId: newLeaseId(),
         scope,
         providerRef: this.workerId,
@@ -159,14 +163,14 @@ export class LeaseService {
           return { ...(await this.#open(profile, outcome.leaseId)), created: true };
         case 'reattached': {
           if (this.#held.has(outcome.leaseId))
-            return { ...(await this.#view(profileId, outcome.leaseId)), created: false };
+            return { ...(await this.#view(ref, outcome.leaseId)), created: false };
           // Ours by scope, but its page is gone (a restart): revoke it and start afresh.
-          await this.close(profileId, outcome.leaseId, { seal: false, reason: 'revoked' });
+          await this.close(ref, outcome.leaseId, { seal: false, reason: 'revoked' });
           continue;
         }
         case 'expired':
           // ADR-0127 d8: an expired lease is closed unsealed before anything else happens.
-          await this.close(profileId, outcome.leaseId, { seal: false, reason: 'expired' });
+          await this.close(ref, outcome.leaseId, { seal: false, reason: 'expired' });
           continue;
         case 'conflict':
           throw new DataPlaneError(
@@ -186,23 +190,27 @@ export class LeaseService {
   }
 
   async #open(profile: StoredProfile, leaseId: string): Promise<LeaseView> {
+    const ref: ProfileRef = { tenant: profile.tenant, id: profile.id };
     const storageState = profile.sealedBlob
-      ? unsealState(profile.sealedBlob, this.options.sealKey, profile.id)
+      ? unsealState(profile.sealedBlob, this.options.sealKey, profileLabel(ref))
       : undefined;
+    // Issue 11: the page fence of every page and frame of the lease takes the profile's settings.
     const session = this.#pages.open({
       profileId: profile.id,
       allowedOrigins: profile.allowedOrigins,
+      frameOrigins: profile.frameOrigins,
+      subresources: profile.subresources,
       storageState,
     });
-    const held: HeldLease = { profileId: profile.id, session, tail: Promise.resolve() };
+    const held: HeldLease = { profile: ref, session, tail: Promise.resolve() };
     this.#held.set(leaseId, held);
     try {
       await session;
     } catch (error) {
       this.#held.delete(leaseId);
       this.#log.error({ lease_id: leaseId, err: error }, 'browser context could not be created');
-      await this.#store.beginClose(profile.id, leaseId, this.#clock(), 'revoked');
-      await this.#store.finishClose(profile.id, leaseId, this.#clock(), undefined);
+      await this.#store.beginClose(ref, leaseId, this.#clock(), 'revoked');
+      await this.#store.finishClose(ref, leaseId, this.#clock(), undefined);
       throw new DataPlaneError(
         'provider_unavailable',
         'the browser context could not be created',
@@ -211,12 +219,12 @@ export class LeaseService {
       );
     }
     this.#gauges();
-    return this.#view(profile.id, leaseId);
+    return this.#view(ref, leaseId);
   }
 
-  async renew(profileId: string, leaseId: string, requestedExpiresAtMs: number): Promise<LeaseView> {
+  async renew(profile: ProfileRef, leaseId: string, requestedExpiresAtMs: number): Promise<LeaseView> {
     const outcome = await this.#store.renew(
-      profileId,
+      profile,
       leaseId,
       requestedExpiresAtMs,
       this.#clock(),
@@ -226,11 +234,11 @@ export class LeaseService {
     if (outcome.status === 'lease_expired') {
       this.#metrics.operations.inc({ op: 'renew', result: 'lease_expired' });
       // Closed before the answer, whoever began the close (this call or the expiry sweep).
-      await this.close(profileId, leaseId, { seal: false, reason: 'expired' });
+      await this.close(profile, leaseId, { seal: false, reason: 'expired' });
       throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
     }
     this.#metrics.operations.inc({ op: 'renew', result: 'renewed' });
-    return this.#view(profileId, leaseId);
+    return this.#view(profile, leaseId);
   }
 
   /**
@@ -238,26 +246,26 @@ export class LeaseService {
    * unexpired (ADR-0127 d8), then disposes its context. Closing a closed lease answers its record.
    */
   async close(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     { seal, reason = 'closed' }: { seal: boolean; reason?: LeaseCloseReason },
   ): Promise<LeaseView> {
     const held = this.#held.get(leaseId);
     if (held?.closing) return held.closing;
-    const closing = this.#close(profileId, leaseId, seal, reason);
+    const closing = this.#close(profile, leaseId, seal, reason);
     if (held) held.closing = closing;
     return closing;
   }
 
   async #close(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     seal: boolean,
     reason: LeaseCloseReason,
   ): Promise<LeaseView> {
-    const begun = await this.#store.beginClose(profileId, leaseId, this.#clock(), reason);
+    const begun = await this.#store.beginClose(profile, leaseId, this.#clock(), reason);
     if (begun.status === 'not_found') throw new DataPlaneError('not_found', `no lease ${leaseId}`);
-    if (begun.status === 'closed' || begun.status === 'in_progress') return this.#view(profileId, leaseId);
+    if (begun.status === 'closed' || begun.status === 'in_progress') return this.#view(profile, leaseId);
 
     const held = this.#held.get(leaseId);
     let blob: string | undefined;
@@ -265,7 +273,7 @@ export class LeaseService {
       const session = await held.session.catch(() => undefined);
       if (session && seal && begun.sealAllowed && reason === 'closed') {
         try {
-          blob = sealState(await session.storageState(), this.options.sealKey, profileId);
+          blob = sealState(await session.storageState(), this.options.sealKey, profileLabel(profile));
         } catch (error) {
           this.#log.warn(
             { lease_id: leaseId, err: error },
@@ -279,45 +287,51 @@ export class LeaseService {
       this.#held.delete(leaseId);
       this.#gauges();
     }
-    const finished = await this.#store.finishClose(profileId, leaseId, this.#clock(), blob);
+    const finished = await this.#store.finishClose(profile, leaseId, this.#clock(), blob);
     this.#metrics.operations.inc({ op: 'close', result: finished.sealed ? 'sealed' : finished.reason });
     if (finished.reason === 'expired') this.#metrics.expiryCloses.inc();
     this.#log.info(
-      { lease_id: leaseId, profile_id: profileId, sealed: finished.sealed, reason: finished.reason },
+      {
+        lease_id: leaseId,
+        tenant: profile.tenant,
+        profile_id: profile.id,
+        sealed: finished.sealed,
+        reason: finished.reason,
+      },
       'lease closed',
     );
-    return this.#view(profileId, leaseId);
+    return this.#view(profile, leaseId);
   }
 
-  async getLease(profileId: string, leaseId: string): Promise<LeaseView> {
-    return this.#view(profileId, leaseId);
+  async getLease(profile: ProfileRef, leaseId: string): Promise<LeaseView> {
+    return this.#view(profile, leaseId);
   }
 
   // ---- page routes ------------------------------------------------------------------------
 
-  navigate(profileId: string, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
-    return this.#effect(profileId, leaseId, sequence, (session, beforeDispatch) =>
+  navigate(profile: ProfileRef, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
+    return this.#effect(profile, leaseId, sequence, (session, beforeDispatch) =>
       session.navigate(url, limits, beforeDispatch),
     );
   }
 
   act(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     sequence: number,
     args: Record<string, unknown>,
     limits: OperationLimits,
   ) {
-    return this.#effect(profileId, leaseId, sequence, (session, beforeDispatch) =>
+    return this.#effect(profile, leaseId, sequence, (session, beforeDispatch) =>
       session.act(args, limits, beforeDispatch),
     );
   }
 
-  observe(profileId: string, leaseId: string, args: Record<string, unknown>, limits: OperationLimits) {
-    return this.#serially(profileId, leaseId, async (session) => {
-      await this.#requireLive(profileId, leaseId);
+  observe(profile: ProfileRef, leaseId: string, args: Record<string, unknown>, limits: OperationLimits) {
+    return this.#serially(profile, leaseId, async (session) => {
+      await this.#requireLive(profile, leaseId);
       const result = await session.observe(args, limits);
-      return { lease: await this.#view(profileId, leaseId), result };
+      return { lease: await this.#view(profile, leaseId), result };
     });
   }
 
@@ -327,26 +341,26 @@ export class LeaseService {
    * the effect leaves, so a refusal the page engine gives before dispatch advances nothing.
    */
   #effect(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     sequence: number,
     run: (session: PageSession, beforeDispatch: () => Promise<void>) => Promise<PageResult>,
   ) {
-    return this.#serially(profileId, leaseId, async (session) => {
-      await this.#requireLive(profileId, leaseId);
-      await this.#fence(profileId, leaseId, sequence, false);
+    return this.#serially(profile, leaseId, async (session) => {
+      await this.#requireLive(profile, leaseId);
+      await this.#fence(profile, leaseId, sequence, false);
       let dispatched = false;
       const result = await run(session, async () => {
-        await this.#fence(profileId, leaseId, sequence, true);
+        await this.#fence(profile, leaseId, sequence, true);
         dispatched = true;
       });
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
-      return { lease: await this.#view(profileId, leaseId), result };
+      return { lease: await this.#view(profile, leaseId), result };
     });
   }
 
-  async #fence(profileId: string, leaseId: string, sequence: number, advance: boolean): Promise<void> {
-    const outcome = await this.#store.advanceSequence(profileId, leaseId, sequence, this.#clock(), advance);
+  async #fence(profile: ProfileRef, leaseId: string, sequence: number, advance: boolean): Promise<void> {
+    const outcome = await this.#store.advanceSequence(profile, leaseId, sequence, this.#clock(), advance);
     if (outcome.status === 'ok') return;
     if (outcome.status === 'sequence_mismatch') {
       this.#metrics.sequenceRefusals.inc();
@@ -361,24 +375,24 @@ export class LeaseService {
     throw new DataPlaneError('not_found', `no lease ${leaseId}`);
   }
 
-  async #requireLive(profileId: string, leaseId: string): Promise<LeaseRecord> {
-    const lease = await this.#store.getLease(profileId, leaseId);
+  async #requireLive(profile: ProfileRef, leaseId: string): Promise<LeaseRecord> {
+    const lease = await this.#store.getLease(profile, leaseId);
     if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
     if (lease.state !== 'live' || lease.expiresAtMs <= this.#clock()) {
-      if (lease.state === 'live') await this.close(profileId, leaseId, { seal: false, reason: 'expired' });
+      if (lease.state === 'live') await this.close(profile, leaseId, { seal: false, reason: 'expired' });
       throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
     }
     return lease;
   }
 
   async #serially<T>(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     run: (session: PageSession) => Promise<T>,
   ): Promise<T> {
     const held = this.#held.get(leaseId);
-    if (!held || held.profileId !== profileId) {
-      const lease = await this.#store.getLease(profileId, leaseId);
+    if (!held || held.profile.tenant !== profile.tenant || held.profile.id !== profile.id) {
+      const lease = await this.#store.getLease(profile, leaseId);
       if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
       if (lease.providerRef !== this.workerId)
         throw new DataPlaneError(
@@ -398,11 +412,11 @@ export class LeaseService {
   async sweepExpired(): Promise<number> {
     let closed = 0;
     for (const [leaseId, held] of [...this.#held]) {
-      const lease = await this.#store.getLease(held.profileId, leaseId);
+      const lease = await this.#store.getLease(held.profile, leaseId);
       const live = lease?.state === 'live';
       if ((live && lease.expiresAtMs > this.#clock()) || held.closing) continue;
       const reason = live ? 'expired' : 'revoked';
-      await this.close(held.profileId, leaseId, { seal: false, reason }).catch((error: unknown) =>
+      await this.close(held.profile, leaseId, { seal: false, reason }).catch((error: unknown) =>
         this.#log.warn({ lease_id: leaseId, err: error }, 'expiry close failed'),
       );
       closed += 1;
@@ -416,13 +430,13 @@ export class LeaseService {
    */
   async revokeOrphans(): Promise<number> {
     let revoked = 0;
-    for (const profile of await this.#store.listProfiles()) {
-      if (!this.#servesProfile(profile.id)) continue;
-      const leaseId = await this.#store.liveLeaseId(profile.id);
+    for (const profile of await this.#store.listAllProfileRefs()) {
+      if (!this.#servesProfile(profile)) continue;
+      const leaseId = await this.#store.liveLeaseId(profile);
       if (!leaseId || this.#held.has(leaseId)) continue;
-      const lease = await this.#store.getLease(profile.id, leaseId);
+      const lease = await this.#store.getLease(profile, leaseId);
       if (!lease || lease.providerRef !== this.workerId) continue;
-      await this.close(profile.id, leaseId, { seal: false, reason: 'revoked' });
+      await this.close(profile, leaseId, { seal: false, reason: 'revoked' });
       revoked += 1;
     }
     return revoked;
@@ -432,15 +446,15 @@ export class LeaseService {
   async shutdown(): Promise<void> {
     await Promise.all(
       [...this.#held].map(([leaseId, held]) =>
-        this.close(held.profileId, leaseId, { seal: false, reason: 'revoked' }).catch((error: unknown) =>
+        this.close(held.profile, leaseId, { seal: false, reason: 'revoked' }).catch((error: unknown) =>
           this.#log.warn({ lease_id: leaseId, err: error }, 'revoke at shutdown failed'),
         ),
       ),
     );
   }
 
-  async #view(profileId: string, leaseId: string): Promise<LeaseView> {
-    const lease = await this.#store.getLease(profileId, leaseId);
+  async #view(profile: ProfileRef, leaseId: string): Promise<LeaseView> {
+    const lease = await this.#store.getLease(profile, leaseId);
     if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
     return leaseView(lease);
   }
@@ -458,7 +472,7 @@ function newLeaseId(): string {
 function leaseView(lease: LeaseRecord): LeaseView {
   return {
     lease_id: lease.id,
-    profile_id: lease.profileId,
+    profile_id: lease.profile.id,
     provider_ref: lease.providerRef,
     scope: lease.scope,
     state: lease.state,
@@ -471,14 +485,17 @@ function leaseView(lease: LeaseRecord): LeaseView {
   };
 }
 
-function profileView(profile: StoredProfile): ProfileView {
+function profileView(profile: ProfileSettings): ProfileView {
   return {
     id: profile.id,
     tenant: profile.tenant,
     principal: profile.principal,
     allowed_origins: profile.allowedOrigins,
+    frame_origins: profile.frameOrigins,
+    subresources: profile.subresources,
     protected: profile.protected,
-    sealed: profile.sealedBlob !== undefined,
+    // Set with the sealed state in one script (finishClose), so listing never reads the blob.
+    sealed: profile.sealedAtMs !== undefined,
     sealed_at_ms: profile.sealedAtMs ?? null,
     created_at_ms: profile.createdAtMs,
   };

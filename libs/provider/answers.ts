@@ -40,6 +40,8 @@ export const profileViewSchema = z.object({
   tenant: z.string(),
   principal: z.string(),
   allowed_origins: z.array(z.string()),
+  frame_origins: z.array(z.string()),
+  subresources: z.enum(['any', 'allowed_origins']),
   protected: z.boolean(),
   sealed: z.boolean(),
   sealed_at_ms: z.number().int().nullable(),

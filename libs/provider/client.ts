@@ -4,6 +4,7 @@ import type {
   AcquireLease,
   createProfileSchema,
   LeaseView,
+  ProfileRef,
   ProfileView,
 } from '../contracts/index.js';
 import {
@@ -89,19 +90,19 @@ export class DataPlaneClient {
     const answer = await this.#send({
       operation: 'create_profile',
       method: 'POST',
-      path: '/v1/profiles',
+      path: tenantProfilesPath(profile.tenant),
       body: profile,
       ...leaseLimits(limits),
     });
     return this.#parse('create_profile', profileViewSchema, answer.body);
   }
 
-  async listProfiles(tenant?: string, limits: CallLimits = {}): Promise<ProfileView[]> {
-    const query = tenant === undefined ? '' : `?tenant=${encodeURIComponent(tenant)}`;
+  /** One tenant's profiles (the data plane lists no other way: issue 11 finding 7). */
+  async listProfiles(tenant: string, limits: CallLimits = {}): Promise<ProfileView[]> {
     const answer = await this.#send({
       operation: 'list_profiles',
       method: 'GET',
-      path: `/v1/profiles${query}`,
+      path: tenantProfilesPath(tenant),
       ...leaseLimits(limits),
     });
     return this.#parse('list_profiles', profileListSchema, answer.body).profiles;
@@ -112,7 +113,7 @@ export class DataPlaneClient {
    * invocation and `request` computed once for it, so a resent request replays (ADR-0177).
    */
   async acquire(
-    profileId: string,
+    profile: ProfileRef,
     request: AcquireLease,
     idempotencyKey: string,
     limits: CallLimits = {},
@@ -120,7 +121,7 @@ export class DataPlaneClient {
     const answer = await this.#send({
       operation: 'acquire',
       method: 'POST',
-      path: `/v1/profiles/${encodeURIComponent(profileId)}/leases`,
+      path: `${profilePath(profile)}/leases`,
       body: request,
       idempotencyKey,
       ...leaseLimits(limits),
@@ -128,18 +129,18 @@ export class DataPlaneClient {
     return { lease: this.#parse('acquire', acquireAnswerSchema, answer.body), replayed: answer.replayed };
   }
 
-  async getLease(profileId: string, leaseId: string, limits: CallLimits = {}): Promise<LeaseView> {
+  async getLease(profile: ProfileRef, leaseId: string, limits: CallLimits = {}): Promise<LeaseView> {
     const answer = await this.#send({
       operation: 'get_lease',
       method: 'GET',
-      path: leasePath(profileId, leaseId),
+      path: leasePath(profile, leaseId),
       ...leaseLimits(limits),
     });
     return this.#parse('get_lease', leaseViewSchema, answer.body);
   }
 
   async renew(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     requestedExpiresAtMs: number,
     limits: CallLimits = {},
@@ -147,7 +148,7 @@ export class DataPlaneClient {
     const answer = await this.#send({
       operation: 'renew',
       method: 'POST',
-      path: `${leasePath(profileId, leaseId)}/renew`,
+      path: `${leasePath(profile, leaseId)}/renew`,
       body: { requested_expires_at_ms: requestedExpiresAtMs },
       idempotencyKey: renewIdempotencyKey(leaseId, requestedExpiresAtMs),
       ...leaseLimits(limits),
@@ -156,7 +157,7 @@ export class DataPlaneClient {
   }
 
   async close(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     { seal }: { seal: boolean },
     limits: CallLimits = {},
@@ -164,7 +165,7 @@ export class DataPlaneClient {
     const answer = await this.#send({
       operation: 'close',
       method: 'POST',
-      path: `${leasePath(profileId, leaseId)}/close`,
+      path: `${leasePath(profile, leaseId)}/close`,
       body: { seal },
       idempotencyKey: closeIdempotencyKey(leaseId, seal),
       ...leaseLimits(limits),
@@ -174,13 +175,13 @@ export class DataPlaneClient {
 
   /** An effect: `sequence` must be the lease's last sequence + 1. Never sent twice by this client. */
   navigate(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     sequence: number,
     url: string,
     limits: CallLimits = {},
   ): Promise<PageCallResult> {
-    return this.#page('navigate', profileId, leaseId, limits, (deadlineMs) => ({
+    return this.#page('navigate', profile, leaseId, limits, (deadlineMs) => ({
       sequence,
       url,
       deadline_ms: deadlineMs,
@@ -188,12 +189,12 @@ export class DataPlaneClient {
   }
 
   observe(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     args: Record<string, unknown>,
     limits: CallLimits = {},
   ): Promise<PageCallResult> {
-    return this.#page('observe', profileId, leaseId, limits, (deadlineMs) => ({
+    return this.#page('observe', profile, leaseId, limits, (deadlineMs) => ({
       args,
       deadline_ms: deadlineMs,
     }));
@@ -201,13 +202,13 @@ export class DataPlaneClient {
 
   /** An effect: `sequence` must be the lease's last sequence + 1. Never sent twice by this client. */
   act(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     sequence: number,
     args: Record<string, unknown>,
     limits: CallLimits = {},
   ): Promise<PageCallResult> {
-    return this.#page('act', profileId, leaseId, limits, (deadlineMs) => ({
+    return this.#page('act', profile, leaseId, limits, (deadlineMs) => ({
       sequence,
       args,
       deadline_ms: deadlineMs,
@@ -216,7 +217,7 @@ export class DataPlaneClient {
 
   async #page(
     operation: 'navigate' | 'observe' | 'act',
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     limits: CallLimits,
     body: (serviceDeadlineMs: number) => Record<string, unknown>,
@@ -234,7 +235,7 @@ export class DataPlaneClient {
     const answer = await this.#send({
       operation,
       method: 'POST',
-      path: `${leasePath(profileId, leaseId)}/${operation}`,
+      path: `${leasePath(profile, leaseId)}/${operation}`,
       body: body(serviceDeadlineMs),
       deadlineMs,
       signal: limits.signal,
@@ -311,8 +312,17 @@ export class DataPlaneClient {
   }
 }
 
-function leasePath(profileId: string, leaseId: string): string {
-  return `/v1/profiles/${encodeURIComponent(profileId)}/leases/${encodeURIComponent(leaseId)}`;
+/** A tenant's profiles on the data plane: every profile path names its tenant (issue 11 finding 7). */
+function tenantProfilesPath(tenant: string): string {
+  return `/v1/tenants/${encodeURIComponent(tenant)}/profiles`;
+}
+
+function profilePath(profile: ProfileRef): string {
+  return `${tenantProfilesPath(profile.tenant)}/${encodeURIComponent(profile.id)}`;
+}
+
+function leasePath(profile: ProfileRef, leaseId: string): string {
+  return `${profilePath(profile)}/leases/${encodeURIComponent(leaseId)}`;
 }
 
 function leaseLimits(limits: CallLimits): { deadlineMs: number; signal: AbortSignal | undefined } {

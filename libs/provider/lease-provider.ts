@@ -1,4 +1,4 @@
-import type { AcquireLease, LeaseScope, LeaseView } from '../contracts/index.js';
+import type { AcquireLease, LeaseScope, LeaseView, ProfileRef } from '../contracts/index.js';
 import {
   type AcquireAttemptDiagnostic,
   type AcquireRetryPolicy,
@@ -38,10 +38,10 @@ export interface HeldLease {
 export interface BrowserLeaseProviderOptions {
   /** The run's lease scope: tenant, principal, run id and attempt (ADR-0127 d1). */
   scope: LeaseScope;
-  /** The profile the run's session is bound to. */
+  /** The profile the run's session is bound to, an id within the scope's tenant (DESIGN §3). */
   profileId: string;
   /** The live browser worker serving a profile (backed by `BrowserWorkerRegistry.findForProfile`). */
-  findWorker: (profileId: string) => Promise<BrowserWorkerLocation | undefined>;
+  findWorker: (profile: ProfileRef) => Promise<BrowserWorkerLocation | undefined>;
   /** The data-plane token shared with the browser workers. */
   token: string;
   /** Epoch ms, to judge a held lease's expiry; `Date.now` unless a test moves time. */
@@ -98,6 +98,8 @@ interface RetiredLease {
 export class BrowserLeaseProvider {
   readonly scope: LeaseScope;
   readonly profileId: string;
+  /** The profile as the data plane names it: the scope's tenant and the id (issue 11 finding 7). */
+  readonly profile: ProfileRef;
   readonly #options: BrowserLeaseProviderOptions;
   readonly #clock: () => number;
   readonly #acquireRetry: AcquireRetryPolicy;
@@ -108,6 +110,7 @@ export class BrowserLeaseProvider {
   constructor(options: BrowserLeaseProviderOptions) {
     this.scope = Object.freeze({ ...options.scope });
     this.profileId = options.profileId;
+    this.profile = Object.freeze({ tenant: this.scope.tenant, id: options.profileId });
     this.#options = options;
     this.#clock = options.clock ?? Date.now;
     this.#acquireRetry = compileAcquireRetryPolicy(options.acquireRetry ?? SINGLE_ACQUIRE_ATTEMPT);
@@ -142,7 +145,7 @@ export class BrowserLeaseProvider {
     // ADR-0127 consequences: an expired lease is not closed by the provider; the service discards it.
     if (this.#held) this.drop('expired');
 
-    const worker = await this.#options.findWorker(this.profileId);
+    const worker = await this.#options.findWorker(this.profile);
     if (!worker)
       throw new ProviderError(
         'provider_unavailable',
@@ -224,7 +227,7 @@ export class BrowserLeaseProvider {
     holder: ConflictingHolder,
     limits: CallLimits,
   ): Promise<void> {
-    await this.#closeAt(worker.url, this.profileId, holder.leaseId, { seal: true }, limits);
+    await this.#closeAt(worker.url, this.profile, holder.leaseId, { seal: true }, limits);
   }
 
   /** One acquisition attempt: the acquire, and for a replayed answer a read of the lease as it is now. */
@@ -235,10 +238,10 @@ export class BrowserLeaseProvider {
     limits: CallLimits,
   ): Promise<LeaseView> {
     const client = this.#client(worker.url);
-    const acquired: AcquireResult = await client.acquire(this.profileId, request, idempotencyKey, limits);
+    const acquired: AcquireResult = await client.acquire(this.profile, request, idempotencyKey, limits);
     let lease: LeaseView = acquired.lease;
     // A replayed answer is as old as the first request: read the lease's current expiry and sequence.
-    if (acquired.replayed) lease = await client.getLease(this.profileId, lease.lease_id, limits);
+    if (acquired.replayed) lease = await client.getLease(this.profile, lease.lease_id, limits);
     if (lease.state !== 'live' || lease.expires_at_ms <= this.#clock())
       throw new ProviderError(
         'lease_expired',
@@ -252,21 +255,21 @@ export class BrowserLeaseProvider {
   /** Navigates the held lease's page: an effect carrying the next action sequence. */
   navigate(url: string, limits: CallLimits = {}): Promise<PageCallResult> {
     return this.#call('navigate', limits, (client, lease) =>
-      client.navigate(lease.profileId, lease.leaseId, lease.sequence + 1, url, limits),
+      client.navigate(this.#profileOf(lease), lease.leaseId, lease.sequence + 1, url, limits),
     );
   }
 
   /** Observes the held lease's page; the sequence does not move. */
   observe(args: Record<string, unknown>, limits: CallLimits = {}): Promise<PageCallResult> {
     return this.#call('observe', limits, (client, lease) =>
-      client.observe(lease.profileId, lease.leaseId, args, limits),
+      client.observe(this.#profileOf(lease), lease.leaseId, args, limits),
     );
   }
 
   /** Acts on the held lease's page: an effect carrying the next action sequence. */
   act(args: Record<string, unknown>, limits: CallLimits = {}): Promise<PageCallResult> {
     return this.#call('act', limits, (client, lease) =>
-      client.act(lease.profileId, lease.leaseId, lease.sequence + 1, args, limits),
+      client.act(this.#profileOf(lease), lease.leaseId, lease.sequence + 1, args, limits),
     );
   }
 
@@ -296,7 +299,7 @@ export class BrowserLeaseProvider {
       return undefined;
     }
     // Any failure but "gone already" keeps it held, to close again.
-    const view = await this.#closeAt(held.workerUrl, held.profileId, held.leaseId, { seal }, limits);
+    const view = await this.#closeAt(held.workerUrl, this.#profileOf(held), held.leaseId, { seal }, limits);
     if (this.#held === held) this.#held = undefined;
     return view;
   }
@@ -392,7 +395,7 @@ export class BrowserLeaseProvider {
    * failed close would reattach, on resume, to the very lease it stopped trusting (ADR-0127 d3).
    */
   async closeRetired(limits: CallLimits = {}): Promise<void> {
-    const worker = this.#retired ? await this.#options.findWorker(this.profileId) : undefined;
+    const worker = this.#retired ? await this.#options.findWorker(this.profile) : undefined;
     await this.#closeRetired(limits, worker ? { worker } : {});
   }
 
@@ -421,7 +424,7 @@ export class BrowserLeaseProvider {
     if (!retired.closed && lease.expiresAtMs > this.#clock()) {
       const url = worker?.id === lease.workerId ? worker.url : lease.workerUrl;
       // Anything but "gone already" keeps it retired and stops this acquire.
-      await this.#closeAt(url, lease.profileId, lease.leaseId, { seal: false }, limits);
+      await this.#closeAt(url, this.#profileOf(lease), lease.leaseId, { seal: false }, limits);
     }
     retired.closed = true;
     if (forget && this.#retired === retired) this.#retired = undefined;
@@ -433,17 +436,22 @@ export class BrowserLeaseProvider {
    */
   async #closeAt(
     url: string,
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     { seal }: { seal: boolean },
     limits: CallLimits,
   ): Promise<LeaseView | undefined> {
     try {
-      return await this.#client(url).close(profileId, leaseId, { seal }, limits);
+      return await this.#client(url).close(profile, leaseId, { seal }, limits);
     } catch (error) {
       if (error instanceof ProviderError && error.code === 'lease_expired') return undefined;
       throw error;
     }
+  }
+
+  /** A held lease's profile: its id within this provider's tenant (a scope never changes tenant). */
+  #profileOf(lease: HeldLease): ProfileRef {
+    return { tenant: this.scope.tenant, id: lease.profileId };
   }
 
   #client(url: string): DataPlaneClient {

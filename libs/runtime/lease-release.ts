@@ -1,11 +1,12 @@
+import type { ProfileRef } from '../contracts/index.js';
 import { DataPlaneClient } from '../provider/index.js';
 
 /** What releasing a run's lease reads: the profile's live lease and the browser workers. */
 export interface LeaseReleaseDeps {
   leases: {
-    liveLeaseId(profileId: string): Promise<string | undefined>;
+    liveLeaseId(profile: ProfileRef): Promise<string | undefined>;
     getLease(
-      profileId: string,
+      profile: ProfileRef,
       leaseId: string,
     ): Promise<{ providerRef: string; scope: { run_id: string } } | undefined>;
   };
@@ -20,19 +21,20 @@ export interface LeaseReleaseDeps {
  */
 export async function releaseRunLease(
   deps: LeaseReleaseDeps,
-  run: { id: string; browser_profile_id: string | null },
+  run: { id: string; tenant: string; browser_profile_id: string | null },
   { seal = true }: { seal?: boolean } = {},
 ): Promise<'closed' | 'none'> {
-  const profileId = run.browser_profile_id;
-  if (!profileId) return 'none';
-  const leaseId = await deps.leases.liveLeaseId(profileId);
+  if (!run.browser_profile_id) return 'none';
+  // A session's profile id names a profile of the run's own tenant (DESIGN §3).
+  const profile: ProfileRef = { tenant: run.tenant, id: run.browser_profile_id };
+  const leaseId = await deps.leases.liveLeaseId(profile);
   if (!leaseId) return 'none';
-  const lease = await deps.leases.getLease(profileId, leaseId);
+  const lease = await deps.leases.getLease(profile, leaseId);
   if (!lease || lease.scope.run_id !== run.id) return 'none';
   const worker = (await deps.workers.list()).find((candidate) => candidate.id === lease.providerRef);
   // A worker that is gone took the page with it; its restart revokes the lease, or it expires.
   if (!worker) return 'none';
   const client = new DataPlaneClient({ baseUrl: worker.url, token: deps.dataPlaneToken });
-  await client.close(profileId, leaseId, { seal }, { deadlineMs: Date.now() + 15_000 });
+  await client.close(profile, leaseId, { seal }, { deadlineMs: Date.now() + 15_000 });
   return 'closed';
 }

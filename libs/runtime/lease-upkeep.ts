@@ -1,4 +1,4 @@
-import type { RunStatus } from '../contracts/index.js';
+import type { ProfileRef, RunStatus } from '../contracts/index.js';
 import { DataPlaneClient } from '../provider/index.js';
 
 /** ADR-0127 d5–d6: renew within five minutes of expiry, 15 minutes a step, 60 minutes a lease. */
@@ -12,7 +12,8 @@ export const LEASE_UPKEEP_DEFAULTS = Object.freeze({
 /** A live lease as the upkeep reads it from the lease store. */
 export interface UpkeepLease {
   id: string;
-  profileId: string;
+  /** The profile leased: its tenant and its id within the tenant. */
+  profile: ProfileRef;
   providerRef: string;
   scope: { run_id: string };
   acquiredAtMs: number;
@@ -110,7 +111,7 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
       work.push({
         lease,
         run: async () => {
-          await client.close(lease.profileId, lease.id, { seal: true }, callLimits());
+          await client.close(lease.profile, lease.id, { seal: true }, callLimits());
           pass.closed.push(lease.id);
         },
       });
@@ -124,7 +125,7 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
     work.push({
       lease,
       run: async () => {
-        await client.renew(lease.profileId, lease.id, target, callLimits());
+        await client.renew(lease.profile, lease.id, target, callLimits());
         pass.renewed.push(lease.id);
       },
     });

@@ -14,7 +14,9 @@ export interface ReclaimDeps {
     reason: 'reclaimed',
     options: { expectedExecution: number; message: string },
   ): Promise<{ ok: boolean }>;
-  getRun(runId: string): Promise<{ id: string; browser_profile_id: string | null } | undefined>;
+  getRun(
+    runId: string,
+  ): Promise<{ id: string; tenant: string; browser_profile_id: string | null } | undefined>;
   release: LeaseReleaseDeps | undefined;
   onError?: (runId: string, error: unknown) => void;
 }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { CreateProfile, LeaseCloseReason, LeaseState } from '../contracts/index.js';
+import type { CreateProfile, LeaseCloseReason, LeaseState, ProfileRef } from '../contracts/index.js';
 import type {
   AcquireOutcome,
   BeginCloseOutcome,
@@ -7,6 +7,7 @@ import type {
   LeaseCaps,
   LeaseRecord,
   LeaseStore,
+  ProfileSettings,
   RenewOutcome,
   SequenceOutcome,
   StoredProfile,
@@ -19,8 +20,10 @@ const CLOSED_RETENTION_MS = 24 * 3600_000;
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
 /**
- * Profiles, leases and idempotency records in Redis. A profile's keys share the hash tag
- * `{prf:ID}`, so every lease script touches one Redis Cluster slot.
+ * Profiles, leases and idempotency records in Redis. Profile ids are unique within their tenant
+ * (DESIGN §3), so every key of a profile carries both: they share the hash tag `{prf:TENANT/ID}`,
+ * and every lease script touches one Redis Cluster slot. Each tenant has its own index of profile
+ * ids, so listing one tenant's profiles reads nothing of another's (issue 11 finding 7).
  */
 export class RedisLeaseStore implements LeaseStore {
   readonly #redis: ReturnType<typeof withScripts>;
@@ -32,28 +35,33 @@ export class RedisLeaseStore implements LeaseStore {
     this.#redis = withScripts(redis);
   }
 
-  #profileTag(profileId: string): string {
-    return `${this.prefix}{prf:${profileId}}`;
+  #profileTag(profile: ProfileRef): string {
+    return `${this.prefix}{prf:${profile.tenant}/${profile.id}}`;
   }
-  #profileKey(profileId: string): string {
-    return `${this.#profileTag(profileId)}:profile`;
+  #profileKey(profile: ProfileRef): string {
+    return `${this.#profileTag(profile)}:profile`;
   }
-  #liveKey(profileId: string): string {
-    return `${this.#profileTag(profileId)}:live`;
+  #liveKey(profile: ProfileRef): string {
+    return `${this.#profileTag(profile)}:live`;
   }
-  #leasePrefix(profileId: string): string {
-    return `${this.#profileTag(profileId)}:lease:`;
+  #leasePrefix(profile: ProfileRef): string {
+    return `${this.#profileTag(profile)}:lease:`;
   }
-  #leaseKey(profileId: string, leaseId: string): string {
-    return `${this.#leasePrefix(profileId)}${leaseId}`;
+  #leaseKey(profile: ProfileRef, leaseId: string): string {
+    return `${this.#leasePrefix(profile)}${leaseId}`;
   }
+  #tenantProfilesKey(tenant: string): string {
+    return `${this.prefix}tenant:${tenant}:profiles`;
+  }
+  /** Every profile's `tenant/id`: what the upkeep and the start-up revocation walk. */
   #profilesKey(): string {
     return `${this.prefix}profiles`;
   }
 
   async createProfile(profile: CreateProfile, nowMs: number): Promise<boolean> {
     const created = await this.#redis.createProfile(
-      this.#profileKey(profile.id),
+      this.#profileKey(profile),
+      this.#tenantProfilesKey(profile.tenant),
       this.#profilesKey(),
       profile.id,
       profile.tenant,
@@ -61,36 +69,57 @@ export class RedisLeaseStore implements LeaseStore {
       JSON.stringify(profile.allowed_origins),
       profile.protected ? 1 : 0,
       nowMs,
+      JSON.stringify(profile.frame_origins),
+      profile.subresources,
     );
     return created === 1;
   }
 
-  async getProfile(profileId: string): Promise<StoredProfile | undefined> {
-    const fields = await this.#redis.hgetall(this.#profileKey(profileId));
-    return parseProfile(fields);
+  async getProfile(profile: ProfileRef): Promise<StoredProfile | undefined> {
+    const fields = await this.#redis.hgetall(this.#profileKey(profile));
+    const settings = parseProfile(fields);
+    return settings && { ...settings, sealedBlob: fields.sealed || undefined };
+  }
+
+  /** A profile's settings alone: its sealed state, which may be large, is not read. */
+  async profileSettings(profile: ProfileRef): Promise<ProfileSettings | undefined> {
+    const values = await this.#redis.hmget(this.#profileKey(profile), ...SETTINGS_FIELDS);
+    return parseProfile(fieldsOf(values));
   }
 
   /** A profile's allowed origins alone: its sealed state, which may be large, is not read. */
-  async allowedOrigins(profileId: string): Promise<string[]> {
-    return JSON.parse((await this.#redis.hget(this.#profileKey(profileId), 'origins')) ?? '[]') as string[];
+  async allowedOrigins(profile: ProfileRef): Promise<string[]> {
+    return JSON.parse((await this.#redis.hget(this.#profileKey(profile), 'origins')) ?? '[]') as string[];
   }
 
-  async listProfiles(): Promise<StoredProfile[]> {
-    const ids = (await this.#redis.smembers(this.#profilesKey())).sort();
+  /**
+   * One tenant's profiles in id order: its own index, then each profile's settings (never the
+   * sealed state), in two round trips whatever the number of profiles other tenants have.
+   */
+  async listProfiles(tenant: string): Promise<ProfileSettings[]> {
+    const ids = (await this.#redis.smembers(this.#tenantProfilesKey(tenant))).sort();
+    if (ids.length === 0) return [];
     const pipeline = this.#redis.pipeline();
-    for (const id of ids) pipeline.hgetall(this.#profileKey(id));
+    for (const id of ids) pipeline.hmget(this.#profileKey({ tenant, id }), ...SETTINGS_FIELDS);
     const replies = (await pipeline.exec()) ?? [];
     return replies
-      .map(([, fields]) => parseProfile(fields as Record<string, string>))
-      .filter((profile): profile is StoredProfile => profile !== undefined);
+      .map(([, values]) => parseProfile(fieldsOf(values as Array<string | null>)))
+      .filter((profile): profile is ProfileSettings => profile !== undefined);
+  }
+
+  async listAllProfileRefs(): Promise<ProfileRef[]> {
+    return (await this.#redis.smembers(this.#profilesKey())).sort().flatMap((label) => {
+      const profile = refFromLabel(label);
+      return profile ? [profile] : [];
+    });
   }
 
   async acquire(input: Parameters<LeaseStore['acquire']>[0]): Promise<AcquireOutcome> {
-    const { profileId, scope } = input;
+    const { profile, scope } = input;
     const reply = await this.#redis.acquireLease(
-      this.#liveKey(profileId),
-      this.#leaseKey(profileId, input.newLeaseId),
-      this.#leasePrefix(profileId),
+      this.#liveKey(profile),
+      this.#leaseKey(profile, input.newLeaseId),
+      this.#leasePrefix(profile),
       input.newLeaseId,
       scope.tenant,
       scope.principal,
@@ -115,8 +144,8 @@ export class RedisLeaseStore implements LeaseStore {
     }
   }
 
-  async getLease(profileId: string, leaseId: string): Promise<LeaseRecord | undefined> {
-    return leaseFromFields(profileId, await this.#redis.hgetall(this.#leaseKey(profileId, leaseId)));
+  async getLease(profile: ProfileRef, leaseId: string): Promise<LeaseRecord | undefined> {
+    return leaseFromFields(profile, await this.#redis.hgetall(this.#leaseKey(profile, leaseId)));
   }
 
   /**
@@ -124,31 +153,31 @@ export class RedisLeaseStore implements LeaseStore {
    * workers' upkeep reads them once a pass: ADR-0127 d6).
    */
   async listLiveLeases(): Promise<LeaseRecord[]> {
-    const profileIds = await this.#redis.smembers(this.#profilesKey());
-    if (profileIds.length === 0) return [];
+    const profiles = await this.listAllProfileRefs();
+    if (profiles.length === 0) return [];
     const live = this.#redis.pipeline();
-    for (const id of profileIds) live.get(this.#liveKey(id));
+    for (const profile of profiles) live.get(this.#liveKey(profile));
     const leaseIds = ((await live.exec()) ?? []).map(([, value]) => value as string | null);
-    const held = profileIds.flatMap((profileId, index) => {
+    const held = profiles.flatMap((profile, index) => {
       const leaseId = leaseIds[index];
-      return leaseId ? [{ profileId, leaseId }] : [];
+      return leaseId ? [{ profile, leaseId }] : [];
     });
     if (held.length === 0) return [];
     const records = this.#redis.pipeline();
-    for (const { profileId, leaseId } of held) records.hgetall(this.#leaseKey(profileId, leaseId));
+    for (const { profile, leaseId } of held) records.hgetall(this.#leaseKey(profile, leaseId));
     const replies = (await records.exec()) ?? [];
-    return held.flatMap(({ profileId }, index) => {
-      const lease = leaseFromFields(profileId, replies[index]?.[1] as Record<string, string>);
+    return held.flatMap(({ profile }, index) => {
+      const lease = leaseFromFields(profile, replies[index]?.[1] as Record<string, string>);
       return lease?.state === 'live' ? [lease] : [];
     });
   }
 
-  async liveLeaseId(profileId: string): Promise<string | undefined> {
-    return (await this.#redis.get(this.#liveKey(profileId))) ?? undefined;
+  async liveLeaseId(profile: ProfileRef): Promise<string | undefined> {
+    return (await this.#redis.get(this.#liveKey(profile))) ?? undefined;
   }
 
   async renew(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     requestedExpiresAtMs: number,
     nowMs: number,
@@ -156,7 +185,7 @@ export class RedisLeaseStore implements LeaseStore {
   ): Promise<RenewOutcome> {
     const [status, value] = (
       await this.#redis.renewLease(
-        this.#leaseKey(profileId, leaseId),
+        this.#leaseKey(profile, leaseId),
         requestedExpiresAtMs,
         nowMs,
         caps.stepMs,
@@ -169,13 +198,13 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async beginClose(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     nowMs: number,
     reason: LeaseCloseReason,
   ): Promise<BeginCloseOutcome> {
     const [status, a, b] = (
-      await this.#redis.beginClose(this.#leaseKey(profileId, leaseId), nowMs, reason)
+      await this.#redis.beginClose(this.#leaseKey(profile, leaseId), nowMs, reason)
     ).map(String);
     switch (status) {
       case 'closing':
@@ -190,15 +219,15 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async finishClose(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     nowMs: number,
     sealedBlob: string | undefined,
   ): Promise<{ sealed: boolean; reason: LeaseCloseReason }> {
     const [sealed, reason] = await this.#redis.finishClose(
-      this.#leaseKey(profileId, leaseId),
-      this.#liveKey(profileId),
-      this.#profileKey(profileId),
+      this.#leaseKey(profile, leaseId),
+      this.#liveKey(profile),
+      this.#profileKey(profile),
       leaseId,
       nowMs,
       sealedBlob ?? '',
@@ -208,14 +237,14 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async advanceSequence(
-    profileId: string,
+    profile: ProfileRef,
     leaseId: string,
     sequence: number,
     nowMs: number,
     advance: boolean,
   ): Promise<SequenceOutcome> {
     const [status, value] = (
-      await this.#redis.advanceSequence(this.#leaseKey(profileId, leaseId), sequence, nowMs, advance ? 1 : 0)
+      await this.#redis.advanceSequence(this.#leaseKey(profile, leaseId), sequence, nowMs, advance ? 1 : 0)
     ).map(String);
     switch (status) {
       case 'ok':
@@ -229,26 +258,27 @@ export class RedisLeaseStore implements LeaseStore {
     }
   }
 
-  #idempotencyKey(profileId: string, key: string): string {
-    return `${this.#profileTag(profileId)}:idem:${key}`;
+  #idempotencyKey(profile: ProfileRef, key: string): string {
+    return `${this.#profileTag(profile)}:idem:${key}`;
   }
 
-  async claimIdempotency(profileId: string, key: string, requestHash: string): Promise<IdempotencyClaim> {
+  async claimIdempotency(profile: ProfileRef, key: string, requestHash: string): Promise<IdempotencyClaim> {
     const [status, httpStatus, body] = (
-      await this.#redis.claimIdempotency(
-        this.#idempotencyKey(profileId, key),
-        requestHash,
-        IDEMPOTENCY_TTL_MS,
-      )
+      await this.#redis.claimIdempotency(this.#idempotencyKey(profile, key), requestHash, IDEMPOTENCY_TTL_MS)
     ).map(String);
     if (status === 'replay') return { status, httpStatus: Number(httpStatus), body: body ?? '' };
     if (status === 'claimed' || status === 'pending' || status === 'conflict') return { status };
     throw new Error(`claimIdempotency answered ${status}`);
   }
 
-  async completeIdempotency(profileId: string, key: string, httpStatus: number, body: string): Promise<void> {
+  async completeIdempotency(
+    profile: ProfileRef,
+    key: string,
+    httpStatus: number,
+    body: string,
+  ): Promise<void> {
     await this.#redis.hset(
-      this.#idempotencyKey(profileId, key),
+      this.#idempotencyKey(profile, key),
       'state',
       'done',
       'status',
@@ -258,34 +288,64 @@ export class RedisLeaseStore implements LeaseStore {
     );
   }
 
-  async releaseIdempotency(profileId: string, key: string): Promise<void> {
-    await this.#redis.del(this.#idempotencyKey(profileId, key));
+  async releaseIdempotency(profile: ProfileRef, key: string): Promise<void> {
+    await this.#redis.del(this.#idempotencyKey(profile, key));
   }
 }
 
-function parseProfile(fields: Record<string, string>): StoredProfile | undefined {
+/** The profile fields listing reads: everything but the sealed state. */
+const SETTINGS_FIELDS = [
+  'id',
+  'tenant',
+  'principal',
+  'origins',
+  'frame_origins',
+  'subresources',
+  'protected',
+  'sealed_at',
+  'created_at',
+] as const;
+
+function fieldsOf(values: ReadonlyArray<string | null>): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const [index, name] of SETTINGS_FIELDS.entries()) {
+    const value = values[index];
+    if (value !== null && value !== undefined) fields[name] = value;
+  }
+  return fields;
+}
+
+function parseProfile(fields: Record<string, string>): ProfileSettings | undefined {
   if (!fields.id) return undefined;
   return {
     id: fields.id,
     tenant: fields.tenant ?? '',
     principal: fields.principal ?? '',
     allowedOrigins: JSON.parse(fields.origins ?? '[]') as string[],
+    frameOrigins: JSON.parse(fields.frame_origins ?? '[]') as string[],
+    subresources: fields.subresources === 'allowed_origins' ? 'allowed_origins' : 'any',
     protected: fields.protected === '1',
-    sealedBlob: fields.sealed || undefined,
     sealedAtMs: fields.sealed_at ? Number(fields.sealed_at) : undefined,
     createdAtMs: Number(fields.created_at),
   };
 }
 
+/** The profile a `tenant/id` label of the profiles index names. */
+function refFromLabel(label: string): ProfileRef | undefined {
+  const slash = label.indexOf('/');
+  if (slash <= 0 || slash === label.length - 1) return undefined;
+  return { tenant: label.slice(0, slash), id: label.slice(slash + 1) };
+}
+
 /** A lease hash as the store writes it; undefined for a missing one. */
 function leaseFromFields(
-  profileId: string,
+  profile: ProfileRef,
   fields: Record<string, string> | undefined,
 ): LeaseRecord | undefined {
   if (!fields?.id) return undefined;
   return {
     id: fields.id,
-    profileId,
+    profile: { tenant: profile.tenant, id: profile.id },
     providerRef: fields.provider_ref ?? '',
     scope: {
       tenant: fields.tenant ?? '',

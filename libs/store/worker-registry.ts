@@ -1,9 +1,11 @@
 import type { Redis } from 'ioredis';
+import { type ProfileRef, pinRank } from '../contracts/index.js';
 
 /** What a browser worker tells the run side about itself (DESIGN §5). */
 export interface BrowserWorkerRecord {
   id: string;
   url: string;
+  /** `*`, or pins `tenant/id` and `tenant/*` (profile ids are unique within a tenant only). */
   pinnedProfiles: '*' | string[];
   heartbeatAtMs: number;
 }
@@ -53,12 +55,20 @@ export class BrowserWorkerRegistry {
     return live;
   }
 
-  /** The live worker serving `profileId`: one that pins it by name first, else one pinning `*`. */
-  async findForProfile(profileId: string): Promise<BrowserWorkerRecord | undefined> {
-    const workers = await this.list();
-    return (
-      workers.find((worker) => worker.pinnedProfiles !== '*' && worker.pinnedProfiles.includes(profileId)) ??
-      workers.find((worker) => worker.pinnedProfiles === '*')
-    );
+  /**
+   * The live worker serving `profile`: one that pins it by `tenant/id` first, then one pinning its
+   * tenant's `tenant/*`, else one pinning `*`; in id order among equals.
+   */
+  async findForProfile(profile: ProfileRef): Promise<BrowserWorkerRecord | undefined> {
+    let best: BrowserWorkerRecord | undefined;
+    let bestRank = 0;
+    for (const worker of await this.list()) {
+      const rank = pinRank(worker.pinnedProfiles, profile);
+      if (rank > bestRank) {
+        best = worker;
+        bestRank = rank;
+      }
+    }
+    return best;
   }
 }

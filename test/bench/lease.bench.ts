@@ -53,18 +53,18 @@ export default async function leaseBench(): Promise<void> {
     requested_expires_at_ms: worker.clock.now() + 60 * 60_000,
   });
   const acquire = (profileId: string, runId: string) =>
-    worker.call('POST', `/v1/profiles/${profileId}/leases`, {
+    worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
       idempotencyKey: idemKey(),
       body: scope(runId),
     });
   const close = (profileId: string, leaseId: string, seal: boolean) =>
-    worker.call('POST', `/v1/profiles/${profileId}/leases/${leaseId}/close`, {
+    worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases/${leaseId}/close`, {
       idempotencyKey: idemKey(),
       body: { seal },
     });
 
   try {
-    await worker.call('POST', '/v1/profiles', {
+    await worker.call('POST', '/v1/tenants/t1/profiles', {
       body: { id: 'bench', tenant: 't1', principal: 'owner', allowed_origins: ['https://example.com'] },
     });
     // Give the profile a sealed state (a cookie and an origin's storage), as a logged-in profile has.
@@ -117,7 +117,7 @@ export default async function leaseBench(): Promise<void> {
       const [reattached] = await timed(() => acquire('bench', `run_${round}`));
       reattachMs.push(reattached);
       const [renewed] = await timed(() =>
-        worker.call('POST', `/v1/profiles/bench/leases/${lease.lease_id}/renew`, {
+        worker.call('POST', `/v1/tenants/t1/profiles/bench/leases/${lease.lease_id}/renew`, {
           idempotencyKey: idemKey(),
           body: { requested_expires_at_ms: worker.clock.now() + 30 * 60_000 },
         }),
@@ -147,7 +147,7 @@ export default async function leaseBench(): Promise<void> {
     // Idle leases: one per profile, nothing loaded, the browser's RSS shared out among them.
     const rssBefore = descendantsRssMb(process.pid);
     for (let index = 0; index < IDLE_LEASES; index += 1) {
-      await worker.call('POST', '/v1/profiles', {
+      await worker.call('POST', '/v1/tenants/t1/profiles', {
         body: {
           id: `idle${index}`,
           tenant: 't1',

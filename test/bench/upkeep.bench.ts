@@ -172,7 +172,7 @@ async function measureUpkeep(count: number): Promise<UpkeepMeasure> {
       });
       ran(await runs.claimRun(run.id, 1, 'owner'));
       await dataPlane.acquire(
-        profileId,
+        { tenant: 't1', id: profileId },
         {
           tenant: 't1',
           principal: 'alice',

@@ -38,10 +38,10 @@ describe('effects on a lease', () => {
   /** A lease on a profile of its own (one per test, so tests never contend). */
   async function lease(runId: string): Promise<Lease> {
     const profileId = `effects-${runId}`;
-    await worker.call('POST', '/v1/profiles', {
+    await worker.call('POST', '/v1/tenants/t1/profiles', {
       body: { id: profileId, tenant: 't1', principal: 'owner', allowed_origins: [origin] },
     });
-    const answer = await worker.call('POST', `/v1/profiles/${profileId}/leases`, {
+    const answer = await worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
       idempotencyKey: idemKey(),
       body: {
         tenant: 't1',
@@ -60,8 +60,8 @@ describe('effects on a lease', () => {
     leaseId: string;
   }
   const route = (lease: Lease, verb: string) =>
-    `/v1/profiles/${lease.profileId}/leases/${lease.leaseId}/${verb}`;
-  const view = (lease: Lease) => `/v1/profiles/${lease.profileId}/leases/${lease.leaseId}`;
+    `/v1/tenants/t1/profiles/${lease.profileId}/leases/${lease.leaseId}/${verb}`;
+  const view = (lease: Lease) => `/v1/tenants/t1/profiles/${lease.profileId}/leases/${lease.leaseId}`;
 
   it('applies an action only when its sequence is exactly the next one; a repeated or skipped one applies nothing', async () => {
     const leaseId = await lease('run_seq');

@@ -42,7 +42,7 @@ describe('the lease service over real Chromium', () => {
   async function newProfile(overrides: Record<string, unknown> = {}): Promise<string> {
     profileCount += 1;
     const id = `p${profileCount}`;
-    const created = await worker.call('POST', '/v1/profiles', {
+    const created = await worker.call('POST', '/v1/tenants/t1/profiles', {
       body: { id, tenant: 't1', principal: 'owner', allowed_origins: [siteOrigin], ...overrides },
     });
     expect(created.status).toBe(201);
@@ -50,7 +50,7 @@ describe('the lease service over real Chromium', () => {
   }
 
   function acquire(profileId: string, overrides: Record<string, unknown> = {}, key = idemKey()) {
-    return worker.call('POST', `/v1/profiles/${profileId}/leases`, {
+    return worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
       idempotencyKey: key,
       body: {
         tenant: 't1',
@@ -79,7 +79,7 @@ describe('the lease service over real Chromium', () => {
     });
     expect(answer.body.expires_at_ms - answer.body.acquired_at_ms).toBe(15 * MINUTE);
     expect(contexts()).toBe(before + 1);
-    await worker.call('POST', `/v1/profiles/${profileId}/leases/${answer.body.lease_id}/close`, {
+    await worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases/${answer.body.lease_id}/close`, {
       idempotencyKey: idemKey(),
       body: { seal: false },
     });
@@ -123,14 +123,14 @@ describe('the lease service over real Chromium', () => {
     const refused = await acquire(profileId, { principal: 'stranger' });
     expect(refused.status).toBe(409);
     expect(refused.body.error.code).toBe('profile_unavailable');
-    expect(await redis.get(`${prefix}:{prf:${profileId}}:live`)).toBeNull();
+    expect(await redis.get(`${prefix}:{prf:t1/${profileId}}:live`)).toBeNull();
     expect((await acquire(profileId)).status).toBe(201);
   });
 
   it('renews in steps of at most 15 minutes and never past 60 minutes after acquire', async () => {
     const profileId = await newProfile();
     const acquired = (await acquire(profileId)).body;
-    const path = `/v1/profiles/${profileId}/leases/${acquired.lease_id}/renew`;
+    const path = `/v1/tenants/t1/profiles/${profileId}/leases/${acquired.lease_id}/renew`;
     const renew = (requestedMs: number) =>
       worker.call('POST', path, {
         idempotencyKey: idemKey(),
@@ -162,7 +162,7 @@ describe('the lease service over real Chromium', () => {
     try {
       const renewed = await worker.call(
         'POST',
-        `/v1/profiles/${profileId}/leases/${acquired.lease_id}/renew`,
+        `/v1/tenants/t1/profiles/${profileId}/leases/${acquired.lease_id}/renew`,
         {
           idempotencyKey: idemKey(),
           body: { requested_expires_at_ms: worker.clock.now() + 10 * MINUTE },
@@ -170,7 +170,10 @@ describe('the lease service over real Chromium', () => {
       );
       expect(renewed.status).toBe(409);
       expect(renewed.body.error.code).toBe('lease_expired');
-      const lease = await worker.call('GET', `/v1/profiles/${profileId}/leases/${acquired.lease_id}`);
+      const lease = await worker.call(
+        'GET',
+        `/v1/tenants/t1/profiles/${profileId}/leases/${acquired.lease_id}`,
+      );
       expect(lease.body).toMatchObject({ state: 'closed', close_reason: 'expired', sealed: false });
       // The lease's own context is gone (the sweep may close other tests' leases too at this hour).
       expect(context && worker.handle.browser.contexts().includes(context)).toBe(false);
@@ -197,13 +200,17 @@ describe('the lease service over real Chromium', () => {
       if ((await context.cookies()).some((cookie) => cookie.value === 'sealed-cookie-value')) break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    const closed = await worker.call('POST', `/v1/profiles/${profileId}/leases/${first.lease_id}/close`, {
-      idempotencyKey: idemKey(),
-      body: { seal: true },
-    });
+    const closed = await worker.call(
+      'POST',
+      `/v1/tenants/t1/profiles/${profileId}/leases/${first.lease_id}/close`,
+      {
+        idempotencyKey: idemKey(),
+        body: { seal: true },
+      },
+    );
     expect(closed.body).toMatchObject({ state: 'closed', sealed: true, close_reason: 'closed' });
 
-    const stored = await redis.hget(`${prefix}:{prf:${profileId}}:profile`, 'sealed');
+    const stored = await redis.hget(`${prefix}:{prf:t1/${profileId}}:profile`, 'sealed');
     expect(stored).toBeTruthy();
     expect(stored).not.toContain('sealed-cookie-value');
     expect(stored).not.toContain('sealed-local-value');
@@ -211,11 +218,11 @@ describe('the lease service over real Chromium', () => {
       'sealed-cookie-value',
     );
     const plain = JSON.stringify(
-      unsealState(stored as string, Buffer.from(TEST_SEAL_KEY, 'base64'), profileId),
+      unsealState(stored as string, Buffer.from(TEST_SEAL_KEY, 'base64'), `t1/${profileId}`),
     );
     expect(plain).toContain('sealed-cookie-value');
 
-    const profile = await worker.call('GET', `/v1/profiles/${profileId}`);
+    const profile = await worker.call('GET', `/v1/tenants/t1/profiles/${profileId}`);
     expect(profile.body.sealed).toBe(true);
     expect(JSON.stringify(profile.body)).not.toContain('sealed-cookie-value');
 
@@ -241,12 +248,16 @@ describe('the lease service over real Chromium', () => {
     });
     worker.clock.advance(15 * MINUTE + 1);
     try {
-      const closed = await worker.call('POST', `/v1/profiles/${profileId}/leases/${first.lease_id}/close`, {
-        idempotencyKey: idemKey(),
-        body: { seal: true },
-      });
+      const closed = await worker.call(
+        'POST',
+        `/v1/tenants/t1/profiles/${profileId}/leases/${first.lease_id}/close`,
+        {
+          idempotencyKey: idemKey(),
+          body: { seal: true },
+        },
+      );
       expect(closed.body).toMatchObject({ state: 'closed', sealed: false, close_reason: 'expired' });
-      expect(await redis.hget(`${prefix}:{prf:${profileId}}:profile`, 'sealed')).toBeNull();
+      expect(await redis.hget(`${prefix}:{prf:t1/${profileId}}:profile`, 'sealed')).toBeNull();
     } finally {
       worker.clock.offsetMs = 0;
     }
@@ -264,7 +275,7 @@ describe('the lease service over real Chromium', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
       expect(context?.pages().length).toBe(0);
       expect(worker.handle.browser.contexts()).not.toContain(context);
-      const view = await worker.call('GET', `/v1/profiles/${profileId}/leases/${lease.lease_id}`);
+      const view = await worker.call('GET', `/v1/tenants/t1/profiles/${profileId}/leases/${lease.lease_id}`);
       expect(view.body).toMatchObject({ state: 'closed', close_reason: 'expired' });
     } finally {
       worker.clock.offsetMs = 0;
@@ -281,12 +292,12 @@ describe('the lease service over real Chromium', () => {
       attempt: 1,
       requested_expires_at_ms: Date.now() + MINUTE,
     };
-    const first = await worker.call('POST', `/v1/profiles/${profileId}/leases`, {
+    const first = await worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
       idempotencyKey: key,
       body,
     });
     const before = contexts();
-    const replay = await worker.call('POST', `/v1/profiles/${profileId}/leases`, {
+    const replay = await worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
       idempotencyKey: key,
       body,
     });
@@ -294,25 +305,25 @@ describe('the lease service over real Chromium', () => {
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(replay.body).toEqual(first.body);
     expect(contexts()).toBe(before);
-    const conflict = await worker.call('POST', `/v1/profiles/${profileId}/leases`, {
+    const conflict = await worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
       idempotencyKey: key,
       body: { ...body, requested_expires_at_ms: body.requested_expires_at_ms + 1 },
     });
     expect(conflict.status).toBe(409);
     expect(conflict.body.error.code).toBe('idempotency_conflict');
-    const missing = await worker.call('POST', `/v1/profiles/${profileId}/leases`, { body });
+    const missing = await worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, { body });
     expect(missing.status).toBe(422);
   });
 
   it('answers 401 without the token, 413 past 64 KiB and 422 naming the bad field', async () => {
-    expect((await worker.call('GET', '/v1/profiles', { token: null })).status).toBe(401);
-    expect((await worker.call('GET', '/v1/profiles', { token: 'x'.repeat(40) })).status).toBe(401);
-    const big = await worker.call('POST', '/v1/profiles', {
+    expect((await worker.call('GET', '/v1/tenants/t1/profiles', { token: null })).status).toBe(401);
+    expect((await worker.call('GET', '/v1/tenants/t1/profiles', { token: 'x'.repeat(40) })).status).toBe(401);
+    const big = await worker.call('POST', '/v1/tenants/t1/profiles', {
       rawBody: JSON.stringify({ pad: 'x'.repeat(70_000) }),
     });
     expect(big.status).toBe(413);
     expect(big.body.error.code).toBe('payload_too_large');
-    const bad = await worker.call('POST', '/v1/profiles', {
+    const bad = await worker.call('POST', '/v1/tenants/t1/profiles', {
       body: { id: 'ok', tenant: 't1', principal: 'owner', allowed_origins: ['ftp://nope'] },
     });
     expect(bad.status).toBe(422);

@@ -90,7 +90,7 @@ describe('lease upkeep', () => {
     if (status === 'waiting_child') ran(await store.waitRun(run.id, 'owner', 'waiting_child'));
     expect((await store.getRun(run.id))?.status).toBe(status);
     const { lease } = await admin.acquire(
-      profileId,
+      { tenant: 't1', id: profileId },
       {
         tenant: 't1',
         principal: 'alice',
@@ -105,7 +105,7 @@ describe('lease upkeep', () => {
 
   it('keeps the page of a run parked on its approval for 50 minutes, renewing only when due', async () => {
     const { profileId, leaseId } = await runWithLease('parked');
-    const acquired = await leases.getLease(profileId, leaseId);
+    const acquired = await leases.getLease({ tenant: 't1', id: profileId }, leaseId);
     const renewals: number[] = [];
     for (let minute = 1; minute <= 50; minute += 1) {
       worker.clock.advance(MINUTE_MS);
@@ -113,7 +113,7 @@ describe('lease upkeep', () => {
       if (done.renewed.includes(leaseId)) renewals.push(minute);
       expect(done.failed).toEqual([]);
     }
-    const lease = await leases.getLease(profileId, leaseId);
+    const lease = await leases.getLease({ tenant: 't1', id: profileId }, leaseId);
     expect(lease?.state).toBe('live');
     expect(lease?.expiresAtMs).toBeGreaterThan(worker.clock.now());
     // Due within five minutes of expiry, once each time: 15 minutes granted, then 10 minutes a step.
@@ -125,7 +125,7 @@ describe('lease upkeep', () => {
     const capped = await runWithLease('running', 22 * MINUTE_MS);
     worker.clock.advance(11 * MINUTE_MS);
     expect((await pass()).renewed).toContain(capped.leaseId);
-    const lease = await leases.getLease(capped.profileId, capped.leaseId);
+    const lease = await leases.getLease({ tenant: 't1', id: capped.profileId }, capped.leaseId);
     expect(lease?.expiresAtMs).toBe(capped.run.deadline_at_ms);
     worker.clock.advance(10 * MINUTE_MS);
     const done = await pass();
@@ -145,8 +145,11 @@ describe('lease upkeep', () => {
     const done = await pass();
     expect(done.closed).toEqual(expect.arrayContaining([ended.leaseId, waiting.leaseId]));
     for (const { profileId, leaseId } of [ended, waiting]) {
-      expect(await leases.getLease(profileId, leaseId)).toMatchObject({ state: 'closed', sealed: true });
-      expect((await leases.getProfile(profileId))?.sealedAtMs).toBeDefined();
+      expect(await leases.getLease({ tenant: 't1', id: profileId }, leaseId)).toMatchObject({
+        state: 'closed',
+        sealed: true,
+      });
+      expect((await leases.getProfile({ tenant: 't1', id: profileId }))?.sealedAtMs).toBeDefined();
     }
   });
 });

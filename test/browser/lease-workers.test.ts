@@ -24,7 +24,7 @@ describe('browser workers sharing one Redis', () => {
   }
 
   function acquire(worker: TestBrowserWorker, profileId: string, runId: string) {
-    return worker.call('POST', `/v1/profiles/${profileId}/leases`, {
+    return worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
       idempotencyKey: idemKey(),
       body: {
         tenant: 't1',
@@ -39,7 +39,7 @@ describe('browser workers sharing one Redis', () => {
   it('never hand out the same profile twice, however the acquires race', async () => {
     const [a, b] = await Promise.all([start('bw-a'), start('bw-b')]);
     if (!a || !b) throw new Error('workers did not start');
-    await a.call('POST', '/v1/profiles', {
+    await a.call('POST', '/v1/tenants/t1/profiles', {
       body: { id: 'contested', tenant: 't1', principal: 'owner', allowed_origins: ['https://example.com'] },
     });
     const contextsBefore = a.handle.browser.contexts().length + b.handle.browser.contexts().length;
@@ -59,19 +59,19 @@ describe('browser workers sharing one Redis', () => {
   });
 
   it('registers each worker with its pinned profiles, so the run side can find the worker for a profile', async () => {
-    await start('bw-pinned', 'shop,bank');
+    await start('bw-pinned', 't1/shop,t1/bank');
     const registry = new BrowserWorkerRegistry(redis, `${prefix}:`);
-    const pinned = await registry.findForProfile('bank');
+    const pinned = await registry.findForProfile({ tenant: 't1', id: 'bank' });
     expect(pinned?.id).toBe('bw-pinned');
     expect(pinned?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    const anyWorker = await registry.findForProfile('elsewhere');
+    const anyWorker = await registry.findForProfile({ tenant: 't1', id: 'elsewhere' });
     expect(['bw-a', 'bw-b']).toContain(anyWorker?.id);
   });
 
   it('refuses a profile that is not pinned to the worker asked', async () => {
     const worker = started.find((candidate) => candidate.handle.leases.workerId === 'bw-pinned');
     if (!worker) throw new Error('no pinned worker');
-    await worker.call('POST', '/v1/profiles', {
+    await worker.call('POST', '/v1/tenants/t1/profiles', {
       body: { id: 'unpinned', tenant: 't1', principal: 'owner', allowed_origins: ['https://example.com'] },
     });
     const refused = await acquire(worker, 'unpinned', 'run_x');
@@ -81,13 +81,13 @@ describe('browser workers sharing one Redis', () => {
 
   it('revokes, unsealed, the live leases a restarted worker no longer holds the pages of', async () => {
     const first = await start('bw-restart');
-    await first.call('POST', '/v1/profiles', {
+    await first.call('POST', '/v1/tenants/t1/profiles', {
       body: { id: 'restarted', tenant: 't1', principal: 'owner', allowed_origins: ['https://example.com'] },
     });
     const lease = (await acquire(first, 'restarted', 'run_r')).body;
     // A second process with the same worker id, as after a crash: it holds no page for the lease.
     const second = await start('bw-restart');
-    const view = await second.call('GET', `/v1/profiles/restarted/leases/${lease.lease_id}`);
+    const view = await second.call('GET', `/v1/tenants/t1/profiles/restarted/leases/${lease.lease_id}`);
     expect(view.body).toMatchObject({ state: 'closed', close_reason: 'revoked', sealed: false });
     const fresh = await acquire(second, 'restarted', 'run_r');
     expect(fresh.status).toBe(201);

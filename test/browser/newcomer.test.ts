@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserLeaseProvider } from '../../libs/provider/index.js';
 import type { RedisLeaseStore } from '../../libs/store/index.js';
-import { LeaseRig, rejection } from '../fixtures/lease-rig.js';
+import { LeaseRig, rejection, rigProfile } from '../fixtures/lease-rig.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 
 /**
@@ -54,12 +54,12 @@ describe('a newcomer run on a profile another run holds', () => {
     expect(error.facts).toMatchObject({ holder_run_id: 'run_parked' });
     expect(asked).toEqual(['run_parked']);
     expect(newcomer.lease).toBeUndefined();
-    expect(await leases.getLease(profileId, holder.leaseId)).toMatchObject({
+    expect(await leases.getLease(rigProfile(profileId), holder.leaseId)).toMatchObject({
       state: 'live',
       sealed: false,
       closeReason: undefined,
     });
-    expect((await leases.getProfile(profileId))?.sealedAtMs).toBeUndefined();
+    expect((await leases.getProfile(rigProfile(profileId)))?.sealedAtMs).toBeUndefined();
   });
 
   it("seals and closes an ended holder run's lease and gives the newcomer a fresh one", async () => {
@@ -68,7 +68,7 @@ describe('a newcomer run on a profile another run holds', () => {
       'ended:1:0',
       Date.now() + 600_000,
     );
-    expect((await leases.getProfile(profileId))?.sealedAtMs).toBeUndefined();
+    expect((await leases.getProfile(rigProfile(profileId)))?.sealedAtMs).toBeUndefined();
     const asked: string[] = [];
     const newcomer = workerProvider(profileId, 'run_successor', async (runId) => {
       asked.push(runId);
@@ -80,19 +80,19 @@ describe('a newcomer run on a profile another run holds', () => {
     expect(asked).toEqual(['run_ended']);
     expect(fresh.leaseId).not.toBe(holder.leaseId);
     expect(newcomer.lease).toMatchObject({ leaseId: fresh.leaseId, profileId, sequence: 0 });
-    expect(await leases.getLease(profileId, holder.leaseId)).toMatchObject({
+    expect(await leases.getLease(rigProfile(profileId), holder.leaseId)).toMatchObject({
       state: 'closed',
       closeReason: 'closed',
       sealed: true,
     });
-    const profile = await leases.getProfile(profileId);
+    const profile = await leases.getProfile(rigProfile(profileId));
     expect(profile?.sealedBlob).toBeDefined();
     expect(profile?.sealedAtMs).toEqual(expect.any(Number));
-    expect(await leases.getLease(profileId, fresh.leaseId)).toMatchObject({
+    expect(await leases.getLease(rigProfile(profileId), fresh.leaseId)).toMatchObject({
       state: 'live',
       scope: { run_id: 'run_successor', attempt: 1 },
     });
-    expect(await leases.liveLeaseId(profileId)).toBe(fresh.leaseId);
+    expect(await leases.liveLeaseId(rigProfile(profileId))).toBe(fresh.leaseId);
   });
 
   it('seals and replaces the holder lease when no run-state reader is configured', async () => {
@@ -108,7 +108,7 @@ describe('a newcomer run on a profile another run holds', () => {
     );
 
     expect(fresh.leaseId).not.toBe(holder.leaseId);
-    expect(await leases.getLease(profileId, holder.leaseId)).toMatchObject({
+    expect(await leases.getLease(rigProfile(profileId), holder.leaseId)).toMatchObject({
       state: 'closed',
       sealed: true,
     });

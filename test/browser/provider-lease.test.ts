@@ -1,13 +1,20 @@
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProfileRef } from '../../libs/contracts/index.js';
 import {
   acquireIdempotencyKey,
   type BrowserLeaseProvider,
   type BrowserWorkerLocation,
   executeBrowserTool,
 } from '../../libs/provider/index.js';
-import { dispatchCounter as counter, LeaseRig, rejection, toolCalls } from '../fixtures/lease-rig.js';
+import {
+  dispatchCounter as counter,
+  LeaseRig,
+  rejection,
+  rigProfile,
+  toolCalls,
+} from '../fixtures/lease-rig.js';
 import { pressButton as button, freePort, PRESS_PAGE } from '../fixtures/press-site.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 
@@ -34,7 +41,7 @@ describe('browser lease provider', () => {
   function provider(
     profileId: string,
     runId: string,
-    findWorker?: (profileId: string) => Promise<BrowserWorkerLocation | undefined>,
+    findWorker?: (profile: ProfileRef) => Promise<BrowserWorkerLocation | undefined>,
   ): BrowserLeaseProvider {
     // Every run here still needs its page (ADR-0127 d7: a newcomer is refused, never replaces it).
     return rig.provider(profileId, runId, findWorker ? { findWorker } : {});
@@ -79,7 +86,10 @@ describe('browser lease provider', () => {
     expect(secondHooks.calls).toBe(1);
     expect(acted.observation.text).toContain('clicked');
     expect(second.lease).toMatchObject({ leaseId, sequence: 2 });
-    expect(await rig.admin.getLease(profileId, leaseId ?? '')).toMatchObject({ sequence: 2, effects: 2 });
+    expect(await rig.admin.getLease(rigProfile(profileId), leaseId ?? '')).toMatchObject({
+      sequence: 2,
+      effects: 2,
+    });
 
     // The first provider's sequence is now behind: a desynchronised lease is not trusted again.
     const stale = await rejection(
@@ -111,7 +121,7 @@ describe('browser lease provider', () => {
     const again = await provider(profileId, 'run_replay').ensureLease('replay:1:0', horizonMs);
     expect(again.leaseId).toBe(first.leaseId);
     const raw = await rig.admin.acquire(
-      profileId,
+      rigProfile(profileId),
       {
         tenant: 't1',
         principal: 'owner',
@@ -156,7 +166,10 @@ describe('browser lease provider', () => {
     expect(run.lease).toMatchObject({ sequence: 1 });
 
     const leaseId = run.lease?.leaseId ?? '';
-    expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 1, effects: 1 });
+    expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
+      sequence: 1,
+      effects: 1,
+    });
     await executeBrowserTool(
       run,
       'browser.act',
@@ -170,9 +183,9 @@ describe('browser lease provider', () => {
   it('refuses invalid tool arguments before anything is sent', async () => {
     const profileId = await rig.newProfile();
     let lookups = 0;
-    const run = provider(profileId, 'run_invalid', (id) => {
+    const run = provider(profileId, 'run_invalid', (profile) => {
       lookups += 1;
-      return rig.registry.findForProfile(id);
+      return rig.registry.findForProfile(profile);
     });
     const hooks = counter();
     const unsent = await rejection(executeBrowserTool(run, 'browser.navigate', { url: 42 }, call(), hooks));
@@ -193,7 +206,10 @@ describe('browser lease provider', () => {
     expect(invalid.code).toBe('invalid_arguments');
     expect(invalid.message).not.toContain('hover');
     expect(hooks.calls).toBe(1);
-    expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 1, effects: 1 });
+    expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
+      sequence: 1,
+      effects: 1,
+    });
     expect(run.lease).toMatchObject({ leaseId, sequence: 1 });
   });
 
@@ -248,7 +264,10 @@ describe('browser lease provider', () => {
     expect(lost.retryable).toBe(false);
     expect(hooks.calls).toBe(2);
     // The service did act: the effect happened once, and the run side knows it cannot tell.
-    expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 2, effects: 2 });
+    expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
+      sequence: 2,
+      effects: 2,
+    });
     expect(run.lease).toBeUndefined();
     expect(run.retiredLease).toMatchObject({ leaseId });
 
@@ -257,7 +276,10 @@ describe('browser lease provider', () => {
     expect(fresh.leaseId).not.toBe(leaseId);
     expect(fresh.sequence).toBe(0);
     expect(run.retiredLease).toBeUndefined();
-    expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ state: 'closed', sealed: false });
+    expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
+      state: 'closed',
+      sealed: false,
+    });
   });
 
   it('answers a read that outlives its deadline with a retryable provider_unavailable and drops the lease', async () => {
@@ -274,7 +296,7 @@ describe('browser lease provider', () => {
     expect(run.lease).toBeUndefined();
     expect(run.retiredLease).toMatchObject({ leaseId: held.leaseId });
     expect(await run.close({ seal: true })).toBeUndefined();
-    expect(await rig.admin.getLease(profileId, held.leaseId)).toMatchObject({
+    expect(await rig.admin.getLease(rigProfile(profileId), held.leaseId)).toMatchObject({
       state: 'closed',
       sealed: false,
     });

@@ -43,7 +43,7 @@ describe('the reclaim sweep', () => {
   });
 
   it('fails a run whose worker stalled past the retry limit `reclaimed` and releases its lease', async () => {
-    await browserWorker.call('POST', '/v1/profiles', {
+    await browserWorker.call('POST', '/v1/tenants/t1/profiles', {
       body: { id: 'reclaimed', tenant: 't1', principal: 'p1', allowed_origins: ['https://example.com'] },
     });
     const agent = await store.putAgent('t1', { model: 'scripted', instructions: '' });
@@ -74,7 +74,7 @@ describe('the reclaim sweep', () => {
       RUNS_QUEUE,
       async (job, token) => {
         await store.claimRun(run.id, job.data.execution, `${job.id}:${token}`);
-        const lease = await browserWorker.call('POST', '/v1/profiles/reclaimed/leases', {
+        const lease = await browserWorker.call('POST', '/v1/tenants/t1/profiles/reclaimed/leases', {
           idempotencyKey: idemKey(),
           body: {
             tenant: 't1',
@@ -123,7 +123,9 @@ describe('the reclaim sweep', () => {
     };
     expect(await reclaimStalledRuns(deps)).toEqual([run.id]);
     expect(await store.getRun(run.id)).toMatchObject({ status: 'failed', error: { reason: 'reclaimed' } });
-    expect(await new RedisLeaseStore(redis, `${prefix}:`).liveLeaseId('reclaimed')).toBeUndefined();
+    expect(
+      await new RedisLeaseStore(redis, `${prefix}:`).liveLeaseId({ tenant: 't1', id: 'reclaimed' }),
+    ).toBeUndefined();
     // A second pass changes nothing.
     expect(await reclaimStalledRuns(deps)).toEqual([]);
   });

@@ -18,7 +18,7 @@ import { type BrowserWorkerRecord, BrowserWorkerRegistry, RunStore } from '../..
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
 import { TEST_TOKEN } from '../fixtures/browser-worker.js';
-import { ACQUIRE_PATH as ACQUIRE, LeaseRig } from '../fixtures/lease-rig.js';
+import { ACQUIRE_PATH as ACQUIRE, LeaseRig, rigProfile } from '../fixtures/lease-rig.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
@@ -272,7 +272,7 @@ describe('a whole run meets a transient acquisition failure', () => {
     const lease = JSON.parse(acquiresOf(profileId)[1]?.upstreamBody?.toString() ?? '{}') as {
       lease_id: string;
     };
-    expect(await rig.admin.getLease(profileId, lease.lease_id)).toMatchObject({
+    expect(await rig.admin.getLease(rigProfile(profileId), lease.lease_id)).toMatchObject({
       state: 'closed',
       sealed: true,
     });

@@ -13,6 +13,7 @@ import {
   LeaseRig,
   NAVIGATE_PATH as NAVIGATE,
   rejection,
+  rigProfile,
   toolCalls,
 } from '../fixtures/lease-rig.js';
 import { pressButton as button, pressPage } from '../fixtures/press-site.js';
@@ -270,7 +271,7 @@ describe('bounded acquisition retry through a faulty network', () => {
       onAcquireAttempt: async () => {
         // An operator revokes the lease the service created while its answer was lost.
         const lost = acquiresOf(profileId)[0]?.upstreamBody?.toString() ?? '{}';
-        await rig.admin.close(profileId, (JSON.parse(lost) as { lease_id: string }).lease_id, {
+        await rig.admin.close(rigProfile(profileId), (JSON.parse(lost) as { lease_id: string }).lease_id, {
           seal: false,
         });
       },
@@ -378,7 +379,7 @@ describe('bounded acquisition retry through a faulty network', () => {
     expect(rig.worker.handle.browser.contexts().length).toBe(contextsBefore + 1);
     expect(rig.hits.get('/lost-acquire')).toBe(1);
     expect(hooks.calls).toBe(1);
-    expect(await rig.admin.getLease(profileId, created.lease_id)).toMatchObject({
+    expect(await rig.admin.getLease(rigProfile(profileId), created.lease_id)).toMatchObject({
       state: 'live',
       sequence: 1,
       effects: 1,
@@ -413,7 +414,10 @@ describe('bounded acquisition retry through a faulty network', () => {
     );
     expect(lostAct).toMatchObject({ code: 'outcome_unknown', retryable: false });
     expect(rig.proxy.seen('POST', ACT).filter((request) => request.path.includes(leaseId))).toHaveLength(1);
-    expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 2, effects: 2 });
+    expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
+      sequence: 2,
+      effects: 2,
+    });
 
     // The next call starts afresh on a new lease; its navigate's answer is lost too.
     rig.proxy.inject({ method: 'POST', path: NAVIGATE, action: { kind: 'drop_response' } });
@@ -432,6 +436,9 @@ describe('bounded acquisition retry through a faulty network', () => {
     const freshLeaseId = provider.retiredLease?.leaseId ?? '';
     expect(freshLeaseId).not.toBe(leaseId);
     expect(rig.hits.get('/effects-lost')).toBe(1);
-    expect(await rig.admin.getLease(profileId, freshLeaseId)).toMatchObject({ sequence: 1, effects: 1 });
+    expect(await rig.admin.getLease(rigProfile(profileId), freshLeaseId)).toMatchObject({
+      sequence: 1,
+      effects: 1,
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProfileRef } from '../../libs/contracts/index.js';
 import {
   type BrowserLeaseProvider,
   type BrowserWorkerLocation,
@@ -22,6 +23,7 @@ import {
   leaseProvider,
   NAVIGATE_PATH as NAVIGATE,
   rejection,
+  rigProfile,
   toolCalls,
 } from '../fixtures/lease-rig.js';
 import { freePort, type PressSite, pressButton, startPressSite } from '../fixtures/press-site.js';
@@ -67,7 +69,7 @@ const hooks = () => ({ beforeDispatch: async () => undefined });
 function provider(
   profileId: string,
   runId: string,
-  findWorker: (profileId: string) => Promise<BrowserWorkerLocation | undefined>,
+  findWorker: (profile: ProfileRef) => Promise<BrowserWorkerLocation | undefined>,
   options: { holderNeedsPage?: (runId: string) => Promise<boolean>; clock?: () => number } = {},
 ): BrowserLeaseProvider {
   return leaseProvider(profileId, runId, { principal: 'alice', findWorker, ...options });
@@ -127,7 +129,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
     const [dropped] = seenFor('POST', ACQUIRE, profileId);
     const created = JSON.parse(dropped?.upstreamBody?.toString() ?? '{}') as { lease_id: string };
     // The service did create the lease: the profile is held by this run attempt now.
-    expect(await leases.liveLeaseId(profileId)).toBe(created.lease_id);
+    expect(await leases.liveLeaseId(rigProfile(profileId))).toBe(created.lease_id);
 
     // The next call asks a later fifteen-minute horizon, under its own idempotency key.
     const laterHorizonMs = Date.now() + 15 * MINUTE_MS;
@@ -148,7 +150,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
     expect(second?.upstreamStatus).toBeLessThan(300);
     expect(run.lease).toMatchObject({ leaseId: created.lease_id, sequence: 1 });
     expect(rig.worker.handle.browser.contexts().length).toBe(contextsBefore + 1);
-    expect(await leases.liveLeaseId(profileId)).toBe(created.lease_id);
+    expect(await leases.liveLeaseId(rigProfile(profileId))).toBe(created.lease_id);
     expect(site.hits.get('/f1')).toBe(1);
   });
 
@@ -182,7 +184,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
     );
     // The service applied the click and advanced its sequence; the run side cannot know that.
     expect(lost).toMatchObject({ code: 'outcome_unknown', retryable: false });
-    expect(await leases.getLease(profileId, leaseId)).toMatchObject({
+    expect(await leases.getLease(rigProfile(profileId), leaseId)).toMatchObject({
       state: 'live',
       sequence: 2,
       effects: 2,
@@ -217,7 +219,10 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
     expect(navigations.at(-1)?.path).toContain(`/leases/${next?.leaseId}/`);
     expect(bodyOf(navigations.at(-1)).sequence).toBe(1);
     expect(navigations.every((request) => request.upstreamStatus === 200)).toBe(true);
-    expect(await leases.getLease(profileId, leaseId)).toMatchObject({ state: 'closed', sealed: false });
+    expect(await leases.getLease(rigProfile(profileId), leaseId)).toMatchObject({
+      state: 'closed',
+      sealed: false,
+    });
     // The action itself was never sent again.
     expect(seenFor('POST', ACT, profileId)).toHaveLength(1);
   });
@@ -253,7 +258,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
     expect(bodyOf(act).sequence).toBe(2);
     expect(act?.upstreamStatus).toBe(200);
     expect(secondWorker.lease).toMatchObject({ leaseId, sequence: 2 });
-    expect(await leases.getLease(profileId, leaseId)).toMatchObject({
+    expect(await leases.getLease(rigProfile(profileId), leaseId)).toMatchObject({
       state: 'live',
       sequence: 2,
       effects: 2,
@@ -308,8 +313,11 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
     );
     expect(refusedWhileQueued.code).toBe('profile_unavailable');
     expect(seenFor('POST', CLOSE, profileId)).toHaveLength(0);
-    expect(await leases.getLease(profileId, holderLeaseId)).toMatchObject({ state: 'live', sealed: false });
-    expect((await leases.getProfile(profileId))?.sealedAtMs).toBeUndefined();
+    expect(await leases.getLease(rigProfile(profileId), holderLeaseId)).toMatchObject({
+      state: 'live',
+      sealed: false,
+    });
+    expect((await leases.getProfile(rigProfile(profileId)))?.sealedAtMs).toBeUndefined();
     expect(site.hits.get('/f8-new')).toBeUndefined();
 
     // The holder resumes on its own page, untouched by the newcomer, and finishes.
@@ -330,7 +338,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
     );
     expect(navigated.observation.title).toBe('shop');
     expect(newcomer.lease?.leaseId).not.toBe(holderLeaseId);
-    expect(await leases.getLease(profileId, holderLeaseId)).toMatchObject({
+    expect(await leases.getLease(rigProfile(profileId), holderLeaseId)).toMatchObject({
       state: 'closed',
       closeReason: 'closed',
       sealed: true,
@@ -366,7 +374,7 @@ describe('ADR-0127 fault 2: a dead lease is dropped after a browser worker resta
     await worker?.handle.close();
   });
 
-  const findWorker = (profileId: string) => registry.findForProfile(profileId);
+  const findWorker = (profile: ProfileRef) => registry.findForProfile(profile);
 
   it('fault 2: after a browser worker restart revoked the lease, the next call drops the dead reference and the one after acquires a fresh lease', async () => {
     const run = provider('restart-1', 'run_f2_restart', findWorker);
@@ -376,7 +384,7 @@ describe('ADR-0127 fault 2: a dead lease is dropped after a browser worker resta
     // The browser worker restarts at its address; the new process revokes the lease it has no page for.
     await worker?.handle.close();
     worker = await start(port);
-    expect(await leases.getLease('restart-1', deadLeaseId)).toMatchObject({
+    expect(await leases.getLease(rigProfile('restart-1'), deadLeaseId)).toMatchObject({
       state: 'closed',
       closeReason: 'revoked',
       sealed: false,
@@ -410,7 +418,10 @@ describe('ADR-0127 fault 2: a dead lease is dropped after a browser worker resta
     const oldPort = port;
     while (port === oldPort) port = await freePort();
     worker = await start(port);
-    expect(await leases.getLease('restart-2', deadLeaseId)).toMatchObject({ state: 'closed', sealed: false });
+    expect(await leases.getLease(rigProfile('restart-2'), deadLeaseId)).toMatchObject({
+      state: 'closed',
+      sealed: false,
+    });
 
     // The old address answers nothing: the lease is dropped as untrusted (d2).
     const lost = await rejection(executeBrowserTool(run, 'browser.observe', {}, call(), hooks()));
@@ -460,7 +471,7 @@ describe('ADR-0127 faults 2 and 9 on a service clock ahead of the run side', () 
     const run = provider(profileId, 'run_f2_revoked', viaProxy, { clock: clock.now });
     await executeBrowserTool(run, 'browser.navigate', { url: `${site.origin}/f2r` }, call(), hooks());
     const revokedId = run.lease?.leaseId ?? '';
-    await rig.admin.close(profileId, revokedId, { seal: false });
+    await rig.admin.close(rigProfile(profileId), revokedId, { seal: false });
 
     const refused = await rejection(executeBrowserTool(run, 'browser.observe', {}, call(), hooks()));
     expect(refused.code).toBe('lease_expired');
@@ -481,7 +492,10 @@ describe('ADR-0127 faults 2 and 9 on a service clock ahead of the run side', () 
     const refused = await rejection(executeBrowserTool(run, 'browser.observe', {}, call(), hooks()));
     expect(refused.code).toBe('lease_expired');
     expect(run.lease).toBeUndefined();
-    expect(await leases.getLease(profileId, skewedId)).toMatchObject({ state: 'closed', sealed: false });
+    expect(await leases.getLease(rigProfile(profileId), skewedId)).toMatchObject({
+      state: 'closed',
+      sealed: false,
+    });
 
     const navigated = await executeBrowserTool(
       run,
@@ -519,19 +533,19 @@ describe('ADR-0127 faults 2 and 9 on a service clock ahead of the run side', () 
     expect(await run.close({ seal: true })).toBeUndefined();
     expect(rig.proxy.seen('POST', CLOSE)).toHaveLength(closesBefore);
     expect(run.lease).toBeUndefined();
-    expect(await leases.getLease(profileId, leaseId)).toMatchObject({ state: 'live' });
+    expect(await leases.getLease(rigProfile(profileId), leaseId)).toMatchObject({ state: 'live' });
 
     // A late close that still reaches the service (another holder of the reference, a clock behind)
     // arrives before the sweep: ADR-0127 d8, it is closed unsealed, and nothing reaches the profile.
     const late = await new DataPlaneClient({ baseUrl: rig.proxy.url, token: TEST_TOKEN }).close(
-      profileId,
+      rigProfile(profileId),
       leaseId,
       {
         seal: true,
       },
     );
     expect(late).toMatchObject({ state: 'closed', sealed: false, close_reason: 'expired' });
-    expect((await leases.getProfile(profileId))?.sealedAtMs).toBeUndefined();
+    expect((await leases.getProfile(rigProfile(profileId)))?.sealedAtMs).toBeUndefined();
     expect(held?.expiresAtMs).toBeLessThanOrEqual(clock.now());
   });
 });

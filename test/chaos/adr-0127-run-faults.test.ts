@@ -138,8 +138,8 @@ describe('ADR-0127 faults at the end of an execution', () => {
   }
 
   async function liveLease(profileId: string) {
-    const leaseId = await leases.liveLeaseId(profileId);
-    return leaseId ? leases.getLease(profileId, leaseId) : undefined;
+    const leaseId = await leases.liveLeaseId({ tenant: 't1', id: profileId });
+    return leaseId ? leases.getLease({ tenant: 't1', id: profileId }, leaseId) : undefined;
   }
 
   /**
@@ -179,7 +179,7 @@ describe('ADR-0127 faults at the end of an execution', () => {
     const resumed = await execute(runWorker(), run.id, 2, 'second-worker');
     expect(resumed).toEqual({ kind: 'succeeded', answer: 'Done.' });
     // The approved click met the run's own page, as action 2 of the same lease, then sealed.
-    expect(await leases.getLease(profileId, kept?.id ?? '')).toMatchObject({
+    expect(await leases.getLease({ tenant: 't1', id: profileId }, kept?.id ?? '')).toMatchObject({
       state: 'closed',
       closeReason: 'closed',
       sealed: true,
@@ -217,7 +217,7 @@ describe('ADR-0127 faults at the end of an execution', () => {
     if (!claimedElsewhere) throw new Error('the other worker did not claim the run');
     const resumed = await executeRun(other, claimedElsewhere, 'other-worker', new AbortController().signal);
     expect(resumed.kind).toBe('succeeded');
-    expect(await leases.getLease(profileId, kept?.id ?? '')).toMatchObject({
+    expect(await leases.getLease({ tenant: 't1', id: profileId }, kept?.id ?? '')).toMatchObject({
       state: 'closed',
       sealed: true,
       sequence: 2,
@@ -243,8 +243,10 @@ describe('ADR-0127 faults at the end of an execution', () => {
     expect(parentView?.status).toBe('waiting_child');
     const childId = parentView?.waiting_on_run_id ?? '';
     // ADR-0127 d4: the parent's lease was sealed and closed before its child could start.
-    expect(await leases.liveLeaseId(profileId)).toBeUndefined();
-    expect((await leases.getProfile(profileId))?.sealedAtMs).toEqual(expect.any(Number));
+    expect(await leases.liveLeaseId({ tenant: 't1', id: profileId })).toBeUndefined();
+    expect((await leases.getProfile({ tenant: 't1', id: profileId }))?.sealedAtMs).toEqual(
+      expect.any(Number),
+    );
 
     const childEnd = await execute(runWorker(), childId, 1, 'child-worker');
     expect(childEnd).toEqual({ kind: 'succeeded', answer: 'Child done.' });
@@ -278,7 +280,7 @@ describe('ADR-0127 faults at the end of an execution', () => {
     expect(answer.status).toBe(200);
     expect(await answer.json()).toMatchObject({ status: 'cancelled' });
     // No worker's end of execution runs for a parked run: the cancel itself closed the lease.
-    expect(await leases.getLease(profileId, kept?.id ?? '')).toMatchObject({
+    expect(await leases.getLease({ tenant: 't1', id: profileId }, kept?.id ?? '')).toMatchObject({
       state: 'closed',
       closeReason: 'closed',
       sealed: true,
@@ -294,11 +296,16 @@ describe('ADR-0127 faults at the end of an execution', () => {
     const kept = await liveLease(profileId);
     // A cancel whose release never reached the browser worker: only the run store heard it.
     expect((await store.cancelRun('t1', run.id)).ok).toBe(true);
-    expect(await leases.getLease(profileId, kept?.id ?? '')).toMatchObject({ state: 'live' });
+    expect(await leases.getLease({ tenant: 't1', id: profileId }, kept?.id ?? '')).toMatchObject({
+      state: 'live',
+    });
 
     const pass = await runLeaseUpkeep({ leases, runs: store, workers: registry, dataPlaneToken: TEST_TOKEN });
     expect(pass.closed).toContain(kept?.id);
-    expect(await leases.getLease(profileId, kept?.id ?? '')).toMatchObject({ state: 'closed', sealed: true });
+    expect(await leases.getLease({ tenant: 't1', id: profileId }, kept?.id ?? '')).toMatchObject({
+      state: 'closed',
+      sealed: true,
+    });
   });
 
   it('fault 5: a run failed by the reclaim sweep after its worker died mid-run releases its lease', async () => {
@@ -336,6 +343,9 @@ describe('ADR-0127 faults at the end of an execution', () => {
     });
     expect(reclaimed).toEqual([run.id]);
     expect(await store.getRun(run.id)).toMatchObject({ status: 'failed', error: { reason: 'reclaimed' } });
-    expect(await leases.getLease(profileId, held?.id ?? '')).toMatchObject({ state: 'closed', sealed: true });
+    expect(await leases.getLease({ tenant: 't1', id: profileId }, held?.id ?? '')).toMatchObject({
+      state: 'closed',
+      sealed: true,
+    });
   });
 });

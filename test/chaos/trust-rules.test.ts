@@ -9,6 +9,7 @@ import {
   LeaseRig,
   OBSERVE_PATH as OBSERVE,
   rejection,
+  rigProfile,
   toolCalls,
 } from '../fixtures/lease-rig.js';
 import { pressButton as button, pressPage } from '../fixtures/press-site.js';
@@ -86,7 +87,10 @@ describe('the provider drops a lease it can no longer trust', () => {
     expect(fresh?.leaseId).not.toBe(oldLeaseId);
     expect(fresh?.sequence).toBe(0);
     expect(provider.retiredLease).toBeUndefined();
-    expect(await rig.admin.getLease(profileId, oldLeaseId)).toMatchObject({ state: 'closed', sealed: false });
+    expect(await rig.admin.getLease(rigProfile(profileId), oldLeaseId)).toMatchObject({
+      state: 'closed',
+      sealed: false,
+    });
     expect(rig.contexts()).toBe(contextsBefore + 1);
   }
 
@@ -127,7 +131,7 @@ describe('the provider drops a lease it can no longer trust', () => {
         if (fault.transport) expect(error.transport).toBe(fault.transport);
         expect(provider.lease).toBeUndefined();
         // Closed where it still can be: at once, unsealed, before any next call.
-        expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({
+        expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
           state: 'closed',
           sealed: false,
         });
@@ -159,7 +163,7 @@ describe('the provider drops a lease it can no longer trust', () => {
       );
       expect(error).toMatchObject({ code: 'profile_unavailable', retryable: false });
       expect(requestsOf(leaseId, ACT)).toHaveLength(1);
-      expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({
+      expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
         state: 'closed',
         sealed: false,
         sequence: 1,
@@ -197,7 +201,10 @@ describe('the provider drops a lease it can no longer trust', () => {
       });
       expect(hooks.calls).toBe(1);
       expect(provider.lease).toBeUndefined();
-      expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({ sequence: 1, effects: 1 });
+      expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
+        sequence: 1,
+        effects: 1,
+      });
       await expectFreshLease(provider, profileId, leaseId, contextsBefore);
     });
   });
@@ -222,7 +229,7 @@ describe('the provider drops a lease it can no longer trust', () => {
       expect(hooks.calls).toBe(1);
       // The service acted exactly once; the provider never sent the act again.
       expect(requestsOf(leaseId, ACT)).toHaveLength(1);
-      expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({
+      expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
         state: 'closed',
         sealed: false,
         sequence: 2,
@@ -272,7 +279,7 @@ describe('the provider drops a lease it can no longer trust', () => {
         expect(error).toMatchObject({ code: 'outcome_unknown', retryable: false });
         expect(requestsOf(leaseId, ACT)).toHaveLength(1);
         expect(provider.lease).toBeUndefined();
-        expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({
+        expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
           state: 'closed',
           sealed: false,
           effects: 1,
@@ -309,7 +316,7 @@ describe('the provider drops a lease it can no longer trust', () => {
       expect(provider.lease).toMatchObject({ leaseId, sequence: 1 });
       expect(provider.retiredLease).toBeUndefined();
       expect(requestsOf(leaseId, CLOSE)).toHaveLength(0);
-      expect(await rig.admin.getLease(profileId, leaseId)).toMatchObject({
+      expect(await rig.admin.getLease(rigProfile(profileId), leaseId)).toMatchObject({
         state: 'live',
         sequence: 1,
         effects: 1,
@@ -339,7 +346,7 @@ describe('the provider drops a lease it can no longer trust', () => {
       const watching: typeof fetch = async (input, init) => {
         const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
         if (oldLeaseId && init?.method === 'POST' && ACQUIRE.test(new URL(url).pathname))
-          seenAtAcquire.push((await rig.admin.getLease(profileId, oldLeaseId)).state);
+          seenAtAcquire.push((await rig.admin.getLease(rigProfile(profileId), oldLeaseId)).state);
         return fetch(input, init);
       };
       const provider = runSide(profileId, 'run_close_fails', where, { fetch: watching });
@@ -359,7 +366,7 @@ describe('the provider drops a lease it can no longer trust', () => {
       expect(dropped).toMatchObject({ code: 'provider_unavailable', operation: 'observe' });
       expect(provider.lease).toBeUndefined();
       expect(provider.retiredLease).toMatchObject({ leaseId: oldLeaseId });
-      expect(await rig.admin.getLease(profileId, oldLeaseId)).toMatchObject({ state: 'live' });
+      expect(await rig.admin.getLease(rigProfile(profileId), oldLeaseId)).toMatchObject({ state: 'live' });
 
       const acquiresBefore = rig.proxy.seen('POST', ACQUIRE).length;
       const blocked = await rejection(executeBrowserTool(provider, 'browser.observe', {}, call(), counter()));

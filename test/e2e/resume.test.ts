@@ -132,8 +132,8 @@ describe('a run survives its worker', { timeout: 120_000 }, () => {
     const redis = await connectRedis(testRedisUrl(), 'producer', 'test-lease-read');
     try {
       const leases = new RedisLeaseStore(redis, `${prefix}:`);
-      const leaseId = await leases.liveLeaseId(profileId);
-      return leaseId ? leases.getLease(profileId, leaseId) : undefined;
+      const leaseId = await leases.liveLeaseId({ tenant: 'dev', id: profileId });
+      return leaseId ? leases.getLease({ tenant: 'dev', id: profileId }, leaseId) : undefined;
     } finally {
       redis.disconnect();
     }
@@ -163,7 +163,10 @@ describe('a run survives its worker', { timeout: 120_000 }, () => {
     expect(hits.get('/buy')).toBe(1);
     // The second process reattached to the first one's lease: same lease, the sequence went on to 2.
     const redis = await connectRedis(testRedisUrl(), 'producer', 'test-lease-read');
-    const closed = await new RedisLeaseStore(redis, `${prefix}:`).getLease('resume', leaseBefore?.id ?? '');
+    const closed = await new RedisLeaseStore(redis, `${prefix}:`).getLease(
+      { tenant: 'dev', id: 'resume' },
+      leaseBefore?.id ?? '',
+    );
     redis.disconnect();
     expect(closed).toMatchObject({ sequence: 2, effects: 2 });
   });

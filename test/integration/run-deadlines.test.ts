@@ -239,8 +239,8 @@ describe('the deadline sweep', () => {
     const asked: string[] = [];
     const release: LeaseReleaseDeps = {
       leases: {
-        liveLeaseId: async (profileId) => {
-          asked.push(profileId);
+        liveLeaseId: async (profile) => {
+          asked.push(`${profile.tenant}/${profile.id}`);
           throw new Error('lease store down');
         },
         getLease: async () => undefined,
@@ -259,7 +259,7 @@ describe('the deadline sweep', () => {
       }),
     );
     expect(outcome.failed.sort()).toEqual([first.id, second.id].sort());
-    expect(asked).toEqual(['prof-deadline', 'prof-deadline']);
+    expect(asked).toEqual([`${TENANT}/prof-deadline`, `${TENANT}/prof-deadline`]);
     expect(errors.sort()).toEqual([first.id, first.id, second.id, second.id].sort());
   });
 });

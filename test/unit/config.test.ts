@@ -72,13 +72,15 @@ describe('configuration', () => {
     expect(errorOf({ REDIS_URL: 'http://127.0.0.1:6379' })).toMatch(/REDIS_URL: .*redis:\/\//);
   });
 
-  it('reads the pinned profiles as a list or a wildcard', () => {
-    expect(load({ BROWSER_WORKER_PROFILES: 'shop, bank ,mail' }).browser.pinnedProfiles).toEqual([
-      'shop',
-      'bank',
-      'mail',
+  it('reads the pinned profiles as a list of tenant/id and tenant/* pins, or a wildcard', () => {
+    expect(load({ BROWSER_WORKER_PROFILES: 'ta/shop, ta/bank ,tb/*' }).browser.pinnedProfiles).toEqual([
+      'ta/shop',
+      'ta/bank',
+      'tb/*',
     ]);
-    expect(errorOf({ BROWSER_WORKER_PROFILES: 'ok, not ok' })).toMatch(/BROWSER_WORKER_PROFILES/);
+    expect(errorOf({ BROWSER_WORKER_PROFILES: 'ta/ok, ta/not ok' })).toMatch(/BROWSER_WORKER_PROFILES/);
+    // A bare id names no tenant: ids are unique within a tenant only (issue 11 finding 7).
+    expect(errorOf({ BROWSER_WORKER_PROFILES: 'shop' })).toMatch(/BROWSER_WORKER_PROFILES/);
   });
 
   it('refuses an upkeep interval that would pass fewer than twice inside the five-minute renew window', () => {

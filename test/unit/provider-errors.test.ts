@@ -199,7 +199,7 @@ describe('page calls out of time', () => {
       },
     });
     const error = await client
-      .act('p1', 'lse_abcdefgh12345678', 2, {}, { deadlineMs: Date.now() + 100 })
+      .act({ tenant: 't1', id: 'p1' }, 'lse_abcdefgh12345678', 2, {}, { deadlineMs: Date.now() + 100 })
       .catch((reason: unknown) => reason);
     expect(error).toMatchObject({ code: 'provider_unavailable', retryable: false, transport: 'timeout' });
     expect(sent).toBe(0);

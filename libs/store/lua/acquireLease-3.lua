@@ -2,9 +2,9 @@
   Publishes a profile's lease, or answers why not (ADR-0127 d1, d7). Admission has already passed.
 
   Input:
-    KEYS[1] the profile's live-lease pointer   ({prf:ID}:live)
-    KEYS[2] the new lease's record             ({prf:ID}:lease:NEWID)
-    KEYS[3] prefix of the profile's lease records ({prf:ID}:lease:)
+    KEYS[1] the profile's live-lease pointer   ({prf:TENANT/ID}:live)
+    KEYS[2] the new lease's record             ({prf:TENANT/ID}:lease:NEWID)
+    KEYS[3] prefix of the profile's lease records ({prf:TENANT/ID}:lease:)
 
     ARGV[1] new lease id
     ARGV[2] tenant       ARGV[3] principal     ARGV[4] provider reference
