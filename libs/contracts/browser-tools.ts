@@ -78,6 +78,8 @@ export const elementStateSchema = z.strictObject({
   expanded: z.boolean().optional(),
   selected: z.boolean().optional(),
   value: z.string().optional(),
+  /** Issue 11: a password or one-time-code field says whether it holds a value, never the value. */
+  value_present: z.boolean().optional(),
 });
 export type ElementState = z.output<typeof elementStateSchema>;
 

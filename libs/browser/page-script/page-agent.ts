@@ -27,6 +27,8 @@ export interface CapturedElement {
     expanded?: boolean;
     selected?: boolean;
     value?: string;
+    /** A secret field (password, one-time code): whether it holds a value, never the value. */
+    value_present?: boolean;
   };
 }
 
@@ -159,10 +161,56 @@ function isInput(element: Element): element is HTMLInputElement {
   return element.localName === 'input';
 }
 
+/** `autocomplete` tokens that mark a text field as holding a secret. */
+const SECRET_AUTOCOMPLETE = /\b(current-password|new-password|one-time-code)\b/i;
+
+/**
+ * Issue 11: a password field — or a field the page marks as one for a password or one-time
+ * code — holds a secret whose value never leaves the browser.
+ */
+function isSecretField(element: Element): element is HTMLInputElement {
+  if (!isInput(element)) return false;
+  return element.type.toLowerCase() === 'password' || SECRET_AUTOCOMPLETE.test(element.autocomplete);
+}
+
+/** Secrets shorter than this are not looked for in other strings: they would match by chance. */
+const SECRET_MATCH_MIN_CHARS = 3;
+
+/**
+ * The values of the document's secret fields (and its same-origin frames'), to be struck from
+ * everything else the observation reports: an accessible name computed from content, another
+ * field's value, the text, the title or the URL may repeat them.
+ */
+function secretValues(): string[] {
+  const values = new Set<string>();
+  const walk = (doc: Document): void => {
+    for (const element of doc.querySelectorAll('input')) {
+      if (isSecretField(element) && element.value.length >= SECRET_MATCH_MIN_CHARS) values.add(element.value);
+    }
+    for (const frame of doc.querySelectorAll(FRAME_SELECTOR)) {
+      const inner = sameOriginDocument(frame);
+      if (inner) walk(inner);
+    }
+  };
+  walk(document);
+  // Longest first, so a secret that contains another is struck whole.
+  return [...values].sort((a, b) => b.length - a.length);
+}
+
+const REDACTED = '[secret]';
+
+function redact(text: string, secrets: readonly string[]): string {
+  let result = text;
+  for (const secret of secrets) if (result.includes(secret)) result = result.split(secret).join(REDACTED);
+  return result;
+}
+
 function stateOf(element: Element, nameLimit: number): CapturedElement['state'] {
   const state: CapturedElement['state'] = {};
   if (isDisabled(element)) state.disabled = true;
-  if (isInput(element)) {
+  if (isSecretField(element)) {
+    state.value_present = element.value.length > 0;
+  } else if (isInput(element)) {
     const type = element.type.toLowerCase();
     if (type === 'checkbox' || type === 'radio') {
       state.checked = element.indeterminate ? 'mixed' : element.checked;
@@ -226,23 +274,22 @@ function capture(request: CaptureRequest): Capture {
   const offset = Math.min(request.offset, visible.length);
   const windowElements = visible.slice(offset, offset + request.windowSize);
   const refs = new Map<string, WeakRef<Element>>();
+  const secrets = secretValues();
   const elements: CapturedElement[] = windowElements.map((element, index) => {
     const ref = `e${offset + index + 1}`;
     refs.set(ref, new WeakRef(element));
-    return {
-      ref,
-      role: roleOf(element),
-      name: clip(computeAccessibleName(element, { getComputedStyle: styleOf }).trim(), request.nameLimit),
-      state: stateOf(element, request.nameLimit),
-    };
+    const state = stateOf(element, request.nameLimit);
+    if (state.value !== undefined) state.value = redact(state.value, secrets);
+    const name = redact(computeAccessibleName(element, { getComputedStyle: styleOf }).trim(), secrets);
+    return { ref, role: roleOf(element), name: clip(name, request.nameLimit), state };
   });
   // The new revision replaces the old one: its references are released here (ADR-0130 d8).
   registry = { revision: request.revision, refs };
   const { text, truncated } = visibleText(request.textLimit);
   return {
-    url: location.href,
-    title: document.title,
-    text,
+    url: redact(location.href, secrets),
+    title: redact(document.title, secrets),
+    text: redact(text, secrets),
     textTruncated: truncated,
     elements,
     offset,
