@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { ApiError, type ApiKeyIdentity, type ApiKeyScope } from '../../libs/contracts/index.js';
 import type { RunStore } from '../../libs/store/index.js';
-import type { DoorKeeper, FailedAuthLimiter } from '../../libs/telemetry/index.js';
+import { type DoorKeeper, type FailedAuthLimiter, refuseCredential } from '../../libs/telemetry/index.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -30,20 +30,22 @@ function presentedKey(header: string): string {
  * no tenant key opens it, admin included), or 401 with a Basic challenge a browser answers with a
  * prompt.
  */
-export function dashboardGate(store: RunStore) {
+export function dashboardGate(store: RunStore, failures: FailedAuthLimiter) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const presented = presentedKey(request.headers.authorization ?? '');
     const identity = presented ? await store.resolveApiKey(presented) : undefined;
     if (identity?.scopes.includes('operator')) return;
+    const refusal = {
+      refusal: 'the dashboard needs a fleet operator key (npm run api-key -- --operator)',
+      challenge: 'Basic realm="Leasehold dashboard"',
+    };
+    // A missing or wrong key counts against its address as at every door (issue 11.10); a
+    // right key without the scope is no failed authentication.
+    if (!identity) return refuseCredential(request, reply, failures, refusal);
     await reply
       .code(401)
-      .header('www-authenticate', 'Basic realm="Leasehold dashboard"')
-      .send({
-        error: {
-          code: 'unauthorized',
-          message: 'the dashboard needs a fleet operator key (npm run api-key -- --operator)',
-        },
-      });
+      .header('www-authenticate', refusal.challenge)
+      .send({ error: { code: 'unauthorized', message: refusal.refusal } });
   };
 }
 

@@ -97,13 +97,12 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const store = new RunStore(redis, config.redis.keyPrefix);
   // Issue 11.1: default-deny. Every route needs a key unless marked; unknown paths (404, answered
   // by createHttpServer) and router errors too. The routes below still check their scopes.
-  guardDoors(
-    app,
-    apiKeyDoors(
-      store,
-      new FailedAuthLimiter(redis, config.redis.keyPrefix, config.http.authFailuresPerMinute),
-    ),
+  const authFailures = new FailedAuthLimiter(
+    redis,
+    config.redis.keyPrefix,
+    config.http.authFailuresPerMinute,
   );
+  guardDoors(app, apiKeyDoors(store, authFailures));
 
   // Read-only: the dashboard shows the queue; runs change only through the REST API. Behind the
   // admin scope, with the key as a Bearer token or as a browser's Basic password.
@@ -118,7 +117,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     // Its own gate, never public; its own error answers rewritten to the one shape (issue 11.9).
     markDoor(dashboard, 'own');
     reshapeErrorAnswers(dashboard);
-    dashboard.addHook('onRequest', dashboardGate(store));
+    dashboard.addHook('onRequest', dashboardGate(store, authFailures));
     await dashboard.register(board.registerPlugin(), { prefix: '/admin/queues' });
   });
 

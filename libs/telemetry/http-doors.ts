@@ -81,6 +81,37 @@ export class FailedAuthLimiter {
   }
 }
 
+/**
+ * Answers a request whose credential is missing or wrong: 401 with `refusal`, or 429
+ * `rate_limited` with Retry-After once its address is past its limit. For the doors, and for an
+ * `own` route's gate (the dashboard) so its failures count the same.
+ */
+export async function refuseCredential(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  failures: FailedAuthLimiter,
+  refusal: { refusal: string; challenge: string },
+): Promise<void> {
+  const waitMs = await failures.fail(request.ip);
+  if (waitMs !== undefined) {
+    const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+    await reply
+      .code(429)
+      .header('retry-after', String(seconds))
+      .send(
+        errorBody(
+          'rate_limited',
+          `too many failed authentications from this address; retry after ${seconds} s`,
+        ),
+      );
+    return;
+  }
+  await reply
+    .code(401)
+    .header('www-authenticate', refusal.challenge)
+    .send(errorBody('unauthorized', refusal.refusal));
+}
+
 const doorsByServer = new WeakMap<FastifyInstance, Doors>();
 
 /**
@@ -141,24 +172,7 @@ export class Doors {
   private async admit(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
     const keeper = this.keeper;
     if (!keeper || (await keeper.verify(request))) return true;
-    const waitMs = await keeper.failures.fail(request.ip);
-    if (waitMs !== undefined) {
-      const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-      await reply
-        .code(429)
-        .header('retry-after', String(seconds))
-        .send(
-          errorBody(
-            'rate_limited',
-            `too many failed authentications from this address; retry after ${seconds} s`,
-          ),
-        );
-      return false;
-    }
-    await reply
-      .code(401)
-      .header('www-authenticate', keeper.challenge)
-      .send(errorBody('unauthorized', keeper.refusal));
+    await refuseCredential(request, reply, keeper.failures, keeper);
     return false;
   }
 

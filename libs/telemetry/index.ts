@@ -6,6 +6,7 @@ export {
   guardDoors,
   markDoor,
   PUBLIC_ROUTE,
+  refuseCredential,
 } from './http-doors.js';
 export {
   errorBody,

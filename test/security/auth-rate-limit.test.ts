@@ -114,3 +114,21 @@ describe.each(['API', 'data plane'])('failed authentication on the %s', (name) =
     expect(await redis.get(`${prefix}:auth-failures:127.0.0.1`)).toBe('1');
   });
 });
+
+describe("the dashboard's own gate", () => {
+  it('counts its failed sign-ins against the address like the API does', async () => {
+    await redis.del(`${apiPrefix}:auth-failures:127.0.0.1`);
+    const wrongBasic = { authorization: `Basic ${btoa('admin:not-a-key')}` };
+    for (let failure = 1; failure <= LIMIT; failure += 1) {
+      const answer = await rawRequest(api.url, 'GET', '/admin/queues', { headers: wrongBasic });
+      expect(answer.status, `failure ${failure}`).toBe(401);
+      expect(answer.headers['www-authenticate']).toBe('Basic realm="Leasehold dashboard"');
+    }
+    const limited = await rawRequest(api.url, 'GET', '/admin/queues', { headers: wrongBasic });
+    expect(limited.status).toBe(429);
+    expect(isOneErrorShape(limited, 'rate_limited')).toBe(true);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // The API's own doors share the count: the address is over its limit there too.
+    expect((await rawRequest(api.url, 'GET', '/v1/models')).status).toBe(429);
+  });
+});
