@@ -100,7 +100,11 @@ describe('the fleet in one process', () => {
     expect(
       (await fetch(fleet.urls.dashboard, { headers: { authorization: `Bearer ${readOnly.key}` } })).status,
     ).toBe(401);
-    const missing = await fetch(`${fleet.urls.api}/nothing-here`);
+    // Default-deny (issue 11.1): an unknown path answers 401 without a key, 404 only with one.
+    expect((await fetch(`${fleet.urls.api}/nothing-here`)).status).toBe(401);
+    const missing = await fetch(`${fleet.urls.api}/nothing-here`, {
+      headers: { authorization: `Bearer ${fleet.apiKey}` },
+    });
     expect(missing.status).toBe(404);
     expect(await missing.json()).toEqual({
       error: { code: 'not_found', message: 'no route GET /v1/nothing-here' },
