@@ -5,6 +5,7 @@ export {
   launchChromium,
   resolveChromium,
 } from './chromium.js';
+export { COOKIE_FLUSH_BOUND_MS, flushPageCookies } from './cookie-flush.js';
 export { BrowserToolError } from './errors.js';
 export { evidenceKey } from './evidence-key.js';
 export {

@@ -1,5 +1,5 @@
 import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-core';
-import { type OperationLimits, PageEngine } from '../browser/index.js';
+import { flushPageCookies, type OperationLimits, PageEngine } from '../browser/index.js';
 import type { PageFactory, PageResult, PageSession } from './pages.js';
 
 /**
@@ -72,7 +72,9 @@ class PlaywrightPageSession implements PageSession {
     return { observation: outcome.observation, evidenceKey: outcome.evidenceKey };
   }
 
-  storageState(): Promise<unknown> {
+  /** Issue 17.4: what the pages wrote is what is sealed — their cookie writes are waited for first. */
+  async storageState(): Promise<unknown> {
+    await flushPageCookies(this.context);
     return this.context.storageState();
   }
 
