@@ -52,10 +52,11 @@ export interface DoorKeeper {
 export const AUTH_FAILURE_WINDOW_MS = 60_000;
 
 /**
- * Failed authentications per client address, counted in Redis (one key per address, INCR then
- * PEXPIRE NX: a fixed one-minute window from the first failure, shared by every replica). Only
- * failures count: a right credential always passes, so a tenant behind the same address as an
- * attacker is never locked out.
+ * Failed authentications per client address, counted in Redis: one key per address, made with
+ * its one-minute expiry (SET NX PX) and counted (INCR) in one MULTI, so a key never outlives its
+ * window whatever fails in between, on any Redis version, shared by every replica. Only failures
+ * count: a right credential always passes, so a tenant behind the same address as an attacker is
+ * never locked out.
  */
 export class FailedAuthLimiter {
   constructor(
@@ -70,11 +71,11 @@ export class FailedAuthLimiter {
     const key = `${this.keyPrefix}auth-failures:${address}`;
     const answers = await this.redis
       .multi()
+      .set(key, '0', 'PX', AUTH_FAILURE_WINDOW_MS, 'NX')
       .incr(key)
-      .pexpire(key, AUTH_FAILURE_WINDOW_MS, 'NX')
       .pttl(key)
       .exec();
-    const count = Number(answers?.[0]?.[1] ?? 0);
+    const count = Number(answers?.[1]?.[1] ?? 0);
     if (count <= this.perMinute) return undefined;
     const ttlMs = Number(answers?.[2]?.[1] ?? AUTH_FAILURE_WINDOW_MS);
     return ttlMs > 0 ? ttlMs : AUTH_FAILURE_WINDOW_MS;
