@@ -25,6 +25,7 @@ import {
 } from '../../libs/runtime/index.js';
 import {
   AgentVersionCache,
+  isEventId,
   type RedisLeaseStore,
   type RunStore,
   SessionCache,
@@ -32,6 +33,7 @@ import {
 import { enqueueExecution, type RunsQueue } from '../../queues/index.js';
 import { authenticate, identityOf } from './auth.js';
 import type { DefaultAgents } from './default-agent.js';
+import type { RunEventStreams } from './event-streams.js';
 
 export interface V1Dependencies {
   config: Config;
@@ -40,6 +42,8 @@ export interface V1Dependencies {
   queue: RunsQueue;
   /** The tenants' default agents (ADR-0130 d2). */
   defaultAgents: DefaultAgents;
+  /** Open event streams: one subscriber per process, a slot per stream per key (issue 11.10). */
+  eventStreams: RunEventStreams;
   /** Ends what a run holds outside Redis when it is cancelled while not running (its lease). */
   releaseRunLease: (runId: string) => Promise<void>;
 }
@@ -287,37 +291,15 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
       preHandler: authenticate(store, 'runs:read'),
     },
     async (request, reply) => {
-      const { tenant } = identityOf(request);
-      const run = await store.getRun(request.params.id, tenant);
-      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      const identity = identityOf(request);
+      // Issue 11.5: the resume point is checked before the stream starts, in the one error shape.
       const lastEventId = request.headers['last-event-id'];
-      let after = request.query.after ?? (typeof lastEventId === 'string' ? lastEventId : undefined);
-      reply.hijack();
-      const raw = reply.raw;
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-      });
-      let open = true;
-      request.raw.once('close', () => {
-        open = false;
-      });
-      // Polls the run's stream; ends after the run has ended and its last events were sent.
-      while (open) {
-        const events = await store.readEvents(run.id, { ...(after ? { afterId: after } : {}), count: 100 });
-        for (const event of events) {
-          raw.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-          after = event.id;
-        }
-        if (events.length === 0) {
-          const current = await store.getRun(run.id, tenant);
-          if (!current || current.ended_at_ms !== null) break;
-          raw.write(': keep-alive\n\n');
-          await new Promise((resolve) => setTimeout(resolve, 250));
-        }
-      }
-      raw.end();
+      const after = request.query.after ?? (typeof lastEventId === 'string' ? lastEventId : undefined);
+      if (after !== undefined && !isEventId(after))
+        throw new ApiError('bad_request', `after/Last-Event-ID: an event id such as 1700000000000-0, got "${after.slice(0, 64)}"`);
+      const run = await store.getRun(request.params.id, identity.tenant);
+      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      await deps.eventStreams.serve(request, reply, run, after, identity.key_id);
     },
   );
 

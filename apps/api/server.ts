@@ -27,6 +27,7 @@ import {
 import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../queues/index.js';
 import { apiKeyDoors, dashboardGate } from './auth.js';
 import { DefaultAgents } from './default-agent.js';
+import { RunEventStreams } from './event-streams.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerV1Routes } from './routes-v1.js';
 
@@ -124,9 +125,16 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);
   const workers = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
   const dataPlaneToken = config.secrets.dataPlaneToken;
+  const eventStreams = await RunEventStreams.start(
+    options.redisUrl,
+    store,
+    { maxPerKey: config.api.eventStreamsPerKey, keepAliveMs: config.api.eventStreamKeepAliveMs },
+    logger.child({ component: 'api' }),
+  );
   registerV1Routes(app, {
     config,
     store,
+    eventStreams,
     defaultAgents: new DefaultAgents(store, config),
     profiles,
     queue: runsQueue,
@@ -165,6 +173,8 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     close() {
       closing ??= (async () => {
         unwatch();
+        // Open streams first: a hijacked connection would keep the server from closing.
+        await eventStreams.close();
         await app.close();
         await runsQueue.close();
         await closeRedis(redis);

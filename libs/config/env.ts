@@ -50,6 +50,23 @@ export const envSchema = z.object({
    * further failures answer 429 (a right credential always passes). Counted in Redis.
    */
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(20),
+  /**
+   * Requests one API key may make: a fixed window of API_RATE_BURST / API_RATE_PER_SECOND seconds
+   * holding API_RATE_BURST requests (defaults 50/s, bursts of 100: 100 per 2 s), counted in Redis
+   * across replicas. Health, readiness and metrics are not limited.
+   */
+  API_RATE_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(50),
+  API_RATE_BURST: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  /** Event streams (SSE) one API key may hold open at once, across replicas; the next answers 429. */
+  EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(20),
+  /** How often an open event stream gets a keep-alive comment (and its slot is renewed in Redis). */
+  EVENT_STREAM_KEEPALIVE_MS: positiveMs.default(15_000),
+  /**
+   * `off` switches the browser tools off on purpose: no data-plane token is needed and runs get
+   * none. `on` (the default) needs LEASEHOLD_DATA_PLANE_TOKEN; in production an API, run worker or
+   * sweeper without one refuses to start, so runs never silently go without a browser.
+   */
+  LEASEHOLD_BROWSER_TOOLS: z.enum(['on', 'off']).default('on'),
   /** Shared secret of the browser worker data plane (≥ 32 characters). The fleet makes one when unset. */
   LEASEHOLD_DATA_PLANE_TOKEN: optionalText.pipe(z.string().min(32, 'at least 32 characters').optional()),
   /** AES-256-GCM key for sealed profile state: 32 bytes, base64 or hex. The fleet makes one when unset. */

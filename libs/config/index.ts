@@ -32,6 +32,16 @@ export interface Config {
     /** Failed authentications per client address per minute before 429 (both servers). */
     readonly authFailuresPerMinute: number;
   };
+  readonly api: {
+    /** Requests per second one key may make on average, and in one burst (see API_RATE_*). */
+    readonly ratePerSecond: number;
+    readonly rateBurst: number;
+    /** Open event streams per API key, across replicas. */
+    readonly eventStreamsPerKey: number;
+    readonly eventStreamKeepAliveMs: number;
+  };
+  /** `off`: browser tools switched off on purpose (LEASEHOLD_BROWSER_TOOLS). */
+  readonly browserTools: 'on' | 'off';
   readonly secrets: {
     readonly dataPlaneToken: string | undefined;
     /** base64 or hex; decode with `decodeKey`. */
@@ -128,6 +138,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sweeperPort: e.SWEEPER_PORT,
       authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     },
+    api: {
+      ratePerSecond: e.API_RATE_PER_SECOND,
+      rateBurst: e.API_RATE_BURST,
+      eventStreamsPerKey: e.EVENT_STREAMS_PER_KEY,
+      eventStreamKeepAliveMs: e.EVENT_STREAM_KEEPALIVE_MS,
+    },
+    browserTools: e.LEASEHOLD_BROWSER_TOOLS,
     secrets: {
       dataPlaneToken: e.LEASEHOLD_DATA_PLANE_TOKEN,
       sealKey: e.LEASEHOLD_SEAL_KEY,

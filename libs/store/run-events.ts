@@ -10,6 +10,75 @@ import { isRefusalCode, type RunRefusal, refusal } from './run-transition.js';
 
 const STREAM_ID = /^\d+-\d+$/;
 
+/** Whether `value` is a Redis Stream id (`1700000000000-0`), as an SSE `Last-Event-ID` must be. */
+export function isEventId(value: string): boolean {
+  return STREAM_ID.test(value) && value.length <= 41;
+}
+
+/**
+ * The shard channel on which every script that appends to the run's stream publishes (see
+ * `lua/includes/emit.lua`): the events key with `:notify` for `:events`, so the same hash tag.
+ */
+export function eventsChannel(context: RunStoreContext, runId: string): string {
+  return context.keys.events(runId).replace(/:events$/, ':notify');
+}
+
+/**
+ * Sorted set: the open event streams of one API key, each scored by its expiry (epoch ms). It sits
+ * in the API-key namespace under a brace name, as the tenant's key index does.
+ */
+function streamSlotsKey(context: RunStoreContext, keyId: string): string {
+  return context.keys.apiKey(`{streams:${keyId}}`);
+}
+
+/**
+ * Takes one of the key's `max` stream slots for `member` until `expiresAtMs`, in one MULTI:
+ * expired slots (a replica that died holding them) are dropped first, then this one is added and
+ * counted. Past `max` it is removed again and false is answered. Two racing for the last slot may
+ * both be refused, never both admitted.
+ */
+export async function openStreamSlot(
+  context: RunStoreContext,
+  keyId: string,
+  member: string,
+  max: number,
+  ttlMs: number,
+): Promise<boolean> {
+  const key = streamSlotsKey(context, keyId);
+  const now = context.now();
+  const replies = await context.redis
+    .multi()
+    .zremrangebyscore(key, '-inf', now)
+    .zadd(key, now + ttlMs, member)
+    .zcard(key)
+    .pexpire(key, ttlMs)
+    .exec();
+  const count = Number(replies?.[2]?.[1] ?? Number.POSITIVE_INFINITY);
+  if (count <= max) return true;
+  await context.redis.zrem(key, member);
+  return false;
+}
+
+/** Renews open slots (the keep-alive's), one pipeline for all of a process's streams. */
+export async function renewStreamSlots(
+  context: RunStoreContext,
+  slots: ReadonlyArray<{ keyId: string; member: string }>,
+  ttlMs: number,
+): Promise<void> {
+  if (slots.length === 0) return;
+  const expiresAtMs = context.now() + ttlMs;
+  const pipeline = context.redis.pipeline();
+  for (const { keyId, member } of slots) {
+    const key = streamSlotsKey(context, keyId);
+    pipeline.zadd(key, 'XX', expiresAtMs, member).pexpire(key, ttlMs);
+  }
+  await pipeline.exec();
+}
+
+export async function closeStreamSlot(context: RunStoreContext, keyId: string, member: string): Promise<void> {
+  await context.redis.zrem(streamSlotsKey(context, keyId), member);
+}
+
 export async function appendEvent(
   context: RunStoreContext,
   runId: string,

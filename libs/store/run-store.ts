@@ -62,7 +62,14 @@ import {
   scanRunDeadlines,
   settleRunDeadline,
 } from './run-deadlines.js';
-import { appendEvent, readEvents } from './run-events.js';
+import {
+  appendEvent,
+  closeStreamSlot,
+  eventsChannel,
+  openStreamSlot,
+  readEvents,
+  renewStreamSlots,
+} from './run-events.js';
 import { RunKeys, type RunStoreContext } from './run-keys.js';
 import { fieldsToRecord, parseRun, parseRunStatus } from './run-records.js';
 import { type RunRefusal, type RunTransition, toTransition } from './run-transition.js';
@@ -590,6 +597,20 @@ export class RunStore {
   }
   readEvents(runId: string, options: { afterId?: string; count?: number } = {}): Promise<RunEvent[]> {
     return readEvents(this.#context, runId, options);
+  }
+  /** The shard channel notified after each append to the run's events (issue 11.10). */
+  eventsChannel(runId: string): string {
+    return eventsChannel(this.#context, runId);
+  }
+  /** One of the API key's `max` open event streams, held for `ttlMs` unless renewed; false past `max`. */
+  openStreamSlot(keyId: string, member: string, max: number, ttlMs: number): Promise<boolean> {
+    return openStreamSlot(this.#context, keyId, member, max, ttlMs);
+  }
+  renewStreamSlots(slots: ReadonlyArray<{ keyId: string; member: string }>, ttlMs: number): Promise<void> {
+    return renewStreamSlots(this.#context, slots, ttlMs);
+  }
+  closeStreamSlot(keyId: string, member: string): Promise<void> {
+    return closeStreamSlot(this.#context, keyId, member);
   }
 
   // API key administration (DESIGN §3): another tenant's key is never listed nor revoked.

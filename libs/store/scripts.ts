@@ -100,6 +100,17 @@ export interface ScriptCommands {
   ): Promise<[string, string, string[], string[]]>;
 }
 
+/** `--- @include "includes/<name>.lua"`, as BullMQ marks the shared pieces of its scripts. */
+const INCLUDE_LINE = /^--- @include "(includes\/[A-Za-z-]+\.lua)"$/gm;
+
+/**
+ * A script's source with each include line replaced by that file, so a piece every script needs
+ * (appending a run event and notifying its streams) is written once. Includes do not nest.
+ */
+export function withIncludes(source: string): string {
+  return source.replace(INCLUDE_LINE, (_line, path: string) => readFileSync(new URL(path, LUA_DIR), 'utf8'));
+}
+
 const loaded = new WeakSet<Redis>();
 
 /**
@@ -113,7 +124,7 @@ export function withScripts(client: Redis): Redis & ScriptCommands {
       if (!match?.[1] || !match[2]) continue;
       client.defineCommand(match[1], {
         numberOfKeys: Number(match[2]),
-        lua: readFileSync(new URL(file, LUA_DIR), 'utf8'),
+        lua: withIncludes(readFileSync(new URL(file, LUA_DIR), 'utf8')),
       });
     }
     loaded.add(client);

@@ -11,10 +11,13 @@
     {'ok', stream id}
     {'not_found' | 'wrong_status' | 'not_owner', status}
 ]]
+--- @include "includes/emit.lua"
+
 local f = redis.call("HMGET", KEYS[1], "status", "owner", "events_cap")
 if not f[1] then return {"not_found", ""} end
 if f[1] ~= "running" then return {"wrong_status", f[1]} end
 if f[2] ~= ARGV[1] then return {"not_owner", f[1]} end
 local id = redis.call("XADD", KEYS[2], "MAXLEN", tonumber(f[3]) or 10000, "*",
   "type", ARGV[2], "at", ARGV[4], "data", ARGV[3])
+notifyRunEvents()
 return {"ok", id}

@@ -16,6 +16,8 @@
     {'no_live_grant', '', {}}
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
+--- @include "includes/emit.lua"
+
 local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt", "events_cap")
 if not f[1] then return {"not_found", "", {}} end
 if f[1] ~= "running" then return {"wrong_status", f[1], {}} end
@@ -46,4 +48,5 @@ best.charged[ARGV[3]] = true
 redis.call("HSET", KEYS[3], best.id, cjson.encode(best))
 redis.call("XADD", KEYS[2], "MAXLEN", tonumber(f[4]) or 10000, "*", "type", "grant.used", "at", now,
   "data", cjson.encode({grant_id = best.id, used = best.used, max_actions = best.max_actions}))
+notifyRunEvents()
 return {"ok", best.id, {best.used, best.max_actions, best.expires_at}}

@@ -23,10 +23,7 @@
     {'grant_out_of_bounds', '', {}}
     {'wrong_status', run status, {}}            the run has ended
 ]]
-local function emit(kind, now, data)
-  local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
-  redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
-end
+--- @include "includes/emit.lua"
 
 local f = redis.call("HMGET", KEYS[1], "status", "tenant", "attempt", "execution", "id", "principal")
 if not f[1] or f[2] ~= ARGV[3] then return {"not_found", "", {}} end

@@ -13,10 +13,7 @@
     {'ok', 'queued', fields}
     {'not_found' | 'wrong_status', status, {}}
 ]]
-local function emit(kind, now, data)
-  local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
-  redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
-end
+--- @include "includes/emit.lua"
 
 local f = redis.call("HMGET", KEYS[1], "status", "tenant", "timeout_ms")
 if not f[1] or f[2] ~= ARGV[2] then return {"not_found", "", {}} end

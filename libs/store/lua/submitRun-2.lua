@@ -20,6 +20,8 @@
     {'existing', '', fields}   the same request was stored before: nothing created
     {'conflict', '', {}}       the id is taken by a different request (same key, other body)
 ]]
+--- @include "includes/emit.lua"
+
 if redis.call("EXISTS", KEYS[1]) == 1 then
   local f = redis.call("HMGET", KEYS[1], "tenant", "session_id", "request_hash")
   if f[1] ~= ARGV[2] or f[2] ~= ARGV[4] or f[3] ~= ARGV[13] then
@@ -40,4 +42,5 @@ redis.call("HSET", KEYS[1],
   "request_hash", ARGV[13], "idempotency_key", ARGV[14], "events_cap", ARGV[15])
 redis.call("XADD", KEYS[2], "MAXLEN", tonumber(ARGV[15]), "*", "type", "run.submitted", "at", now,
   "data", cjson.encode({status = "queued", attempt = 1, execution = 1}))
+notifyRunEvents()
 return {"created", "", redis.call("HGETALL", KEYS[1])}

@@ -17,10 +17,7 @@
     {'ok', new status, fields}
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
-local function emit(kind, now, data)
-  local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
-  redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
-end
+--- @include "includes/emit.lua"
 
 local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt", "execution", "cancel_requested")
 if not f[1] then return {"not_found", "", {}} end
