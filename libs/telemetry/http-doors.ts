@@ -155,7 +155,8 @@ export class Doors {
     app.addHook('onRequest', async (request, reply) => {
       const door = request.routeOptions.config?.door;
       if (door === 'public' || door === 'own') return;
-      await this.admit(request, reply);
+      // Returning the sent reply ends the request here: no parsing, no handler (Fastify's early answer).
+      if (!(await this.admit(request, reply))) return reply;
     });
   }
 
