@@ -28,6 +28,7 @@ import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../que
 import { apiKeyDoors, dashboardGate } from './auth.js';
 import { DefaultAgents } from './default-agent.js';
 import { RunEventStreams } from './event-streams.js';
+import { registerRateLimit } from './rate-limit.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerV1Routes } from './routes-v1.js';
 
@@ -105,8 +106,9 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   );
   guardDoors(app, apiKeyDoors(store, authFailures));
 
-  // Read-only: the dashboard shows the queue; runs change only through the REST API. Behind the
-  // admin scope, with the key as a Bearer token or as a browser's Basic password.
+  // Read-only: the dashboard shows the queue; runs change only through the REST API. It shows every
+  // tenant's jobs, so it is behind the fleet operator scope (issue 11.6), never a tenant's admin,
+  // with the key as a Bearer token or as a browser's Basic password.
   const board = new FastifyAdapter();
   createBullBoard({
     queues: [new BullMQAdapter(runsQueue, { readOnlyMode: true })],
@@ -125,6 +127,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);
   const workers = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
   const dataPlaneToken = config.secrets.dataPlaneToken;
+  await registerRateLimit(app, redis, config);
   const eventStreams = await RunEventStreams.start(
     options.redisUrl,
     store,

@@ -49,7 +49,12 @@ export default async function runsBench(): Promise<void> {
   const prefix = uniquePrefix('bench-runs');
   const baseline = await bullmqNoopJobsPerSecond(`${prefix}-raw`);
 
-  const fleet: FleetHandle = await startTestFleet(prefix, { RUN_WORKER_CONCURRENCY: String(CONCURRENCY) });
+  // The per-key request limit (issue 11.10) would measure itself here, not the run pipeline.
+  const fleet: FleetHandle = await startTestFleet(prefix, {
+    RUN_WORKER_CONCURRENCY: String(CONCURRENCY),
+    API_RATE_PER_SECOND: '1000000',
+    API_RATE_BURST: '1000000',
+  });
   // The run worker is a process of its own, as in production: the API and this client keep theirs.
   await fleet.roles.runWorker.close();
   const worker = spawn(process.execPath, ['--import', 'tsx', 'apps/run-worker/main.ts'], {

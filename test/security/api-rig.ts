@@ -28,8 +28,13 @@ export interface ApiRig {
   close(): Promise<void>;
 }
 
-export async function startApiRig(label: string, env: Record<string, string> = {}): Promise<ApiRig> {
-  const prefix = uniquePrefix(label);
+/** With `sharedPrefix`, a second replica over the same records and queue as another rig. */
+export async function startApiRig(
+  label: string,
+  env: Record<string, string> = {},
+  sharedPrefix?: string,
+): Promise<ApiRig> {
+  const prefix = sharedPrefix ?? uniquePrefix(label);
   const config = loadConfig({
     REDIS_URL: testRedisUrl(),
     LEASEHOLD_KEY_PREFIX: `${prefix}:`,
