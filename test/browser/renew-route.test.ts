@@ -11,6 +11,8 @@ import {
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 const MINUTE_MS = 60_000;
+const IDEM = { tenant: 't1', id: 'renew-idem' };
+const AUTH = { tenant: 't1', id: 'renew-auth' };
 
 /** A request the client sent, as it left: where, which headers, which body. */
 interface Sent {
@@ -65,7 +67,7 @@ describe('the renew route', () => {
       allowed_origins: ['http://127.0.0.1:1'],
     });
     const { lease } = await client.acquire(
-      profileId,
+      { tenant: 't1', id: profileId },
       {
         tenant: 't1',
         principal: 'alice',
@@ -100,19 +102,19 @@ describe('the renew route', () => {
   it('replays the stored answer for the same key and body, and refuses the same key with another body', async () => {
     const lease = await leaseOn('renew-idem');
     worker.clock.advance(5 * MINUTE_MS);
-    const first = await client.renew('renew-idem', lease.lease_id, worker.clock.now() + 15 * MINUTE_MS);
+    const first = await client.renew(IDEM, lease.lease_id, worker.clock.now() + 15 * MINUTE_MS);
     const firstRequest = lastRenew();
     expect(firstRequest.url).toMatch(/\/renew$/);
     // The lease moves on: a later renew, under its own key.
     worker.clock.advance(5 * MINUTE_MS);
-    const second = await client.renew('renew-idem', lease.lease_id, worker.clock.now() + 15 * MINUTE_MS);
+    const second = await client.renew(IDEM, lease.lease_id, worker.clock.now() + 15 * MINUTE_MS);
     expect(second.expires_at_ms).toBeGreaterThan(first.expires_at_ms);
 
     // The first request again, byte for byte: its stored answer, not a new renewal.
     const replay = await resend(firstRequest, firstRequest.body ?? '');
     expect(replay).toMatchObject({ status: 200, replayed: 'true' });
     expect(replay.body.expires_at_ms).toBe(first.expires_at_ms);
-    expect((await leases.getLease('renew-idem', lease.lease_id))?.expiresAtMs).toBe(second.expires_at_ms);
+    expect((await leases.getLease(IDEM, lease.lease_id))?.expiresAtMs).toBe(second.expires_at_ms);
 
     // The same key with another body is refused, and changes nothing.
     const changed = await resend(
@@ -120,7 +122,7 @@ describe('the renew route', () => {
       JSON.stringify({ requested_expires_at_ms: worker.clock.now() + 14 * MINUTE_MS }),
     );
     expect(changed).toMatchObject({ status: 409, body: { error: { code: 'idempotency_conflict' } } });
-    expect((await leases.getLease('renew-idem', lease.lease_id))?.expiresAtMs).toBe(second.expires_at_ms);
+    expect((await leases.getLease(IDEM, lease.lease_id))?.expiresAtMs).toBe(second.expires_at_ms);
   });
 
   it('refuses a renew without the data-plane token, and renews nothing', async () => {
@@ -131,12 +133,12 @@ describe('the renew route', () => {
       token: 'not-the-data-plane-token-0123456789',
     });
     await expect(
-      intruder.renew('renew-auth', lease.lease_id, worker.clock.now() + 15 * MINUTE_MS),
+      intruder.renew(AUTH, lease.lease_id, worker.clock.now() + 15 * MINUTE_MS),
     ).rejects.toMatchObject({ operation: 'renew', httpStatus: 401, serviceCode: 'unauthorized' });
-    expect((await leases.getLease('renew-auth', lease.lease_id))?.expiresAtMs).toBe(lease.expires_at_ms);
+    expect((await leases.getLease(AUTH, lease.lease_id))?.expiresAtMs).toBe(lease.expires_at_ms);
 
     // The request the real client sends, with the token swapped: refused the same way.
-    await client.renew('renew-auth', lease.lease_id, worker.clock.now() + 10 * MINUTE_MS);
+    await client.renew(AUTH, lease.lease_id, worker.clock.now() + 10 * MINUTE_MS);
     const request = lastRenew();
     const forged = await resend(
       { ...request, headers: { ...request.headers, 'idempotency-key': idemKey() } },

@@ -79,7 +79,7 @@ describe('the run worker’s upkeep timer', () => {
     ).run;
     ran(await store.claimRun(ended.id, 1, 'owner'));
     const { lease } = await admin.acquire(
-      'kept-open',
+      { tenant: 't1', id: 'kept-open' },
       {
         tenant: 't1',
         principal: 'alice',
@@ -120,7 +120,7 @@ describe('the run worker’s upkeep timer', () => {
     expect(finished?.status).toBe('succeeded');
 
     const closed = await until(
-      () => leases.getLease('kept-open', lease.lease_id),
+      () => leases.getLease({ tenant: 't1', id: 'kept-open' }, lease.lease_id),
       (view) => view?.state === 'closed',
       5_000,
     );
