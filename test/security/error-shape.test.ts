@@ -3,7 +3,12 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiHandle, startApi } from '../../apps/api/server.js';
 import { loadConfig } from '../../libs/config/index.js';
-import { createHttpServer, createMetrics, reshapeErrorAnswers } from '../../libs/telemetry/index.js';
+import {
+  createHttpServer,
+  createMetrics,
+  createOpsServer,
+  reshapeErrorAnswers,
+} from '../../libs/telemetry/index.js';
 import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
@@ -183,6 +188,24 @@ describe('the data plane', () => {
     const answer = await garbage(worker.url);
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer).toContain('"code":"bad_request"');
+  });
+});
+
+describe("a run worker's or sweeper's ops server (no credential, nothing protected)", () => {
+  it('answers health to anyone and its unknown paths and router errors in the one shape', async () => {
+    const app = createOpsServer(silentLogger(), createMetrics().registry, () => []);
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      expect((await rawRequest(url, 'GET', '/healthz')).json).toEqual({ status: 'ok' });
+      const missing = await rawRequest(url, 'GET', '/v1/anything');
+      expect(missing.status).toBe(404);
+      expect(isOneErrorShape(missing, 'not_found')).toBe(true);
+      const badUrl = await rawRequest(url, 'GET', '/%ff');
+      expect(badUrl.status).toBe(400);
+      expect(isOneErrorShape(badUrl, 'bad_request')).toBe(true);
+    } finally {
+      await app.close();
+    }
   });
 });
 
