@@ -10,7 +10,7 @@ import {
   serializerCompiler,
   validatorCompiler,
 } from 'fastify-type-provider-zod';
-import type { Config } from '../../libs/config/index.js';
+import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { ApiError, type ApiErrorBody } from '../../libs/contracts/index.js';
 import { releaseRunLease } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
@@ -62,6 +62,8 @@ function errorBody(code: string, message: string): ApiErrorBody {
  */
 export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const { config, logger, metrics } = options;
+  // Issue 11.13: in production, no token and browser tools not switched off stops the start here.
+  const browserTools = browserToolsState(config);
   const redis = await connectRedis(options.redisUrl, 'producer', 'api');
   const runsQueue = createRunsQueue(redis, config.redis.queuePrefix);
   const unwatch = metrics.watchQueue(RUNS_QUEUE, () => runsQueue.getJobCounts());
@@ -155,6 +157,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   registerAdminRoutes(app, { store });
 
   registerOpsRoutes(app, metrics.registry, () => [
+    { name: `browser_tools:${browserTools}`, check: async () => true },
     { name: 'redis', check: async () => (await redis.ping()) === 'PONG' },
     {
       name: 'runs_queue',
@@ -168,6 +171,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
 
   const address = await app.listen({ host: config.http.host, port: config.http.apiPort });
   const url = address.replace('[::1]', 'localhost');
+  logger.child({ component: 'api' })[browserTools === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
   let closing: Promise<void> | undefined;
   return {
     app,

@@ -1,5 +1,5 @@
 import { type Job, UnrecoverableError, type Worker } from 'bullmq';
-import type { Config } from '../../libs/config/index.js';
+import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { runHasEnded } from '../../libs/contracts/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
 import { type LeaseUpkeepDeps, runLeaseUpkeep } from '../../libs/runtime/index.js';
@@ -46,6 +46,10 @@ export interface RunWorkerHandle {
 export async function startRunWorker(options: RunWorkerOptions): Promise<RunWorkerHandle> {
   const { config, logger, metrics } = options;
   const log = logger.child({ component: 'run-worker' });
+  // Issue 11.13: a production run worker without a token would run every browser task without a
+  // browser; it refuses to start instead, unless LEASEHOLD_BROWSER_TOOLS=off says so on purpose.
+  const browserTools = browserToolsState(config);
+  log[browserTools === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
   const executions = new Counter({
     name: 'leasehold_run_executions_total',
     help: 'Run executions claimed by this process, by outcome.',
@@ -175,7 +179,10 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   return {
     worker,
     upkeep,
-    readiness: () => [{ name: 'run_worker', check: async () => worker.isRunning() && !worker.closing }],
+    readiness: () => [
+      { name: 'run_worker', check: async () => worker.isRunning() && !worker.closing },
+      { name: `browser_tools:${browserTools}`, check: async () => true },
+    ],
     close() {
       closing ??= (async () => {
         // Stop claiming and finish (or hand back) what is in flight, then stop the upkeep: leases

@@ -1,4 +1,4 @@
-import type { Config } from '../../libs/config/index.js';
+import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { ApiError } from '../../libs/contracts/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
 import {
@@ -76,6 +76,10 @@ export interface SweeperHandle {
 export async function startSweeper(options: SweeperOptions): Promise<SweeperHandle> {
   const { config, logger, metrics } = options;
   const log = logger.child({ component: 'sweeper' });
+  // Issue 11.13: without a token (and browser tools not off) a production sweeper would never
+  // release a lease; it refuses to start instead.
+  const browserTools = browserToolsState(config);
+  log[browserTools === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
   const reportError = sweepErrorReporter(log);
   const redis = await connectRedis(options.redisUrl, 'worker', 'sweeper');
   // The lock outlives three missed passes, so a slow pass never hands it over by accident.
@@ -202,7 +206,10 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
   return {
     lock,
     task,
-    readiness: () => [{ name: 'sweeper_redis', check: async () => (await redis.ping()) === 'PONG' }],
+    readiness: () => [
+      { name: 'sweeper_redis', check: async () => (await redis.ping()) === 'PONG' },
+      { name: `browser_tools:${browserTools}`, check: async () => true },
+    ],
     close() {
       closing ??= (async () => {
         await task.close();

@@ -184,6 +184,32 @@ function modelApiKeys(models: ModelsFile, env: Record<string, string | undefined
   return keys;
 }
 
+/**
+ * Whether this process's runs get browser tools (issue 11.13), checked when an API, run worker or
+ * sweeper starts. `LEASEHOLD_BROWSER_TOOLS=off` disables them on purpose. Otherwise they need the
+ * data-plane token: in production a process without one refuses to start ({@link ConfigError}), so
+ * runs never silently go without a browser; elsewhere (development, tests) they are disabled and
+ * the process says so. The fleet (`npm start`) makes a token of its own first.
+ */
+export function browserToolsState(config: Config): 'enabled' | 'disabled' {
+  if (config.browserTools === 'off') return 'disabled';
+  if (config.secrets.dataPlaneToken) return 'enabled';
+  if (config.nodeEnv === 'production')
+    throw new ConfigError(
+      'invalid configuration: LEASEHOLD_DATA_PLANE_TOKEN: expected a token in production, or LEASEHOLD_BROWSER_TOOLS=off to run without browser tools; it is unset',
+    );
+  return 'disabled';
+}
+
+/** The start-up line naming the state and the setting behind it. */
+export function browserToolsLine(config: Config): string {
+  const state = browserToolsState(config);
+  if (config.browserTools === 'off') return 'browser tools disabled (LEASEHOLD_BROWSER_TOOLS=off)';
+  return state === 'enabled'
+    ? 'browser tools enabled (LEASEHOLD_DATA_PLANE_TOKEN is set)'
+    : 'browser tools disabled: LEASEHOLD_DATA_PLANE_TOKEN is unset (refused in production)';
+}
+
 /** A copy of `config` with some fields replaced, frozen again (tests and the fleet use it). */
 export function withOverrides(
   config: Config,
