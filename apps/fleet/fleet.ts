@@ -44,6 +44,8 @@ export interface FleetHandle {
   store: RunStore;
   /** An API key of tenant `dev` with every scope, made at start for this machine's user. */
   apiKey: string;
+  /** A fleet operator key, made at start: it opens the dashboard and no tenant's records (issue 11.6). */
+  operatorKey: string;
   redisSource: 'REDIS_URL' | 'local' | 'private';
   chromium: string;
   /** Stops every role in order (idempotent): claims first, the browser and Redis last. */
@@ -99,6 +101,11 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
       principal: 'dev',
       scopes: ['admin', 'runs:write', 'runs:read', 'approvals:write'],
     });
+    const { key: operatorKey } = await api.store.createApiKey({
+      tenant: '_fleet',
+      principal: 'dev',
+      scopes: ['operator'],
+    });
 
     return {
       config,
@@ -112,6 +119,7 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
         redis: redactUrl(redis.url),
       },
       apiKey,
+      operatorKey,
       store: api.store,
       roles: { runWorker, api, browserWorker },
       redisSource: redis.source,

@@ -31,6 +31,7 @@ runMain('fleet', async () => {
       `  Browser worker  ${urls.browserWorker}   (Chromium: ${fleet.chromium})`,
       `  Redis           ${urls.redis}   (${REDIS_SOURCES[fleet.redisSource]})`,
       `  API key         ${fleet.apiKey}   (tenant dev, every scope; new on each start)`,
+      `  Dashboard key   ${fleet.operatorKey}   (fleet operator: the dashboard, no tenant's records)`,
       'Stop with Ctrl-C.',
       '',
     ].join('\n'),

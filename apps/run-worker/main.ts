@@ -1,4 +1,4 @@
-import { loadConfig } from '../../libs/config/index.js';
+import { browserToolsState, loadConfig } from '../../libs/config/index.js';
 import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
 import { createLogger, createMetrics, createOpsServer } from '../../libs/telemetry/index.js';
 import { DEFAULT_REDIS_URL } from '../../queues/index.js';
@@ -18,7 +18,9 @@ runMain('run-worker', async () => {
     redisUrl: config.redis.url ?? DEFAULT_REDIS_URL,
   });
   shutdown.add('run-worker', () => runWorker.close());
-  const ops = createOpsServer(logger, metrics.registry, runWorker.readiness);
+  // Issue 11.13: readiness names whether this process's runs get browser tools.
+  const browserTools = { name: `browser_tools:${browserToolsState(config)}`, check: async () => true };
+  const ops = createOpsServer(logger, metrics.registry, () => [...runWorker.readiness(), browserTools]);
   await ops.listen({ host: config.http.host, port: config.http.runWorkerPort });
   shutdown.add('ops-http', () => ops.close());
   logger.info(

@@ -179,10 +179,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   return {
     worker,
     upkeep,
-    readiness: () => [
-      { name: 'run_worker', check: async () => worker.isRunning() && !worker.closing },
-      { name: `browser_tools:${browserTools}`, check: async () => true },
-    ],
+    readiness: () => [{ name: 'run_worker', check: async () => worker.isRunning() && !worker.closing }],
     close() {
       closing ??= (async () => {
         // Stop claiming and finish (or hand back) what is in flight, then stop the upkeep: leases

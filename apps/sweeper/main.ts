@@ -1,4 +1,4 @@
-import { loadConfig } from '../../libs/config/index.js';
+import { browserToolsState, loadConfig } from '../../libs/config/index.js';
 import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
 import { createLogger, createMetrics, createOpsServer } from '../../libs/telemetry/index.js';
 import { DEFAULT_REDIS_URL } from '../../queues/index.js';
@@ -18,7 +18,9 @@ runMain('sweeper', async () => {
     redisUrl: config.redis.url ?? DEFAULT_REDIS_URL,
   });
   shutdown.add('sweeper', () => sweeper.close());
-  const ops = createOpsServer(logger, metrics.registry, sweeper.readiness);
+  // Issue 11.13: readiness names whether this process's runs get browser tools.
+  const browserTools = { name: `browser_tools:${browserToolsState(config)}`, check: async () => true };
+  const ops = createOpsServer(logger, metrics.registry, () => [...sweeper.readiness(), browserTools]);
   await ops.listen({ host: config.http.host, port: config.http.sweeperPort });
   shutdown.add('ops-http', () => ops.close());
   logger.info(

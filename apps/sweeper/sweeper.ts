@@ -206,10 +206,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
   return {
     lock,
     task,
-    readiness: () => [
-      { name: 'sweeper_redis', check: async () => (await redis.ping()) === 'PONG' },
-      { name: `browser_tools:${browserTools}`, check: async () => true },
-    ],
+    readiness: () => [{ name: 'sweeper_redis', check: async () => (await redis.ping()) === 'PONG' }],
     close() {
       closing ??= (async () => {
         await task.close();

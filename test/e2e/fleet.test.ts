@@ -43,7 +43,15 @@ describe('the fleet in one process', () => {
     const body = (await ready.json()) as { status: string; checks: Array<{ name: string; ok: boolean }> };
     expect(body.status).toBe('ready');
     expect(body.checks.map((check) => check.name).sort()).toEqual(
-      ['browser_redis', 'chromium', 'redis', 'run_worker', 'runs_queue', 'sweeper_redis'].sort(),
+      [
+        'browser_redis',
+        'browser_tools:enabled',
+        'chromium',
+        'redis',
+        'run_worker',
+        'runs_queue',
+        'sweeper_redis',
+      ].sort(),
     );
     expect(body.checks.every((check) => check.ok)).toBe(true);
   });
@@ -75,7 +83,7 @@ describe('the fleet in one process', () => {
     expect(await allowed.json()).toMatchObject({ id: 'browser-1', pinned_profiles: '*' });
   });
 
-  it('serves the OpenAPI document, the dashboard behind the admin scope, and JSON errors for unknown routes', async () => {
+  it('serves the OpenAPI document, the dashboard behind the operator scope, and JSON errors for unknown routes', async () => {
     expect((await fetch(fleet.urls.docs)).status).toBe(200);
     const openapi = (await (await fetch(`${fleet.urls.docs}/json`)).json()) as {
       openapi: string;
@@ -88,9 +96,13 @@ describe('the fleet in one process', () => {
     const refused = await fetch(fleet.urls.dashboard);
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toContain('Basic');
-    const basic = Buffer.from(`admin:${fleet.apiKey}`).toString('base64');
+    const basic = Buffer.from(`admin:${fleet.operatorKey}`).toString('base64');
     const dashboard = await fetch(fleet.urls.dashboard, { headers: { authorization: `Basic ${basic}` } });
     expect(dashboard.status).toBe(200);
+    // Issue 11.6: the board shows every tenant's jobs, so a tenant's admin key does not open it.
+    expect(
+      (await fetch(fleet.urls.dashboard, { headers: { authorization: `Bearer ${fleet.apiKey}` } })).status,
+    ).toBe(401);
     expect(await dashboard.text()).toContain('<title>');
     const readOnly = await fleet.store.createApiKey({
       tenant: 'dev',
