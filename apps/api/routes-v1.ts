@@ -296,7 +296,10 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
       const lastEventId = request.headers['last-event-id'];
       const after = request.query.after ?? (typeof lastEventId === 'string' ? lastEventId : undefined);
       if (after !== undefined && !isEventId(after))
-        throw new ApiError('bad_request', `after/Last-Event-ID: an event id such as 1700000000000-0, got "${after.slice(0, 64)}"`);
+        throw new ApiError(
+          'bad_request',
+          `after/Last-Event-ID: an event id such as 1700000000000-0, got "${after.slice(0, 64)}"`,
+        );
       const run = await store.getRun(request.params.id, identity.tenant);
       if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
       await deps.eventStreams.serve(request, reply, run, after, identity.key_id);

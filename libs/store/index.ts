@@ -6,8 +6,8 @@ export { AgentVersionCache, SessionCache } from './immutable-caches.js';
 export { LeaderLock } from './leader-lock.js';
 export { RedisLeaseStore } from './lease-store.js';
 export type { InvocationRecord, LedgerOutcome } from './ledger.js';
-export { RunKeys } from './run-keys.js';
 export { isEventId } from './run-events.js';
+export { RunKeys } from './run-keys.js';
 export {
   idempotentRunId,
   RUN_EVENTS_CAP,

@@ -75,7 +75,11 @@ export async function renewStreamSlots(
   await pipeline.exec();
 }
 
-export async function closeStreamSlot(context: RunStoreContext, keyId: string, member: string): Promise<void> {
+export async function closeStreamSlot(
+  context: RunStoreContext,
+  keyId: string,
+  member: string,
+): Promise<void> {
   await context.redis.zrem(streamSlotsKey(context, keyId), member);
 }
 
