@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PageFactory, PlaywrightPageFactory } from '../../libs/lease/index.js';
 import { BrowserWorkerRegistry } from '../../libs/store/index.js';
 import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
 import { type PressSite, startPressSite } from '../fixtures/press-site.js';
@@ -149,6 +150,58 @@ describe('profiles scoped to their tenant (data plane)', () => {
       expect((await registry.findForProfile({ tenant: 'ta', id: 'other' }))?.id).toBe('bw-any');
     } finally {
       await pinned.handle.close();
+    }
+  });
+
+  it("opens each lease's pages with its profile's frame origins and subresource setting", async () => {
+    const opened: Array<Parameters<PageFactory['open']>[0]> = [];
+    const recording = await startTestBrowserWorker({
+      prefix,
+      workerId: 'bw-recording',
+      pages: (browser) => {
+        const real = new PlaywrightPageFactory(browser);
+        return {
+          open: (input) => {
+            opened.push(input);
+            return real.open(input);
+          },
+          openContexts: () => real.openContexts(),
+        };
+      },
+    });
+    try {
+      const created = await recording.call('POST', profilesOf('td'), {
+        body: {
+          id: 'checkout',
+          principal: 'owner',
+          allowed_origins: [site.origin],
+          frame_origins: ['https://pay.example'],
+          subresources: 'allowed_origins',
+        },
+      });
+      expect(created.status).toBe(201);
+      expect(created.body).toMatchObject({
+        frame_origins: ['https://pay.example'],
+        subresources: 'allowed_origins',
+      });
+      await createProfile(recording, 'td', 'plain');
+
+      expect(
+        (await acquire(recording, leasesOf('td', 'checkout'), { tenant: 'td', run_id: 'run_f1' })).status,
+      ).toBe(201);
+      expect(
+        (await acquire(recording, leasesOf('td', 'plain'), { tenant: 'td', run_id: 'run_f2' })).status,
+      ).toBe(201);
+      expect(opened).toEqual([
+        expect.objectContaining({
+          allowedOrigins: [site.origin],
+          frameOrigins: ['https://pay.example'],
+          subresources: 'allowed_origins',
+        }),
+        expect.objectContaining({ allowedOrigins: [site.origin], frameOrigins: [], subresources: 'any' }),
+      ]);
+    } finally {
+      await recording.handle.close();
     }
   });
 });
