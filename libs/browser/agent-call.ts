@@ -1,36 +1,98 @@
-import type { Frame, JSHandle } from 'playwright-core';
+import type { CDPSession, Page } from 'playwright-core';
 import { pageAgentScript } from './page-script/bundle.js';
 import { PAGE_AGENT_GLOBAL } from './page-script/page-agent-global.js';
 
-/**
- * Calls into the page agent of a frame's current document, injecting it first where the document
- * predates the engine's init script. Calls are sent as expressions, never as serialized Node
- * functions, so what a transpiler adds to a function body can never reach the page.
- */
-export async function callAgent<T>(frame: Frame, call: string): Promise<T> {
-  const expression = `(async () => {
-    const agent = window[${JSON.stringify(PAGE_AGENT_GLOBAL)}];
-    if (!agent) return { missing: true };
-    return { missing: false, value: await agent.${call} };
-  })()`;
-  let answer = (await frame.evaluate(expression)) as { missing: boolean; value?: T };
-  if (answer.missing) {
-    await frame.evaluate(await pageAgentScript());
-    answer = (await frame.evaluate(expression)) as { missing: boolean; value?: T };
-  }
-  if (answer.missing) throw new Error('the page agent could not be injected into the document');
-  return answer.value as T;
-}
+/** The isolated world the page agent lives in, one per document of the page's main frame. */
+export const AGENT_WORLD_NAME = 'leasehold-agent';
 
-/** A handle to what an agent call returns, in the frame's own execution context. */
-export async function agentHandle(frame: Frame, call: string): Promise<JSHandle> {
-  const expression = `(() => {
-    const agent = window[${JSON.stringify(PAGE_AGENT_GLOBAL)}];
-    return agent ? agent.${call} : undefined;
-  })()`;
-  const present = await frame.evaluate(`!!window[${JSON.stringify(PAGE_AGENT_GLOBAL)}]`);
-  if (!present) await frame.evaluate(await pageAgentScript());
-  return frame.evaluateHandle(expression);
+/**
+ * The page agent of one page, in a DevTools isolated world of its main frame (issue 11.12). The
+ * world shares the page's DOM but none of its JavaScript: page code cannot patch what the agent
+ * calls (prototypes, `JSON`, `Array`), cannot see the agent's global, and cannot call it. Same-origin
+ * frames are reached from there through `contentDocument`, in the same world. Calls are sent as
+ * expressions, never as serialized Node functions, so what a transpiler adds to a function body
+ * can never reach the page.
+ */
+export class PageAgentWorld {
+  /** The world's execution context in the current document; null once it may be gone. */
+  private contextId: number | null = null;
+  private closed = false;
+
+  private constructor(
+    private readonly session: CDPSession,
+    private readonly mainFrameId: string,
+  ) {}
+
+  static async open(page: Page): Promise<PageAgentWorld> {
+    const session = await page.context().newCDPSession(page);
+    const tree = await session.send('Page.getFrameTree');
+    return new PageAgentWorld(session, tree.frameTree.frame.id);
+  }
+
+  /**
+   * Calls `agent.<call>` in the current document's world and answers its value, injecting the
+   * agent first where the document has none yet. A document that goes away mid-call rejects with
+   * the DevTools message `isNavigationTeardown` recognises.
+   */
+  async call<T>(call: string): Promise<T> {
+    const expression = `(async () => {
+      const agent = globalThis[${JSON.stringify(PAGE_AGENT_GLOBAL)}];
+      if (!agent) return { missing: true };
+      return { missing: false, value: await agent.${call} };
+    })()`;
+    let answer = await this.evaluate<{ missing: boolean; value?: T }>(expression);
+    if (answer.missing) {
+      await this.evaluate(await pageAgentScript());
+      answer = await this.evaluate<{ missing: boolean; value?: T }>(expression);
+    }
+    if (answer.missing) throw new Error('the page agent could not be injected into the document');
+    return answer.value as T;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.session.detach().catch(() => undefined);
+  }
+
+  private async evaluate<T>(expression: string): Promise<T> {
+    for (let attempt = 0; ; attempt += 1) {
+      const contextId = await this.currentContext();
+      let answer: Awaited<ReturnType<CDPSession['send']>> & {
+        result: { value?: unknown };
+        exceptionDetails?: { text: string; exception?: { description?: string } };
+      };
+      try {
+        answer = await this.session.send('Runtime.evaluate', {
+          expression,
+          contextId,
+          awaitPromise: true,
+          returnByValue: true,
+        });
+      } catch (error) {
+        // The cached context belonged to a document that is gone: the next one gets its own world.
+        this.contextId = null;
+        if (attempt === 0 && /Cannot find context with specified id/.test(String(error))) continue;
+        throw error;
+      }
+      if (answer.exceptionDetails) {
+        const detail = answer.exceptionDetails.exception?.description ?? answer.exceptionDetails.text;
+        throw new Error(`the page agent failed: ${detail.split('\n')[0]}`);
+      }
+      return answer.result.value as T;
+    }
+  }
+
+  private async currentContext(): Promise<number> {
+    if (this.contextId === null) {
+      const world = await this.session.send('Page.createIsolatedWorld', {
+        frameId: this.mainFrameId,
+        worldName: AGENT_WORLD_NAME,
+      });
+      this.contextId = world.executionContextId;
+    }
+    return this.contextId;
+  }
 }
 
 /** A JSON literal for an agent call's argument list. */

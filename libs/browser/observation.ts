@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { Page } from 'playwright-core';
 import type {
   BrowserObservation,
   ConditionResult,
@@ -7,7 +6,7 @@ import type {
   Predicate,
   SettleResult,
 } from '../contracts/index.js';
-import { callAgent, literal } from './agent-call.js';
+import { literal, type PageAgentWorld } from './agent-call.js';
 import { BrowserToolError, isNavigationTeardown } from './errors.js';
 import { evidenceKey } from './evidence-key.js';
 import { type Operation, sleepMs, within } from './operation.js';
@@ -56,7 +55,7 @@ export function parseContinuation(token: string): { revision: string; offset: nu
  * `page_changed` and so does an act on any earlier revision.
  */
 export async function captureObservation(
-  page: Page,
+  agent: PageAgentWorld,
   revisions: RevisionState,
   op: Operation,
   options: { offset: number; settle: SettleResult | null },
@@ -73,7 +72,7 @@ export async function captureObservation(
       textLimit: TEXT_LIMIT_CHARS,
       nameLimit: NAME_LIMIT_CHARS,
     };
-    const work = callAgent<Capture>(page.mainFrame(), `capture(${literal(request)})`);
+    const work = agent.call<Capture>(`capture(${literal(request)})`);
     let finished: Awaited<ReturnType<typeof within<Capture>>>;
     try {
       finished = await within(work, op.deadlineMs, op.signal);
@@ -83,7 +82,7 @@ export async function captureObservation(
       throw new BrowserToolError('page_changed', 'the page could not be observed', false, { cause: error });
     }
     if (!finished.done) {
-      await joinCutOffCapture(page, work);
+      await joinCutOffCapture(agent, work);
       throw new BrowserToolError(
         'page_changed',
         'the observation did not complete before the call ended; earlier references are void',
@@ -95,12 +94,10 @@ export async function captureObservation(
   }
 }
 
-async function joinCutOffCapture(page: Page, work: Promise<Capture>): Promise<void> {
+async function joinCutOffCapture(agent: PageAgentWorld, work: Promise<Capture>): Promise<void> {
   await within(work, Date.now() + CAPTURE_JOIN_GRACE_MS);
   // Whatever the capture registered is forgotten page-side as well.
-  await within(callAgent<void>(page.mainFrame(), 'invalidate()'), Date.now() + CAPTURE_JOIN_GRACE_MS).catch(
-    () => undefined,
-  );
+  await within(agent.call<void>('invalidate()'), Date.now() + CAPTURE_JOIN_GRACE_MS).catch(() => undefined);
 }
 
 function toObservation(capture: Capture, revision: string, settle: SettleResult | null): BrowserObservation {

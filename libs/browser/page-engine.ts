@@ -1,4 +1,4 @@
-import type { ElementHandle, Frame, Page } from 'playwright-core';
+import type { ElementHandle, FrameLocator, Page } from 'playwright-core';
 import { ZodError } from 'zod';
 import {
   type ActArgs,
@@ -10,7 +10,7 @@ import {
   observeArgsSchema,
   type SettleResult,
 } from '../contracts/index.js';
-import { agentHandle, callAgent, literal } from './agent-call.js';
+import { literal, PageAgentWorld } from './agent-call.js';
 import { BrowserToolError, isNavigationTeardown } from './errors.js';
 import {
   captureObservation,
@@ -22,8 +22,7 @@ import {
 import { Operation, type OperationLimits, within } from './operation.js';
 import { originAllowed, originOf } from './origin-guard.js';
 import { type BlockedCounts, ContextFence } from './page-fence.js';
-import { pageAgentScript } from './page-script/bundle.js';
-import type { TargetCheck } from './page-script/page-agent.js';
+import type { TargetAnswer, TargetPath } from './page-script/page-agent.js';
 import { RequestTracker } from './request-tracker.js';
 import { settlePage } from './settle.js';
 
@@ -55,6 +54,7 @@ export class PageEngine {
     readonly page: Page,
     private readonly tracker: RequestTracker,
     private readonly fence: ContextFence,
+    private readonly agent: PageAgentWorld,
     private readonly onSettle: PageEngineOptions['onSettle'],
   ) {}
 
@@ -66,12 +66,14 @@ export class PageEngine {
     // Tracking starts before the first await so no request of the page is missed.
     const tracker = new RequestTracker(page);
     let fence: ContextFence | undefined;
+    let agent: PageAgentWorld | undefined;
     try {
       fence = await ContextFence.install(page, options);
-      await page.addInitScript({ content: await pageAgentScript() });
-      return new PageEngine(page, tracker, fence, options.onSettle);
+      agent = await PageAgentWorld.open(page);
+      return new PageEngine(page, tracker, fence, agent, options.onSettle);
     } catch (error) {
       tracker.close();
+      await agent?.close();
       await fence?.close();
       throw error;
     }
@@ -97,6 +99,7 @@ export class PageEngine {
     if (this.closed) return;
     this.closed = true;
     this.tracker.close();
+    await this.agent.close();
     await this.fence.close();
   }
 
@@ -135,10 +138,10 @@ export class PageEngine {
       throw new BrowserToolError('provider_unavailable', 'the navigation failed', false, { cause: error });
     }
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
-    const settle = await settlePage(this.page, this.tracker, op);
+    const settle = await settlePage(this.page, this.agent, this.tracker, op);
     this.onSettle?.('navigate', settle);
     return this.withBlocked(
-      await captureObservation(this.page, this.revisions, op, { offset: 0, settle }),
+      await captureObservation(this.agent, this.revisions, op, { offset: 0, settle }),
       blockedBefore,
     );
   }
@@ -160,7 +163,7 @@ export class PageEngine {
       }
       offset = position.offset;
     }
-    const read = () => captureObservation(this.page, this.revisions, op, { offset, settle: null });
+    const read = () => captureObservation(this.agent, this.revisions, op, { offset, settle: null });
     return args.wait_for === undefined ? read() : observeUntil(read, args.wait_for, op);
   }
 
@@ -205,10 +208,10 @@ export class PageEngine {
     }
     // ADR-0130 d6: the settled page is returned; no earlier reference survives the action.
     this.revisions.current = null;
-    const settle = await settlePage(this.page, this.tracker, op);
+    const settle = await settlePage(this.page, this.agent, this.tracker, op);
     this.onSettle?.('act', settle);
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
-    const read = () => captureObservation(this.page, this.revisions, op, { offset: 0, settle });
+    const read = () => captureObservation(this.agent, this.revisions, op, { offset: 0, settle });
     try {
       const outcome =
         args.postcondition === undefined ? await read() : await observeUntil(read, args.postcondition, op);
@@ -251,14 +254,13 @@ export class PageEngine {
     args: ActArgs,
     op: Operation,
   ): Promise<{ element: ElementHandle<Element>; selectBy: SelectBy }> {
-    const main = this.page.mainFrame();
     const call = `check(${literal(args.revision)}, ${literal(args.element)}, ${literal(args.action)}, ${literal(args.text ?? null)})`;
-    let verdict: TargetCheck;
+    let answer: TargetAnswer;
     try {
-      const checked = await within(callAgent<TargetCheck>(main, call), op.deadlineMs, op.signal);
+      const checked = await within(this.agent.call<TargetAnswer>(call), op.deadlineMs, op.signal);
       if (!checked.done)
         throw new BrowserToolError('provider_unavailable', 'the call ended before the action', true);
-      verdict = checked.value;
+      answer = checked.value;
     } catch (error) {
       if (error instanceof BrowserToolError) throw error;
       if (isNavigationTeardown(error)) {
@@ -268,11 +270,9 @@ export class PageEngine {
       }
       throw error;
     }
+    const verdict = answer.verdict;
     if (verdict === 'page_changed') {
       throw new BrowserToolError('page_changed', 'the page no longer holds that revision; observe again');
-    }
-    if (verdict === 'element_not_found') {
-      throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
     }
     if (verdict.startsWith('action_not_allowed:')) {
       throw new BrowserToolError(
@@ -280,26 +280,41 @@ export class PageEngine {
         `${args.action} is not allowed: ${verdict.slice('action_not_allowed:'.length)}`,
       );
     }
+    if (verdict === 'element_not_found' || answer.path === null) {
+      throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
+    }
     const selectBy: SelectBy = verdict === 'ok:value' ? 'value' : 'label';
-    const element = await this.elementHandle(main, args);
+    const element = await this.elementHandle(answer.path, args, op);
     return { element, selectBy };
   }
 
-  /** A handle in the element's own frame, so Playwright's actionability checks run where it lives. */
-  private async elementHandle(main: Frame, args: ActArgs): Promise<ElementHandle<Element>> {
-    const call = `resolve(${literal(args.revision)}, ${literal(args.element)})`;
-    const first = (await agentHandle(main, call)).asElement();
-    if (!first)
-      throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
-    const owner = await first.ownerFrame();
-    if (owner === null || owner === main) return first as ElementHandle<Element>;
-    await first.dispose();
-    const inFrame = (await agentHandle(owner, `top().${call}`)).asElement();
-    if (!inFrame)
-      throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
-    return inFrame as ElementHandle<Element>;
+  /**
+   * A handle on the checked element, found by its structural path in Playwright's own utility
+   * world (issue 11.12): page code can neither patch the lookup nor hand over another element.
+   * Playwright's actionability checks then run in the element's own frame.
+   */
+  private async elementHandle(
+    path: TargetPath,
+    args: ActArgs,
+    op: Operation,
+  ): Promise<ElementHandle<Element>> {
+    let scope: Pick<FrameLocator, 'locator' | 'frameLocator'> = this.page;
+    for (const frame of path.frames) scope = scope.frameLocator(`css:light=${frame}`);
+    const locator = scope.locator(`css:light=${path.selector}`);
+    try {
+      const handle = await locator.elementHandle({
+        timeout: Math.max(1, Math.min(op.remainingMs(), ELEMENT_LOOKUP_MS)),
+      });
+      if (handle) return handle as ElementHandle<Element>;
+    } catch (error) {
+      if (error instanceof BrowserToolError) throw error;
+    }
+    throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
   }
 }
+
+/** How long Playwright may look for a target the page agent has just found (it is there, or moved). */
+const ELEMENT_LOOKUP_MS = 1_000;
 
 type SelectBy = 'label' | 'value';
 

@@ -1,14 +1,21 @@
 import type { Page } from 'playwright-core';
 import type { SettleResult } from '../contracts/index.js';
-import { callAgent, literal } from './agent-call.js';
+import { literal, type PageAgentWorld } from './agent-call.js';
 import { isNavigationTeardown } from './errors.js';
-import { type Operation, within } from './operation.js';
+import { type Operation, sleepMs, within } from './operation.js';
 import type { RequestSnapshot, RequestTracker } from './request-tracker.js';
 
 /** ADR-0130 d5: every settle ends within 2 s. */
 export const SETTLE_BOUND_MS = 2_000;
 /** ADR-0130 d5: the DOM is quiet after 300 ms without a mutation. */
 export const DOM_QUIET_MS = 300;
+/**
+ * How long after a document's readiness its requests still join the readiness snapshot. A request
+ * a page starts in its DOMContentLoaded handlers reaches the tracker some milliseconds after the
+ * readiness event, because the origin fence routes every request first (issue 11); without the
+ * grace it would miss the snapshot and settling would end before the page's data arrived.
+ */
+export const READINESS_GRACE_MS = 100;
 /** Time kept back from the call's deadline for the observation that follows settling. */
 export const CAPTURE_RESERVE_MS = 500;
 
@@ -20,7 +27,12 @@ export const CAPTURE_RESERVE_MS = 500;
  * moves the DOM-quiet watch into the new document. Never throws: a page that does not settle in
  * time is reported `bound_expired` and observed as it is.
  */
-export async function settlePage(page: Page, tracker: RequestTracker, op: Operation): Promise<SettleResult> {
+export async function settlePage(
+  page: Page,
+  agent: PageAgentWorld,
+  tracker: RequestTracker,
+  op: Operation,
+): Promise<SettleResult> {
   const startedAtMs = Date.now();
   // A short call deadline cuts settling first, keeping time to observe what the page then shows.
   const boundAtMs = Math.min(startedAtMs + SETTLE_BOUND_MS, op.deadlineMs - CAPTURE_RESERVE_MS);
@@ -30,7 +42,9 @@ export async function settlePage(page: Page, tracker: RequestTracker, op: Operat
     elapsed_ms: Math.max(0, Math.round(Date.now() - startedAtMs)),
   });
   try {
+    const readyAtEntry = await readyNow(agent, boundAtMs, op);
     if (!(await documentReady(page, boundAtMs, op))) return outcome('bound_expired');
+    if (!readyAtEntry) await readinessGrace(boundAtMs, op);
     // The requests of a document that was not there at entry join once, at its readiness; polling
     // started later never does (ADR-0159).
     let documentsSeen = tracker.documents;
@@ -41,6 +55,7 @@ export async function settlePage(page: Page, tracker: RequestTracker, op: Operat
       if (!(await documentReady(page, boundAtMs, op))) return outcome('bound_expired');
       if (tracker.documents !== documentsSeen) {
         // A document committed since: its own requests at readiness join, once.
+        await readinessGrace(boundAtMs, op);
         documentsSeen = tracker.documents;
         tracker.extend(snapshot);
         if (!(await drained(tracker, snapshot, boundAtMs, op))) return outcome('bound_expired');
@@ -52,7 +67,7 @@ export async function settlePage(page: Page, tracker: RequestTracker, op: Operat
       let quiet: boolean;
       try {
         const watched = await within(
-          callAgent<boolean>(page.mainFrame(), `waitQuiet(${DOM_QUIET_MS}, ${literal(watchMs)})`),
+          agent.call<boolean>(`waitQuiet(${DOM_QUIET_MS}, ${literal(watchMs)})`),
           // The page-side watch ends itself at the bound; this margin only covers the round trip.
           boundAtMs + 250,
           op.signal,
@@ -70,6 +85,18 @@ export async function settlePage(page: Page, tracker: RequestTracker, op: Operat
   } catch {
     return outcome('bound_expired');
   }
+}
+
+/** Whether the current document was past DOMContentLoaded already; false when that is unknown. */
+async function readyNow(agent: PageAgentWorld, boundAtMs: number, op: Operation): Promise<boolean> {
+  const state = await within(agent.call<DocumentReadyState>('readyState()'), boundAtMs, op.signal).catch(
+    () => ({ done: false as const }),
+  );
+  return state.done && state.value !== 'loading';
+}
+
+async function readinessGrace(boundAtMs: number, op: Operation): Promise<void> {
+  await sleepMs(Math.min(READINESS_GRACE_MS, boundAtMs - Date.now()), op.signal);
 }
 
 /** Waits for the snapshot to empty; false when the bound ends first or the snapshot overflowed. */

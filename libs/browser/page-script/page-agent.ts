@@ -1,8 +1,10 @@
 /**
  * The page side of the engine, bundled with dom-accessibility-api into one script and injected once
- * per document (page-script/bundle.ts). It only reads the page: no attribute, node or style is ever
- * written, so observing cannot disturb the page or the DOM-quiet watch (ADR-0159). Element
- * references live in a closure, keyed by revision, as weak references.
+ * per document (page-script/bundle.ts) into an isolated world (agent-call.ts, issue 11.12): it sees
+ * the page's DOM through its own, unpatched prototypes, and page code cannot see or call it. It only
+ * reads the page: no attribute, node or style is ever written, so observing cannot disturb the page
+ * or the DOM-quiet watch (ADR-0159). Element references live in a closure, keyed by revision, as
+ * weak references.
  */
 import { computeAccessibleName, getRole } from 'dom-accessibility-api';
 import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
@@ -42,6 +44,22 @@ export interface Capture {
   visibleSeen: number;
   candidatesChecked: number;
   candidateLimitReached: boolean;
+}
+
+/**
+ * Where Playwright finds an element for the action: structural selectors (`:root > :nth-child(2)
+ * > …`) of each same-origin frame from the top document down, then of the element in its own
+ * document. Playwright resolves them in its own utility world, so page code cannot redirect them.
+ */
+export interface TargetPath {
+  frames: string[];
+  selector: string;
+}
+
+/** The verdict on an action's target and, when it may go ahead, where the target is. */
+export interface TargetAnswer {
+  verdict: TargetCheck;
+  path: TargetPath | null;
 }
 
 /** Why an element may not take an action, checked before anything is dispatched. */
@@ -322,8 +340,49 @@ function isCheckable(element: Element): boolean {
   return ['checkbox', 'radio', 'switch', 'menuitemcheckbox', 'menuitemradio'].includes(roleOf(element));
 }
 
-/** The refusals of ADR-0130 d6 / DESIGN §6, decided before anything is dispatched. */
-function check(revision: string, ref: string, action: string, text: string | null): TargetCheck {
+/** The structural selector of `element` within its own document; null inside a shadow root. */
+function structuralPath(element: Element): string | null {
+  const steps: string[] = [];
+  const root = element.ownerDocument.documentElement;
+  let node = element;
+  while (node !== root) {
+    const parent = node.parentElement;
+    if (!parent) return null;
+    steps.push(`:nth-child(${Array.prototype.indexOf.call(parent.children, node) + 1})`);
+    node = parent;
+  }
+  steps.push(':root');
+  return steps.reverse().join(' > ');
+}
+
+function targetPath(element: Element): TargetPath | null {
+  const selector = structuralPath(element);
+  if (selector === null) return null;
+  const frames: string[] = [];
+  let doc = element.ownerDocument;
+  while (doc !== document) {
+    const frame = doc.defaultView?.frameElement;
+    const framePath = frame ? structuralPath(frame) : null;
+    if (!frame || framePath === null) return null;
+    frames.unshift(framePath);
+    doc = frame.ownerDocument;
+  }
+  return { frames, selector };
+}
+
+/**
+ * The refusals of ADR-0130 d6 / DESIGN §6, decided before anything is dispatched, and where the
+ * target is when the action may go ahead: one round trip, so the path is the checked element's.
+ */
+function check(revision: string, ref: string, action: string, text: string | null): TargetAnswer {
+  const verdict = verdictOn(revision, ref, action, text);
+  if (!verdict.startsWith('ok')) return { verdict, path: null };
+  const element = lookup(revision, ref);
+  const path = typeof element === 'string' ? null : targetPath(element);
+  return path === null ? { verdict: 'element_not_found', path: null } : { verdict, path };
+}
+
+function verdictOn(revision: string, ref: string, action: string, text: string | null): TargetCheck {
   const element = lookup(revision, ref);
   if (typeof element === 'string') return element;
   if (isDisabled(element)) return 'action_not_allowed:the element is disabled';
@@ -343,12 +402,6 @@ function check(revision: string, ref: string, action: string, text: string | nul
     default:
       return 'ok';
   }
-}
-
-/** The element behind a reference, for a handle in the caller's frame, or null. */
-function resolve(revision: string, ref: string): Element | null {
-  const element = lookup(revision, ref);
-  return typeof element === 'string' ? null : element;
 }
 
 /** Forgets every reference: a capture that timed out may have left them half-made (ADR-0159). */
@@ -392,21 +445,13 @@ function readyState(): DocumentReadyState {
   return document.readyState;
 }
 
-const agent = { capture, check, resolve, invalidate, waitQuiet, readyState };
+const agent = { capture, check, invalidate, waitQuiet, readyState };
 export type PageAgent = typeof agent;
 
-/** The top window's agent, which owns the registry for every same-origin frame. */
-function topAgent(): PageAgent | undefined {
-  try {
-    return (window.top as unknown as Record<string, PageAgent | undefined>)[PAGE_AGENT_GLOBAL];
-  } catch {
-    return undefined;
-  }
-}
-
-if (!Object.hasOwn(window, PAGE_AGENT_GLOBAL)) {
-  Object.defineProperty(window, PAGE_AGENT_GLOBAL, {
-    value: Object.freeze({ ...agent, top: topAgent }),
+// Defined in the isolated world's own global, which page code cannot reach (issue 11.12).
+if (!Object.hasOwn(globalThis, PAGE_AGENT_GLOBAL)) {
+  Object.defineProperty(globalThis, PAGE_AGENT_GLOBAL, {
+    value: Object.freeze(agent),
     enumerable: false,
     writable: false,
     configurable: false,
