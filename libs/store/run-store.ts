@@ -96,8 +96,9 @@ export interface SubmitRun {
   idempotencyKey?: string;
   /**
    * The whole validated request as the caller received it (issue 11.8): a duplicate must match it
-   * in every field, present and future, not only in its input. Hashed with the input, the timeout
-   * and the parent.
+   * in every field, present and future (the API passes its body: input, script, timeout_ms…).
+   * Hashed with the input and the parent. A delegated child passes none: its timeout is derived
+   * from what its parent has left, so a resubmission of the same invocation differs there alone.
    */
   request?: unknown;
   /** The session, when the caller has read it already (sessions never change); else it is read. */
@@ -222,7 +223,6 @@ export class RunStore {
       canonicalJson({
         input: input.input ?? null,
         parent_run_id: parentRunId,
-        timeout_ms: input.timeoutMs,
         request: input.request ?? null,
       }),
     );
