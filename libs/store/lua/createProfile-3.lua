@@ -13,6 +13,9 @@
     ARGV[7] frame origins (JSON)   ARGV[8] subresources (any | allowed_origins)
 
   Output: 1 created, 0 the tenant has a profile with this id already
+
+  The two indexes live in other hash slots than the profile (as the one index did before tenants):
+  this script, unlike the lease scripts, is not yet Redis Cluster-safe.
 ]]
 if redis.call("EXISTS", KEYS[1]) == 1 then
   return 0
