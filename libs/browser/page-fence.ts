@@ -1,4 +1,4 @@
-import type { BrowserContext, Page, Request, Route } from 'playwright-core';
+import type { BrowserContext, Page, Request, Route, WebSocketRoute } from 'playwright-core';
 import {
   type BlockedKind,
   type FencePolicy,
@@ -54,6 +54,7 @@ export class ContextFence {
   private closed = false;
   private readonly onPage = (page: Page) => this.track(this.adopt(page));
   private readonly onRoute = (route: Route) => this.track(this.route(route));
+  private readonly onWebSocket = (socket: WebSocketRoute) => this.webSocket(socket);
 
   private constructor(
     private readonly context: BrowserContext,
@@ -70,6 +71,10 @@ export class ContextFence {
     const fence = new ContextFence(context, primary, compileFencePolicy(options));
     context.on('page', fence.onPage);
     await context.route('**/*', fence.onRoute);
+    // WebSockets pass neither routing nor the Fetch domain; Playwright's WebSocket routing replaces
+    // the page's constructor. Defence in depth only: page code holding a constructor from a realm
+    // it made before the replacement could still connect (README, Security).
+    if (fence.policy.subresources !== null) await context.routeWebSocket(/.*/, fence.onWebSocket);
     await fence.guard(primary);
     return fence;
   }
@@ -156,6 +161,15 @@ export class ContextFence {
     this.count(kind === 'page' ? 'navigation' : kind, page);
     // Aborted, not BlockedByClient: a blocked navigation leaves the page on its document.
     await route.abort(kind === 'subresource' ? 'blockedbyclient' : 'aborted');
+  }
+
+  private webSocket(socket: WebSocketRoute): void {
+    if (fenceAllows(this.policy, 'subresource', socket.url().replace(/^ws/i, 'http'))) {
+      socket.connectToServer();
+      return;
+    }
+    this.count('subresource');
+    socket.close({ code: 1008, reason: 'blocked' }).catch(() => undefined);
   }
 
   /** Guards a new page; a popup whose first navigation was held back is closed or sent on. */

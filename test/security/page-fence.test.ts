@@ -130,12 +130,14 @@ describe('subresources (issue 11.3)', () => {
       fetch('${rig.elsewhere.origin}/api/poll?kind=fetch').catch(() => {});
       navigator.sendBeacon('${rig.elsewhere.origin}/api/no-content?kind=beacon', 'x');
       const xhr = new XMLHttpRequest(); xhr.open('GET', '${rig.elsewhere.origin}/api/poll?kind=xhr'); xhr.send();
+      try { new WebSocket('${rig.elsewhere.origin.replace('http:', 'ws:')}/socket?kind=ws'); } catch {}
     </script>
     <img src="/api/redirect?to=${encodeURIComponent(`${rig.elsewhere.origin}/api/no-content?kind=hop`)}" alt="">`;
 
   it('are unrestricted by default, because real sites load from CDNs', async () => {
     await open('subresources-any.html', beacons());
-    await expect.poll(() => rig.elsewhereHits).toBeGreaterThanOrEqual(4);
+    await expect.poll(() => rig.elsewhereHits).toBeGreaterThanOrEqual(5);
+    expect(rig.elsewhere.log.map((entry) => entry.path)).toContain('/socket?kind=ws');
   });
 
   it('reach only allowed and frame origins when the profile says subresources: allowed_origins', async () => {
@@ -150,6 +152,6 @@ describe('subresources (issue 11.3)', () => {
       subresources: 'allowed_origins',
       frameOrigins: [rig.elsewhere.origin],
     });
-    await expect.poll(() => rig.elsewhereHits).toBeGreaterThanOrEqual(4);
+    await expect.poll(() => rig.elsewhereHits).toBeGreaterThanOrEqual(5);
   });
 });
