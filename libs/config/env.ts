@@ -58,7 +58,7 @@ export const envSchema = z.object({
   API_RATE_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(50),
   API_RATE_BURST: z.coerce.number().int().min(1).max(1_000_000).default(100),
   /** Event streams (SSE) one API key may hold open at once, across replicas; the next answers 429. */
-  EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(20),
+  EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(1_000_000).default(20),
   /** How often an open event stream gets a keep-alive comment (and its slot is renewed in Redis). */
   EVENT_STREAM_KEEPALIVE_MS: positiveMs.default(15_000),
   /**

@@ -281,7 +281,8 @@ describe('a seeded fuzz of both servers', () => {
       ...routesOf(fleet.roles.api.app).map((route) => ({
         server: 'api' as const,
         base: new URL(fleet.urls.api),
-        auth: `Bearer ${fleet.apiKey}`,
+        // The dashboard takes the fleet operator key alone (issue 11.6); every other route a tenant key.
+        auth: `Bearer ${route.path.startsWith('/admin/queues') ? fleet.operatorKey : fleet.apiKey}`,
         route,
       })),
       ...routesOf(fleet.roles.browserWorker.app).map((route) => ({
