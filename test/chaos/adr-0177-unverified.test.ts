@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ApiHandle, startApi } from '../../apps/api/server.js';
 import { executeRun } from '../../apps/run-worker/execution.js';
 import { loadConfig } from '../../libs/config/index.js';
 import type { TranscriptEntry } from '../../libs/runtime/index.js';
 import { type BrowserWorkerRecord, BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { createMetrics } from '../../libs/telemetry/index.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
 import { TEST_TOKEN } from '../fixtures/browser-worker.js';
 import { ACQUIRE_PATH as ACQUIRE, LeaseRig } from '../fixtures/lease-rig.js';
@@ -39,6 +41,7 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
   let store: RunStore;
   let transcripts: RunTranscripts;
   let queue: RunsQueue;
+  let api: ApiHandle;
 
   beforeAll(async () => {
     rig = await LeaseRig.start({
@@ -52,9 +55,22 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
     store = new RunStore(rig.redis, rig.keyPrefix);
     transcripts = new RunTranscripts(rig.redis, rig.keyPrefix);
     queue = createRunsQueue(rig.redis, prefix);
+    api = await startApi({
+      config: loadConfig({
+        REDIS_URL: testRedisUrl(),
+        LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+        QUEUE_PREFIX: prefix,
+        PORT: '0',
+        LOG_LEVEL: 'silent',
+      }),
+      logger: silentLogger(),
+      metrics: createMetrics(),
+      redisUrl: testRedisUrl(),
+    });
   });
 
   afterAll(async () => {
+    await api?.close();
     await queue?.obliterate({ force: true });
     await queue?.close();
     await rig?.close();
@@ -141,6 +157,17 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
     );
     expect(toolResult).toMatchObject({
       outcome: { ok: false, code: 'provider_unavailable', unverified: true },
+    });
+    // GET /v1/runs/{id} shows it as the store holds it.
+    const { key } = await store.createApiKey({ tenant: 't1', principal: 'alice', scopes: ['runs:read'] });
+    const response = await fetch(`${api.url}/v1/runs/${submitted.id}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      status: 'succeeded',
+      unverified: true,
+      unverified_error: { invocation_id: invocationId, code: 'provider_unavailable' },
     });
     // The error names the code, never the service's free text, a URL or a token.
     const said = JSON.stringify(view?.unverified_error);
