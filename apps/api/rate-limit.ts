@@ -12,7 +12,8 @@ import { ApiError } from '../../libs/contracts/index.js';
  * average. Past it: 429 `rate_limited` with `Retry-After` (seconds).
  *
  * Only authenticated callers are counted, by their key id (never the key): the limiter runs in
- * `preHandler`, after the API's door has resolved the key in `onRequest`. A request without an
+ * `preValidation`, after the API's door has resolved the key in `onRequest` and before the body
+ * is validated, so requests the schema refuses count too. A request without an
  * identity — public routes (health, readiness, metrics, `/docs`), the dashboard's own gate — is
  * not limited here; failed authentication is limited per address by the door itself.
  */
@@ -20,7 +21,7 @@ export async function registerRateLimit(app: FastifyInstance, redis: Redis, conf
   const windowMs = Math.ceil((config.api.rateBurst / config.api.ratePerSecond) * 1_000);
   await app.register(rateLimit, {
     global: true,
-    hook: 'preHandler',
+    hook: 'preValidation',
     max: config.api.rateBurst,
     timeWindow: windowMs,
     redis,

@@ -56,6 +56,13 @@ describe('per-key request limits on the API', { timeout: 60_000 }, () => {
     expect(statuses.filter((status) => status === 429)).toHaveLength(2);
   });
 
+  it('counts requests whose body the schema refuses', async () => {
+    const key = await rig.key('rl', 'erin', ['admin']);
+    for (let i = 0; i < 10; i++)
+      expect((await rig.call('POST', '/v1/agents', { key, body: { model: 7 } })).status).toBe(422);
+    expect((await rig.call('POST', '/v1/agents', { key, body: { model: 7 } })).status).toBe(429);
+  });
+
   it('never limits health, readiness and metrics', async () => {
     for (const path of ['/healthz', '/readyz', '/metrics']) {
       const statuses = await Promise.all(Array.from({ length: 25 }, () => rig.call('GET', path)));
