@@ -29,6 +29,9 @@ export function compileFencePolicy(options: FenceOptions): FencePolicy {
 /** How many requests the fence blocked so far, by kind; a change across a call means it hit the fence. */
 export type BlockedCounts = Record<BlockedKind, number>;
 
+/** How many held-back popup navigations wait for their page at most. */
+const HELD_POPUPS_LIMIT = 64;
+
 /** A new page's first navigation, held back until the page is guarded (see {@link ContextFence}). */
 interface HeldPopup {
   request: Request;
@@ -133,6 +136,8 @@ export class ContextFence {
       const allowed = fenceAllows(this.policy, 'page', request.url());
       if (!allowed) this.count('popup');
       this.heldPopups.push({ request, allowed });
+      // A popup its opener closes before Playwright reports it is never matched: forget the oldest.
+      if (this.heldPopups.length > HELD_POPUPS_LIMIT) this.heldPopups.shift();
       // BlockedByClient commits an error page, which is what makes Playwright report the page.
       await route.abort('blockedbyclient');
       return;
