@@ -18,17 +18,17 @@ describe('ADR-0130 d3: the call that reaches the model-call reserve may only ans
   it('lets at most 117 of the 120 browser-task calls act: call 117 may ask for tools, call 118 may not', () => {
     const limits = browserTaskLimits();
     expect([limits.maxModelCalls, limits.reserveModelCalls]).toEqual([120, 2]);
-    const before = (call: number) => ({ steps: call - 1, modelCalls: call - 1, toolCalls: 0 });
+    const usageBefore = (call: number) => ({ steps: call - 1, modelCalls: call - 1, toolCalls: 0 });
 
-    expect(checkModelCall(limits, before(117))).toEqual({ allowed: true, toolsAllowed: true });
+    expect(checkModelCall(limits, usageBefore(117))).toEqual({ allowed: true, toolsAllowed: true });
     // After call 118, two calls are left: it reaches the reserve, as the cost rule counts it.
-    expect(checkModelCall(limits, before(118))).toEqual({ allowed: true, toolsAllowed: false });
-    expect(toolRequestRefused(checkModelCall(limits, before(118)), 1)).toBe(true);
+    expect(checkModelCall(limits, usageBefore(118))).toEqual({ allowed: true, toolsAllowed: false });
+    expect(toolRequestRefused(checkModelCall(limits, usageBefore(118)), 1)).toBe(true);
 
     const acting = Array.from({ length: 120 }, (_, index) => index + 1).filter(
       (call) =>
-        checkModelCall(limits, before(call)).allowed &&
-        !toolRequestRefused(checkModelCall(limits, before(call)), 1),
+        checkModelCall(limits, usageBefore(call)).allowed &&
+        !toolRequestRefused(checkModelCall(limits, usageBefore(call)), 1),
     );
     expect(acting).toHaveLength(117);
     expect(acting.at(-1)).toBe(117);
