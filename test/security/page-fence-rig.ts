@@ -30,14 +30,14 @@ export class FenceRig {
     await Promise.all([this.site?.close(), this.elsewhere?.close()]);
   }
 
-  /** A page in a new context, fenced to the site's origin plus what `options` adds. */
+  /** A page in a new context, fenced to the site's origin (unless `options` names others) plus what `options` adds. */
   async engine(
-    options: Omit<PageEngineOptions, 'allowedOrigins'> = {},
+    options: Partial<PageEngineOptions> = {},
   ): Promise<{ engine: PageEngine; page: Page; context: BrowserContext }> {
     const context = await this.browser.newContext();
     this.contexts.push(context);
     const page = await context.newPage();
-    const engine = await PageEngine.create(page, { ...options, allowedOrigins: [this.site.origin] });
+    const engine = await PageEngine.create(page, { allowedOrigins: [this.site.origin], ...options });
     this.engines.push(engine);
     return { engine, page, context };
   }

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FenceRig, limits, refOf, sleep } from './page-fence-rig.js';
 
@@ -68,6 +70,39 @@ describe('popups are fenced like the first page (issue 11.2)', () => {
       .poll(() => opened.context.pages().map((page) => page.url()))
       .toContain(rig.site.url('/pages/second.html'));
     expect(rig.elsewhereHits).toBe(0);
+  });
+
+  it('sends a form posted to a new window once, as a POST with its body, when its origin is allowed', async () => {
+    const seen: string[] = [];
+    const shop = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => {
+        body += chunk;
+      });
+      request.on('end', () => {
+        seen.push(`${request.method} ${request.url} ${body}`.trim());
+        response.setHeader('content-type', 'text/html');
+        response.end(
+          request.url === '/'
+            ? '<title>Form</title><form method="post" action="/pay" target="_blank"><input name="q" value="42"><button>Send</button></form>'
+            : `<title>Got ${request.method}</title>`,
+        );
+      });
+    });
+    await new Promise<void>((resolve) => shop.listen(0, '127.0.0.1', resolve));
+    try {
+      const origin = `http://127.0.0.1:${(shop.address() as AddressInfo).port}`;
+      const { engine, context } = await rig.engine({ allowedOrigins: [origin] });
+      const { observation } = await engine.navigate({ url: `${origin}/` }, limits());
+      await engine.act(
+        { revision: observation.revision, element: refOf(observation, 'Send'), action: 'click' },
+        limits(),
+      );
+      await expect.poll(() => Promise.all(context.pages().map((page) => page.title()))).toContain('Got POST');
+      expect(seen).toEqual(['GET /', 'POST /pay q=42']);
+    } finally {
+      shop.close();
+    }
   });
 
   it('blocks a popup to an allowed origin that redirects to a disallowed one', async () => {
