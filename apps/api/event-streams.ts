@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { ApiError, type RunEvent, type RunView } from '../../libs/contracts/index.js';
 import type { RunStore } from '../../libs/store/index.js';
@@ -88,13 +88,7 @@ export class RunEventStreams {
    * Serves `run`'s events after `afterId` (already checked) as Server-Sent Events. Refuses with
    * 429 before anything is sent when the key holds its maximum of open streams.
    */
-  async serve(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    run: RunView,
-    afterId: string | undefined,
-    keyId: string,
-  ): Promise<void> {
+  async serve(reply: FastifyReply, run: RunView, afterId: string | undefined, keyId: string): Promise<void> {
     if (this.#closing) throw new ApiError('unavailable', 'the API is shutting down');
     const slot = { keyId, member: `${this.#processId}:${++this.#counter}` };
     if (!(await this.store.openStreamSlot(keyId, slot.member, this.options.maxPerKey, this.slotTtlMs)))
@@ -119,7 +113,8 @@ export class RunEventStreams {
       connection: 'keep-alive',
     });
     this.#all.add(stream);
-    request.raw.once('close', () => void this.#finish(stream));
+    // The response's close: the client went away (or the stream ended).
+    stream.raw.once('close', () => void this.#finish(stream));
     try {
       // Subscribed before the first read: an event appended in between is either read now or
       // notified after.

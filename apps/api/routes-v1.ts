@@ -302,7 +302,7 @@ export function registerV1Routes(root: FastifyInstance, deps: V1Dependencies): v
         );
       const run = await store.getRun(request.params.id, identity.tenant);
       if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
-      await deps.eventStreams.serve(request, reply, run, after, identity.key_id);
+      await deps.eventStreams.serve(reply, run, after, identity.key_id);
     },
   );
 
