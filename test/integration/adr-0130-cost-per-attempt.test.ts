@@ -108,6 +108,22 @@ describe('ADR-0130 d1: cost per attempt', () => {
     expect(run.usageNow).toMatchObject({ modelCalls: 1, costMicroUsd: 3 * USD });
   });
 
+  it('fails budget_exceeded, not model_error, when a failed call’s billed attempts crossed the limit', async () => {
+    server = await startModelServer({ policy: [billedGarbage(1_200_000)] });
+    const run = new MemoryRun('run_failed_billed');
+    run.usageNow.costMicroUsd = 20 * USD;
+
+    // One attempt only: its unusable, billed answer fails the call, and its USD 12 cross the limit.
+    const end = await runWith(run, modelFor(server, { attempts: 1 }));
+
+    expect(end).toEqual({
+      kind: 'failed',
+      reason: 'budget_exceeded',
+      detail: 'the cost limit of USD 30 was crossed: USD 32 spent',
+    });
+    expect(run.usageNow.costMicroUsd).toBe(32 * USD);
+  });
+
   it("always sends an output cap: 8,192 tokens unless the model's entry says less", async () => {
     server = await startModelServer({ policy: () => ({ content: 'ok' }) });
     await modelFor(server).call(
