@@ -83,7 +83,8 @@ export async function startApiRig(
     },
     async close() {
       await api.close();
-      await deletePrefixedKeys(redis, prefix);
+      // A replica leaves the records to the rig that owns the prefix.
+      if (sharedPrefix === undefined) await deletePrefixedKeys(redis, prefix);
       await closeRedis(redis);
     },
   };

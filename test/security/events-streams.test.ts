@@ -147,6 +147,42 @@ describe('run event streams', { timeout: 60_000 }, () => {
     for (const stream of streams) stream.close();
   });
 
+  it("counts a key's streams across API replicas", async () => {
+    const replica = await startApiRig('events-replica', {}, rig.prefix);
+    try {
+      const streamer = await rig.key('ev', 'two-replicas', ['runs:read', 'runs:write']);
+      const runId = await submit();
+      const here = await Promise.all(
+        Array.from({ length: 12 }, () => openStream(eventsUrl(runId), streamer)),
+      );
+      const replicaUrl = `${replica.api.url}/v1/runs/${runId}/events`;
+      const there = await Promise.all(Array.from({ length: 8 }, () => openStream(replicaUrl, streamer)));
+      expect([...here, ...there].every((stream) => stream.status === 200)).toBe(true);
+      expect((await replica.call('GET', `/v1/runs/${runId}/events`, { key: streamer })).status).toBe(429);
+      expect((await rig.call('GET', `/v1/runs/${runId}/events`, { key: streamer })).status).toBe(429);
+      for (const stream of [...here, ...there]) stream.close();
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('frees the slots of a replica that died holding streams once they expire', async () => {
+    const streamer = await rig.key('ev', 'orphaned', ['runs:read']);
+    const keyId = (await rig.api.store.resolveApiKey(streamer))?.key_id;
+    const runId = await submit();
+    // Twenty slots as a dead replica leaves them: no one renews them, they lapse in 300 ms.
+    const expiresAtMs = Date.now() + 300;
+    await rig.redis.zadd(
+      `${rig.prefix}:apikey:{streams:${keyId}}`,
+      ...Array.from({ length: 20 }, (_, index) => [expiresAtMs, `dead-replica:${index}`]).flat(),
+    );
+    expect((await rig.call('GET', `/v1/runs/${runId}/events`, { key: streamer })).status).toBe(429);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const stream = await openStream(eventsUrl(runId), streamer);
+    expect(stream.status).toBe(200);
+    stream.close();
+  });
+
   async function openStreamStatus(url: string, streamKey: string): Promise<number> {
     const stream = await openStream(url, streamKey);
     stream.close();
