@@ -20,15 +20,42 @@ const END_EVENTS = new Set<RunEvent['type']>(['run.succeeded', 'run.failed', 'ru
 
 interface OpenStream {
   runId: string;
-  tenant: string;
   raw: ServerResponse;
-  /** The last event id sent (exclusive lower bound of the next read). */
+  /** The last event id sent (exclusive lower bound of what it is sent next). */
   afterId: string | undefined;
-  reading: boolean;
-  /** A notification came while a read was in flight: read again when it ends. */
-  again: boolean;
   closed: boolean;
   slot: { keyId: string; member: string };
+}
+
+/** The open streams of one run in this process: one subscription, one range read per notification. */
+interface RunFeed {
+  runId: string;
+  tenant: string;
+  channel: string;
+  streams: Set<OpenStream>;
+  reading: boolean;
+  /** A notification (or a new stream) came while a read was in flight: read again when it ends. */
+  again: boolean;
+  /** The run had ended when a stream joined: check the record after the next read. */
+  checkEnd: boolean;
+}
+
+/** The earliest position among `streams` (undefined, the start of the stream, before all). */
+function earliestPosition(streams: readonly OpenStream[]): string | undefined {
+  let earliest = streams[0]?.afterId;
+  for (const { afterId } of streams) {
+    if (afterId === undefined) return undefined;
+    if (earliest !== undefined && isAfter(earliest, afterId)) earliest = afterId;
+  }
+  return earliest;
+}
+
+/** Stream ids compare by their millisecond part, then their sequence; undefined is before all. */
+function isAfter(id: string, afterId: string | undefined): boolean {
+  if (afterId === undefined) return true;
+  const [ms, seq] = id.split('-').map(Number);
+  const [afterMs, afterSeq] = afterId.split('-').map(Number);
+  return (ms ?? 0) > (afterMs ?? 0) || (ms === afterMs && (seq ?? 0) > (afterSeq ?? 0));
 }
 
 /**
@@ -40,7 +67,7 @@ interface OpenStream {
  * holds across replicas and a replica that dies frees its slots within three keep-alives.
  */
 export class RunEventStreams {
-  readonly #byChannel = new Map<string, Set<OpenStream>>();
+  readonly #feeds = new Map<string, RunFeed>();
   readonly #all = new Set<OpenStream>();
   readonly #processId = randomBytes(6).toString('hex');
   #counter = 0;
@@ -54,7 +81,8 @@ export class RunEventStreams {
     private readonly log: Logger,
   ) {
     subscriber.on('smessage', (channel: string) => {
-      for (const stream of this.#byChannel.get(channel) ?? []) this.#pump(stream);
+      const feed = this.#feeds.get(channel);
+      if (feed) this.#pump(feed);
     });
     // ioredis subscribes again after a reconnect; what was published meanwhile is read now.
     let connected = true;
@@ -64,7 +92,7 @@ export class RunEventStreams {
     subscriber.on('ready', () => {
       if (connected) return;
       connected = true;
-      for (const stream of this.#all) this.#pump(stream);
+      for (const feed of this.#feeds.values()) this.#pump(feed);
     });
     this.#keepAlive = setInterval(() => this.#keepStreamsAlive(), options.keepAliveMs);
     this.#keepAlive.unref();
@@ -96,16 +124,7 @@ export class RunEventStreams {
         'rate_limited',
         `at most ${this.options.maxPerKey} open event streams per API key; close one first`,
       );
-    const stream: OpenStream = {
-      runId: run.id,
-      tenant: run.tenant,
-      raw: reply.raw,
-      afterId,
-      reading: false,
-      again: false,
-      closed: false,
-      slot,
-    };
+    const stream: OpenStream = { runId: run.id, raw: reply.raw, afterId, closed: false, slot };
     reply.hijack();
     stream.raw.writeHead(200, {
       'content-type': 'text/event-stream',
@@ -118,61 +137,79 @@ export class RunEventStreams {
     try {
       // Subscribed before the first read: an event appended in between is either read now or
       // notified after.
-      await this.#subscribe(stream);
-      this.#pump(stream, run.ended_at_ms !== null);
+      const feed = await this.#join(stream, run);
+      if (run.ended_at_ms !== null) feed.checkEnd = true;
+      this.#pump(feed);
     } catch (error) {
       this.log.warn({ run_id: run.id, err: error }, 'event stream could not start');
       await this.#finish(stream);
     }
   }
 
-  async #subscribe(stream: OpenStream): Promise<void> {
-    const channel = this.store.eventsChannel(stream.runId);
-    let streams = this.#byChannel.get(channel);
-    if (!streams) {
-      streams = new Set();
-      this.#byChannel.set(channel, streams);
-      streams.add(stream);
-      await this.subscriber.ssubscribe(channel);
-    } else {
-      streams.add(stream);
+  async #join(stream: OpenStream, run: RunView): Promise<RunFeed> {
+    const channel = this.store.eventsChannel(run.id);
+    const existing = this.#feeds.get(channel);
+    if (existing) {
+      existing.streams.add(stream);
+      return existing;
     }
+    const feed: RunFeed = {
+      runId: run.id,
+      tenant: run.tenant,
+      channel,
+      streams: new Set([stream]),
+      reading: false,
+      again: false,
+      checkEnd: false,
+    };
+    this.#feeds.set(channel, feed);
+    await this.subscriber.ssubscribe(channel);
+    return feed;
   }
 
-  /** Sends what was appended since the stream's last id; ends the stream after the run's end. */
-  #pump(stream: OpenStream, endedAtStart = false): void {
-    if (stream.closed) return;
-    if (stream.reading) {
-      stream.again = true;
+  /**
+   * One range read for every stream of the run, from the earliest position among them; each is
+   * sent what lies past its own. Ends them all after the run's end.
+   */
+  #pump(feed: RunFeed): void {
+    if (feed.reading) {
+      feed.again = true;
       return;
     }
-    stream.reading = true;
+    feed.reading = true;
     void (async () => {
       try {
-        let sawEnd = endedAtStart;
+        let sawEnd = false;
         do {
-          stream.again = false;
-          const events = await this.store.readEvents(stream.runId, {
-            ...(stream.afterId ? { afterId: stream.afterId } : {}),
+          feed.again = false;
+          const streams = [...feed.streams];
+          if (streams.length === 0) return;
+          const from = earliestPosition(streams);
+          const events = await this.store.readEvents(feed.runId, {
+            ...(from ? { afterId: from } : {}),
             count: READ_BATCH,
           });
-          for (const event of events) {
-            if (stream.closed) return;
-            stream.raw.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-            stream.afterId = event.id;
-            if (END_EVENTS.has(event.type)) sawEnd = true;
+          for (const stream of streams) {
+            for (const event of events) {
+              if (stream.closed || !isAfter(event.id, stream.afterId)) continue;
+              stream.raw.write(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+              stream.afterId = event.id;
+            }
           }
-          if (events.length === READ_BATCH) stream.again = true;
-        } while (stream.again && !stream.closed);
+          if (events.some((event) => END_EVENTS.has(event.type))) sawEnd = true;
+          if (events.length === READ_BATCH) feed.again = true;
+        } while (feed.again);
         // An end event may be followed by a retry; the record says whether the run is still over.
-        if (sawEnd && (await this.store.getRun(stream.runId, stream.tenant))?.ended_at_ms != null) {
-          await this.#finish(stream);
+        if (sawEnd || feed.checkEnd) {
+          feed.checkEnd = false;
+          if ((await this.store.getRun(feed.runId, feed.tenant))?.ended_at_ms != null)
+            await Promise.all([...feed.streams].map((stream) => this.#finish(stream)));
         }
       } catch (error) {
-        this.log.warn({ run_id: stream.runId, err: error }, 'event stream read failed; ending the stream');
-        await this.#finish(stream);
+        this.log.warn({ run_id: feed.runId, err: error }, 'event stream read failed; ending its streams');
+        await Promise.all([...feed.streams].map((stream) => this.#finish(stream)));
       } finally {
-        stream.reading = false;
+        feed.reading = false;
       }
     })();
   }
@@ -183,11 +220,11 @@ export class RunEventStreams {
     this.#all.delete(stream);
     if (!stream.raw.writableEnded) stream.raw.end();
     const channel = this.store.eventsChannel(stream.runId);
-    const streams = this.#byChannel.get(channel);
-    streams?.delete(stream);
+    const feed = this.#feeds.get(channel);
+    feed?.streams.delete(stream);
     try {
-      if (streams && streams.size === 0) {
-        this.#byChannel.delete(channel);
+      if (feed && feed.streams.size === 0) {
+        this.#feeds.delete(channel);
         await this.subscriber.sunsubscribe(channel);
       }
       await this.store.closeStreamSlot(stream.slot.keyId, stream.slot.member);

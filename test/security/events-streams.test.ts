@@ -229,10 +229,16 @@ describe('run event streams', { timeout: 60_000 }, () => {
     expect(commands.length).toBeLessThanOrEqual(5);
     expect(withStreamsMs).toBeLessThan(baselineMs * 3 + 5);
 
-    // One event reaches all 200 streams.
+    // One event reaches all 200 streams of the run with one range read, not one per stream.
     const owner = `owner-${runId}`;
-    await rig.api.store.claimRun(runId, 1, owner);
-    await until(() => streams.every((stream) => stream.text().includes('run.claimed')), 5_000);
+    const onEvent = await commandsOnPrefix(rig.prefix, async () => {
+      await rig.api.store.claimRun(runId, 1, owner);
+      await until(() => streams.every((stream) => stream.text().includes('run.claimed')), 5_000);
+    });
+    const reads = onEvent.filter((command) => command.toLowerCase().startsWith('xrange'));
+    console.log(JSON.stringify({ streams: 200, xrange_per_event: reads.length }));
+    expect(reads.length).toBeGreaterThanOrEqual(1);
+    expect(reads.length).toBeLessThanOrEqual(3);
     for (const stream of streams) stream.close();
   });
 });
