@@ -62,7 +62,8 @@ function isAfter(id: string, afterId: string | undefined): boolean {
  * The API's run event streams (issues 11.5, 11.10). New events reach open streams by notification,
  * not by polling each stream: every script that appends to a run's events publishes on the run's
  * shard channel, this process holds ONE subscriber connection subscribed to the channels of the
- * runs it streams, and each notification costs one range read per stream of that run. Streams are
+ * runs it streams, and each notification costs one range read of that run, shared by all of its
+ * open streams here (each is sent what lies past its own last id). Streams are
  * counted per API key in Redis (a slot with an expiry, renewed by the keep-alive), so the limit
  * holds across replicas and a replica that dies frees its slots within three keep-alives.
  */
