@@ -1,4 +1,4 @@
-import type { CDPSession, Page } from 'playwright-core';
+import type { CDPSession, Frame, Page } from 'playwright-core';
 
 /** An origin as the allowed list holds it (`https://example.com`); null for a URL without one. */
 export function originOf(url: string): string | null {
@@ -75,19 +75,27 @@ export class OriginGuard {
 
   private constructor(
     private readonly session: CDPSession,
-    private readonly mainFrameId: string,
+    /** The target's root frame when it is a page's main frame; null for an out-of-process frame. */
+    private readonly mainFrameId: string | null,
     private readonly policy: FencePolicy,
     private readonly onBlocked: (kind: BlockedKind) => void,
   ) {}
 
+  /**
+   * Guards the target of `target`: a page, or a child frame in a process of its own (whose
+   * documents are all frames' documents). Throws for a frame that shares its parent's target.
+   */
   static async install(
-    page: Page,
+    target: Page | Frame,
     policy: FencePolicy,
     onBlocked: (kind: BlockedKind) => void,
   ): Promise<OriginGuard> {
-    const session = await page.context().newCDPSession(page);
-    const tree = await session.send('Page.getFrameTree');
-    const guard = new OriginGuard(session, tree.frameTree.frame.id, policy, onBlocked);
+    const page = 'page' in target ? target.page() : target;
+    const session = await page.context().newCDPSession(target);
+    // Only a page's target needs its root frame named. (An out-of-process frame's target does
+    // not answer Page.getFrameTree while its navigation is paused, which is when it is guarded.)
+    const mainFrameId = target === page ? (await session.send('Page.getFrameTree')).frameTree.frame.id : null;
+    const guard = new OriginGuard(session, mainFrameId, policy, onBlocked);
     session.on('Fetch.requestPaused', (event) => {
       guard.decide(event.requestId, event.request.url, event.frameId, event.resourceType);
     });

@@ -1,4 +1,4 @@
-import type { BrowserContext, Page, Request, Route, WebSocketRoute } from 'playwright-core';
+import type { BrowserContext, Frame, Page, Request, Route, WebSocketRoute } from 'playwright-core';
 import {
   type BlockedKind,
   type FencePolicy,
@@ -51,6 +51,8 @@ interface HeldPopup {
  */
 export class ContextFence {
   private readonly guards = new Map<Page, Promise<OriginGuard>>();
+  /** Guards of child frames that run in a process of their own (out-of-process frames). */
+  private readonly frameGuards = new Map<Frame, Promise<OriginGuard | null>>();
   private readonly heldPopups: HeldPopup[] = [];
   private readonly pending = new Set<Promise<unknown>>();
   private readonly counts: BlockedCounts = { navigation: 0, popup: 0, frame: 0, subresource: 0 };
@@ -91,6 +93,19 @@ export class ContextFence {
   guard(page: Page): Promise<OriginGuard> {
     let guard = this.guards.get(page);
     if (!guard) {
+      // A child frame that commits in a process of its own is guarded before it navigates again.
+      page.on('framenavigated', (frame) => {
+        if (frame.parentFrame() === null || this.closed) return;
+        // The commit may have moved the frame into another process: guard whichever target it has now.
+        const previous = this.frameGuards.get(frame);
+        this.frameGuards.delete(frame);
+        this.track(
+          this.guardFrame(frame).then(async () => {
+            const old = await previous;
+            if (old && old !== (await this.frameGuards.get(frame))) await old.close();
+          }),
+        );
+      });
       guard = OriginGuard.install(page, this.policy, (kind) => this.count(kind, page));
       this.guards.set(page, guard);
       guard.catch(() => this.guards.delete(page));
@@ -102,15 +117,47 @@ export class ContextFence {
     return guard;
   }
 
+  /**
+   * Guards a child frame's own target when it has one. A frame that shares its parent's target is
+   * covered by the page's guard; it is not remembered, since a later cross-site navigation may
+   * move it into a process of its own.
+   */
+  private guardFrame(frame: Frame): Promise<OriginGuard | null> {
+    const known = this.frameGuards.get(frame);
+    if (known) return known;
+    const guard = OriginGuard.install(frame, this.policy, (kind) => this.count(kind)).catch(() => {
+      this.frameGuards.delete(frame);
+      return null;
+    });
+    this.frameGuards.set(frame, guard);
+    void guard.then((installed) => {
+      if (installed === null) return;
+      frame.page().once('close', () => void installed.close());
+    });
+    return guard;
+  }
+
+  private async restartFrameNavigation(route: Route, frame: Frame): Promise<void> {
+    const request = route.request();
+    await route.abort('aborted');
+    if (request.method() !== 'GET' || !fenceAllows(this.policy, 'frame', request.url())) {
+      this.count('frame');
+      return;
+    }
+    const referer = request.headers().referer;
+    await frame.goto(request.url(), { waitUntil: 'commit', ...(referer ? { referer } : {}) });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.context.off('page', this.onPage);
     await this.context.unroute('**/*', this.onRoute).catch(() => undefined);
     await Promise.allSettled([...this.pending]);
-    const guards = await Promise.allSettled([...this.guards.values()]);
+    const guards = await Promise.allSettled([...this.guards.values(), ...this.frameGuards.values()]);
     this.guards.clear();
-    for (const guard of guards) if (guard.status === 'fulfilled') await guard.value.close();
+    this.frameGuards.clear();
+    for (const guard of guards) if (guard.status === 'fulfilled') await guard.value?.close();
   }
 
   private count(kind: BlockedKind, page?: Page): void {
@@ -145,6 +192,18 @@ export class ContextFence {
     // The page's redirect guard is in place before its first request is let through.
     await this.guard(page);
     const frame = request.frame();
+    if (
+      frame.parentFrame() !== null &&
+      (request.isNavigationRequest() || this.policy.subresources !== null)
+    ) {
+      // A frame in a process of its own starts navigations (and requests) its page's guard does not see.
+      const guardedBefore = this.frameGuards.has(frame);
+      const guard = await this.guardFrame(frame);
+      if (guard !== null && !guardedBefore && request.isNavigationRequest()) {
+        // Its guard came after this navigation began, so would miss its redirects: start it again.
+        return this.restartFrameNavigation(route, frame);
+      }
+    }
     const kind = !request.isNavigationRequest()
       ? 'subresource'
       : frame.parentFrame() === null

@@ -158,6 +158,49 @@ describe('child frames follow the allowed origins and frame_origins (issue 11.3)
   });
 });
 
+describe('a listed embed in its own process (issue 11.3)', () => {
+  // `localhost` is another site than 127.0.0.1, so Chromium puts the embed in a process of its own.
+  const embedOrigin = () => rig.elsewhere.otherOrigin;
+  const elsewhereOn127 = () => rig.elsewhere.hitsOn(`127.0.0.1:${rig.elsewhere.port}`).length;
+
+  it('cannot navigate itself to a disallowed origin', async () => {
+    const embed = rig.elsewhere.addPage(
+      'embed-leaves.html',
+      `<p>Embed</p><script>setTimeout(() => { location.href = '${rig.elsewhere.origin}/pages/second.html'; }, 100)</script>`,
+    );
+    await open(
+      'embed-host.html',
+      `<iframe src="${embed.replace(rig.elsewhere.origin, embedOrigin())}" title="Embed"></iframe>`,
+      {
+        frameOrigins: [embedOrigin()],
+      },
+    );
+    await sleep(800);
+    expect(rig.elsewhere.hitsOn(`localhost:${rig.elsewhere.port}`).length).toBeGreaterThan(0);
+    expect(elsewhereOn127()).toBe(0);
+  });
+
+  it('cannot reach a disallowed origin through a redirect of its own navigation', async () => {
+    const to = encodeURIComponent(`${rig.elsewhere.origin}/pages/second.html`);
+    const embed = rig.elsewhere.addPage(
+      'embed-bounces.html',
+      `<p>Embed</p><script>setTimeout(() => { location.href = '/api/redirect?to=${to}'; }, 100)</script>`,
+    );
+    await open(
+      'embed-host-2.html',
+      `<iframe src="${embed.replace(rig.elsewhere.origin, embedOrigin())}" title="Embed"></iframe>`,
+      {
+        frameOrigins: [embedOrigin()],
+      },
+    );
+    await expect
+      .poll(() => rig.elsewhere.log.some((entry) => entry.path.startsWith('/api/redirect')))
+      .toBe(true);
+    await sleep(500);
+    expect(elsewhereOn127()).toBe(0);
+  });
+});
+
 describe('subresources (issue 11.3)', () => {
   const beacons = () => `
     <img src="${rig.elsewhere.origin}/api/no-content?kind=img" alt="">
