@@ -32,6 +32,12 @@ export type BlockedCounts = Record<BlockedKind, number>;
 /** How many held-back popup navigations wait for their page at most. */
 const HELD_POPUPS_LIMIT = 64;
 
+interface FrameGuard {
+  guard: Promise<OriginGuard | null>;
+  /** Set once `guard` settled: requests the frame started later are seen by it, redirects too. */
+  ready: boolean;
+}
+
 /** A new page's first navigation, held back until the page is guarded (see {@link ContextFence}). */
 interface HeldPopup {
   request: Request;
@@ -51,8 +57,11 @@ interface HeldPopup {
  */
 export class ContextFence {
   private readonly guards = new Map<Page, Promise<OriginGuard>>();
-  /** Guards of child frames that run in a process of their own (out-of-process frames). */
-  private readonly frameGuards = new Map<Frame, Promise<OriginGuard | null>>();
+  /**
+   * Child frames' own guards: an {@link OriginGuard} for a frame in a process of its own, null for
+   * one that shares its page's target. Renewed at each commit, which may move a frame.
+   */
+  private readonly frameGuards = new Map<Frame, FrameGuard>();
   private readonly heldPopups: HeldPopup[] = [];
   private readonly pending = new Set<Promise<unknown>>();
   private readonly counts: BlockedCounts = { navigation: 0, popup: 0, frame: 0, subresource: 0 };
@@ -101,8 +110,8 @@ export class ContextFence {
         this.frameGuards.delete(frame);
         this.track(
           this.guardFrame(frame).then(async () => {
-            const old = await previous;
-            if (old && old !== (await this.frameGuards.get(frame))) await old.close();
+            const old = await previous?.guard;
+            if (old && old !== (await this.frameGuards.get(frame)?.guard)) await old.close();
           }),
         );
       });
@@ -118,23 +127,22 @@ export class ContextFence {
   }
 
   /**
-   * Guards a child frame's own target when it has one. A frame that shares its parent's target is
-   * covered by the page's guard; it is not remembered, since a later cross-site navigation may
-   * move it into a process of its own.
+   * Guards a child frame's own target when it has one; null for a frame that shares its page's
+   * target, which the page's guard covers (until a commit moves it: see {@link guard}).
    */
   private guardFrame(frame: Frame): Promise<OriginGuard | null> {
     const known = this.frameGuards.get(frame);
-    if (known) return known;
-    const guard = OriginGuard.install(frame, this.policy, (kind) => this.count(kind)).catch(() => {
-      this.frameGuards.delete(frame);
-      return null;
+    if (known) return known.guard;
+    const entry: FrameGuard = {
+      guard: OriginGuard.install(frame, this.policy, (kind) => this.count(kind)).catch(() => null),
+      ready: false,
+    };
+    this.frameGuards.set(frame, entry);
+    void entry.guard.then((installed) => {
+      entry.ready = true;
+      if (installed !== null) frame.page().once('close', () => void installed.close());
     });
-    this.frameGuards.set(frame, guard);
-    void guard.then((installed) => {
-      if (installed === null) return;
-      frame.page().once('close', () => void installed.close());
-    });
-    return guard;
+    return entry.guard;
   }
 
   private async restartFrameNavigation(route: Route, frame: Frame): Promise<void> {
@@ -154,7 +162,10 @@ export class ContextFence {
     this.context.off('page', this.onPage);
     await this.context.unroute('**/*', this.onRoute).catch(() => undefined);
     await Promise.allSettled([...this.pending]);
-    const guards = await Promise.allSettled([...this.guards.values(), ...this.frameGuards.values()]);
+    const guards = await Promise.allSettled([
+      ...this.guards.values(),
+      ...[...this.frameGuards.values()].map((entry) => entry.guard),
+    ]);
     this.guards.clear();
     this.frameGuards.clear();
     for (const guard of guards) if (guard.status === 'fulfilled') await guard.value?.close();
@@ -197,7 +208,7 @@ export class ContextFence {
       (request.isNavigationRequest() || this.policy.subresources !== null)
     ) {
       // A frame in a process of its own starts navigations (and requests) its page's guard does not see.
-      const guardedBefore = this.frameGuards.has(frame);
+      const guardedBefore = this.frameGuards.get(frame)?.ready === true;
       const guard = await this.guardFrame(frame);
       if (guard !== null && !guardedBefore && request.isNavigationRequest()) {
         // Its guard came after this navigation began, so would miss its redirects: start it again.
