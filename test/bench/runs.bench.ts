@@ -21,8 +21,11 @@ async function bullmqNoopJobsPerSecond(prefix: string): Promise<number> {
   const allDone = new Promise<void>((resolve) => {
     finished = resolve;
   });
+  // BullMQ does not close a connection it was handed: each one given here is closed below, or
+  // the process stays alive after its figures (issue 12).
+  const workerConnection = connection.duplicate();
   const worker = new Worker('noop', async () => {}, {
-    connection: connection.duplicate(),
+    connection: workerConnection,
     prefix,
     concurrency: CONCURRENCY,
   });
@@ -41,6 +44,7 @@ async function bullmqNoopJobsPerSecond(prefix: string): Promise<number> {
   await worker.close();
   await queue.obliterate({ force: true });
   await queue.close();
+  workerConnection.disconnect();
   connection.disconnect();
   return RUNS / seconds;
 }
@@ -72,10 +76,8 @@ export default async function runsBench(): Promise<void> {
     },
     stdio: 'ignore',
   });
-  const events = new QueueEvents('runs', {
-    connection: new Redis(testRedisUrl(), { maxRetriesPerRequest: null }),
-    prefix,
-  });
+  const eventsConnection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+  const events = new QueueEvents('runs', { connection: eventsConnection, prefix });
   await events.waitUntilReady();
   const api = fleet.urls.api.replace(/\/v1$/, '');
   const post = async (path: string, body: unknown) => {
@@ -134,6 +136,7 @@ export default async function runsBench(): Promise<void> {
     worker.kill('SIGTERM');
     await exited;
     await events.close();
+    eventsConnection.disconnect();
     await fleet.close();
     const redis = new Redis(testRedisUrl());
     await deletePrefixedKeys(redis, prefix);
