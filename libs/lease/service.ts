@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { OperationLimits } from '../browser/index.js';
+import { BrowserToolError, type OperationLimits } from '../browser/index.js';
 import type {
   AcquireAnswer,
   AcquireLease,
@@ -350,10 +350,15 @@ export class LeaseService {
       await this.#requireLive(profile, leaseId);
       await this.#fence(profile, leaseId, sequence, false);
       let dispatched = false;
-      const result = await run(session, async () => {
-        await this.#fence(profile, leaseId, sequence, true);
-        dispatched = true;
-      });
+      let result: PageResult;
+      try {
+        result = await run(session, async () => {
+          await this.#fence(profile, leaseId, sequence, true);
+          dispatched = true;
+        });
+      } catch (error) {
+        throw toldRefusal(error, dispatched, sequence);
+      }
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
       return { lease: await this.#view(profile, leaseId), result };
     });
@@ -503,4 +508,36 @@ function profileView(profile: ProfileSettings): ProfileView {
 
 function assertNever(value: never): never {
   throw new Error(`unexpected ${JSON.stringify(value)}`);
+}
+
+/**
+ * The page engine's refusals whose effect the service knows (issue 11 follow-up): before dispatch
+ * nothing happened; after it the action left but the page refused its consequence (a navigation to
+ * a disallowed origin blocked by the origin guard, a key Playwright would not press).
+ */
+const TOLD_REFUSALS: ReadonlySet<string> = new Set([
+  'page_changed',
+  'element_not_found',
+  'action_not_allowed',
+  'url_disallowed',
+  'invalid_arguments',
+]);
+
+/**
+ * An effect's refusal as the data plane answers it: `dispatched` says whether the sequence advanced
+ * and, when it did, `sequence` is the lease's last action, so the run side moves its own sequence
+ * with it instead of taking the answer for an unknown outcome and dropping the lease. Any other
+ * failure keeps its meaning (an unknown outcome stays unknown).
+ */
+function toldRefusal(error: unknown, dispatched: boolean, sequence: number): unknown {
+  if (!(error instanceof BrowserToolError) || !TOLD_REFUSALS.has(error.code)) return error;
+  const code = error.code as
+    | 'page_changed'
+    | 'element_not_found'
+    | 'action_not_allowed'
+    | 'url_disallowed'
+    | 'invalid_arguments';
+  return new DataPlaneError(code, error.message, dispatched ? { dispatched, sequence } : { dispatched }, {
+    cause: error,
+  });
 }

@@ -34,6 +34,23 @@ export const REFUSALS_BEFORE_DISPATCH: ReadonlySet<string> = new Set([
   'grant_not_applicable',
 ]);
 
+/**
+ * The refusals the service answers an effect with together with `dispatched` (and, once dispatched,
+ * the lease's `sequence`): the run side then knows what happened and keeps the lease.
+ */
+export const TOLD_REFUSALS: ReadonlySet<string> = new Set([
+  'page_changed',
+  'element_not_found',
+  'action_not_allowed',
+  'url_disallowed',
+  'invalid_arguments',
+]);
+
+/** Whether a refusal of an effect came after its dispatch (the lease's sequence advanced). */
+export function refusedAfterDispatch(error: ProviderError): boolean {
+  return error.facts.dispatched === true;
+}
+
 /** How a request failed to get an answer. `not_connected` means no byte reached the service. */
 export type TransportFailure =
   | 'not_connected'
@@ -146,7 +163,23 @@ export function errorFromAnswer(
   const said = `${operation} answered ${httpStatus} ${serviceCode}`;
 
   if (EFFECT_OPERATIONS.has(operation)) {
-    if (REFUSALS_BEFORE_DISPATCH.has(serviceCode) && isToolCode(serviceCode))
+    // The service says what became of the effect: refused before dispatch, or dispatched with the
+    // lease's sequence advanced to `facts.sequence` (the lease provider moves its own with it).
+    if (facts.dispatched === false && TOLD_REFUSALS.has(serviceCode) && isToolCode(serviceCode))
+      return new ProviderError(serviceCode, `${said}: refused before dispatch`, false, details);
+    if (
+      facts.dispatched === true &&
+      typeof facts.sequence === 'number' &&
+      TOLD_REFUSALS.has(serviceCode) &&
+      isToolCode(serviceCode)
+    )
+      return new ProviderError(serviceCode, `${said}: dispatched, then refused by the page`, false, details);
+    // Legacy answers without the mark: the list of refusals the page engine gives before dispatch.
+    if (
+      facts.dispatched === undefined &&
+      REFUSALS_BEFORE_DISPATCH.has(serviceCode) &&
+      isToolCode(serviceCode)
+    )
       return new ProviderError(serviceCode, `${said}: refused before dispatch`, false, details);
     if (serviceCode === 'profile_unavailable')
       return new ProviderError(

@@ -13,7 +13,7 @@ import {
   DataPlaneClient,
   DEFAULT_LEASE_CALL_TIMEOUT_MS,
 } from './client.js';
-import { ProviderError } from './errors.js';
+import { ProviderError, refusedAfterDispatch } from './errors.js';
 import { acquireIdempotencyKey, replacingAcquireIdempotencyKey } from './idempotency-keys.js';
 
 /** Where a browser worker answers: its id (a lease's provider reference) and its data-plane URL. */
@@ -360,6 +360,7 @@ export class BrowserLeaseProvider {
       case 'url_disallowed':
       case 'grant_not_applicable':
       case 'invalid_arguments':
+        if (refusedAfterDispatch(error)) return this.#afterDispatchedRefusal(error, held);
         // Refused before dispatch: nothing happened, the lease and its sequence stay as they were.
         return error;
       case 'lease_expired':
@@ -382,6 +383,25 @@ export class BrowserLeaseProvider {
       default:
         return assertNever(error.code);
     }
+  }
+
+  /**
+   * The service dispatched the effect, then the page refused it (a click whose navigation the origin
+   * guard blocked), and told the lease's sequence: the run side moves its own with it and keeps the
+   * lease. A sequence other than the one this call carried means the two sides disagree: untrusted.
+   */
+  #afterDispatchedRefusal(error: ProviderError, held: HeldLease): ProviderError {
+    if (error.facts.sequence === held.sequence + 1) {
+      held.sequence = error.facts.sequence;
+      return error;
+    }
+    this.drop('untrusted');
+    return new ProviderError('outcome_unknown', `${error.message}, at an unexpected sequence`, false, {
+      operation: error.operation,
+      ...(error.serviceCode === undefined ? {} : { serviceCode: error.serviceCode }),
+      facts: { ...error.facts },
+      cause: error,
+    });
   }
 
   /**
