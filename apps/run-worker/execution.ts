@@ -351,7 +351,7 @@ export async function executeRun(
     });
   } catch (error) {
     if (!(error instanceof ModelError)) throw error;
-    end = { kind: 'failed', reason: 'model_error', detail: error.message };
+    end = { kind: 'failed', code: 'model_error', detail: error.message };
   }
 
   // The run as its own end left it; a park or wait is read again (ADR-0127 d4, below).
@@ -369,8 +369,9 @@ export async function executeRun(
       ended = finished(
         await deps.store.finishRun(run.id, ownerToken, {
           status: 'failed',
-          reason: end.reason,
+          code: end.code,
           message: end.detail,
+          ...(end.step !== undefined ? { step: end.step } : {}),
         }),
       );
       break;

@@ -16,6 +16,7 @@ export const TOOL_ERROR_CODES = [
 ] as const;
 export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
 
+/** Why a run failed when no single tool's code says it (DESIGN §8). */
 export const RUN_FAILURE_REASONS = [
   'budget_exceeded',
   'loop_detected',
@@ -23,8 +24,104 @@ export const RUN_FAILURE_REASONS = [
   'deadline_exceeded',
   'model_error',
   'cancelled',
+  'internal_error',
+  'approval_denied',
+  'child_failed',
+  'child_cancelled',
 ] as const;
 export type RunFailureReason = (typeof RUN_FAILURE_REASONS)[number];
+
+/**
+ * A run's error code (issue 12, truthful ends): a run failure reason, or the code of the tool whose
+ * failure ended the run. `model_error` is the model's alone.
+ */
+export const RUN_ERROR_CODES = [...RUN_FAILURE_REASONS, ...TOOL_ERROR_CODES] as const;
+export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
+
+/**
+ * What a code does to a run:
+ * - `fails_run`: the run ends `failed` with this code (a run failure reason, or a tool failure no
+ *   model can recover from: the browser is not there for it, however it calls);
+ * - `cancels_run`: the run ends `cancelled`;
+ * - `tool_result`: the failure goes back to the model as the tool's result, which is how a model
+ *   recovers (observe again, act on the new revision, navigate elsewhere). A scripted run has no
+ *   judgement to recover with: it stops at its first failing step with this code, unless that step
+ *   says `"may_fail": true`.
+ */
+export type RunOutcome = 'fails_run' | 'cancels_run' | 'tool_result';
+
+/**
+ * The one table from code to run outcome and HTTP status (where the code is answered over HTTP: the
+ * data plane's status for a tool code; null where no surface answers it). A code is never reused.
+ */
+export const RUN_ERROR_TABLE = {
+  budget_exceeded: { outcome: 'fails_run', httpStatus: null },
+  loop_detected: { outcome: 'fails_run', httpStatus: null },
+  reclaimed: { outcome: 'fails_run', httpStatus: null },
+  deadline_exceeded: { outcome: 'fails_run', httpStatus: null },
+  model_error: { outcome: 'fails_run', httpStatus: null },
+  cancelled: { outcome: 'cancels_run', httpStatus: null },
+  internal_error: { outcome: 'fails_run', httpStatus: null },
+  // A denial is the owner's answer: the model hears it and may do something else (a script stops).
+  approval_denied: { outcome: 'tool_result', httpStatus: null },
+  // A child's end is its parent's tool result; a scripted parent stops there.
+  child_failed: { outcome: 'tool_result', httpStatus: null },
+  child_cancelled: { outcome: 'tool_result', httpStatus: null },
+  // ADR-0177: the bounded acquisition retry (three attempts) is already spent when a call answers
+  // this; calling again only spends the budget against the same wall.
+  provider_unavailable: { outcome: 'fails_run', httpStatus: 503 },
+  // ADR-0127 d7: another run still needs the profile's page; no call of this run frees it.
+  profile_unavailable: { outcome: 'fails_run', httpStatus: 409 },
+  // The provider drops the lease and the next call acquires afresh (DESIGN §5).
+  lease_expired: { outcome: 'tool_result', httpStatus: 409 },
+  // ADR-0127 d3: the lease is retired; the model may observe the fresh page and decide.
+  outcome_unknown: { outcome: 'tool_result', httpStatus: 502 },
+  page_changed: { outcome: 'tool_result', httpStatus: 409 },
+  element_not_found: { outcome: 'tool_result', httpStatus: 409 },
+  action_not_allowed: { outcome: 'tool_result', httpStatus: 409 },
+  url_disallowed: { outcome: 'tool_result', httpStatus: 409 },
+  grant_not_applicable: { outcome: 'tool_result', httpStatus: 409 },
+  invalid_arguments: { outcome: 'tool_result', httpStatus: 422 },
+} as const satisfies Record<RunErrorCode, { outcome: RunOutcome; httpStatus: number | null }>;
+
+export function isRunErrorCode(code: string): code is RunErrorCode {
+  return Object.hasOwn(RUN_ERROR_TABLE, code);
+}
+
+/**
+ * Whether a failed tool call ends its run, and with which code. `scripted`: the call is a script's
+ * step (no judgement to recover with); `mayFail`: that step said `"may_fail": true`. A code outside
+ * the table (a tool of the future) is answered as a tool result to a model and ends a script
+ * `internal_error`, naming the code in the message.
+ */
+export function toolFailureEnd(
+  code: string,
+  call: { scripted: boolean; mayFail: boolean },
+): { ends: false } | { ends: true; code: RunErrorCode } {
+  if (!isRunErrorCode(code))
+    return call.scripted && !call.mayFail ? { ends: true, code: 'internal_error' } : { ends: false };
+  const outcome: RunOutcome = RUN_ERROR_TABLE[code].outcome;
+  switch (outcome) {
+    case 'fails_run':
+      // A step that may fail goes on past anything a tool answers; the run's own limits still end it.
+      return call.mayFail && isToolErrorCode(code) ? { ends: false } : { ends: true, code };
+    case 'cancels_run':
+      return { ends: true, code };
+    case 'tool_result':
+      return call.scripted && !call.mayFail ? { ends: true, code } : { ends: false };
+    default:
+      return assertNever(outcome);
+  }
+}
+
+export function isToolErrorCode(code: string): code is ToolErrorCode {
+  return (TOOL_ERROR_CODES as readonly string[]).includes(code);
+}
+
+/** The end of every exhaustive switch: a value the types say cannot be. */
+export function assertNever(value: never, what = 'value'): never {
+  throw new Error(`unexpected ${what} ${JSON.stringify(value)}`);
+}
 
 export const API_ERROR_STATUS = {
   bad_request: 400,

@@ -7,11 +7,19 @@ export {
   ApiError,
   type ApiErrorBody,
   type ApiErrorCode,
+  assertNever,
+  isRunErrorCode,
+  isToolErrorCode,
   LeaseholdError,
+  RUN_ERROR_CODES,
+  RUN_ERROR_TABLE,
   RUN_FAILURE_REASONS,
+  type RunErrorCode,
   type RunFailureReason,
+  type RunOutcome,
   TOOL_ERROR_CODES,
   type ToolErrorCode,
+  toolFailureEnd,
 } from './errors.js';
 export { type IdKind, newId, recordIdSchema } from './ids.js';
 export { microUsdToUsd, usdToMicroUsd } from './money.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { boundedJson, JSON_MAX_DEPTH } from './bounded-json.js';
-import { RUN_FAILURE_REASONS } from './errors.js';
+import { RUN_ERROR_CODES, RUN_FAILURE_REASONS } from './errors.js';
 import { recordIdSchema } from './ids.js';
 
 /**
@@ -162,7 +162,22 @@ export const runUsageSchema = z.object({
 });
 export type RunUsage = z.output<typeof runUsageSchema>;
 
-export const runErrorSchema = z.object({ reason: runFailureReasonSchema, message: z.string() });
+export const runErrorCodeSchema = z.enum(RUN_ERROR_CODES);
+
+/**
+ * Why a run ended `failed` or `cancelled` (issue 12, truthful ends): the run failure reason or the
+ * code of the tool whose failure ended it, with `step`: the run's step index where it happened —
+ * the model turn, counted from 1 as the loop and the ledger count it (`usage.steps` after that
+ * turn; an invocation's step; a script's step number). A tool failure names its call's turn; a
+ * failure before or during a model call names the turn being asked for. Null where no turn is
+ * known (an end the sweeper or a cancel writes).
+ */
+export const runErrorSchema = z.object({
+  code: runErrorCodeSchema,
+  message: z.string(),
+  step: z.number().int().nonnegative().nullable(),
+});
+export type RunError = z.output<typeof runErrorSchema>;
 
 /** ADR-0177: the last error of an exhausted acquisition that left the run's outcome unverified. */
 export const unverifiedErrorSchema = z.object({

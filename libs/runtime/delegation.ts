@@ -35,7 +35,7 @@ export function childOutcome(child: RunView): ToolOutcome {
   const answer = (child.result as { answer?: unknown } | null)?.answer;
   if (child.status === 'succeeded')
     return { ok: true, result: { run_id: child.id, status: 'succeeded', answer: answer ?? null } };
-  const reason = child.error?.reason ?? child.status;
+  const reason = child.error?.code ?? child.status;
   return {
     ok: false,
     code: child.status === 'cancelled' ? 'child_cancelled' : 'child_failed',

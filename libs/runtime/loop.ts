@@ -1,4 +1,4 @@
-import type { RunFailureReason } from '../contracts/index.js';
+import { assertNever, type RunErrorCode, toolFailureEnd } from '../contracts/index.js';
 import type { LoopBreaker } from './breaker.js';
 import {
   type CostLimits,
@@ -36,6 +36,7 @@ import {
   TOOL_CALL_NAME,
   TOOL_SEARCH_NAME,
 } from './roster.js';
+import { type ArgumentSealer, recordTurn, revealCall } from './secret-args.js';
 
 /** A tool call's durable state in the run's ledger (DESIGN §3). */
 export type InvocationState =
@@ -123,7 +124,18 @@ export interface ToolExecutor {
 
 export type ExecutionEnd =
   | { kind: 'succeeded'; answer: string }
-  | { kind: 'failed'; reason: RunFailureReason; detail: string }
+  | {
+      kind: 'failed';
+      /** A failure reason, or the code of the tool whose failure ended the run (issue 12). */
+      code: RunErrorCode;
+      detail: string;
+      /**
+       * The run's step index where it failed: the model turn, counted from 1 — a tool failure
+       * names its invocation's step, a failure before or during a model call the turn being asked
+       * for (the turns in the transcript + 1). A script's step N is turn N.
+       */
+      step?: number;
+    }
   | { kind: 'parked'; approvalId: string }
   | { kind: 'waiting_child'; childRunId: string }
   | { kind: 'cancelled' };
@@ -154,6 +166,12 @@ export interface RunLoopOptions {
   instructions?: string;
   /** Platform-trusted rows outside the cached prefix (`browser_origins=…`: ADR-0130 d9). */
   runtimeMetadata?: Readonly<Record<string, string>>;
+  /**
+   * Issue 11 (passwords): seals a call's secret arguments into its transcript entry, so a call
+   * parked on its approval can still be dispatched with its real text by a later execution.
+   * Without it they are held in this execution's memory only.
+   */
+  argumentSealer?: ArgumentSealer;
 }
 
 /** Tool definitions per request, the two meta-tools included when the index is used. */
@@ -189,13 +207,16 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
       definitionCap: options.definitionCap ?? DEFAULT_DEFINITION_CAP,
     });
   } catch (error) {
-    if (error instanceof RosterError) return { kind: 'failed', reason: 'model_error', detail: error.message };
+    if (error instanceof RosterError)
+      return { kind: 'failed', code: 'model_error', detail: error.message, step: 1 };
     throw error;
   }
   const transcript = await run.loadTranscript();
-  const context: LoopContext = { plan, breakerLoaded: false };
+  const context: LoopContext = { plan, breakerLoaded: false, secrets: new Map() };
 
   for (;;) {
+    // The turn a failure from here to the model's answer is told at (see ExecutionEnd).
+    const step = modelTurns(transcript) + 1;
     const open = openToolCalls(transcript);
     if (open) {
       const end = await answerToolCalls(open.calls, open.step, transcript, options, clock, context);
@@ -205,18 +226,18 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
     throwIfAborted(options.signal);
     if (await run.cancelRequested()) return { kind: 'cancelled' };
     if (clock() >= options.deadlineMs)
-      return { kind: 'failed', reason: 'deadline_exceeded', detail: 'the run passed its deadline' };
+      return { kind: 'failed', code: 'deadline_exceeded', detail: 'the run passed its deadline', step };
 
     const usage = await run.usage();
     const spentMicroUsd = usage.costMicroUsd ?? 0;
     const verdict = checkModelCall(limits, usage);
-    if (!verdict.allowed) return { kind: 'failed', reason: verdict.reason, detail: verdict.detail };
+    if (!verdict.allowed) return { kind: 'failed', code: verdict.reason, detail: verdict.detail, step };
     const costVerdict =
       options.price && options.costLimits
         ? checkCostBeforeCall(options.costLimits, spentMicroUsd, options.price)
         : undefined;
     if (costVerdict && !costVerdict.allowed)
-      return { kind: 'failed', reason: costVerdict.reason, detail: costVerdict.detail };
+      return { kind: 'failed', code: costVerdict.reason, detail: costVerdict.detail, step };
     const toolsAllowed = verdict.toolsAllowed && (costVerdict?.toolsAllowed ?? true);
     let response: Awaited<ReturnType<Model['call']>>;
     try {
@@ -242,38 +263,62 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
         const billedCost = billed && options.price ? callCostMicroUsd(options.price, billed) : 0;
         if (billed) await run.recordModelCall(billed, billedCost);
         if (error instanceof ModelBudgetExceeded)
-          return { kind: 'failed', reason: 'budget_exceeded', detail: error.message };
+          return { kind: 'failed', code: 'budget_exceeded', detail: error.message, step };
         // ADR-0130 d1: usage is checked again when it is recorded, a failed call's billed attempts too.
         const crossed =
           options.price && options.costLimits
             ? checkCostAfterCall(options.costLimits, spentMicroUsd + billedCost, options.price)
             : undefined;
-        if (crossed && !crossed.ok) return { kind: 'failed', reason: crossed.reason, detail: crossed.detail };
+        if (crossed && !crossed.ok)
+          return { kind: 'failed', code: crossed.reason, detail: crossed.detail, step };
         const late = clock() >= options.deadlineMs;
         return late
           ? {
               kind: 'failed',
-              reason: 'deadline_exceeded',
+              code: 'deadline_exceeded',
               detail: 'the run passed its deadline during a model call',
+              step,
             }
-          : { kind: 'failed', reason: 'model_error', detail: error.message };
+          : { kind: 'failed', code: 'model_error', detail: error.message, step };
       }
       throw error;
     }
     const callCost = options.price ? callCostMicroUsd(options.price, response.usage) : 0;
-    const refusal = budgetRefusal(options, verdict, spentMicroUsd + callCost, response.toolCalls.length);
+    const refusal = budgetRefusal(
+      options,
+      verdict,
+      spentMicroUsd + callCost,
+      response.toolCalls.length,
+      step,
+    );
     if (refusal) {
       await run.recordModelCall(response.usage, callCost);
       return refusal;
     }
+    // Issue 11: secret arguments are recorded as `[secret]`; only the dispatched call carries them.
+    const recorded = recordTurn(
+      response.toolCalls,
+      [...context.plan.defined, ...context.plan.deferredIndex],
+      transcript,
+    );
+    for (const [callId, values] of recorded.secrets) context.secrets.set(callId, values);
+    const sealedArgs = sealTurnSecrets(recorded.secrets, options.argumentSealer);
     const entry: TranscriptEntry = {
       kind: 'model',
-      toolCalls: response.toolCalls,
+      toolCalls: recorded.toolCalls,
+      ...(sealedArgs ? { sealedArgs } : {}),
       ...(response.answer !== undefined ? { answer: response.answer } : {}),
+      ...(response.failedStep ? { failedStep: response.failedStep } : {}),
     };
     transcript.push(entry);
     // Sent back to back, in this order, on one connection: one round trip, the same order as two.
     await Promise.all([run.recordModelCall(response.usage, callCost), run.appendTranscript(entry)]);
+    if (response.failedStep) {
+      // Issue 12: a step that could not name its call fails the run with its code, at this turn,
+      // unless it may fail; then the turn is spent and the script goes on.
+      if (response.failedStep.mayFail) continue;
+      return { kind: 'failed', code: response.failedStep.code, detail: response.failedStep.message, step };
+    }
     if (response.toolCalls.length === 0) return { kind: 'succeeded', answer: response.answer ?? '' };
   }
 }
@@ -307,11 +352,12 @@ function budgetRefusal(
   verdict: ModelCallVerdict,
   spentMicroUsd: number,
   toolCalls: number,
+  step: number,
 ): ExecutionEnd | undefined {
   const { price, costLimits } = options;
   if (price && costLimits) {
     const after = checkCostAfterCall(costLimits, spentMicroUsd, price);
-    if (!after.ok) return { kind: 'failed', reason: after.reason, detail: after.detail };
+    if (!after.ok) return { kind: 'failed', code: after.reason, detail: after.detail, step };
   }
   if (
     toolRequestRefused(verdict, toolCalls) ||
@@ -319,10 +365,16 @@ function budgetRefusal(
   )
     return {
       kind: 'failed',
-      reason: 'budget_exceeded',
+      code: 'budget_exceeded',
       detail: 'a call inside the answer reserve asked for a tool',
+      step,
     };
   return undefined;
+}
+
+/** The model turns in a transcript: the run's step index counts them (DESIGN §3, invocation ids). */
+function modelTurns(transcript: readonly TranscriptEntry[]): number {
+  return transcript.filter((entry) => entry.kind === 'model').length;
 }
 
 /** The tool calls of the last model turn that have no result yet, and that turn's step number. */
@@ -351,6 +403,41 @@ function openToolCalls(
 interface LoopContext {
   plan: RosterPlan;
   breakerLoaded: boolean;
+  /** Issue 11: the secret arguments of calls this execution's model asked for, by call id. */
+  secrets: Map<string, Record<string, string>>;
+}
+
+/**
+ * The sealed secrets of a turn's calls, by call id: a blob where a sealer is given, else an empty
+ * string (held in memory only). Undefined when the turn has none.
+ */
+function sealTurnSecrets(
+  secrets: ReadonlyMap<string, Record<string, string>>,
+  sealer: ArgumentSealer | undefined,
+): Record<string, string> | undefined {
+  if (secrets.size === 0) return undefined;
+  const sealed: Record<string, string> = {};
+  for (const [callId, values] of secrets) sealed[callId] = sealer ? sealer.seal(callId, values) : '';
+  return sealed;
+}
+
+/**
+ * The call as it is dispatched: a call whose turn recorded secret arguments gets their real values
+ * back, from this execution's memory or from the sealed blob of its turn (a call resumed after its
+ * approval). Undefined when they are held nowhere any more: the call is never sent with the marker.
+ */
+function dispatchedCall(
+  call: ToolCall,
+  transcript: readonly TranscriptEntry[],
+  options: RunLoopOptions,
+  context: LoopContext,
+): ToolCall | undefined {
+  const turn = transcript.findLast((entry) => entry.kind === 'model');
+  const blob = turn?.kind === 'model' ? turn.sealedArgs?.[call.id] : undefined;
+  if (blob === undefined) return call;
+  const values =
+    context.secrets.get(call.id) ?? (blob ? options.argumentSealer?.unseal(call.id, blob) : undefined);
+  return values ? revealCall(call, values) : undefined;
 }
 
 async function answerToolCalls(
@@ -366,6 +453,18 @@ async function answerToolCalls(
     const entry: TranscriptEntry = { kind: 'tool', callId: call.id, name: call.name, outcome };
     transcript.push(entry);
     await run.appendTranscript(entry);
+  };
+  // Issue 12: whether this call's failure ends the run (RUN_ERROR_TABLE), told after its result is
+  // written, so the transcript and ledger hold the failure the run's error names.
+  const endedBy = (call: ToolCall, outcome: ToolOutcome): ExecutionEnd | undefined => {
+    if (outcome.ok) return undefined;
+    const verdict = toolFailureEnd(outcome.code, {
+      scripted: options.model.scripted === true,
+      mayFail: call.mayFail === true,
+    });
+    if (!verdict.ends) return undefined;
+    const detail = verdict.code === outcome.code ? outcome.message : `${outcome.code}: ${outcome.message}`;
+    return { kind: 'failed', code: verdict.code, detail, step };
   };
   const usage = await run.usage();
   const { run: batch, skipped } = fitBatch(limits, usage, calls);
@@ -385,7 +484,10 @@ async function answerToolCalls(
     // A deferred tool is called through `tool.call`; the call it names is the one that runs and counts.
     const deferred = asked.name === TOOL_CALL_NAME ? resolveDeferredCall(context.plan, asked) : undefined;
     if (deferred && !deferred.ok) {
-      await answer(asked, { ok: false, code: deferred.code, message: deferred.message });
+      const outcome: ToolOutcome = { ok: false, code: deferred.code, message: deferred.message };
+      await answer(asked, outcome);
+      const end = endedBy(asked, outcome);
+      if (end) return end;
       continue;
     }
     const call = deferred?.call ?? asked;
@@ -403,10 +505,13 @@ async function answerToolCalls(
     const invocationId = invocation.id;
     const known = await run.startInvocation(invocation);
     switch (known.state) {
-      case 'completed':
+      case 'completed': {
         breaker?.recordReplayed(invocation);
         await answer(asked, known.outcome);
+        const end = endedBy(asked, known.outcome);
+        if (end) return end;
         continue;
+      }
       case 'dispatched':
       case 'outcome_unknown': {
         breaker?.recordReplayed(invocation);
@@ -418,12 +523,16 @@ async function answerToolCalls(
         };
         await run.completeInvocation(invocation, outcome);
         await answer(asked, outcome);
+        const end = endedBy(asked, outcome);
+        if (end) return end;
         continue;
       }
       case 'denied': {
         const outcome: ToolOutcome = { ok: false, code: 'approval_denied', message: known.message };
         await run.completeInvocation(invocation, outcome);
         await answer(asked, outcome);
+        const end = endedBy(asked, outcome);
+        if (end) return end;
         continue;
       }
       case 'awaiting_approval':
@@ -438,17 +547,20 @@ async function answerToolCalls(
         if (call.name === DELEGATE_TOOL_NAME) {
           // Saved while the run is still this worker's: delegating may move it to waiting_child.
           await saveBreaker();
-          const step: DelegateStep = policy.delegate
+          const delegated: DelegateStep = policy.delegate
             ? await policy.delegate(invocation)
             : {
                 kind: 'ended',
                 outcome: { ok: false, code: 'invalid_arguments', message: 'this run may not delegate' },
               };
-          if (step.kind === 'waiting') return { kind: 'waiting_child', childRunId: step.childRunId };
-          await run.completeInvocation(invocation, step.outcome);
+          if (delegated.kind === 'waiting')
+            return { kind: 'waiting_child', childRunId: delegated.childRunId };
+          await run.completeInvocation(invocation, delegated.outcome);
           breaker?.complete(invocation, null);
           await saveBreaker();
-          await answer(asked, step.outcome);
+          await answer(asked, delegated.outcome);
+          const end = endedBy(asked, delegated.outcome);
+          if (end) return end;
           continue;
         }
         if (await policy.needsApproval(invocation)) {
@@ -463,18 +575,25 @@ async function answerToolCalls(
         break;
       }
       default:
-        return assertNever(known);
+        return assertNever(known, 'invocation state');
     }
     const deadlineMs = Math.min(
       options.deadlineMs,
       clock() + (options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS),
     );
-    const outcome = await tools.execute(call, {
-      invocationId,
-      deadlineMs,
-      signal: options.signal,
-      beforeDispatch: () => run.markDispatched(invocation),
-    });
+    const sent = dispatchedCall(call, transcript, options, context);
+    const outcome: ToolOutcome = sent
+      ? await tools.execute(sent, {
+          invocationId,
+          deadlineMs,
+          signal: options.signal,
+          beforeDispatch: () => run.markDispatched(invocation),
+        })
+      : {
+          ok: false,
+          code: 'invalid_arguments',
+          message: 'the secret text of this call is held no more; ask for the call again',
+        };
     // ADR-0130 d7: the evidence key goes to the breaker only, never into what is stored.
     const evidenceKey = tools.takeEvidenceKey?.() ?? null;
     breaker?.complete(invocation, outcome.ok ? evidenceKey : null);
@@ -483,6 +602,8 @@ async function answerToolCalls(
     await Promise.all([run.completeInvocation(invocation, outcome), saveBreaker(), answer(asked, outcome)]);
     if (!outcome.ok && outcome.unverified)
       await run.markUnverified?.(invocation, { code: outcome.code, message: outcome.message });
+    const end = endedBy(asked, outcome);
+    if (end) return end;
   }
   for (const { call } of skipped) {
     await answer(call, {
@@ -498,9 +619,5 @@ async function answerToolCalls(
 function admit(breaker: LoopBreaker | undefined, invocation: Invocation): ExecutionEnd | undefined {
   const verdict = breaker?.admit(invocation);
   if (!verdict || verdict.ok) return undefined;
-  return { kind: 'failed', reason: verdict.reason, detail: verdict.detail };
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unexpected invocation state ${JSON.stringify(value)}`);
+  return { kind: 'failed', code: verdict.reason, detail: verdict.detail, step: invocation.step };
 }

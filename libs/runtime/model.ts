@@ -8,6 +8,8 @@ export interface ToolCall {
   id: string;
   name: string;
   args: Record<string, unknown>;
+  /** A script's step that said `"may_fail": true`: its failure does not stop the script (issue 12). */
+  mayFail?: true;
 }
 
 /** What the loop tells the model a tool call gave: a result, or a stable error code. */
@@ -22,14 +24,55 @@ export type ToolOutcome =
     };
 
 export type TranscriptEntry =
-  | { kind: 'input'; text: string }
-  | { kind: 'model'; toolCalls: ToolCall[]; answer?: string }
+  | {
+      kind: 'input';
+      text: string;
+      /**
+       * A retried run's note (issue 12, retry starts clean): the effects its earlier attempts
+       * dispatched, so a model does not repeat them blindly. `text` tells them in words.
+       */
+      earlierEffects?: EarlierEffect[];
+    }
+  | {
+      kind: 'model';
+      toolCalls: ToolCall[];
+      answer?: string;
+      /** A turn that could not name its call (a script's element not on the page): see {@link ModelResponse}. */
+      failedStep?: FailedStep;
+      /**
+       * Issue 11 (passwords): the secret arguments of this turn's calls, sealed, by call id — so a
+       * call parked on its approval can be dispatched with its real text by a later execution.
+       */
+      sealedArgs?: Record<string, string>;
+    }
   | { kind: 'tool'; callId: string; name: string; outcome: ToolOutcome };
+
+/** An effect an earlier attempt of the run dispatched, from its ledger: never a secret, never evidence. */
+export interface EarlierEffect {
+  attempt: number;
+  tool: string;
+  /** What it aimed at: a navigate's URL, an act's action and element as the page named it. */
+  target: string;
+  /** `completed` (with its code when it failed), or `outcome_unknown` / `dispatched`: it may have happened. */
+  outcome: string;
+}
+
+/** A model turn that failed before any call left (issue 12): its code, and whether its step may fail. */
+export interface FailedStep {
+  code: 'element_not_found';
+  message: string;
+  mayFail: boolean;
+}
 
 export interface ToolDefinition {
   name: string;
   description: string;
   parameters: Record<string, unknown>;
+  /**
+   * Issue 11 (passwords): top-level arguments that are secrets. The run records them as `[secret]`
+   * (transcript, approvals, events, logs); only the dispatched call carries the value.
+   */
+  secretArguments?: readonly string[];
 }
 
 export interface ModelUsage {
@@ -56,6 +99,11 @@ export interface ModelResponse {
   /** The final answer; a response with an answer ends the run. */
   answer?: string;
   usage: ModelUsage;
+  /**
+   * The turn could not name its call: a scripted step's element is not on the page. The run fails
+   * with its code at this turn, unless the step may fail; then the turn counts and the script goes on.
+   */
+  failedStep?: FailedStep;
 }
 
 /** What bounds one model call: the run's deadline, its signal, and its cost limit per attempt. */
@@ -72,6 +120,12 @@ export interface ModelCallLimits {
 
 export interface Model {
   readonly name: string;
+  /**
+   * A script, not a model with judgement (issue 12): any failed step ends the run with that
+   * step's code unless the step said `"may_fail": true`. A model hears a tool failure as the
+   * call's result and recovers, except where `RUN_ERROR_TABLE` says the code fails the run.
+   */
+  readonly scripted?: boolean;
   call(request: ModelRequest, limits: ModelCallLimits): Promise<ModelResponse>;
 }
 

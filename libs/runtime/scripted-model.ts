@@ -15,18 +15,29 @@ import {
  * into a revision and reference, as a model would, so the tool contract stays reference-based.
  */
 const targetSchema = z.strictObject({ role: z.string().min(1), name: z.string().min(1) });
+/**
+ * Issue 12: a script stops at its first failing step and the run fails with that step's code,
+ * unless the step says `"may_fail": true`; then the failure is its result and the script goes on.
+ */
+const mayFail = z.boolean().optional();
 export const scriptStepSchema = z.discriminatedUnion('tool', [
-  z.strictObject({ tool: z.literal('browser.navigate'), url: z.string().min(1) }),
-  z.strictObject({ tool: z.literal('browser.observe') }),
+  z.strictObject({ tool: z.literal('browser.navigate'), url: z.string().min(1), may_fail: mayFail }),
+  z.strictObject({ tool: z.literal('browser.observe'), may_fail: mayFail }),
   z.strictObject({
     tool: z.literal('browser.act'),
+    may_fail: mayFail,
     target: targetSchema,
     action: actArgsSchema.shape.action,
     text: z.string().optional(),
     postcondition: actArgsSchema.shape.postcondition,
   }),
   /** Starts a child run with its own script; the parent waits for its end. */
-  z.strictObject({ tool: z.literal('agent.delegate'), input: z.string().min(1), script: z.unknown() }),
+  z.strictObject({
+    tool: z.literal('agent.delegate'),
+    input: z.string().min(1),
+    script: z.unknown(),
+    may_fail: mayFail,
+  }),
 ]);
 export type ScriptStep = z.output<typeof scriptStepSchema>;
 
@@ -66,6 +77,7 @@ function latestObservation(
  */
 export class ScriptedModel implements Model {
   readonly name = 'scripted';
+  readonly scripted = true;
 
   constructor(private readonly script: Script) {}
 
@@ -77,10 +89,17 @@ export class ScriptedModel implements Model {
     const usage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
     const step = this.script.steps[turn];
     if (!step || request.tools.length === 0) return { toolCalls: [], answer: this.script.answer, usage };
-    return { toolCalls: [this.#toolCall(step, turn, request.transcript)], usage };
+    const call = this.#toolCall(step, turn, request.transcript);
+    if ('code' in call)
+      return { toolCalls: [], usage, failedStep: { ...call, mayFail: step.may_fail === true } };
+    return { toolCalls: [step.may_fail ? { ...call, mayFail: true } : call], usage };
   }
 
-  #toolCall(step: ScriptStep, turn: number, transcript: readonly TranscriptEntry[]): ToolCall {
+  #toolCall(
+    step: ScriptStep,
+    turn: number,
+    transcript: readonly TranscriptEntry[],
+  ): ToolCall | { code: 'element_not_found'; message: string } {
     const id = `call_${turn + 1}`;
     switch (step.tool) {
       case 'browser.navigate':
@@ -94,10 +113,13 @@ export class ScriptedModel implements Model {
           (element) => element.role === act.target.role && element.name === act.target.name,
         );
         const element = matches?.[0];
+        // Issue 12: the page lacks the step's element: the script's step fails with the tool
+        // contract's own code, as an act on a missing element would, not as a model failure.
         if (!observation || !element || (matches?.length ?? 0) > 1)
-          throw new ModelError(
-            `scripted step ${turn + 1}: ${matches && matches.length > 1 ? 'more than one' : 'no'} visible ${act.target.role} named "${act.target.name}"`,
-          );
+          return {
+            code: 'element_not_found',
+            message: `scripted step ${turn + 1}: ${matches && matches.length > 1 ? 'more than one' : 'no'} visible ${act.target.role} named "${act.target.name}"`,
+          };
         return {
           id,
           name: step.tool,

@@ -94,7 +94,15 @@ function parseRunFields(fields: Record<string, string>): StoredRun {
     updated_at_ms: Number(fields.updated_at),
     ended_at_ms: fields.ended_at ? Number(fields.ended_at) : null,
     result: jsonOrNull(fields.result),
-    error: reason ? { reason, message: fields.error_message ?? '' } : null,
+    // The field keeps its stored name (`error_reason`, written by every ending script since the
+    // first version); it holds the run's error code.
+    error: reason
+      ? {
+          code: reason,
+          message: fields.error_message ?? '',
+          step: fields.error_step ? Number(fields.error_step) : null,
+        }
+      : null,
     unverified: fields.unverified === '1',
     unverified_error: jsonOrNull(fields.unverified_error),
   });

@@ -13,9 +13,9 @@ import {
   type LedgerEntry,
   newId,
   RUN_INPUT_BOUNDS,
+  type RunErrorCode,
   type RunEvent,
   type RunEventType,
-  type RunFailureReason,
   type RunLimits,
   type RunStatus,
   type RunUsage,
@@ -111,7 +111,14 @@ export type SubmitOutcome = { status: 'created' | 'existing'; run: RunView };
 /** How a running run ends by its owner. */
 export type RunEnd =
   | { status: 'succeeded'; result: unknown }
-  | { status: 'failed'; reason: RunFailureReason; message: string }
+  | {
+      status: 'failed';
+      /** A failure reason, or the code of the tool whose failure ended the run (issue 12). */
+      code: RunErrorCode;
+      message: string;
+      /** The run's step index where it failed (see `runErrorSchema`); omitted when none is known. */
+      step?: number;
+    }
   | { status: 'cancelled'; message?: string };
 
 function decider(by: string | ApprovalDecider): ApprovalDecider {
@@ -412,9 +419,10 @@ export class RunStore {
       ownerToken,
       end.status,
       end.status === 'succeeded' ? canonicalJson(end.result ?? null) : '',
-      end.status === 'succeeded' ? '' : end.status === 'failed' ? end.reason : 'cancelled',
+      end.status === 'succeeded' ? '' : end.status === 'failed' ? end.code : 'cancelled',
       end.status === 'succeeded' ? '' : (end.message ?? 'cancelled while running'),
       this.#context.now(),
+      end.status === 'failed' && end.step !== undefined ? end.step : '',
     );
     return toTransition(runId, reply, 'running');
   }

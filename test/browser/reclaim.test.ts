@@ -122,7 +122,7 @@ describe('the reclaim sweep', () => {
       },
     };
     expect(await reclaimStalledRuns(deps)).toEqual([run.id]);
-    expect(await store.getRun(run.id)).toMatchObject({ status: 'failed', error: { reason: 'reclaimed' } });
+    expect(await store.getRun(run.id)).toMatchObject({ status: 'failed', error: { code: 'reclaimed' } });
     expect(
       await new RedisLeaseStore(redis, `${prefix}:`).liveLeaseId({ tenant: 't1', id: 'reclaimed' }),
     ).toBeUndefined();

@@ -342,7 +342,7 @@ describe('ADR-0127 faults at the end of an execution', () => {
       release: { leases, workers: registry, dataPlaneToken: TEST_TOKEN },
     });
     expect(reclaimed).toEqual([run.id]);
-    expect(await store.getRun(run.id)).toMatchObject({ status: 'failed', error: { reason: 'reclaimed' } });
+    expect(await store.getRun(run.id)).toMatchObject({ status: 'failed', error: { code: 'reclaimed' } });
     expect(await leases.getLease({ tenant: 't1', id: profileId }, held?.id ?? '')).toMatchObject({
       state: 'closed',
       sealed: true,

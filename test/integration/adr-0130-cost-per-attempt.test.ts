@@ -82,7 +82,7 @@ describe('ADR-0130 d1: cost per attempt', () => {
 
     const end = await runWith(run, modelFor(server));
 
-    expect(end).toMatchObject({ kind: 'failed', reason: 'budget_exceeded' });
+    expect(end).toMatchObject({ kind: 'failed', code: 'budget_exceeded' });
     // One attempt reached the server: the second was checked against the limit and never sent.
     expect(server.requests).toHaveLength(1);
     // The billed attempt is charged: USD 32, past USD 30 by one attempt, within one worst case.
@@ -118,8 +118,9 @@ describe('ADR-0130 d1: cost per attempt', () => {
 
     expect(end).toEqual({
       kind: 'failed',
-      reason: 'budget_exceeded',
+      code: 'budget_exceeded',
       detail: 'the cost limit of USD 30 was crossed: USD 32 spent',
+      step: 1,
     });
     expect(run.usageNow.costMicroUsd).toBe(32 * USD);
   });

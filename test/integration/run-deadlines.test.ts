@@ -89,7 +89,7 @@ describe('the deadline sweep', () => {
     expect(outcome.failed).toEqual([run.id]);
     expect(await store.getRun(run.id)).toMatchObject({
       status: 'failed',
-      error: { reason: 'deadline_exceeded' },
+      error: { code: 'deadline_exceeded' },
       ended_at_ms: run.deadline_at_ms,
     });
     expect((await store.readEvents(run.id)).map((event) => event.type).at(-1)).toBe('run.failed');
@@ -104,7 +104,7 @@ describe('the deadline sweep', () => {
 
     clock.nowMs = run.deadline_at_ms + 1;
     expect((await sweepDeadlines(deps())).failed).toEqual([run.id]);
-    expect((await store.getRun(run.id))?.error?.reason).toBe('deadline_exceeded');
+    expect((await store.getRun(run.id))?.error?.code).toBe('deadline_exceeded');
     expect((await store.getApproval(TENANT, approvalId))?.status).toBe('expired');
     // Gone from the index itself, not only filtered on read.
     expect(await redis.zscore(keys.tenantApprovals(TENANT), approvalId)).toBeNull();
@@ -127,7 +127,7 @@ describe('the deadline sweep', () => {
       status: 'failed',
       result: null,
       usage: { steps: 0 },
-      error: { reason: 'deadline_exceeded' },
+      error: { code: 'deadline_exceeded' },
     });
   });
 
@@ -174,7 +174,7 @@ describe('the deadline sweep', () => {
     expect(await store.getRun(run.id)).toMatchObject({
       status: 'failed',
       attempt: 2,
-      error: { reason: 'deadline_exceeded' },
+      error: { code: 'deadline_exceeded' },
     });
   });
 
@@ -227,7 +227,7 @@ describe('the deadline sweep', () => {
     await sweepDeadlines(deps({ onRunEnded }));
     expect(seen.map((run) => run.id).sort()).toEqual([first.id, second.id].sort());
     for (const run of seen)
-      expect(run).toMatchObject({ status: 'failed', error: { reason: 'deadline_exceeded' } });
+      expect(run).toMatchObject({ status: 'failed', error: { code: 'deadline_exceeded' } });
   });
 
   it('releases the lease of each run it fails, and a failing release or hook stops no other run', async () => {

@@ -271,7 +271,7 @@ describe('the run store: approvals and task grants', () => {
       })) as RunTransition,
     );
     ran(await store.claimRun(run.id, 2, 'w2'));
-    ran(await store.finishRun(run.id, 'w2', { status: 'failed', reason: 'model_error', message: 'x' }));
+    ran(await store.finishRun(run.id, 'w2', { status: 'failed', code: 'model_error', message: 'x' }));
     const retried = ran(await store.retryRun(TENANT, run.id));
     ran(await store.claimRun(run.id, retried.execution, 'w3'));
     expect(await store.consumeGrant(run.id, 'w3', 'inv-1')).toMatchObject({

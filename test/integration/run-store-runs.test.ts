@@ -276,7 +276,7 @@ describe('the run store: runs and their status changes', () => {
       ended_at_ms: nowMs,
     });
     expect(
-      await store.finishRun(good.id, 'w', { status: 'failed', reason: 'model_error', message: 'late' }),
+      await store.finishRun(good.id, 'w', { status: 'failed', code: 'model_error', message: 'late' }),
     ).toMatchObject({
       ok: false,
       code: 'wrong_status',
@@ -288,18 +288,19 @@ describe('the run store: runs and their status changes', () => {
     const failed = ran(
       await store.finishRun(bad.id, 'w', {
         status: 'failed',
-        reason: 'budget_exceeded',
+        code: 'budget_exceeded',
         message: 'over budget',
+        step: 3,
       }),
     );
     expect(failed).toMatchObject({
       status: 'failed',
-      error: { reason: 'budget_exceeded', message: 'over budget' },
+      error: { code: 'budget_exceeded', message: 'over budget', step: 3 },
     });
     const last = (await store.readEvents(bad.id)).at(-1);
     expect(last).toMatchObject({
       type: 'run.failed',
-      data: { reason: 'budget_exceeded', previous: 'running' },
+      data: { error: { code: 'budget_exceeded', message: 'over budget', step: 3 }, previous: 'running' },
     });
   });
 
@@ -308,7 +309,7 @@ describe('the run store: runs and their status changes', () => {
     expect(await store.cancelRun(TENANT, queued.id)).toMatchObject({
       ok: true,
       detail: 'cancelled',
-      run: { status: 'cancelled', error: { reason: 'cancelled' } },
+      run: { status: 'cancelled', error: { code: 'cancelled' } },
     });
     for (const wait of ['parked', 'waiting_user', 'waiting_child'] as const) {
       const run = await submit();
@@ -363,14 +364,14 @@ describe('the run store: runs and their status changes', () => {
     ran(await store.claimRun(run.id, 1, 'w'));
     ran(await store.cancelRun(TENANT, run.id));
     const ended = ran(await store.finishRun(run.id, 'w', { status: 'cancelled' }));
-    expect(ended).toMatchObject({ status: 'cancelled', error: { reason: 'cancelled' } });
+    expect(ended).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
   });
 
   it('fails a run reclaimed by the sweeper from any status that is not an end, locking out its worker', async () => {
     const running = await submit();
     ran(await store.claimRun(running.id, 1, 'zombie'));
     const reclaimed = ran(await store.failRun(running.id, 'reclaimed', { expectedExecution: 1 }));
-    expect(reclaimed).toMatchObject({ status: 'failed', error: { reason: 'reclaimed' } });
+    expect(reclaimed).toMatchObject({ status: 'failed', error: { code: 'reclaimed' } });
     expect(await store.finishRun(running.id, 'zombie', { status: 'succeeded', result: 1 })).toMatchObject({
       ok: false,
       code: 'wrong_status',
@@ -379,7 +380,7 @@ describe('the run store: runs and their status changes', () => {
     expect(await store.failRun(running.id, 'reclaimed')).toMatchObject({ ok: false, code: 'wrong_status' });
 
     const queued = await submit();
-    expect(ran(await store.failRun(queued.id, 'deadline_exceeded')).error?.reason).toBe('deadline_exceeded');
+    expect(ran(await store.failRun(queued.id, 'deadline_exceeded')).error?.code).toBe('deadline_exceeded');
     const parked = await submit();
     ran(await store.claimRun(parked.id, 1, 'w'));
     ran(await store.parkRun(parked.id, 'w'));
@@ -402,7 +403,7 @@ describe('the run store: runs and their status changes', () => {
     const run = await submit();
     ran(await store.claimRun(run.id, 1, 'w'));
     ran(await store.addUsage(run.id, 'w', { steps: 3, model_calls: 2, tool_calls: 1, cost_micro_usd: 1500 }));
-    ran(await store.finishRun(run.id, 'w', { status: 'failed', reason: 'model_error', message: 'boom' }));
+    ran(await store.finishRun(run.id, 'w', { status: 'failed', code: 'model_error', message: 'boom' }));
     nowMs += 1_000;
     expect(await store.retryRun('other', run.id)).toMatchObject({ ok: false, code: 'not_found' });
     const retried = ran(await store.retryRun(TENANT, run.id));

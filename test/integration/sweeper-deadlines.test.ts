@@ -79,7 +79,7 @@ describe('the sweeper: deadlines', () => {
       () => store.getRun(run.id),
       (current) => current?.status === 'failed',
     );
-    expect(failed).toMatchObject({ status: 'failed', error: { reason: 'deadline_exceeded' } });
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'deadline_exceeded' } });
     expect((await store.getApproval(TENANT, approvalId))?.status).toBe('expired');
     expect(await store.listPendingApprovals(TENANT)).toEqual([]);
     expect((await store.getRun(patient.id))?.status).toBe('queued');

@@ -53,7 +53,7 @@ describe('the tool result a parent resumes with', () => {
     const failed = childOutcome({
       ...base,
       status: 'failed',
-      error: { reason: 'deadline_exceeded', message: 'too slow' },
+      error: { code: 'deadline_exceeded', message: 'too slow', step: null },
     });
     expect(failed).toMatchObject({ ok: false, code: 'child_failed' });
     expect(!failed.ok && failed.message).toContain('deadline_exceeded');

@@ -101,7 +101,7 @@ describe('the cost limit (ADR-0130 d1)', () => {
       price,
       costLimits: cost,
     });
-    expect(end).toMatchObject({ kind: 'failed', reason: 'budget_exceeded' });
+    expect(end).toMatchObject({ kind: 'failed', code: 'budget_exceeded' });
     expect(run.usageNow).toMatchObject({ modelCalls: 1, costMicroUsd: 35 * USD });
   });
 
@@ -114,8 +114,9 @@ describe('the cost limit (ADR-0130 d1)', () => {
     expect(model.requests[0]?.tools).toEqual([]);
     expect(end).toEqual({
       kind: 'failed',
-      reason: 'budget_exceeded',
+      code: 'budget_exceeded',
       detail: 'the cost limit of USD 30 was crossed: USD 43 spent',
+      step: 1,
     });
     expect(run.usageNow).toMatchObject({ modelCalls: 1, costMicroUsd: 43 * USD });
   });
@@ -125,7 +126,7 @@ describe('the cost limit (ADR-0130 d1)', () => {
     run.usageNow.costMicroUsd = 30 * USD;
     const model = new ObservingModel(1);
     const end = await execute(run, model, new PageTools(true), { price, costLimits: cost });
-    expect(end).toMatchObject({ kind: 'failed', reason: 'budget_exceeded' });
+    expect(end).toMatchObject({ kind: 'failed', code: 'budget_exceeded' });
     expect(model.requests).toHaveLength(0);
   });
 
@@ -146,7 +147,7 @@ describe('the cost limit (ADR-0130 d1)', () => {
       price,
       costLimits: cost,
     });
-    expect(end).toMatchObject({ kind: 'failed', reason: 'budget_exceeded' });
+    expect(end).toMatchObject({ kind: 'failed', code: 'budget_exceeded' });
     expect(run.usageNow.modelCalls).toBe(1);
   });
 
@@ -176,7 +177,7 @@ describe('the loop breaker in the loop (ADR-0130 d7)', () => {
     const end = await execute(run, new ObservingModel(0), tools, {
       breaker: new LoopBreaker({ evidenceSecret: 's' }),
     });
-    expect(end).toMatchObject({ kind: 'failed', reason: 'loop_detected' });
+    expect(end).toMatchObject({ kind: 'failed', code: 'loop_detected' });
     expect(tools.sent).toBe(4);
   });
 
@@ -186,7 +187,7 @@ describe('the loop breaker in the loop (ADR-0130 d7)', () => {
     const end = await execute(run, new ObservingModel(0), tools, {
       breaker: new LoopBreaker({ evidenceSecret: 's' }),
     });
-    expect(end).toMatchObject({ kind: 'failed', reason: 'loop_detected' });
+    expect(end).toMatchObject({ kind: 'failed', code: 'loop_detected' });
     expect(tools.sent).toBe(36);
   });
 
@@ -206,7 +207,7 @@ describe('the loop breaker in the loop (ADR-0130 d7)', () => {
     expect(JSON.stringify(run.breakerState)).not.toContain('page-same');
     tools.onSend = undefined;
     const end = await execute(run, new ObservingModel(0), tools, { breaker: breaker() });
-    expect(end).toMatchObject({ kind: 'failed', reason: 'loop_detected' });
+    expect(end).toMatchObject({ kind: 'failed', code: 'loop_detected' });
     expect(tools.sent).toBe(4);
   });
 });
@@ -241,7 +242,7 @@ describe('what the model is sent', () => {
     const end = await execute(run, new ObservingModel(0), noBrowser, {
       requiredTools: ['browser.navigate', 'browser.observe', 'browser.act'],
     });
-    expect(end).toMatchObject({ kind: 'failed', reason: 'model_error' });
+    expect(end).toMatchObject({ kind: 'failed', code: 'model_error' });
     expect(run.usageNow.modelCalls).toBe(0);
   });
 });

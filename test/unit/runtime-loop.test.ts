@@ -109,19 +109,24 @@ describe('one execution of the run loop', () => {
       (entry) => entry.kind === 'tool' && entry.name === 'browser.navigate',
     );
     expect(navigateResult).toMatchObject({ outcome: { ok: false, code: 'outcome_unknown' } });
-    // The scripted act cannot resolve its element without an observation, so the model fails the run.
-    expect(end).toMatchObject({ kind: 'failed', reason: 'model_error' });
+    // Issue 12: a script stops at its first failing step, with that step's own code.
+    expect(end).toMatchObject({ kind: 'failed', code: 'outcome_unknown', step: 1 });
   });
 
-  it('gives a denial to the model as the tool result and goes on', async () => {
+  it('ends a scripted run approval_denied at the denied step, the denial written as the tool result', async () => {
     const run = new MemoryRun();
     const tools = new RecordingTools();
     await execute(run, tools);
     const [invocationId] = [...run.ledger].find(([, state]) => state.state === 'awaiting_approval') ?? [];
     run.ledger.set(invocationId as string, { state: 'denied', message: 'not today' });
-    expect(await execute(run, tools)).toEqual({ kind: 'succeeded', answer: 'bought' });
+    expect(await execute(run, tools)).toEqual({
+      kind: 'failed',
+      code: 'approval_denied',
+      detail: 'not today',
+      step: 2,
+    });
     expect(tools.sent.map((call) => call.name)).toEqual(['browser.navigate']);
-    expect(run.transcript.at(-2)).toMatchObject({
+    expect(run.transcript.at(-1)).toMatchObject({
       kind: 'tool',
       outcome: { ok: false, code: 'approval_denied' },
     });
@@ -140,7 +145,7 @@ describe('one execution of the run loop', () => {
     run.usageNow.modelCalls = 24;
     expect(await execute(run, new RecordingTools())).toMatchObject({
       kind: 'failed',
-      reason: 'budget_exceeded',
+      code: 'budget_exceeded',
     });
   });
 
@@ -148,7 +153,7 @@ describe('one execution of the run loop', () => {
     const run = new MemoryRun();
     expect(await execute(run, new RecordingTools(), { deadlineMs: Date.now() - 1 })).toMatchObject({
       kind: 'failed',
-      reason: 'deadline_exceeded',
+      code: 'deadline_exceeded',
     });
   });
 });

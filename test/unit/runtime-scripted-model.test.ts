@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ModelError, ScriptedModel, scriptSchema, type TranscriptEntry } from '../../libs/runtime/index.js';
+import { ScriptedModel, scriptSchema, type TranscriptEntry } from '../../libs/runtime/index.js';
 
 const tools = [{ name: 'browser.act', description: '', parameters: {} }];
 const limits = { deadlineMs: Date.now() + 1_000 };
@@ -54,7 +54,7 @@ describe('the scripted model', () => {
     expect(answer).toMatchObject({ toolCalls: [], answer: 'bought' });
   });
 
-  it('fails when the named element is not on the latest observation', async () => {
+  it('fails its step element_not_found when the named element is not on the latest observation', async () => {
     const transcript: TranscriptEntry[] = [
       { kind: 'model', toolCalls: [] },
       {
@@ -64,7 +64,10 @@ describe('the scripted model', () => {
         outcome: { ok: true, result: observationResult('rev-1', [{ ref: 'e1', role: 'link', name: 'Buy' }]) },
       },
     ];
-    await expect(new ScriptedModel(script).call({ transcript, tools }, limits)).rejects.toThrow(ModelError);
+    expect(await new ScriptedModel(script).call({ transcript, tools }, limits)).toMatchObject({
+      toolCalls: [],
+      failedStep: { code: 'element_not_found', mayFail: false },
+    });
   });
 
   it('refuses a script of unknown tools when it is given', () => {

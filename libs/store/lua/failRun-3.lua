@@ -31,7 +31,7 @@ end
 
 local now = tonumber(ARGV[3])
 redis.call("HSET", KEYS[1], "status", "failed", "owner", "", "updated_at", now, "ended_at", now,
-  "error_reason", ARGV[1], "error_message", ARGV[4])
+  "error_reason", ARGV[1], "error_message", ARGV[4], "error_step", "")
 local approvals = redis.call("HGETALL", KEYS[3])
 for i = 1, #approvals, 2 do
   local approval = cjson.decode(approvals[i + 1])
@@ -41,6 +41,8 @@ for i = 1, #approvals, 2 do
     redis.call("HSET", KEYS[3], approvals[i], cjson.encode(approval))
   end
 end
-emit("run.failed", now, {status = "failed", previous = status, reason = ARGV[1],
+-- Issue 12: the final event carries the run's error as its view does; the sweeper knows no step.
+emit("run.failed", now, {status = "failed", previous = status,
+  error = {code = ARGV[1], message = ARGV[4], step = cjson.null},
   attempt = tonumber(f[2]), execution = tonumber(f[3])})
 return {"ok", "failed", redis.call("HGETALL", KEYS[1])}

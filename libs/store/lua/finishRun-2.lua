@@ -9,9 +9,10 @@
     ARGV[1] the owner token
     ARGV[2] the end: succeeded, failed or cancelled
     ARGV[3] the result (JSON; '' unless succeeded)
-    ARGV[4] the failure reason ('' when succeeded)
-    ARGV[5] the failure message
+    ARGV[4] the error code ('' when succeeded): a failure reason or the ending tool's own code
+    ARGV[5] the error message
     ARGV[6] now (epoch ms)
+    ARGV[7] the step the error happened at ('' when none is known)
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', end, fields}
@@ -30,8 +31,11 @@ end
 
 local now = tonumber(ARGV[6])
 redis.call("HSET", KEYS[1], "status", outcome, "owner", "", "updated_at", now, "ended_at", now,
-  "result", ARGV[3], "error_reason", ARGV[4], "error_message", ARGV[5])
+  "result", ARGV[3], "error_reason", ARGV[4], "error_message", ARGV[5], "error_step", ARGV[7] or "")
 local data = {status = outcome, previous = "running", attempt = tonumber(f[3]), execution = tonumber(f[4])}
-if ARGV[4] ~= "" then data.reason = ARGV[4] end
+-- Issue 12: the final event carries the run's error as its view does, {code, message, step}.
+if ARGV[4] ~= "" then
+  data.error = {code = ARGV[4], message = ARGV[5], step = tonumber(ARGV[7] or "") or cjson.null}
+end
 emit("run." .. outcome, now, data)
 return {"ok", outcome, redis.call("HGETALL", KEYS[1])}
