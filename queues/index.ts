@@ -11,10 +11,14 @@ export {
   createRunsQueue,
   enqueueExecution,
   enqueueRun,
+  FRESH_PRIORITY,
+  RESUMED_PRIORITY,
   RUNS_QUEUE,
   type RunJob,
+  type RunJobResult,
   type RunsQueue,
   runJobId,
+  runJobName,
   runJobOptions,
   runJobSchema,
 } from './runs.js';
@@ -22,6 +26,7 @@ export {
   closeWorker,
   createQueueWorker,
   handBack,
+  handBackLater,
   type QueueWorkerOptions,
   SHUTDOWN_REASON,
 } from './worker.js';

@@ -29,6 +29,8 @@ export function runJobId(runId: string, execution: number): string {
 /**
  * A run's failure is the run's own (its record says why), so BullMQ never retries a job: a
  * crashed worker's job comes back through stall detection, bounded by the worker retry limit.
+ * A failed run's job is failed by its worker after the run's end is recorded (issue 12), and
+ * with one attempt BullMQ leaves it in its failed set.
  */
 export const runJobOptions: Readonly<JobsOptions> = Object.freeze({
   attempts: 1,
@@ -36,10 +38,35 @@ export const runJobOptions: Readonly<JobsOptions> = Object.freeze({
   removeOnFail: { age: 7 * 24 * 3600 },
 });
 
-export type RunsQueue = Queue<RunJob, void, string>;
+/**
+ * What a run's job returns (issue 12: the queue tells the truth): the run's status when its
+ * execution ended — an end, or `parked` / `waiting_*` / `queued` for an execution that stopped
+ * short of one — and its error code (`null` unless it failed), so Bull Board shows each outcome.
+ * A job whose run was not this execution's to run says `not_claimed` with the refusal's code.
+ */
+export interface RunJobResult {
+  status: string;
+  code: string | null;
+}
+
+export type RunsQueue = Queue<RunJob, RunJobResult, string>;
+
+/**
+ * BullMQ priorities (lower is sooner; every job carries one, since BullMQ takes jobs without one
+ * before all prioritised jobs). A later execution — a resume after an approval, whose run holds
+ * its page and whose person is waiting, or after a child's end — goes before fresh runs
+ * (issue 12); within a priority, first in first out.
+ */
+export const RESUMED_PRIORITY = 1;
+export const FRESH_PRIORITY = 2;
+
+/** The job name: what the run is (its tenant and session), as Bull Board lists it. */
+export function runJobName(run: { tenant?: string; session_id?: string }): string {
+  return run.tenant && run.session_id ? `run:${run.tenant}/${run.session_id}` : RUNS_QUEUE;
+}
 
 export function createRunsQueue(connection: Redis, prefix: string): RunsQueue {
-  return new Queue<RunJob, void, string>(RUNS_QUEUE, {
+  return new Queue<RunJob, RunJobResult, string>(RUNS_QUEUE, {
     connection,
     prefix,
     defaultJobOptions: { ...runJobOptions },
@@ -49,18 +76,27 @@ export function createRunsQueue(connection: Redis, prefix: string): RunsQueue {
 /** Adds the job of the execution a run is queued at now (a submission, a resume, a retry). */
 export function enqueueExecution(
   queue: RunsQueue,
-  run: { id: string; execution: number },
+  run: { id: string; execution: number; tenant?: string; session_id?: string },
 ): Promise<{ jobId: string }> {
-  return enqueueRun(queue, { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() });
+  return enqueueRun(
+    queue,
+    { runId: run.id, execution: run.execution, enqueuedAtMs: Date.now() },
+    runJobName(run),
+  );
 }
 
 /**
  * Adds one run execution. The data is checked by its schema first; adding the same execution
  * again (a retried submission, a second resume) leaves the one job BullMQ already has.
  */
-export async function enqueueRun(queue: RunsQueue, data: RunJob): Promise<{ jobId: string }> {
+export async function enqueueRun(
+  queue: RunsQueue,
+  data: RunJob,
+  name: string = RUNS_QUEUE,
+): Promise<{ jobId: string }> {
   const job = runJobSchema.parse(data);
   const jobId = runJobId(job.runId, job.execution);
-  await queue.add(RUNS_QUEUE, job, { jobId });
+  const priority = job.execution > 1 ? RESUMED_PRIORITY : FRESH_PRIORITY;
+  await queue.add(name, job, { jobId, priority });
   return { jobId };
 }

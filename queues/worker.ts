@@ -1,4 +1,4 @@
-import { type Job, type Processor, WaitingError, Worker } from 'bullmq';
+import { DelayedError, type Job, type Processor, WaitingError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { connectRedis } from './connection.js';
 
@@ -59,6 +59,15 @@ const HAND_BACK_GRACE_MS = 1_000;
 export async function handBack(job: Job, token: string | undefined): Promise<never> {
   await job.moveToWait(token);
   throw new WaitingError();
+}
+
+/**
+ * Puts a job back to be claimed again after `delayMs` (issue 12: a run handed back after a
+ * retryable fault, with backoff), without counting an attempt. Let the error it throws propagate.
+ */
+export async function handBackLater(job: Job, token: string | undefined, delayMs: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + delayMs, token);
+  throw new DelayedError();
 }
 
 function within<T>(promise: Promise<T>, timeoutMs: number): Promise<T | 'timeout'> {

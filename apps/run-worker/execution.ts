@@ -55,6 +55,11 @@ export interface ExecutionDeps {
   /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
   cancelsHeard?: ReadonlySet<string>;
 }
+  /**
+   * Test-only fault hook (issue 12): called with a point's name before each of the execution's
+   * awaits on the store, so a test can make any of them throw and show the run is not stranded.
+   */
+  faults?: (point: string) => void | Promise<void>;
 
 /** The run as the loop sees it, over the run store; every write carries this worker's owner token. */
 class StoreRunPort implements RunPort {
@@ -81,6 +86,7 @@ class StoreRunPort implements RunPort {
 
   async loadTranscript(): Promise<TranscriptEntry[]> {
     const entries = await this.deps.transcripts.load<TranscriptEntry>(this.run.id);
+    await this.deps.faults?.('transcript.load');
     if (entries.length > 0) return entries;
     const input = this.run.input as { text?: string } | string;
     const first: TranscriptEntry = {
@@ -96,6 +102,7 @@ class StoreRunPort implements RunPort {
   async appendTranscript(entry: TranscriptEntry): Promise<void> {
     const entries = this.#unwrittenInput ? [this.#unwrittenInput, entry] : [entry];
     await this.deps.transcripts.append(this.run.id, this.ownerToken, ...entries);
+    await this.deps.faults?.('transcript.append');
     this.#unwrittenInput = undefined;
   }
 
@@ -112,6 +119,7 @@ class StoreRunPort implements RunPort {
 
   async #addUsage(delta: Parameters<RunStore['addUsage']>[2]): Promise<void> {
     const added = await this.deps.store.addUsage(this.run.id, this.ownerToken, delta);
+    await this.deps.faults?.('usage.add');
     if (!added.ok) throw new RunLost(`usage: ${added.message}`);
     this.#current = added.run;
   }
@@ -120,16 +128,19 @@ class StoreRunPort implements RunPort {
     return this.#addUsage({ steps: 1, model_calls: 1, cost_micro_usd: costMicroUsd });
   }
 
-  loadBreakerState(): Promise<unknown> {
+  async loadBreakerState(): Promise<unknown> {
+    await this.deps.faults?.('loop_state.load');
     return this.deps.store.loadLoopState(this.run.id);
   }
 
   async saveBreakerState(state: unknown): Promise<void> {
     refusedUnlessOk(await this.deps.store.saveLoopState(this.run.id, this.ownerToken, state), 'loop state');
+    await this.deps.faults?.('loop_state.save');
   }
 
   async cancelRequested(): Promise<boolean> {
     if (this.deps.cancelsHeard?.has(this.run.id)) return true;
+    await this.deps.faults?.('cancel.check');
     // The first check comes right after the claim, whose record carries the flag: no read needed.
     // A cancel asked since then was published, and this process heard it (above).
     if (!this.#checkedOnce) {
@@ -141,6 +152,7 @@ class StoreRunPort implements RunPort {
 
   async startInvocation(invocation: Invocation): Promise<InvocationState> {
     const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
+    await this.deps.faults?.('invocation.start');
       step: invocation.step,
       index: invocation.index,
       tool: invocation.call.name,
@@ -176,6 +188,7 @@ class StoreRunPort implements RunPort {
 
   async markDispatched(invocation: Invocation): Promise<void> {
     const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
+    await this.deps.faults?.('invocation.dispatch');
       step: invocation.step,
       index: invocation.index,
       tool: invocation.call.name,
@@ -186,6 +199,7 @@ class StoreRunPort implements RunPort {
 
   async completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void> {
     const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
+    await this.deps.faults?.('invocation.complete');
       step: invocation.step,
       index: invocation.index,
       tool: invocation.call.name,
@@ -288,6 +302,7 @@ export async function executeRun(
       ? new BrowserLeaseProvider({
           scope: { tenant: run.tenant, principal: run.principal, run_id: run.id, attempt: run.attempt },
           profileId: run.browser_profile_id,
+  await deps.faults?.('agent.load');
           findWorker: (profile) => deps.registry.findForProfile(profile),
           token,
           // ADR-0127 d7: another run's lease is sealed and replaced only once that run is done with its page.
@@ -315,11 +330,13 @@ export async function executeRun(
     async park(invocation) {
       const { approvalId, transition } = await deps.store.requestApproval(run.id, ownerToken, {
         invocationId: invocation.id,
+      await deps.faults?.('grant.consume');
         tool: invocation.call.name,
         arguments: invocation.call.args,
       });
       refusedUnlessOk(transition, 'park');
       return approvalId;
+      await deps.faults?.('approval.request');
     },
     ...(agent?.tools.includes(DELEGATE_TOOL_NAME)
       ? {
@@ -363,6 +380,7 @@ export async function executeRun(
           status: 'succeeded',
           result: { answer: end.answer },
         }),
+  await deps.faults?.('end.record');
       );
       break;
     case 'failed':
@@ -394,6 +412,7 @@ export async function executeRun(
     after.status === 'waiting_child';
   if (doneWithPage) {
     await closeLease(deps, run, provider);
+  await deps.faults?.('end.read');
   } else {
     // The run keeps its page; a lease it stopped trusting must not be there for its resume.
     await provider
@@ -401,6 +420,7 @@ export async function executeRun(
       .catch((error: unknown) =>
         deps.logger.warn(
           { run_id: run.id, err: error },
+  await deps.faults?.('lease.close');
           'closing a retired lease failed; the next acquire closes it',
         ),
       );

@@ -2,7 +2,12 @@ import { type Job, UnrecoverableError, type Worker } from 'bullmq';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { runHasEnded } from '../../libs/contracts/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
-import { type LeaseUpkeepDeps, runLeaseUpkeep } from '../../libs/runtime/index.js';
+import {
+  type ExecutionEnd,
+  type LeaseReleaseDeps,
+  type LeaseUpkeepDeps,
+  runLeaseUpkeep,
+} from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { Counter, type Logger, type Metrics, type ReadinessCheck } from '../../libs/telemetry/index.js';
@@ -13,12 +18,15 @@ import {
   createQueueWorker,
   createRunsQueue,
   handBack,
+  handBackLater,
   RUNS_QUEUE,
   type RunJob,
+  type RunJobResult,
   runJobSchema,
   SHUTDOWN_REASON,
 } from '../../queues/index.js';
 import { resumeParent } from './children.js';
+import { settleEscapedError } from './escaped.js';
 import { type ExecutionDeps, executeRun, RunLost } from './execution.js';
 
 export interface RunWorkerOptions {
@@ -28,10 +36,12 @@ export interface RunWorkerOptions {
   redisUrl: string;
   /** The upkeep's windows and clock (ADR-0127 d5 figures by default); tests shrink them. */
   upkeep?: Pick<LeaseUpkeepDeps, 'windowMs' | 'stepMs' | 'lifetimeMs' | 'clock'>;
+  /** Test-only: the executions' fault hook (issue 12; see `ExecutionDeps.faults`). */
+  faults?: ExecutionDeps['faults'];
 }
 
 export interface RunWorkerHandle {
-  worker: Worker<RunJob, void, string>;
+  worker: Worker<RunJob, RunJobResult, string>;
   /** ADR-0127 d6: the lease upkeep, beside the claim loop. */
   upkeep: IntervalTask;
   readiness(): ReadinessCheck[];
@@ -89,13 +99,18 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     registry: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
     profiles: leases,
     logger: log,
+    ...(options.faults ? { faults: options.faults } : {}),
   };
 
+  const release: LeaseReleaseDeps | undefined = config.secrets.dataPlaneToken
+    ? { leases, workers: deps.registry, dataPlaneToken: config.secrets.dataPlaneToken }
+    : undefined;
+
   const execute = async (
-    job: Job<RunJob, void, string>,
+    job: Job<RunJob, RunJobResult, string>,
     token: string | undefined,
     signal?: AbortSignal,
-  ): Promise<void> => {
+  ): Promise<RunJobResult> => {
     const parsed = runJobSchema.safeParse(job.data);
     if (!parsed.success) {
       executions.inc({ outcome: 'invalid' });
@@ -116,30 +131,52 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
         const ended = await deps.store.getRun(runId);
         if (ended) await resumeParent(deps, ended);
       }
-      return;
+      return { status: 'not_claimed', code: claim.code };
     }
     const runLog = log.child({ run_id: runId, execution });
     runLog.info({ detail: claim.detail }, 'claimed');
     const controller = new AbortController();
     signal?.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+    let end: ExecutionEnd;
     try {
-      const end = await executeRun({ ...deps, logger: runLog }, claim.run, ownerToken, controller.signal);
-      cancelsHeard.delete(runId);
-      executions.inc({ outcome: end.kind });
-      runLog.info({ end: end.kind }, 'execution ended');
+      end = await executeRun({ ...deps, logger: runLog }, claim.run, ownerToken, controller.signal);
     } catch (error) {
       cancelsHeard.delete(runId);
       if (error instanceof RunLost) {
         executions.inc({ outcome: 'lost' });
         runLog.warn({ err: error }, 'run lost to another writer');
-        return;
+        return { status: 'lost', code: 'not_owner' };
       }
-      if (signal?.aborted && signal.reason === SHUTDOWN_REASON) await handBack(job, token);
-      throw error;
+      if (signal?.aborted && signal.reason === SHUTDOWN_REASON) {
+        // Issue 12: released by its owner in the same step as the job goes back to waiting, so
+        // the next worker's claim takes the run over at once (its lease is kept for reattach).
+        const released = await deps.store.releaseRun(runId, ownerToken, { detail: { reason: 'shutdown' } });
+        runLog.info({ released: released.ok }, 'execution handed back at shutdown');
+        executions.inc({ outcome: 'handed_back' });
+        await handBack(job, token);
+      }
+      const settled = await settleEscapedError(
+        { store, release, logger: runLog },
+        claim.run,
+        ownerToken,
+        error,
+      );
+      executions.inc({ outcome: `fault_${settled.kind}` });
+      if (settled.kind === 'handed_back') await handBackLater(job, token, settled.delayMs);
+      if (settled.kind === 'failed') {
+        options.metrics.runEnded('failed', 'internal_error');
+        // The error id stays in its one log line and the run's message (issue 12).
+        throw new UnrecoverableError('run failed: internal_error');
+      }
+      return { status: 'lost', code: null };
     }
+    cancelsHeard.delete(runId);
+    executions.inc({ outcome: end.kind });
+    runLog.info({ end: end.kind }, 'execution ended');
+    return jobResult(end, store, runId, options.metrics);
   };
 
-  const worker = await createQueueWorker<RunJob, void>(RUNS_QUEUE, execute, {
+  const worker = await createQueueWorker<RunJob, RunJobResult>(RUNS_QUEUE, execute, {
     redisUrl: options.redisUrl,
     prefix: config.redis.queuePrefix,
     concurrency: config.runWorker.concurrency,
@@ -194,4 +231,26 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
       return closing;
     },
   };
+}
+
+/**
+ * Issue 12, the queue tells the truth: an execution's job returns the run's status and error
+ * code, as the store has them now; a run this execution ended is counted once in
+ * `leasehold_runs_ended_total`, and a failed run's job fails (unrecoverable: BullMQ never retries
+ * it) after its end is recorded, so Bull Board lists it under Failed with its code.
+ */
+async function jobResult(
+  end: ExecutionEnd,
+  store: RunStore,
+  runId: string,
+  metrics: Metrics,
+): Promise<RunJobResult> {
+  const run = await store.getRun(runId);
+  const status = run?.status ?? end.kind;
+  const code = run?.error?.code ?? null;
+  const endedHere = end.kind === 'succeeded' || end.kind === 'failed' || end.kind === 'cancelled';
+  if (endedHere) metrics.runEnded(status, code);
+  if (endedHere && status === 'failed')
+    throw new UnrecoverableError(`run failed: ${code ?? 'unknown'}: ${run?.error?.message ?? ''}`);
+  return { status, code };
 }

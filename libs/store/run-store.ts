@@ -411,6 +411,29 @@ export class RunStore {
     return toTransition(runId, reply, options.expected ?? 'parked, waiting_child or waiting_user');
   }
 
+  /**
+   * `running → queued` by its owner, at the same execution (issue 12): the owner is cleared so
+   * the next claim of that execution's job takes the run over at once; the lease stays for it.
+   * With `maxHandbacks`, a run handed back that often already is refused (`stale_execution`) and
+   * left running for the caller to fail. An accepted release's `detail` is the run's hand-backs
+   * so far, as text.
+   */
+  async releaseRun(
+    runId: string,
+    ownerToken: string,
+    options: { detail?: Record<string, unknown>; maxHandbacks?: number } = {},
+  ): Promise<RunTransition<string>> {
+    const reply = await this.#context.redis.releaseRun(
+      this.#context.keys.run(runId),
+      this.#context.keys.events(runId),
+      ownerToken,
+      this.#context.now(),
+      JSON.stringify(options.detail ?? {}),
+      options.maxHandbacks ?? 0,
+    );
+    return toTransition(runId, reply, 'running under this owner, within its hand-backs');
+  }
+
   /** `running → succeeded | failed | cancelled` by its owner. */
   async finishRun(runId: string, ownerToken: string, end: RunEnd): Promise<RunTransition> {
     const reply = await this.#context.redis.finishRun(
@@ -451,12 +474,13 @@ export class RunStore {
 
   /**
    * The sweeper's end: fails a run that has not ended, whoever owns it (`reclaimed` past the
-   * worker retry limit, `deadline_exceeded` past its deadline). With `expectedExecution`, a run
+   * worker retry limit, `deadline_exceeded` past its deadline), and a run worker's end for an
+   * error that escaped an execution (`internal_error`, issue 12). With `expectedExecution`, a run
    * that has moved to another execution is left alone.
    */
   async failRun(
     runId: string,
-    reason: 'reclaimed' | 'deadline_exceeded',
+    reason: 'reclaimed' | 'deadline_exceeded' | 'internal_error',
     options: { expectedExecution?: number; message?: string } = {},
   ): Promise<RunTransition<'failed'>> {
     const reply = await this.#context.redis.failRun(

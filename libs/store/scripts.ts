@@ -46,6 +46,11 @@ export interface ScriptCommands {
     eventsKey: string,
     ...argv: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
+  releaseRun(
+    runKey: string,
+    eventsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
   finishRun(
     runKey: string,
     eventsKey: string,

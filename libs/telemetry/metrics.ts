@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 
 export { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -11,6 +11,20 @@ export interface Metrics {
   readonly registry: Registry;
   /** Adds a queue to `leasehold_queue_jobs{queue,state}`; the returned function removes it. */
   watchQueue(queue: string, read: QueueCountsReader): () => void;
+  /**
+   * Counts one run's end in `leasehold_runs_ended_total{status,code}` (issue 12): called once by
+   * whoever ends the run (`code` is the error code, `none` for a success or a plain cancel).
+   */
+  runEnded(status: string, code?: string | null): void;
+}
+
+/**
+ * BullMQ keeps a prioritised job out of its wait list (issue 12: resumed runs go first), so the
+ * queue's depth is the two together, told as `wait`; `prioritized` is not told apart.
+ */
+export function queueDepthStates(counts: Record<string, number>): Record<string, number> {
+  const { prioritized = 0, ...rest } = counts;
+  return { ...rest, wait: (rest.wait ?? 0) + prioritized };
 }
 
 /**
@@ -33,9 +47,16 @@ export function createMetrics(labels: Record<string, string> = {}): Metrics {
       for (const [queue, read] of queues) {
         const counts = await read().catch(() => undefined);
         if (!counts) continue;
-        for (const [state, count] of Object.entries(counts)) this.set({ queue, state }, count);
+        for (const [state, count] of Object.entries(queueDepthStates(counts)))
+          this.set({ queue, state }, count);
       }
     },
+  });
+  const runsEnded = new Counter({
+    name: `${METRIC_PREFIX}runs_ended_total`,
+    help: 'Runs ended by this process, by status and error code (each end counted once, by whoever ended it).',
+    labelNames: ['status', 'code'],
+    registers: [registry],
   });
 
   return {
@@ -43,6 +64,9 @@ export function createMetrics(labels: Record<string, string> = {}): Metrics {
     watchQueue(queue, read) {
       queues.set(queue, read);
       return () => queues.delete(queue);
+    },
+    runEnded(status, code) {
+      runsEnded.inc({ status, code: code || 'none' });
     },
   };
 }

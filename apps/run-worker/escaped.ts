@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
+import { type LeaseReleaseDeps, releaseRunLease } from '../../libs/runtime/index.js';
+import type { RunStore } from '../../libs/store/index.js';
+
+/**
+ * Issue 12: an execution is re-run at most this often after a retryable fault (a lost Redis
+ * connection, a browser worker restarting), with a backoff doubling from {@link HAND_BACK_BASE_MS}
+ * — about a minute in all, well inside a run's deadline; past it the run fails `internal_error`.
+ */
+export const MAX_FAULT_HANDBACKS = 5;
+export const HAND_BACK_BASE_MS = 1_000;
+
+/** The backoff before the `handbacks`-th re-execution (1-based): 1 s, 2 s, 4 s, … */
+export function handBackDelayMs(handbacks: number): number {
+  return HAND_BACK_BASE_MS * 2 ** Math.max(0, handbacks - 1);
+}
+
+/** Network failures that a Redis or browser worker restart causes and that pass by themselves. */
+const TRANSIENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EAI_AGAIN',
+]);
+const TRANSIENT_MESSAGES =
+  /Connection is closed|Stream isn't writeable|ECONNREFUSED|ECONNRESET|socket hang up/;
+
+/**
+ * Whether an error that escaped an execution may pass if the run is tried again: a connection
+ * lost to Redis or a browser worker, or an error our own code marks `retryable` (a browser
+ * worker that is restarting answers `provider_unavailable`). Everything else is a fault in the
+ * run or in this code, and re-running would meet it again. The cause chain is walked.
+ */
+export function isRetryableFault(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth += 1) {
+    const { code, retryable } = current as { code?: unknown; retryable?: unknown };
+    if (retryable === true) return true;
+    if (typeof code === 'string' && TRANSIENT_CODES.has(code)) return true;
+    if (current.name === 'MaxRetriesPerRequestError' || TRANSIENT_MESSAGES.test(current.message)) return true;
+    current = current.cause;
+  }
+  return false;
+}
+
+/** An id naming one escaped error in the run's message and in the (one) log line that has its stack. */
+export function newErrorId(): string {
+  return `err_${randomBytes(8).toString('hex')}`;
+}
+
+export interface EscapedDeps {
+  store: Pick<RunStore, 'releaseRun' | 'failRun' | 'getRun'>;
+  /** Where the run's lease is closed when the run fails; undefined without a data-plane token. */
+  release: LeaseReleaseDeps | undefined;
+  logger: Logger;
+}
+
+/** What became of a run whose execution an error escaped. */
+export type EscapedOutcome =
+  | { kind: 'handed_back'; delayMs: number; errorId: string }
+  | { kind: 'failed'; errorId: string }
+  /** The run was no longer this execution's (taken over, cancelled, ended): nothing to do. */
+  | { kind: 'gone'; errorId: string };
+
+/**
+ * Issue 12, no stranded run: an error escaped this execution of `run`. A retryable one hands the
+ * run back (`queued`, same execution, lease kept for reattach) for at most
+ * {@link MAX_FAULT_HANDBACKS} re-executions; any other — or one past the bound — fails the run
+ * `internal_error` with an error id, and closes its lease in the same step, so the upkeep never
+ * renews a failed run's lease again. One log line carries the id and the stack; the run's message
+ * carries the id only (never a stack or a secret).
+ */
+export async function settleEscapedError(
+  deps: EscapedDeps,
+  run: RunView,
+  ownerToken: string,
+  error: unknown,
+): Promise<EscapedOutcome> {
+  const errorId = newErrorId();
+  if (isRetryableFault(error)) {
+    const released = await deps.store.releaseRun(run.id, ownerToken, {
+      detail: { reason: 'fault', error_id: errorId },
+      maxHandbacks: MAX_FAULT_HANDBACKS,
+    });
+    if (released.ok) {
+      const delayMs = handBackDelayMs(Number(released.detail));
+      deps.logger.warn(
+        { err: error, error_id: errorId, run_id: run.id, retry_in_ms: delayMs },
+        'execution failed on a retryable fault; the run is handed back',
+      );
+      return { kind: 'handed_back', delayMs, errorId };
+    }
+    if (released.code !== 'stale_execution') return await gone(deps, run, error, errorId);
+  }
+  const failed = await deps.store.failRun(run.id, 'internal_error', {
+    expectedExecution: run.execution,
+    message: `an internal error ended the run (error id ${errorId})`,
+  });
+  if (!failed.ok) return await gone(deps, run, error, errorId);
+  deps.logger.error(
+    { err: error, error_id: errorId, run_id: run.id },
+    'execution failed on an internal error; the run is failed internal_error',
+  );
+  await closeLease(deps, failed.run);
+  return { kind: 'failed', errorId };
+}
+
+/**
+ * The run moved on without this execution (taken over, cancelled) or had already ended when the
+ * error came (after its end was written, before its lease was closed): an ended run's lease is
+ * closed here, since this execution's own close never ran.
+ */
+async function gone(
+  deps: EscapedDeps,
+  run: RunView,
+  error: unknown,
+  errorId: string,
+): Promise<EscapedOutcome> {
+  deps.logger.warn(
+    { err: error, error_id: errorId, run_id: run.id },
+    'execution failed after its run moved on; nothing to settle',
+  );
+  const now = await deps.store.getRun(run.id);
+  if (now && runHasEnded(now.status)) await closeLease(deps, now);
+  return { kind: 'gone', errorId };
+}
+
+/** Closes an ended run's lease (sealed); a failure is the upkeep's to finish, since the run has ended. */
+async function closeLease(deps: EscapedDeps, run: RunView): Promise<void> {
+  if (!deps.release) return;
+  await releaseRunLease(deps.release, run).catch((closeError: unknown) =>
+    deps.logger.warn(
+      { err: closeError, run_id: run.id },
+      'closing an ended run’s lease failed; the upkeep closes it',
+    ),
+  );
+}
