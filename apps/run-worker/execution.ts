@@ -4,6 +4,7 @@ import type { Config } from '../../libs/config/index.js';
 import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
 import { BOUNDED_ACQUIRE_RETRY, BrowserLeaseProvider } from '../../libs/provider/index.js';
 import {
+  argumentSealer,
   BROWSER_TOOL_NAMES_REQUIRED,
   BrowserToolExecutor,
   DELEGATE_TOOL_NAME,
@@ -257,6 +258,12 @@ function evidenceSecret(config: Config, runId: string): string {
   return createHmac('sha256', secret).update(`loop-breaker\n${runId}`).digest('hex');
 }
 
+/** Seals secret tool arguments under the deployment's secret (issue 11); without one, memory only. */
+function argumentSealing(config: Config, runId: string): Pick<RunLoopOptions, 'argumentSealer'> {
+  const secret = config.secrets.sealKey ?? config.secrets.dataPlaneToken;
+  return secret ? { argumentSealer: argumentSealer(secret, runId) } : {};
+}
+
 /** The run's model: `scripted` from the script it carries, or an `openai-compatible` one from ops/models.yaml. */
 function modelFor(config: Config, agentModel: string, run: RunView): Model {
   const entry = config.models.models[agentModel];
@@ -364,6 +371,8 @@ export async function executeRun(
       deadlineMs: run.deadline_at_ms,
       signal,
       instructions: agent.instructions,
+      // Issue 11: a parked call's secret arguments, sealed under the deployment's secret and run id.
+      ...argumentSealing(deps.config, run.id),
       ...(await budgetOptions(deps, run, agent.model)),
     });
   } catch (error) {

@@ -140,3 +140,4 @@ export {
   scriptSchema,
   scriptStepSchema,
 } from './scripted-model.js';
+export { type ArgumentSealer, argumentSealer, SECRET_MARKER } from './secret-args.js';

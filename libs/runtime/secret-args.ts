@@ -1,0 +1,142 @@
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import type { ToolCall, ToolDefinition, TranscriptEntry } from './model.js';
+
+/**
+ * Issue 11 (passwords): text typed into a secret field never leaves the browser in a record. What
+ * the run records of a call — transcript, approvals, events, logs, the breaker's state — carries this
+ * marker in place of a secret argument; the real value reaches the data plane only.
+ */
+export const SECRET_MARKER = '[secret]';
+
+/**
+ * Seals a call's secret arguments for the one place they must survive an execution: a call parked
+ * on its approval and dispatched by a later execution, maybe in another worker. AES-256-GCM under a
+ * key derived from the deployment's secret and the run id, bound to the call id, so a blob is
+ * useless elsewhere and a swapped one fails to open.
+ */
+export interface ArgumentSealer {
+  seal(callId: string, values: Readonly<Record<string, string>>): string;
+  /** The values sealed for `callId`; undefined when the blob does not open (another key, altered). */
+  unseal(callId: string, blob: string): Record<string, string> | undefined;
+}
+
+export function argumentSealer(deploymentSecret: string, runId: string): ArgumentSealer {
+  const key = createHmac('sha256', deploymentSecret).update(`tool-secret-arguments\n${runId}`).digest();
+  return {
+    seal(callId, values) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      cipher.setAAD(Buffer.from(callId));
+      const body = Buffer.concat([cipher.update(JSON.stringify(values), 'utf8'), cipher.final()]);
+      return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
+    },
+    unseal(callId, blob) {
+      try {
+        const raw = Buffer.from(blob, 'base64');
+        const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+        decipher.setAAD(Buffer.from(callId));
+        decipher.setAuthTag(raw.subarray(12, 28));
+        const text = Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+        const values = JSON.parse(text) as unknown;
+        if (!values || typeof values !== 'object') return undefined;
+        return Object.fromEntries(
+          Object.entries(values).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+        );
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+interface ObservedElement {
+  ref?: unknown;
+  role?: unknown;
+  state?: unknown;
+}
+
+/**
+ * Whether an act's target, by its reference in the observation of the revision it names, is a
+ * secret field: the page engine marks one with `state.value_present` (engineer A, issue 11) and
+ * never shows its value; a role that says password or one-time code counts too.
+ */
+function targetIsSecretField(args: Record<string, unknown>, transcript: readonly TranscriptEntry[]): boolean {
+  if (typeof args.revision !== 'string' || typeof args.element !== 'string') return false;
+  for (let index = transcript.length - 1; index >= 0; index -= 1) {
+    const entry = transcript[index];
+    if (entry?.kind !== 'tool' || !entry.outcome.ok) continue;
+    const observation = (entry.outcome.result as { observation?: { revision?: unknown; elements?: unknown } })
+      ?.observation;
+    if (observation?.revision !== args.revision || !Array.isArray(observation.elements)) continue;
+    const element = (observation.elements as ObservedElement[]).find(
+      (candidate) => candidate?.ref === args.element,
+    );
+    if (!element) continue;
+    const state = element.state;
+    if (state && typeof state === 'object' && 'value_present' in state) return true;
+    if (typeof element.role === 'string' && /password|one-time/i.test(element.role)) return true;
+    return false;
+  }
+  return false;
+}
+
+/**
+ * The names of a call's arguments that are secret: those its tool's definition marks
+ * (`secretArguments`), and a browser act's `text` when it targets a secret field.
+ */
+export function secretArgumentNames(
+  call: ToolCall,
+  definitions: readonly ToolDefinition[],
+  transcript: readonly TranscriptEntry[],
+): string[] {
+  const names = new Set(definitions.find((definition) => definition.name === call.name)?.secretArguments);
+  if (
+    call.name === 'browser.act' &&
+    typeof call.args.text === 'string' &&
+    targetIsSecretField(call.args, transcript)
+  )
+    names.add('text');
+  return [...names].filter(
+    (name) => typeof call.args[name] === 'string' && call.args[name] !== SECRET_MARKER,
+  );
+}
+
+/** A model turn's calls as the run records them, and each call's secret values, by call id. */
+export interface RecordedTurn {
+  toolCalls: ToolCall[];
+  secrets: Map<string, Record<string, string>>;
+}
+
+/** Replaces every secret argument of a turn's calls with {@link SECRET_MARKER}. */
+export function recordTurn(
+  calls: readonly ToolCall[],
+  definitions: readonly ToolDefinition[],
+  transcript: readonly TranscriptEntry[],
+): RecordedTurn {
+  const secrets = new Map<string, Record<string, string>>();
+  const toolCalls = calls.map((call) => {
+    const names = secretArgumentNames(call, definitions, transcript);
+    if (names.length === 0) return call;
+    const values: Record<string, string> = {};
+    const args = { ...call.args };
+    for (const name of names) {
+      values[name] = args[name] as string;
+      args[name] = SECRET_MARKER;
+    }
+    secrets.set(call.id, values);
+    return { ...call, args };
+  });
+  return { toolCalls, secrets };
+}
+
+/** Whether a recorded call still has a secret argument to fill in before it is dispatched. */
+export function hasHiddenArguments(call: ToolCall): boolean {
+  return Object.values(call.args).some((value) => value === SECRET_MARKER);
+}
+
+/** The call to dispatch: its recorded arguments with the secret values put back. */
+export function revealCall(call: ToolCall, values: Readonly<Record<string, string>>): ToolCall {
+  const args = { ...call.args };
+  for (const [name, value] of Object.entries(values)) if (args[name] === SECRET_MARKER) args[name] = value;
+  return { ...call, args };
+}
