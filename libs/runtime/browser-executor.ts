@@ -7,7 +7,7 @@ import {
   executeBrowserTool,
   ProviderError,
 } from '../provider/index.js';
-import type { ToolExecutor } from './loop.js';
+import { ExecutionInterrupted, type ToolExecutor } from './loop.js';
 import type { ToolCall, ToolDefinition, ToolOutcome } from './model.js';
 
 /** The three browser tools as the model sees them (contract 1.2.0). */
@@ -92,6 +92,12 @@ export class BrowserToolExecutor implements ToolExecutor {
       this.lastEvidenceKey = result.evidenceKey;
       return { ok: true, result: { observation: result.observation } };
     } catch (error) {
+      // Issue 12: a call cut short by the worker's shutdown is not the tool's outcome: the
+      // execution is interrupted (the run is handed back) and its next execution calls again.
+      if (context.signal.aborted)
+        throw new ExecutionInterrupted(`${call.name} was interrupted by the worker's shutdown`, {
+          cause: error,
+        });
       if (error instanceof ProviderError)
         return {
           ok: false,

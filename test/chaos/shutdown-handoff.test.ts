@@ -1,0 +1,190 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { startTestFleet } from '../fixtures/fleet.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { restClient } from '../fixtures/rest.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A site whose `/slow` page answers after `SLOW_MS`: executions are still going at the drain bound. */
+const SLOW_MS = 2_500;
+function startSlowSite(): Promise<{ server: Server; origin: string }> {
+  const server = createServer((request, response) => {
+    const answer = () => {
+      response.setHeader('content-type', 'text/html');
+      response.end('<!doctype html><title>Slow</title><h1>Slow page</h1>');
+    };
+    if (request.url === '/slow') setTimeout(answer, SLOW_MS);
+    else answer();
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }),
+    ),
+  );
+}
+
+/** `npm run worker:run` as an operator runs it: the run worker's entry point in a process of its own. */
+function startRunWorkerProcess(env: Record<string, string>): {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+} {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/run-worker/main.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+async function waitFor(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`no ${what} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const RUNS = 4;
+
+describe('a stop hands runs on (issue 12)', () => {
+  let fleet: FleetHandle;
+  let site: Awaited<ReturnType<typeof startSlowSite>>;
+  let redis: Redis;
+  const prefix = uniquePrefix('handoff');
+  const token = randomBytes(32).toString('base64url');
+  const sealKey = randomBytes(32).toString('base64');
+  const workers: Array<ReturnType<typeof startRunWorkerProcess>> = [];
+  const { call, waitForStatus } = restClient(
+    () => fleet.urls.api,
+    () => fleet.apiKey,
+  );
+  const workerEnv = (): Record<string, string> => ({
+    REDIS_URL: testRedisUrl(),
+    LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+    QUEUE_PREFIX: prefix,
+    RUN_WORKER_PORT: '0',
+    LEASEHOLD_DATA_PLANE_TOKEN: token,
+    LEASEHOLD_SEAL_KEY: sealKey,
+    RUN_WORKER_CONCURRENCY: String(RUNS),
+    SHUTDOWN_TIMEOUT_MS: '1000',
+    LOG_LEVEL: 'info',
+  });
+
+  beforeAll(async () => {
+    site = await startSlowSite();
+    fleet = await startTestFleet(prefix, { LEASEHOLD_DATA_PLANE_TOKEN: token, LEASEHOLD_SEAL_KEY: sealKey });
+    // Runs are claimed by run worker processes only.
+    await fleet.roles.runWorker.close();
+    redis = new Redis(testRedisUrl());
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const worker of workers) {
+      if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
+      await worker.exited;
+    }
+    await fleet?.close();
+    await new Promise((resolve) => site?.server.close(resolve));
+    if (redis) {
+      await deletePrefixedKeys(redis, prefix);
+      redis.disconnect();
+    }
+  });
+
+  it('SIGTERM a run worker mid-run: its runs go back queued without an owner, and a second worker finishes every one long before its deadline', async () => {
+    const agent = await call('POST', '/v1/agents', {
+      model: 'scripted',
+      instructions: 'Read the slow page.',
+      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
+    });
+    const runIds: string[] = [];
+    for (let index = 0; index < RUNS; index += 1) {
+      expect(
+        (await call('POST', '/v1/profiles', { id: `slow${index}`, allowed_origins: [site.origin] })).status,
+      ).toBe(201);
+      const session = await call('POST', '/v1/sessions', {
+        agent_id: agent.body.id,
+        browser_profile_id: `slow${index}`,
+      });
+      const submitted = await call('POST', `/v1/sessions/${session.body.id}/runs`, {
+        input: `read ${index}`,
+        // An hour's deadline: a run left to wait for it would fail the bound below by far.
+        timeout_ms: 3_600_000,
+        script: {
+          steps: [
+            { tool: 'browser.navigate', url: `${site.origin}/slow` },
+            { tool: 'browser.navigate', url: `${site.origin}/slow` },
+            { tool: 'browser.observe' },
+          ],
+          answer: 'Read.',
+        },
+      });
+      expect(submitted.status).toBe(201);
+      runIds.push(submitted.body.id);
+    }
+
+    const first = startRunWorkerProcess(workerEnv());
+    workers.push(first);
+    // Every run is running on the first worker, inside its first slow navigate.
+    await waitFor(
+      async () => {
+        const runs = await Promise.all(runIds.map((id) => call('GET', `/v1/runs/${id}`)));
+        return runs.every((run) => run.body.status === 'running');
+      },
+      45_000,
+      'runs running on the first worker',
+    );
+    const stoppedAt = Date.now();
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(first.output()).toMatch(/handed back at shutdown/);
+
+    // Handed back by their owner in the same step: queued, no owner, the same execution.
+    for (const id of runIds) {
+      const run = await call('GET', `/v1/runs/${id}`);
+      expect(run.body.status, id).toBe('queued');
+      expect(run.body.execution, id).toBe(1);
+    }
+
+    const second = startRunWorkerProcess(workerEnv());
+    workers.push(second);
+    for (const id of runIds) {
+      const done = await waitForStatus(id, ['succeeded', 'failed'], 60_000);
+      expect(done.status, id).toBe('succeeded');
+    }
+    // None waited for its deadline (an hour): the second worker took each over at once.
+    expect(Date.now() - stoppedAt).toBeLessThan(60_000);
+    for (const id of runIds) {
+      const events = await fleet.store.readEvents(id);
+      const handedBack = events.filter((event) => event.type === 'run.requeued');
+      expect(handedBack, id).toHaveLength(1);
+      expect(handedBack[0]?.data).toMatchObject({ reason: 'shutdown', previous: 'running' });
+      expect(
+        events.filter((event) => event.type === 'run.claimed'),
+        id,
+      ).toHaveLength(2);
+    }
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  }, 150_000);
+});
