@@ -260,6 +260,22 @@ export const INVOCATION_STATES = ['started', 'dispatched', 'completed', 'outcome
 export const invocationStateSchema = z.enum(INVOCATION_STATES);
 export type InvocationState = z.output<typeof invocationStateSchema>;
 
+/**
+ * An effect an earlier attempt of a run dispatched (issue 12, retry starts clean), told to the new
+ * attempt in its fresh transcript so a model does not repeat it blindly. From the ledger and the
+ * old transcript: never a typed text (it may be a password), never an evidence key.
+ */
+export const earlierEffectSchema = z.object({
+  attempt: z.number().int().positive(),
+  step: count,
+  tool: z.string(),
+  /** What it aimed at: a navigate's URL, an act's action and element as the page named it. */
+  target: z.string(),
+  /** `completed` or `failed <code>`; `outcome_unknown` or `dispatched` when it may have happened unanswered. */
+  outcome: z.string(),
+});
+export type EarlierEffect = z.output<typeof earlierEffectSchema>;
+
 /** One tool call in a run's ledger. `dispatched` is the watermark: the effect may have happened. */
 export const ledgerEntrySchema = z.object({
   invocation_id: z.string(),

@@ -1,3 +1,5 @@
+import type { EarlierEffect } from '../contracts/index.js';
+
 /**
  * The model side of the run loop (DESIGN §7): a transcript goes in, tool calls or an answer come
  * out, with the tokens used. Two implementations: `scripted` (here) and `openai-compatible`.
@@ -46,16 +48,6 @@ export type TranscriptEntry =
       sealedArgs?: Record<string, string>;
     }
   | { kind: 'tool'; callId: string; name: string; outcome: ToolOutcome };
-
-/** An effect an earlier attempt of the run dispatched, from its ledger: never a secret, never evidence. */
-export interface EarlierEffect {
-  attempt: number;
-  tool: string;
-  /** What it aimed at: a navigate's URL, an act's action and element as the page named it. */
-  target: string;
-  /** `completed` (with its code when it failed), or `outcome_unknown` / `dispatched`: it may have happened. */
-  outcome: string;
-}
 
 /** A model turn that failed before any call left (issue 12): its code, and whether its step may fail. */
 export interface FailedStep {

@@ -21,6 +21,14 @@ export class RunKeys {
   ledger(runId: string): string {
     return `${this.prefix}{run:${runId}}:ledger`;
   }
+  /** List: the run's transcript (the model's context), the current attempt's. */
+  transcript(runId: string): string {
+    return `${this.prefix}{run:${runId}}:transcript`;
+  }
+  /** List: an earlier attempt's transcript, kept under its number when the run is retried (issue 12). */
+  attemptTranscript(runId: string, attempt: number): string {
+    return `${this.prefix}{run:${runId}}:transcript:a${attempt}`;
+  }
   /** Hash: approval id → approval (JSON). */
   approvals(runId: string): string {
     return `${this.prefix}{run:${runId}}:approvals`;

@@ -51,6 +51,7 @@ import {
 } from './approvals.js';
 import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { type InvocationRecord, type LedgerOutcome, listInvocations, recordInvocation } from './ledger.js';
+import { earlierEffects, inputText, retryNote } from './retry-note.js';
 import {
   expireStaleApprovals,
   indexRetriedRun,
@@ -495,21 +496,51 @@ export class RunStore {
     return toTransition(runId, reply, 'not ended');
   }
 
-  /** A failed run as a new attempt: attempt + 1, a new execution, `queued`. */
+  /**
+   * A failed run as a new attempt: attempt + 1, a new execution, `queued`, on a fresh transcript
+   * that holds the input and a note of the effects earlier attempts dispatched (issue 12); the
+   * failed attempt's transcript is kept under its number (`RunTranscripts.loadAttempt`).
+   */
   async retryRun(tenant: string, runId: string): Promise<RunTransition<'queued'>> {
     if (!recordIdSchema.safeParse(runId).success) return toTransition(runId, ['not_found', '', []], '');
+    const failed = await this.getRun(runId, tenant);
+    if (!failed) return toTransition(runId, ['not_found', '', []], '');
+    const entries = await this.#freshTranscript(failed);
     const now = this.#context.now();
     // Indexed at its new deadline before the script sets it (see run-deadlines.ts).
     const indexed = await indexRetriedRun(this.#context, runId, tenant, now);
+    const { keys } = this.#context;
+    // The script refuses (`stale_execution`) if another retry moved the attempt since the read.
     const reply = await this.#context.redis.retryRun(
-      this.#context.keys.run(runId),
-      this.#context.keys.events(runId),
+      keys.run(runId),
+      keys.events(runId),
+      keys.transcript(runId),
+      keys.attemptTranscript(runId, failed.attempt),
+      keys.loopState(runId),
       now,
       tenant,
+      failed.attempt,
+      ...entries.map((entry) => JSON.stringify(entry)),
     );
     const transition = toTransition<'queued'>(runId, reply, 'failed');
     if (!transition.ok && indexed) await reindexFromRecord(this.#context, runId);
     return transition;
+  }
+
+  /** A new attempt's first entries: the input, and the note of what earlier attempts dispatched. */
+  async #freshTranscript(run: RunView): Promise<unknown[]> {
+    const { redis, keys } = this.#context;
+    const transcripts = new Map<number, unknown[]>();
+    for (let attempt = 1; attempt <= run.attempt; attempt += 1) {
+      const key = attempt === run.attempt ? keys.transcript(run.id) : keys.attemptTranscript(run.id, attempt);
+      transcripts.set(
+        attempt,
+        (await redis.lrange(key, 0, -1)).map((entry) => JSON.parse(entry) as unknown),
+      );
+    }
+    const effects = earlierEffects(await this.listInvocations(run.id), transcripts);
+    const note = retryNote(run.attempt + 1, effects);
+    return [{ kind: 'input', text: inputText(run.input) }, ...(note ? [note] : [])];
   }
 
   /** Adds to a running run's usage, by its owner. Cost in integer micro-USD. */

@@ -43,6 +43,15 @@ export class RunTranscripts {
   }
 
   /**
+   * An earlier attempt's transcript, kept under its number when the run was retried (issue 12);
+   * the current attempt's is `load`. Empty for an attempt that never wrote one.
+   */
+  async loadAttempt<T>(runId: string, attempt: number): Promise<T[]> {
+    const key = `${this.prefix}{run:${runId}}:transcript:a${attempt}`;
+    return (await this.#redis.lrange(key, 0, -1)).map((entry) => JSON.parse(entry) as T);
+  }
+
+  /**
    * Appends for the run's owner, several entries in one round trip; throws
    * {@link TranscriptWriteRefused} for anyone else, and writes nothing then.
    */

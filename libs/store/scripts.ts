@@ -71,6 +71,9 @@ export interface ScriptCommands {
   retryRun(
     runKey: string,
     eventsKey: string,
+    transcriptKey: string,
+    archivedTranscriptKey: string,
+    loopStateKey: string,
     ...argv: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
   addUsage(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
