@@ -1,0 +1,206 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { type RunWorkerHandle, startRunWorker } from '../../apps/run-worker/run-worker.js';
+import { createMetrics, type Metrics } from '../../libs/telemetry/index.js';
+import { queueDepthStates } from '../../libs/telemetry/metrics.js';
+import {
+  createRunsQueue,
+  enqueueRun,
+  FRESH_PRIORITY,
+  RESUMED_PRIORITY,
+  type RunsQueue,
+  runJobId,
+} from '../../queues/index.js';
+import { startTestFleet } from '../fixtures/fleet.js';
+import { silentLogger } from '../fixtures/logger.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { restClient } from '../fixtures/rest.js';
+
+/** A page with a button to click (an effect that asks for approval). */
+function startSite(): Promise<{ server: Server; origin: string }> {
+  const server = createServer((_request, response) => {
+    response.setHeader('content-type', 'text/html');
+    response.end('<!doctype html><title>Queue</title><h1>Queue</h1><button>Go</button>');
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }),
+    ),
+  );
+}
+
+describe('the queue tells the truth; resumed runs first (issue 12)', () => {
+  let fleet: FleetHandle;
+  let site: Awaited<ReturnType<typeof startSite>>;
+  let redis: Redis;
+  let queue: RunsQueue;
+  let metrics: Metrics;
+  let runWorker: RunWorkerHandle | undefined;
+  let browserSession: string;
+  let plainSession: string;
+  const prefix = uniquePrefix('qtruth');
+  const { call, waitForStatus } = restClient(
+    () => fleet.urls.api,
+    () => fleet.apiKey,
+  );
+
+  async function startWorker(): Promise<void> {
+    // Each worker registers its metrics once: a registry of its own per start.
+    metrics = createMetrics();
+    runWorker = await startRunWorker({
+      config: { ...fleet.config, runWorker: { ...fleet.config.runWorker, concurrency: 1 } },
+      logger: silentLogger(),
+      metrics,
+      redisUrl: testRedisUrl(),
+    });
+  }
+
+  async function stopWorker(): Promise<void> {
+    await runWorker?.close();
+    runWorker = undefined;
+  }
+
+  /** The job of the run's execution once BullMQ has finished it. */
+  async function finishedJob(runId: string, execution: number) {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const job = await queue.getJob(runJobId(runId, execution));
+      if (job?.finishedOn) return job;
+      if (Date.now() > deadline) throw new Error(`job of ${runId} x${execution} not finished`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  async function submit(sessionId: string, script: unknown): Promise<string> {
+    const submitted = await call('POST', `/v1/sessions/${sessionId}/runs`, { input: 'go', script });
+    expect(submitted.status).toBe(201);
+    return submitted.body.id;
+  }
+
+  beforeAll(async () => {
+    site = await startSite();
+    fleet = await startTestFleet(prefix);
+    await fleet.roles.runWorker.close();
+    redis = new Redis(testRedisUrl());
+    queue = createRunsQueue(redis, prefix);
+    expect((await call('POST', '/v1/profiles', { id: 'site', allowed_origins: [site.origin] })).status).toBe(
+      201,
+    );
+    const browserAgent = await call('POST', '/v1/agents', {
+      model: 'scripted',
+      instructions: 'Press Go.',
+      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
+    });
+    const plainAgent = await call('POST', '/v1/agents', { model: 'scripted', instructions: 'Answer.' });
+    browserSession = (
+      await call('POST', '/v1/sessions', { agent_id: browserAgent.body.id, browser_profile_id: 'site' })
+    ).body.id;
+    plainSession = (await call('POST', '/v1/sessions', { agent_id: plainAgent.body.id })).body.id;
+  }, 60_000);
+
+  afterAll(async () => {
+    await stopWorker();
+    await queue?.close();
+    await fleet?.close();
+    await new Promise((resolve) => site?.server.close(resolve));
+    if (redis) {
+      await deletePrefixedKeys(redis, prefix);
+      redis.disconnect();
+    }
+  });
+
+  it('a failed run’s job lands in BullMQ’s failed set with the run’s code, tried once; ends are counted by status and code', async () => {
+    await startWorker();
+    // Navigating off the profile's origins is refused `url_disallowed`; a script stops there.
+    const failed = await submit(browserSession, {
+      steps: [{ tool: 'browser.navigate', url: 'http://127.0.0.1:9/elsewhere' }],
+      answer: 'never',
+    });
+    const done = await waitForStatus(failed, ['succeeded', 'failed']);
+    expect(done.status).toBe('failed');
+    const code = done.error.code as string;
+    const job = await finishedJob(failed, 1);
+    expect(await job.getState()).toBe('failed');
+    expect(job.failedReason).toContain(code);
+    expect(job.attemptsMade).toBe(1);
+    expect(job.name).toBe(`run:dev/${browserSession}`);
+    expect(await queue.getJobCounts('failed')).toMatchObject({ failed: 1 });
+
+    const succeeded = await submit(plainSession, { steps: [], answer: 'Done.' });
+    expect((await waitForStatus(succeeded, ['succeeded', 'failed'])).status).toBe('succeeded');
+    expect((await finishedJob(succeeded, 1)).returnvalue).toEqual({ status: 'succeeded', code: null });
+
+    const text = await metrics.registry.metrics();
+    expect(text).toContain(`leasehold_runs_ended_total{status="failed",code="${code}"} 1`);
+    expect(text).toContain('leasehold_runs_ended_total{status="succeeded",code="none"} 1');
+  }, 60_000);
+
+  it('a parked execution completes with a return value naming its status; once approved, it is claimed before a backlog of fresh runs', async () => {
+    const parkedId = await submit(browserSession, {
+      steps: [
+        { tool: 'browser.navigate', url: `${site.origin}/` },
+        { tool: 'browser.act', target: { role: 'button', name: 'Go' }, action: 'click' },
+      ],
+      answer: 'Pressed.',
+    });
+    const parked = await waitForStatus(parkedId, ['parked', 'failed', 'succeeded']);
+    expect(parked.status).toBe('parked');
+    expect((await finishedJob(parkedId, 1)).returnvalue).toEqual({ status: 'parked', code: null });
+
+    // A backlog while no worker claims: fresh runs first in line, then the approval.
+    await stopWorker();
+    const fresh: string[] = [];
+    for (let index = 0; index < 5; index += 1)
+      fresh.push(await submit(plainSession, { steps: [], answer: 'ok' }));
+    const approved = await call('POST', `/v1/approvals/${parked.pending_approvals[0].id}/approve`, {});
+    expect(approved.status).toBe(200);
+    // Prioritised jobs are out of BullMQ's wait list; the depth metric counts them as waiting.
+    const depth = createMetrics();
+    depth.watchQueue('runs', () => queue.getJobCounts());
+    expect(await depth.registry.metrics()).toMatch(/leasehold_queue_jobs\{queue="runs",state="wait"\} 6/);
+
+    await startWorker();
+    expect((await waitForStatus(parkedId, ['succeeded', 'failed'])).status).toBe('succeeded');
+    for (const id of fresh) await waitForStatus(id, ['succeeded', 'failed']);
+    const claimedAt = async (id: string, execution: number) =>
+      (await queue.getJob(runJobId(id, execution)))?.processedOn ?? Number.POSITIVE_INFINITY;
+    const resumedAt = await claimedAt(parkedId, 2);
+    for (const id of fresh) expect(resumedAt, id).toBeLessThan(await claimedAt(id, 1));
+  }, 90_000);
+});
+
+describe('queue depth and priorities', () => {
+  it('counts prioritised jobs as waiting', () => {
+    expect(queueDepthStates({ wait: 2, prioritized: 5, active: 1 })).toEqual({ wait: 7, active: 1 });
+    expect(queueDepthStates({ active: 1 })).toEqual({ wait: 0, active: 1 });
+  });
+
+  it('gives a later execution (a resume) a sooner priority than a first one, first in first out within each', async () => {
+    const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+    const prefix = uniquePrefix('qprio');
+    const queue = new Queue('runs', { connection: redis, prefix }) as unknown as RunsQueue;
+    try {
+      const ids = ['run_aaaaaaaaaaaaaaaaaaaa', 'run_bbbbbbbbbbbbbbbbbbbb', 'run_cccccccccccccccccccc'];
+      await enqueueRun(queue, { runId: ids[0] as string, execution: 1, enqueuedAtMs: 1 });
+      await enqueueRun(queue, { runId: ids[1] as string, execution: 1, enqueuedAtMs: 2 });
+      await enqueueRun(queue, { runId: ids[2] as string, execution: 3, enqueuedAtMs: 3 });
+      const jobs = await queue.getJobs(['prioritized']);
+      expect(jobs.map((job) => [job.data.runId, job.opts.priority])).toEqual(
+        expect.arrayContaining([
+          [ids[0], FRESH_PRIORITY],
+          [ids[1], FRESH_PRIORITY],
+          [ids[2], RESUMED_PRIORITY],
+        ]),
+      );
+      expect(RESUMED_PRIORITY).toBeLessThan(FRESH_PRIORITY);
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+      redis.disconnect();
+    }
+  });
+});
