@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { redisLink } from '../libs/telemetry/redis-link.js';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -30,7 +31,8 @@ export function redisOptions(role: ConnectionRole, name: string): RedisOptions {
  */
 export async function connectRedis(url: string, role: ConnectionRole, name: string): Promise<Redis> {
   const client = new Redis(url, redisOptions(role, name));
-  // Errors are reported by the commands that meet them; an unhandled 'error' event would crash.
+  // Errors are reported by the commands that meet them, and an outage once by the process's link
+  // watch (issue 12); an unhandled 'error' event would crash.
   client.on('error', () => {});
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -40,6 +42,7 @@ export async function connectRedis(url: string, role: ConnectionRole, name: stri
         timer = setTimeout(() => reject(new Error('no answer')), CONNECT_TIMEOUT_MS);
       }),
     ]);
+    redisLink.watch(client, name);
     return client;
   } catch (error) {
     client.disconnect();

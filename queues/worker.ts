@@ -1,5 +1,7 @@
 import { DelayedError, type Job, type Processor, WaitingError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { isRedisUnreachable } from '../libs/telemetry/redis-link.js';
 import { connectRedis } from './connection.js';
 
 export interface QueueWorkerOptions {
@@ -26,7 +28,16 @@ export async function createQueueWorker<Data, Result>(
   options: QueueWorkerOptions,
 ): Promise<Worker<Data, Result, string>> {
   const connection = await connectRedis(options.redisUrl, 'worker', `${queueName}-worker`);
-  const worker = new Worker<Data, Result, string>(queueName, processor, {
+  const held = new Map<string, string>();
+  const tracked: Processor<Data, Result, string> = async (job, token, signal) => {
+    if (job.id && token) held.set(job.id, token);
+    try {
+      return await processor(job, token, signal);
+    } finally {
+      if (job.id) held.delete(job.id);
+    }
+  };
+  const worker = new Worker<Data, Result, string>(queueName, tracked, {
     connection,
     prefix: options.prefix,
     concurrency: options.concurrency,
@@ -35,14 +46,52 @@ export async function createQueueWorker<Data, Result>(
     maxStalledCount: options.maxStalledCount,
     autorun: options.autorun ?? true,
   });
-  worker.on('error', (error) => options.logger.error({ queue: queueName, err: error }, 'worker error'));
+  // An unreachable Redis is logged once per outage by the link watch (issue 12), not per attempt.
+  worker.on('error', (error) => {
+    if (!isRedisUnreachable(error)) options.logger.error({ queue: queueName, err: error }, 'worker error');
+  });
   worker.on('failed', (job, error) =>
     options.logger.warn({ queue: queueName, job_id: job?.id, err: error }, 'job failed'),
   );
+  keepLocksThroughOutages(connection, worker, held, options.lockDurationMs);
   // The worker does not own a connection it was handed; close it when the worker closes.
   worker.on('closed', () => connection.disconnect());
   await worker.waitUntilReady();
   return worker;
+}
+
+/**
+ * Issue 12, outages pause: a Redis stopped for longer than the job lock comes back with the locks
+ * of the jobs still running here expired, and the first stall check would hand each of them to a
+ * second execution (a takeover that finds the first one's dispatched call `outcome_unknown`). When
+ * the connection drops, this queues — ahead of the worker's own stall check, on the same
+ * connection, so it runs first when Redis answers — a re-lock of every job this worker still holds:
+ * `SET NX` with its own token (never another worker's lock) and out of the stalled set.
+ */
+function keepLocksThroughOutages(
+  connection: Redis,
+  worker: Worker,
+  held: ReadonlyMap<string, string>,
+  lockDurationMs: number,
+): void {
+  let queued = false;
+  connection.on('close', () => {
+    if (queued || held.size === 0 || worker.closing) return;
+    queued = true;
+    const relock = connection.multi();
+    for (const [jobId, token] of held) {
+      relock.set(worker.toKey(`${jobId}:lock`), token, 'PX', lockDurationMs, 'NX');
+      relock.srem(worker.toKey('stalled'), jobId);
+    }
+    relock.exec().then(
+      () => {
+        queued = false;
+      },
+      () => {
+        queued = false;
+      },
+    );
+  });
 }
 
 /** The abort reason a processor sees when its worker is shutting down (not a user's cancel). */

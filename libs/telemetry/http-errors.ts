@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { API_ERROR_STATUS, type ApiErrorBody } from '../contracts/index.js';
+import { isRedisUnreachable } from './redis-link.js';
 
 /**
  * The one error shape of both HTTP servers (DESIGN §8, issue 11.9): every 4xx and 5xx leaves as
@@ -53,6 +54,9 @@ export function frameworkErrorAnswer(
 ): { status: number; body: ApiErrorBody } {
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
     return { status: 413, body: errorBody('payload_too_large', `body over ${bodyLimitBytes} bytes`) };
+  // Issue 12: a request that failed because Redis did not answer may succeed when it is back.
+  if (isRedisUnreachable(error))
+    return { status: 503, body: errorBody('unavailable', 'the store did not answer; retry shortly') };
   const status =
     error.statusCode && error.statusCode >= 400 && error.statusCode < 600 ? error.statusCode : 500;
   if (status >= 500) return { status, body: errorBody(errorCodeForStatus(status), 'internal error') };
@@ -68,7 +72,9 @@ export function sendFrameworkError(
   bodyLimitBytes: number,
 ): FastifyReply {
   const { status, body } = frameworkErrorAnswer(error as FastifyError, bodyLimitBytes);
-  if (status >= 500) request.log.error({ err: error }, 'request failed');
+  // An outage is logged once by the link watch (issue 12), not once per request with a stack.
+  if (status === 503) request.log.debug({ code: body.error.code }, 'request refused: Redis unavailable');
+  else if (status >= 500) request.log.error({ err: error }, 'request failed');
   return reply.code(status).type('application/json; charset=utf-8').send(body);
 }
 

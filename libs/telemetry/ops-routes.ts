@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Doors, PUBLIC_ROUTE } from './http-doors.js';
 import { answerClientError, notFoundBody, sendFrameworkError } from './http-errors.js';
+import { redisLink } from './redis-link.js';
 
 /** One named readiness check; it throws or returns false when the process cannot serve. */
 export interface ReadinessCheck {
@@ -45,8 +46,12 @@ export function registerOpsRoutes(
   // Public by design (issue 11.1): a load balancer and Prometheus call them without credentials.
   // They name checks and counts, never a record.
   app.get('/healthz', { config: PUBLIC_ROUTE }, async () => ({ status: 'ok' }));
+  // Issue 12: every role is unready while one of its Redis connections is down, and logs the
+  // outage once, through its own server's logger.
+  redisLink.reportTo(app.log as unknown as Logger);
+  const redisCheck: ReadinessCheck = { name: 'redis_link', check: async () => redisLink.up };
   app.get('/readyz', { config: PUBLIC_ROUTE }, async (_request, reply) => {
-    const results = await Promise.all(checks().map(runCheck));
+    const results = await Promise.all([redisCheck, ...checks()].map(runCheck));
     const ready = results.every((result) => result.ok);
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks: results });
   });
