@@ -48,6 +48,8 @@ describe('the fleet in one process', () => {
         'browser_tools:enabled',
         'chromium',
         'redis',
+        // Issue 12: every ops server says whether this process's Redis connections are up.
+        'redis_link',
         'run_worker',
         'runs_queue',
         'sweeper_redis',
