@@ -129,11 +129,6 @@ export function recordTurn(
   return { toolCalls, secrets };
 }
 
-/** Whether a recorded call still has a secret argument to fill in before it is dispatched. */
-export function hasHiddenArguments(call: ToolCall): boolean {
-  return Object.values(call.args).some((value) => value === SECRET_MARKER);
-}
-
 /** The call to dispatch: its recorded arguments with the secret values put back. */
 export function revealCall(call: ToolCall, values: Readonly<Record<string, string>>): ToolCall {
   const args = { ...call.args };

@@ -241,4 +241,65 @@ models:
     expect(logLines.length).toBeGreaterThan(0);
     expect(logLines.filter((line) => line.includes(PASSWORD))).toEqual([]);
   });
+
+  it("keeps a scripted run's password to the script it was given: no transcript, approval or event holds it", async () => {
+    const scripted = 'Sc1pted-pa55word-7777';
+    expect(
+      (await call('POST', '/v1/profiles', { id: 'bank-scripted', allowed_origins: [site.origin] })).status,
+    ).toBe(201);
+    const agent = await call('POST', '/v1/agents', {
+      model: 'scripted',
+      instructions: 'Sign in.',
+      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
+    });
+    const session = await call('POST', '/v1/sessions', {
+      agent_id: agent.body.id,
+      browser_profile_id: 'bank-scripted',
+    });
+    const run = await call('POST', `/v1/sessions/${session.body.id}/runs`, {
+      input: 'Sign in by script',
+      script: {
+        steps: [
+          { tool: 'browser.navigate', url: `${site.origin}/` },
+          {
+            tool: 'browser.act',
+            target: { role: 'generic', name: 'Password' },
+            action: 'fill',
+            text: scripted,
+          },
+          { tool: 'browser.act', target: { role: 'button', name: 'Sign in' }, action: 'click' },
+        ],
+        answer: 'Signed in by script.',
+      },
+    });
+    expect(run.status).toBe(201);
+    const runId = run.body.id as string;
+    const parked = await waitForStatus(runId, ['parked', 'failed', 'succeeded']);
+    expect(parked, JSON.stringify(parked.error)).toMatchObject({ status: 'parked' });
+    const pending = await call('GET', '/v1/approvals');
+    expect(JSON.stringify(pending.body)).toContain('"text":"[secret]"');
+    expect(JSON.stringify(pending.body)).not.toContain(scripted);
+    const approved = await call('POST', `/v1/approvals/${parked.pending_approvals[0].id}/approve`, {
+      grant: { duration_ms: 600_000, max_actions: 5 },
+    });
+    expect(approved.status).toBe(200);
+    const done = await waitForStatus(runId, ['succeeded', 'failed']);
+    expect(done, JSON.stringify(done.error)).toMatchObject({
+      status: 'succeeded',
+      result: { answer: 'Signed in by script.' },
+    });
+    expect(new URLSearchParams(site.posted.at(-1)).get('password')).toBe(scripted);
+
+    expect(JSON.stringify((await call('GET', '/v1/approvals')).body)).not.toContain(scripted);
+    const events = await fetch(`${fleet.urls.api.replace(/\/v1$/, '')}/v1/runs/${runId}/events`, {
+      headers: { authorization: `Bearer ${fleet.apiKey}` },
+    });
+    expect(await events.text()).not.toContain(scripted);
+    // The script is the run's input as its owner submitted it: the run record keeps it (a known
+    // limit, reported); no record the run made — transcript, ledger, approvals, events — holds it.
+    const values = await storedValues(redis, prefix);
+    const holding = [...values.entries()].filter(([, value]) => value.includes(scripted)).map(([key]) => key);
+    expect(holding).toEqual([`${prefix}:{run:${runId}}:run`]);
+    expect(logLines.filter((line) => line.includes(scripted))).toEqual([]);
+  });
 });
