@@ -157,6 +157,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
       });
       if (runs.length > 0) {
         reclaimedRuns.inc(runs.length);
+      metrics.runEnded('failed', 'reclaimed', runs.length);
         log.warn({ run_ids: runs }, 'runs reclaimed: their workers stalled past the retry limit');
         for (const runId of runs) await resumeParent(runId);
       }
@@ -171,6 +172,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
         onError: (runId, error) => reportError(runId, error, 'deadline sweep: a step for this run failed'),
       });
       deadlineExceededRuns.inc(deadlines.failed.length);
+      metrics.runEnded('failed', 'deadline_exceeded', deadlines.failed.length);
       for (const runId of deadlines.failed) log.warn({ run_id: runId }, 'run failed: past its deadline');
 
       const approvals = await sweepStaleApprovals({

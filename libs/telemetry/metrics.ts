@@ -13,9 +13,10 @@ export interface Metrics {
   watchQueue(queue: string, read: QueueCountsReader): () => void;
   /**
    * Counts one run's end in `leasehold_runs_ended_total{status,code}` (issue 12): called once by
-   * whoever ends the run (`code` is the error code, `none` for a success or a plain cancel).
+   * whoever ends the run (`code` is the error code, `none` for a success or a plain cancel);
+   * `count` ends at once (a sweep pass).
    */
-  runEnded(status: string, code?: string | null): void;
+  runEnded(status: string, code?: string | null, count?: number): void;
 }
 
 /**
@@ -65,8 +66,8 @@ export function createMetrics(labels: Record<string, string> = {}): Metrics {
       queues.set(queue, read);
       return () => queues.delete(queue);
     },
-    runEnded(status, code) {
-      runsEnded.inc({ status, code: code || 'none' });
+    runEnded(status, code, count = 1) {
+      runsEnded.inc({ status, code: code || 'none' }, count);
     },
   };
 }

@@ -171,6 +171,24 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
     const resumedAt = await claimedAt(parkedId, 2);
     for (const id of fresh) expect(resumedAt, id).toBeLessThan(await claimedAt(id, 1));
   }, 90_000);
+
+  it('the sweeper counts the ends it makes: a queued run past its deadline', async () => {
+    await stopWorker();
+    const submitted = await call('POST', `/v1/sessions/${plainSession}/runs`, {
+      input: 'late',
+      timeout_ms: 1_000,
+      script: { steps: [], answer: 'never' },
+    });
+    const done = await waitForStatus(
+      submitted.body.id,
+      ['failed', 'succeeded'],
+      3 * fleet.config.sweeper.intervalMs,
+    );
+    expect(done).toMatchObject({ status: 'failed', error: { code: 'deadline_exceeded' } });
+    expect(await fleet.metrics.registry.metrics()).toMatch(
+      /leasehold_runs_ended_total\{status="failed",code="deadline_exceeded",role="fleet"\} 1/,
+    );
+  }, 30_000);
 });
 
 describe('queue depth and priorities', () => {
