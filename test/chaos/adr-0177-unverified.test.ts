@@ -76,7 +76,7 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
     await rig?.close();
   });
 
-  it('marks the run view and the tool call unverified, with the last error, even though the run succeeds', async () => {
+  it('marks the run view and the tool call unverified, with the last error, and ends the run with that error', async () => {
     const profileId = await rig.newProfile({ id: 'briefing-exhausted' });
     rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 3 });
     const agent = await store.putAgent('t1', { model: 'scripted', instructions: 'brief me' });
@@ -125,8 +125,13 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
       new AbortController().signal,
     );
 
-    // The scripted model answers after the failed navigate: the run itself succeeds.
-    expect(end).toEqual({ kind: 'succeeded', answer: 'briefed' });
+    // ADR-0177: exhaustion keeps the original stable failure; issue 12: it is the run's end, at its step.
+    expect(end).toEqual({
+      kind: 'failed',
+      code: 'provider_unavailable',
+      detail: expect.any(String),
+      step: 1,
+    });
     expect(rig.seenFor(ACQUIRE, profileId).map((request) => request.action)).toEqual([
       'status',
       'status',
@@ -137,7 +142,8 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
     const invocationId = `${submitted.id}-a1-s1-i0`;
     const view = await store.getRun(submitted.id);
     expect(view).toMatchObject({
-      status: 'succeeded',
+      status: 'failed',
+      error: { code: 'provider_unavailable', step: 1 },
       unverified: true,
       unverified_error: {
         invocation_id: invocationId,
@@ -165,7 +171,8 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
     });
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({
-      status: 'succeeded',
+      status: 'failed',
+      error: { code: 'provider_unavailable', step: 1 },
       unverified: true,
       unverified_error: { invocation_id: invocationId, code: 'provider_unavailable' },
     });

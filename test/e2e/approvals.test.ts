@@ -172,8 +172,13 @@ describe('approvals and task grants through REST, on a real page', { timeout: 60
     ]);
   });
 
-  it('hands a denial to the model as the tool result, never sends the click, and succeeds', async () => {
-    const runId = await submit('denied', [click('One')], 'Not clicked, as the owner asked.');
+  it('hands a denial to the script as the tool result, never sends the click, and succeeds where the step may fail', async () => {
+    // Issue 12: a denied step ends a script approval_denied unless the step may fail.
+    const runId = await submit(
+      'denied',
+      [{ ...click('One'), may_fail: true }],
+      'Not clicked, as the owner asked.',
+    );
     const parked = await waitForStatus(runId, ['parked', 'succeeded', 'failed']);
     expect(parked.status).toBe('parked');
     const denied = await call('POST', `/v1/approvals/${parked.pending_approvals[0].id}/deny`, {

@@ -217,7 +217,7 @@ models:
     }));
     const runId = await boundRun('Spend it');
     const ended = await waitForStatus(runId, ['failed', 'succeeded', 'parked']);
-    expect(ended).toMatchObject({ status: 'failed', error: { reason: 'budget_exceeded' } });
+    expect(ended).toMatchObject({ status: 'failed', error: { code: 'budget_exceeded' } });
     expect(ended.usage).toMatchObject({ model_calls: 2, cost_micro_usd: 35_000_000 });
     const spentRequests = model.requests.filter((request) =>
       request.body.messages.some((message) => message.role === 'user' && message.content === 'Spend it'),
