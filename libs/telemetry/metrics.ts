@@ -20,12 +20,13 @@ export interface Metrics {
 }
 
 /**
- * BullMQ keeps a prioritised job out of its wait list (issue 12: resumed runs go first), so the
- * queue's depth is the two together, told as `wait`; `prioritized` is not told apart.
+ * BullMQ keeps a prioritised job out of its wait list (issue 12: resumed runs go first, so every
+ * run job carries a priority), so the queue's depth is the two together, told as `waiting` (the
+ * state BullMQ's counts name); `prioritized` is not told apart.
  */
 export function queueDepthStates(counts: Record<string, number>): Record<string, number> {
   const { prioritized = 0, ...rest } = counts;
-  return { ...rest, wait: (rest.wait ?? 0) + prioritized };
+  return { ...rest, waiting: (rest.waiting ?? 0) + prioritized };
 }
 
 /**

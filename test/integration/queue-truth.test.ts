@@ -161,7 +161,7 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
     // Prioritised jobs are out of BullMQ's wait list; the depth metric counts them as waiting.
     const depth = createMetrics();
     depth.watchQueue('runs', () => queue.getJobCounts());
-    expect(await depth.registry.metrics()).toMatch(/leasehold_queue_jobs\{queue="runs",state="wait"\} 6/);
+    expect(await depth.registry.metrics()).toMatch(/leasehold_queue_jobs\{queue="runs",state="waiting"\} 6/);
 
     await startWorker();
     expect((await waitForStatus(parkedId, ['succeeded', 'failed'])).status).toBe('succeeded');
@@ -193,8 +193,8 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
 
 describe('queue depth and priorities', () => {
   it('counts prioritised jobs as waiting', () => {
-    expect(queueDepthStates({ wait: 2, prioritized: 5, active: 1 })).toEqual({ wait: 7, active: 1 });
-    expect(queueDepthStates({ active: 1 })).toEqual({ wait: 0, active: 1 });
+    expect(queueDepthStates({ waiting: 2, prioritized: 5, active: 1 })).toEqual({ waiting: 7, active: 1 });
+    expect(queueDepthStates({ active: 1 })).toEqual({ waiting: 0, active: 1 });
   });
 
   it('gives a later execution (a resume) a sooner priority than a first one, first in first out within each', async () => {
