@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import type { ToolCall, ToolDefinition, TranscriptEntry } from './model.js';
+import { TOOL_CALL_NAME } from './roster.js';
 
 /**
  * Issue 11 (passwords): text typed into a secret field never leaves the browser in a record. What
@@ -115,6 +116,15 @@ export function recordTurn(
 ): RecordedTurn {
   const secrets = new Map<string, Record<string, string>>();
   const toolCalls = calls.map((call) => {
+    const inner = deferredCallOf(call);
+    if (inner) {
+      // A deferred tool called through `tool.call`: its own arguments sit under `arguments`.
+      const recorded = recordTurn([inner], definitions, transcript);
+      const values = recorded.secrets.get(call.id);
+      if (!values) return call;
+      secrets.set(call.id, values);
+      return { ...call, args: { ...call.args, arguments: recorded.toolCalls[0]?.args } };
+    }
     const names = secretArgumentNames(call, definitions, transcript);
     if (names.length === 0) return call;
     const values: Record<string, string> = {};
@@ -127,6 +137,14 @@ export function recordTurn(
     return { ...call, args };
   });
   return { toolCalls, secrets };
+}
+
+/** The call a `tool.call` names (as `resolveDeferredCall` resolves it), with the same id. */
+function deferredCallOf(call: ToolCall): ToolCall | undefined {
+  if (call.name !== TOOL_CALL_NAME) return undefined;
+  const { name, arguments: args } = call.args as { name?: unknown; arguments?: unknown };
+  if (typeof name !== 'string' || !args || typeof args !== 'object' || Array.isArray(args)) return undefined;
+  return { id: call.id, name, args: args as Record<string, unknown> };
 }
 
 /** The call to dispatch: its recorded arguments with the secret values put back. */

@@ -59,6 +59,25 @@ describe('the arguments a run records of a call (issue 11, passwords)', () => {
     expect(turn.toolCalls[0]?.args).toEqual({ label: 'bank', token: SECRET_MARKER });
   });
 
+  it('records a marked argument of a deferred tool called through tool.call as [secret]', () => {
+    const turn = recordTurn(
+      [
+        {
+          id: 'd',
+          name: 'tool.call',
+          args: { name: 'vault.store', arguments: { label: 'x', token: 'tok-9' } },
+        },
+      ],
+      [{ name: 'vault.store', description: 'keep a token', parameters: {}, secretArguments: ['token'] }],
+      [],
+    );
+    expect(turn.toolCalls[0]?.args).toEqual({
+      name: 'vault.store',
+      arguments: { label: 'x', token: SECRET_MARKER },
+    });
+    expect(turn.secrets.get('d')).toEqual({ token: 'tok-9' });
+  });
+
   it('seals secret values for their call only, under the run-bound key', () => {
     const sealer = argumentSealer('deployment-secret', 'run_1');
     const blob = sealer.seal('call_1', { text: 'hunter2' });
