@@ -157,7 +157,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
       });
       if (runs.length > 0) {
         reclaimedRuns.inc(runs.length);
-      metrics.runEnded('failed', 'reclaimed', runs.length);
+        metrics.runEnded('failed', 'reclaimed', runs.length);
         log.warn({ run_ids: runs }, 'runs reclaimed: their workers stalled past the retry limit');
         for (const runId of runs) await resumeParent(runId);
       }
