@@ -55,12 +55,12 @@ export interface ExecutionDeps {
   logger: Logger;
   /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
   cancelsHeard?: ReadonlySet<string>;
-}
   /**
    * Test-only fault hook (issue 12): called with a point's name before each of the execution's
    * awaits on the store, so a test can make any of them throw and show the run is not stranded.
    */
   faults?: (point: string) => void | Promise<void>;
+}
 
 /** The run as the loop sees it, over the run store; every write carries this worker's owner token. */
 class StoreRunPort implements RunPort {
@@ -86,8 +86,8 @@ class StoreRunPort implements RunPort {
   }
 
   async loadTranscript(): Promise<TranscriptEntry[]> {
-    const entries = await this.deps.transcripts.load<TranscriptEntry>(this.run.id);
     await this.deps.faults?.('transcript.load');
+    const entries = await this.deps.transcripts.load<TranscriptEntry>(this.run.id);
     if (entries.length > 0) return entries;
     const input = this.run.input as { text?: string } | string;
     const first: TranscriptEntry = {
@@ -102,8 +102,8 @@ class StoreRunPort implements RunPort {
 
   async appendTranscript(entry: TranscriptEntry): Promise<void> {
     const entries = this.#unwrittenInput ? [this.#unwrittenInput, entry] : [entry];
-    await this.deps.transcripts.append(this.run.id, this.ownerToken, ...entries);
     await this.deps.faults?.('transcript.append');
+    await this.deps.transcripts.append(this.run.id, this.ownerToken, ...entries);
     this.#unwrittenInput = undefined;
   }
 
@@ -119,8 +119,8 @@ class StoreRunPort implements RunPort {
   }
 
   async #addUsage(delta: Parameters<RunStore['addUsage']>[2]): Promise<void> {
-    const added = await this.deps.store.addUsage(this.run.id, this.ownerToken, delta);
     await this.deps.faults?.('usage.add');
+    const added = await this.deps.store.addUsage(this.run.id, this.ownerToken, delta);
     if (!added.ok) throw new RunLost(`usage: ${added.message}`);
     this.#current = added.run;
   }
@@ -135,13 +135,13 @@ class StoreRunPort implements RunPort {
   }
 
   async saveBreakerState(state: unknown): Promise<void> {
-    refusedUnlessOk(await this.deps.store.saveLoopState(this.run.id, this.ownerToken, state), 'loop state');
     await this.deps.faults?.('loop_state.save');
+    refusedUnlessOk(await this.deps.store.saveLoopState(this.run.id, this.ownerToken, state), 'loop state');
   }
 
   async cancelRequested(): Promise<boolean> {
-    if (this.deps.cancelsHeard?.has(this.run.id)) return true;
     await this.deps.faults?.('cancel.check');
+    if (this.deps.cancelsHeard?.has(this.run.id)) return true;
     // The first check comes right after the claim, whose record carries the flag: no read needed.
     // A cancel asked since then was published, and this process heard it (above).
     if (!this.#checkedOnce) {
@@ -152,8 +152,8 @@ class StoreRunPort implements RunPort {
   }
 
   async startInvocation(invocation: Invocation): Promise<InvocationState> {
-    const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
     await this.deps.faults?.('invocation.start');
+    const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
       step: invocation.step,
       index: invocation.index,
       tool: invocation.call.name,
@@ -188,8 +188,8 @@ class StoreRunPort implements RunPort {
   }
 
   async markDispatched(invocation: Invocation): Promise<void> {
-    const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
     await this.deps.faults?.('invocation.dispatch');
+    const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
       step: invocation.step,
       index: invocation.index,
       tool: invocation.call.name,
@@ -199,8 +199,8 @@ class StoreRunPort implements RunPort {
   }
 
   async completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void> {
-    const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
     await this.deps.faults?.('invocation.complete');
+    const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
       step: invocation.step,
       index: invocation.index,
       tool: invocation.call.name,
@@ -302,6 +302,7 @@ export async function executeRun(
   ownerToken: string,
   signal: AbortSignal,
 ): Promise<ExecutionEnd> {
+  await deps.faults?.('agent.load');
   const agent = await agentVersions(deps).get(run.tenant, run.agent_id, run.agent_version);
   const token = deps.config.secrets.dataPlaneToken;
   const provider =
@@ -309,7 +310,6 @@ export async function executeRun(
       ? new BrowserLeaseProvider({
           scope: { tenant: run.tenant, principal: run.principal, run_id: run.id, attempt: run.attempt },
           profileId: run.browser_profile_id,
-  await deps.faults?.('agent.load');
           findWorker: (profile) => deps.registry.findForProfile(profile),
           token,
           // ADR-0127 d7: another run's lease is sealed and replaced only once that run is done with its page.
@@ -330,20 +330,20 @@ export async function executeRun(
   const policy: ToolPolicy = {
     async needsApproval(invocation: Invocation) {
       if (!APPROVAL_TOOLS.has(invocation.call.name)) return false;
+      await deps.faults?.('grant.consume');
       // DESIGN §3: a grant is used once per approved action.
       const use = await deps.store.consumeGrant(run.id, ownerToken, invocation.id);
       return !use.ok;
     },
     async park(invocation) {
+      await deps.faults?.('approval.request');
       const { approvalId, transition } = await deps.store.requestApproval(run.id, ownerToken, {
         invocationId: invocation.id,
-      await deps.faults?.('grant.consume');
         tool: invocation.call.name,
         arguments: invocation.call.args,
       });
       refusedUnlessOk(transition, 'park');
       return approvalId;
-      await deps.faults?.('approval.request');
     },
     ...(agent?.tools.includes(DELEGATE_TOOL_NAME)
       ? {
@@ -380,6 +380,7 @@ export async function executeRun(
     end = { kind: 'failed', code: 'model_error', detail: error.message };
   }
 
+  await deps.faults?.('end.record');
   // The run as its own end left it; a park or wait is read again (ADR-0127 d4, below).
   let ended: RunView | undefined;
   switch (end.kind) {
@@ -389,7 +390,6 @@ export async function executeRun(
           status: 'succeeded',
           result: { answer: end.answer },
         }),
-  await deps.faults?.('end.record');
       );
       break;
     case 'failed':
@@ -412,6 +412,7 @@ export async function executeRun(
       break;
   }
 
+  await deps.faults?.('end.read');
   // ADR-0127 d4: read the status again, after the approvals were written.
   const after = ended ?? (await deps.store.getRun(run.id));
   const doneWithPage =
@@ -419,9 +420,9 @@ export async function executeRun(
     runHasEnded(after.status) ||
     after.status === 'waiting_user' ||
     after.status === 'waiting_child';
+  await deps.faults?.('lease.close');
   if (doneWithPage) {
     await closeLease(deps, run, provider);
-  await deps.faults?.('end.read');
   } else {
     // The run keeps its page; a lease it stopped trusting must not be there for its resume.
     await provider
@@ -429,7 +430,6 @@ export async function executeRun(
       .catch((error: unknown) =>
         deps.logger.warn(
           { run_id: run.id, err: error },
-  await deps.faults?.('lease.close');
           'closing a retired lease failed; the next acquire closes it',
         ),
       );
