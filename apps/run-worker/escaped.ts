@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
+import { BrowserWorkerAway } from '../../libs/provider/index.js';
 import { type LeaseReleaseDeps, releaseRunLease } from '../../libs/runtime/index.js';
 import type { RunStore } from '../../libs/store/index.js';
 
@@ -61,7 +62,7 @@ export interface EscapedDeps {
 /** What became of a run whose execution an error escaped. */
 export type EscapedOutcome =
   | { kind: 'handed_back'; delayMs: number; errorId: string }
-  | { kind: 'failed'; errorId: string }
+  | { kind: 'failed'; errorId: string; code: 'internal_error' | 'provider_unavailable' }
   /** The run was no longer this execution's (taken over, cancelled, ended): nothing to do. */
   | { kind: 'gone'; errorId: string };
 
@@ -80,9 +81,14 @@ export async function settleEscapedError(
   error: unknown,
 ): Promise<EscapedOutcome> {
   const errorId = newErrorId();
+  // Issue 12: the profile's browser worker is gone or restarting — the run waits for it, visibly,
+  // and past the bound fails the tool's own code, not internal_error.
+  const waitingFor = error instanceof BrowserWorkerAway ? error.waitingFor : undefined;
   if (isRetryableFault(error)) {
     const released = await deps.store.releaseRun(run.id, ownerToken, {
-      detail: { reason: 'fault', error_id: errorId },
+      detail: waitingFor
+        ? { reason: 'browser_worker', waiting_for: waitingFor, error_id: errorId }
+        : { reason: 'fault', error_id: errorId },
       maxHandbacks: MAX_FAULT_HANDBACKS,
     });
     if (released.ok) {
@@ -95,9 +101,12 @@ export async function settleEscapedError(
     }
     if (released.code !== 'stale_execution') return await gone(deps, run, error, errorId);
   }
-  const failed = await deps.store.failRun(run.id, 'internal_error', {
+  const code = waitingFor ? 'provider_unavailable' : 'internal_error';
+  const failed = await deps.store.failRun(run.id, code, {
     expectedExecution: run.execution,
-    message: `an internal error ended the run (error id ${errorId})`,
+    message: waitingFor
+      ? `the profile's browser worker did not come back (error id ${errorId})`
+      : `an internal error ended the run (error id ${errorId})`,
   });
   if (!failed.ok) return await gone(deps, run, error, errorId);
   deps.logger.error(
@@ -105,7 +114,7 @@ export async function settleEscapedError(
     'execution failed on an internal error; the run is failed internal_error',
   );
   await closeLease(deps, failed.run);
-  return { kind: 'failed', errorId };
+  return { kind: 'failed', errorId, code };
 }
 
 /**

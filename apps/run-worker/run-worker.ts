@@ -164,9 +164,9 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
       executions.inc({ outcome: `fault_${settled.kind}` });
       if (settled.kind === 'handed_back') await handBackLater(job, token, settled.delayMs);
       if (settled.kind === 'failed') {
-        options.metrics.runEnded('failed', 'internal_error');
+        options.metrics.runEnded('failed', settled.code);
         // The error id stays in its one log line and the run's message (issue 12).
-        throw new UnrecoverableError('run failed: internal_error');
+        throw new UnrecoverableError(`run failed: ${settled.code}`);
       }
       return { status: 'lost', code: null };
     }

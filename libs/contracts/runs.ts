@@ -199,6 +199,11 @@ export const runViewSchema = z.object({
   parent_run_id: recordIdSchema.nullable(),
   /** The child run a `waiting_child` run waits on. */
   waiting_on_run_id: recordIdSchema.nullable(),
+  /**
+   * What a `queued` run waits for before it can go on (issue 12): `browser_worker` while its
+   * profile's browser worker is gone or restarting. Null otherwise.
+   */
+  waiting_for: z.enum(['browser_worker']).nullable().default(null),
   status: runStatusSchema,
   /** Explicit retries of a failed run; a resume after a park or a crash keeps it. */
   attempt: z.number().int().positive(),

@@ -57,6 +57,7 @@ export {
 export {
   BrowserLeaseProvider,
   type BrowserLeaseProviderOptions,
+  BrowserWorkerAway,
   type BrowserWorkerLocation,
   type HeldLease,
   type LeaseDropReason,

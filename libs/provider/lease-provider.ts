@@ -1,4 +1,10 @@
-import type { AcquireLease, LeaseScope, LeaseView, ProfileRef } from '../contracts/index.js';
+import {
+  type AcquireLease,
+  LeaseholdError,
+  type LeaseScope,
+  type LeaseView,
+  type ProfileRef,
+} from '../contracts/index.js';
 import {
   type AcquireAttemptDiagnostic,
   type AcquireRetryPolicy,
@@ -69,6 +75,31 @@ export interface BrowserLeaseProviderOptions {
    * throws leaves the page with its holder.
    */
   holderNeedsPage?: (runId: string) => Promise<boolean>;
+}
+
+/**
+ * Issue 12: the profile's browser worker is gone from the registry, or its address refuses every
+ * acquisition attempt (it is restarting, 5–7 s — longer than ADR-0177's bounded retry). Not the
+ * tool's outcome: it escapes the call, and the run worker hands the run back `queued` with
+ * `waiting_for: "browser_worker"` (a bounded number of times) without recording a tool result, so
+ * the same invocation acquires again in the next execution. Never thrown once a page call was
+ * dispatched: only before an acquisition.
+ */
+export class BrowserWorkerAway extends LeaseholdError<'provider_unavailable'> {
+  override readonly name = 'BrowserWorkerAway';
+  readonly waitingFor = 'browser_worker' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('provider_unavailable', message, true, options);
+  }
+}
+
+/** Whether an exhausted acquisition never reached a browser worker at all (nothing listens there). */
+function neverConnected(error: unknown): boolean {
+  return (
+    error instanceof ProviderError &&
+    error.code === 'provider_unavailable' &&
+    error.transport === 'not_connected'
+  );
 }
 
 /** Another run's live lease an acquire met: who holds it, and which lease. */
@@ -146,13 +177,7 @@ export class BrowserLeaseProvider {
     if (this.#held) this.drop('expired');
 
     const worker = await this.#options.findWorker(this.profile);
-    if (!worker)
-      throw new ProviderError(
-        'provider_unavailable',
-        `no live browser worker serves profile ${this.profileId}`,
-        false,
-        { operation: 'acquire' },
-      );
+    if (!worker) throw new BrowserWorkerAway(`no live browser worker serves profile ${this.profileId}`);
     // ADR-0127 d3: an untrusted lease still open is closed first, else this acquire (same scope)
     // would reattach to it. A close that fails fails this call; nothing is acquired.
     await this.#closeRetired(limits, { worker });
@@ -176,6 +201,14 @@ export class BrowserLeaseProvider {
         },
       );
     } catch (error) {
+      // Issue 12: every attempt found nothing listening at the registered address — a restart.
+      if (neverConnected(error))
+        throw new BrowserWorkerAway(
+          `browser worker ${worker.id} of profile ${this.profileId} does not answer`,
+          {
+            cause: error,
+          },
+        );
       // ADR-0127 d7: a conflict is never retried; replacing an ended run's lease is one step after it.
       const holder = await this.#replaceableHolder(error);
       if (!holder) throw error;

@@ -77,6 +77,8 @@ function parseRunFields(fields: Record<string, string>): StoredRun {
     browser_profile_id: fields.profile_id || null,
     parent_run_id: fields.parent_run_id || null,
     waiting_on_run_id: fields.waiting_on || null,
+    // Issue 12: set by a hand-back that waits on something, cleared by the next claim.
+    waiting_for: (fields.status === 'queued' && fields.waiting_for) || null,
     status: fields.status,
     attempt: Number(fields.attempt),
     execution: Number(fields.execution),

@@ -481,7 +481,7 @@ export class RunStore {
    */
   async failRun(
     runId: string,
-    reason: 'reclaimed' | 'deadline_exceeded' | 'internal_error',
+    reason: 'reclaimed' | 'deadline_exceeded' | 'internal_error' | 'provider_unavailable',
     options: { expectedExecution?: number; message?: string } = {},
   ): Promise<RunTransition<'failed'>> {
     const reply = await this.#context.redis.failRun(

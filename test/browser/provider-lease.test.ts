@@ -213,20 +213,29 @@ describe('browser lease provider', () => {
     expect(run.lease).toMatchObject({ leaseId, sequence: 1 });
   });
 
-  it('answers a browser worker that refuses connections with a retryable provider_unavailable', async () => {
+  it('answers a browser worker that refuses connections as away (retryable provider_unavailable): the run waits for it (issue 12)', async () => {
     const closedPort = await freePort();
     const run = provider('prov-nowhere', 'run_refused', async () => ({
       id: 'bw-gone',
       url: `http://127.0.0.1:${closedPort}`,
     }));
     const hooks = counter();
-    const error = await rejection(
-      executeBrowserTool(run, 'browser.navigate', { url: `${rig.origin}/` }, call(), hooks),
+    const error = await executeBrowserTool(
+      run,
+      'browser.navigate',
+      { url: `${rig.origin}/` },
+      call(),
+      hooks,
+    ).then(
+      () => undefined,
+      (reason: unknown) => reason,
     );
     expect(error).toMatchObject({
+      name: 'BrowserWorkerAway',
       code: 'provider_unavailable',
       retryable: true,
-      transport: 'not_connected',
+      waitingFor: 'browser_worker',
+      cause: { transport: 'not_connected' },
     });
     expect(hooks.calls).toBe(0);
     expect(run.lease).toBeUndefined();

@@ -38,6 +38,6 @@ if f[1] == "running" then
 end
 if f[1] ~= "queued" then return {"wrong_status", f[1], {}} end
 
-redis.call("HSET", KEYS[1], "status", "running", "owner", ARGV[2], "updated_at", now)
+redis.call("HSET", KEYS[1], "status", "running", "owner", ARGV[2], "updated_at", now, "waiting_for", "")
 emit("run.claimed", now, data)
 return {"ok", "claimed", redis.call("HGETALL", KEYS[1])}

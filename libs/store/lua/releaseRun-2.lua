@@ -12,7 +12,7 @@
 
     ARGV[1] the owner token
     ARGV[2] now (epoch ms)
-    ARGV[3] detail for the event (a JSON object)
+    ARGV[3] detail for the event (a JSON object; its `waiting_for`, if any, is kept on the run)
     ARGV[4] the most hand-backs allowed (0 for no bound: a shutdown is never the run's fault)
 
   Output: { code, detail, fields of the run record (empty when refused) }
@@ -32,8 +32,11 @@ local handbacks = tonumber(f[5]) or 0
 if max > 0 and handbacks >= max then return {"stale_execution", "running", {}} end
 
 local now = tonumber(ARGV[2])
-redis.call("HSET", KEYS[1], "status", "queued", "owner", "", "updated_at", now, "handbacks", handbacks + 1)
 local data = cjson.decode(ARGV[3])
+-- What the queued run waits for, shown on its view until its next claim ("browser_worker").
+local waiting_for = type(data.waiting_for) == "string" and data.waiting_for or ""
+redis.call("HSET", KEYS[1], "status", "queued", "owner", "", "updated_at", now, "handbacks", handbacks + 1,
+  "waiting_for", waiting_for)
 data.status = "queued"
 data.previous = "running"
 data.attempt = tonumber(f[3])

@@ -1,0 +1,112 @@
+import { createServer, type Server } from 'node:http';
+import { type AddressInfo, createServer as createTcpServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BrowserWorkerHandle, startBrowserWorker } from '../../apps/browser-worker/service.js';
+import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { createMetrics } from '../../libs/telemetry/index.js';
+import { startTestFleet } from '../fixtures/fleet.js';
+import { silentLogger } from '../fixtures/logger.js';
+import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { restClient } from '../fixtures/rest.js';
+
+async function freePort(): Promise<number> {
+  const server = createTcpServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Issue 12, outages pause: a browser worker restart takes 5–7 s, far past the acquisition retry
+ * (ADR-0177, about 1.2 s). A run claimed while its profile's browser worker is gone is handed
+ * back `queued`, showing `waiting_for: "browser_worker"`, and succeeds once the worker is back —
+ * on a real fleet, a real Chromium and a page server that counts its visits.
+ */
+describe('a browser worker restart during a queued run', { timeout: 90_000 }, () => {
+  let fleet: FleetHandle;
+  let restarted: BrowserWorkerHandle | undefined;
+  let site: Server;
+  let origin: string;
+  let visits = 0;
+  const { call, waitForStatus } = restClient(
+    () => fleet.urls.api,
+    () => fleet.apiKey,
+  );
+
+  beforeAll(async () => {
+    site = createServer((_request, response) => {
+      visits += 1;
+      response.setHeader('content-type', 'text/html');
+      response.end('<!doctype html><title>Ledger</title><h1>Ledger</h1>');
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    // A fixed port, so the restarted worker answers where the old one did, as a pinned worker does.
+    fleet = await startTestFleet(uniquePrefix('bw-restart'), {
+      BROWSER_WORKER_PORT: String(await freePort()),
+    });
+  });
+
+  afterAll(async () => {
+    await restarted?.close();
+    await fleet?.close();
+    await new Promise((resolve) => site?.close(resolve));
+  });
+
+  it('leaves the run queued waiting for the browser worker, then it succeeds on its page', async () => {
+    expect((await call('POST', '/v1/profiles', { id: 'ledger', allowed_origins: [origin] })).status).toBe(
+      201,
+    );
+    const agent = await call('POST', '/v1/agents', {
+      model: 'scripted',
+      instructions: 'Read the ledger.',
+      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
+    });
+    const session = await call('POST', '/v1/sessions', {
+      agent_id: agent.body.id,
+      browser_profile_id: 'ledger',
+    });
+
+    // The restart begins: the worker stops (and leaves the registry) before the run is claimed.
+    await (fleet.roles.browserWorker as BrowserWorkerHandle).close();
+    const stoppedAt = Date.now();
+    const submitted = await call('POST', `/v1/sessions/${session.body.id}/runs`, {
+      input: 'Read the ledger',
+      script: { steps: [{ tool: 'browser.navigate', url: `${origin}/ledger` }], answer: 'read' },
+    });
+    expect(submitted.status).toBe(201);
+    const runId: string = submitted.body.id;
+
+    let waiting: { status?: string; waiting_for?: string } | undefined;
+    while (Date.now() - stoppedAt < 5_000) {
+      const view = await call('GET', `/v1/runs/${runId}`);
+      if (view.body.status === 'failed') break;
+      if (view.body.waiting_for === 'browser_worker') {
+        waiting = view.body;
+        break;
+      }
+      await sleep(50);
+    }
+    const beforeRestart = await call('GET', `/v1/runs/${runId}`);
+    await sleep(Math.max(0, stoppedAt + 6_000 - Date.now()));
+    restarted = await startBrowserWorker({
+      config: fleet.config,
+      logger: silentLogger(),
+      metrics: createMetrics({ role: 'browser-worker' }),
+      redisUrl: testRedisUrl(),
+    });
+
+    expect(waiting).toMatchObject({ status: 'queued', waiting_for: 'browser_worker' });
+    expect(beforeRestart.body).toMatchObject({ status: 'queued', error: null });
+    const end = await waitForStatus(runId, ['succeeded', 'failed', 'cancelled'], 60_000);
+    expect({ status: end.status, error: end.error, waiting_for: end.waiting_for }).toEqual({
+      status: 'succeeded',
+      error: null,
+      waiting_for: null,
+    });
+    expect(visits).toBe(1);
+  });
+});
