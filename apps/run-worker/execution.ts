@@ -33,7 +33,7 @@ import {
   type RedisLeaseStore,
   type RunStore,
 } from '../../libs/store/index.js';
-import type { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { type RunTranscripts, TranscriptWriteRefused } from '../../libs/store/run-transcript.js';
 import type { RunsQueue } from '../../queues/index.js';
 import { delegateToChild, resumeParent } from './children.js';
 import { RunLost, refusedUnlessOk } from './run-lost.js';
@@ -103,7 +103,14 @@ class StoreRunPort implements RunPort {
   async appendTranscript(entry: TranscriptEntry): Promise<void> {
     const entries = this.#unwrittenInput ? [this.#unwrittenInput, entry] : [entry];
     await this.deps.faults?.('transcript.append');
-    await this.deps.transcripts.append(this.run.id, this.ownerToken, ...entries);
+    try {
+      await this.deps.transcripts.append(this.run.id, this.ownerToken, ...entries);
+    } catch (error) {
+      // Issue 12: refused as not the owner, the run is another worker's now: lost, not a fault.
+      if (error instanceof TranscriptWriteRefused && error.code === 'not_owner')
+        throw new RunLost(`transcript: ${error.message}`);
+      throw error;
+    }
     this.#unwrittenInput = undefined;
   }
 

@@ -15,6 +15,13 @@ interface TranscriptCommands {
 
 export class TranscriptWriteRefused extends Error {
   override readonly name = 'TranscriptWriteRefused';
+  /** `not_owner`: the run is another worker's now (issue 12: a lost run, not a fault). */
+  constructor(
+    readonly code: 'not_owner' | 'too_long',
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -67,9 +74,13 @@ export class RunTranscripts {
       )
     ).map(String);
     if (status === 'not_owner')
-      throw new TranscriptWriteRefused(`run ${runId} is not running under this worker (status ${detail})`);
+      throw new TranscriptWriteRefused(
+        'not_owner',
+        `run ${runId} is not running under this worker (status ${detail})`,
+      );
     if (status === 'too_long')
       throw new TranscriptWriteRefused(
+        'too_long',
         `run ${runId} has more than ${MAX_TRANSCRIPT_ENTRIES} transcript entries`,
       );
   }

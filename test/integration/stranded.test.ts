@@ -47,7 +47,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
   );
   const logLines: string[] = [];
   const hits = new Set<string>();
-  let armed: { point: string; error: () => Error } | undefined;
+  let armed: { point: string; error: () => Error; before?: () => Promise<void>; skip?: number } | undefined;
 
   beforeAll(async () => {
     prefix = uniquePrefix('stranded');
@@ -69,9 +69,15 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
       faults: (point) => {
         hits.add(point);
         if (armed?.point !== point) return;
-        const error = armed.error();
+        if (armed.skip) {
+          armed.skip -= 1;
+          return;
+        }
+        const { error, before } = armed;
         armed = undefined;
-        throw error;
+        if (!before) throw error();
+        // Not a fault of its own: something happens to the run at this point, then the call goes on.
+        return before();
       },
     });
     redis = new Redis(testRedisUrl());
@@ -201,6 +207,29 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
     expect(
       (await fleet.store.readEvents(runId)).filter((event) => event.type === 'run.claimed'),
     ).toHaveLength(2);
+  }, 30_000);
+
+  it('a transcript write refused because another worker took the run over leaves the run to that worker: not failed, the job says lost', async () => {
+    let runId: string | undefined;
+    armed = {
+      // The first model turn's append, once the usage written beside it has landed: the append
+      // alone meets the takeover.
+      point: 'transcript.append',
+      error: () => new Error('unused'),
+      // A takeover as BullMQ's stall check would make it: the same execution, another owner.
+      before: async () => {
+        while (!runId) await new Promise((resolve) => setTimeout(resolve, 10));
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect((await fleet.store.claimRun(runId, 1, 'the-other-worker', { takeOver: true })).ok).toBe(true);
+      },
+    };
+    runId = await submit('taken over');
+    const job = await finishedJob(runId, 1);
+    expect(job.returnvalue).toEqual({ status: 'lost', code: 'not_owner' });
+    const run = await fleet.store.getRun(runId);
+    expect(run?.status).toBe('running');
+    expect((await fleet.store.readEvents(runId)).map((event) => event.type)).not.toContain('run.failed');
+    await fleet.store.failRun(runId, 'internal_error', { message: 'test over' });
   }, 30_000);
 
   it('hands a run back at most MAX_FAULT_HANDBACKS times, then refuses and leaves it running for the worker to fail', async () => {
