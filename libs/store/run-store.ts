@@ -482,7 +482,12 @@ export class RunStore {
   async failRun(
     runId: string,
     reason: 'reclaimed' | 'deadline_exceeded' | 'internal_error' | 'provider_unavailable',
-    options: { expectedExecution?: number; message?: string } = {},
+    options: {
+      expectedExecution?: number;
+      message?: string;
+      /** The run's step index where it failed, where the caller knows it (`runErrorSchema`). */
+      step?: number;
+    } = {},
   ): Promise<RunTransition<'failed'>> {
     const reply = await this.#context.redis.failRun(
       this.#context.keys.run(runId),
@@ -492,6 +497,7 @@ export class RunStore {
       options.expectedExecution ?? 0,
       this.#context.now(),
       options.message ?? reason,
+      options.step ?? '',
     );
     return toTransition(runId, reply, 'not ended');
   }

@@ -387,6 +387,33 @@ describe('the run store: runs and their status changes', () => {
     expect(ran(await store.failRun(parked.id, 'reclaimed')).status).toBe('failed');
   });
 
+  it('fails a run with the step its caller names, on the view and on the final event, and no step when none is named', async () => {
+    const run = await submit();
+    ran(await store.claimRun(run.id, 1, 'w'));
+    const failed = ran(
+      await store.failRun(run.id, 'provider_unavailable', {
+        message: 'the browser worker did not come back',
+        step: 4,
+      }),
+    );
+    expect(failed.error).toEqual({
+      code: 'provider_unavailable',
+      message: 'the browser worker did not come back',
+      step: 4,
+    });
+    expect((await store.readEvents(run.id)).at(-1)).toMatchObject({
+      type: 'run.failed',
+      data: { error: { code: 'provider_unavailable', step: 4 } },
+    });
+    const swept = await submit();
+    expect(ran(await store.failRun(swept.id, 'deadline_exceeded')).error).toEqual({
+      code: 'deadline_exceeded',
+      message: 'deadline_exceeded',
+      step: null,
+    });
+    expect((await store.readEvents(swept.id)).at(-1)).toMatchObject({ data: { error: { step: null } } });
+  });
+
   it('leaves a run alone when the sweeper names an execution it has moved past', async () => {
     const run = await submit();
     ran(await store.claimRun(run.id, 1, 'w'));

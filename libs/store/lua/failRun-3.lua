@@ -12,6 +12,7 @@
     ARGV[2] the execution expected (0 for any): a run that has moved on is left alone
     ARGV[3] now (epoch ms)
     ARGV[4] the failure message
+    ARGV[5] the step the run failed at ('' when the caller does not know it)
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', 'failed', fields}
@@ -31,7 +32,7 @@ end
 
 local now = tonumber(ARGV[3])
 redis.call("HSET", KEYS[1], "status", "failed", "owner", "", "updated_at", now, "ended_at", now,
-  "error_reason", ARGV[1], "error_message", ARGV[4], "error_step", "")
+  "error_reason", ARGV[1], "error_message", ARGV[4], "error_step", ARGV[5] or "")
 local approvals = redis.call("HGETALL", KEYS[3])
 for i = 1, #approvals, 2 do
   local approval = cjson.decode(approvals[i + 1])
@@ -41,8 +42,8 @@ for i = 1, #approvals, 2 do
     redis.call("HSET", KEYS[3], approvals[i], cjson.encode(approval))
   end
 end
--- Issue 12: the final event carries the run's error as its view does; the sweeper knows no step.
+-- Issue 12: the final event carries the run's error as its view does (the sweeper knows no step).
 emit("run.failed", now, {status = "failed", previous = status,
-  error = {code = ARGV[1], message = ARGV[4], step = cjson.null},
+  error = {code = ARGV[1], message = ARGV[4], step = tonumber(ARGV[5] or "") or cjson.null},
   attempt = tonumber(f[2]), execution = tonumber(f[3])})
 return {"ok", "failed", redis.call("HGETALL", KEYS[1])}
