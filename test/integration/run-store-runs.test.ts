@@ -359,6 +359,16 @@ describe('the run store: runs and their status changes', () => {
     }
   });
 
+  it('tells a cancel on its final event as the view tells it: error {code: cancelled, message, step: null}', async () => {
+    const run = await submit();
+    const ended = ran(await store.cancelRun(TENANT, run.id, 'no longer needed'));
+    expect(ended.error).toEqual({ code: 'cancelled', message: 'no longer needed', step: null });
+    expect((await store.readEvents(run.id)).at(-1)).toMatchObject({
+      type: 'run.cancelled',
+      data: { error: { code: 'cancelled', message: 'no longer needed', step: null } },
+    });
+  });
+
   it('lets the loop end a flagged running run cancelled', async () => {
     const run = await submit();
     ran(await store.claimRun(run.id, 1, 'w'));

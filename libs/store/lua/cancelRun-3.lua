@@ -51,6 +51,7 @@ for i = 1, #approvals, 2 do
   end
 end
 data.status = "cancelled"
-data.reason = "cancelled"
+-- Issue 12: the final event carries the run's error as its view does.
+data.error = {code = "cancelled", message = ARGV[3], step = cjson.null}
 emit("run.cancelled", now, data)
 return {"ok", "cancelled", redis.call("HGETALL", KEYS[1])}

@@ -36,7 +36,8 @@ if cancelled then
   redis.call("HSET", KEYS[1], "status", "cancelled", "owner", "", "updated_at", now, "ended_at", now,
     "error_reason", "cancelled", "error_message", "cancelled while running")
   data.status = "cancelled"
-  data.reason = "cancelled"
+  -- Issue 12: the final event carries the run's error as its view does.
+  data.error = {code = "cancelled", message = "cancelled while running", step = cjson.null}
   emit("run.cancelled", now, data)
   return {"ok", "cancelled", redis.call("HGETALL", KEYS[1])}
 end
