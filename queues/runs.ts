@@ -2,6 +2,7 @@ import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { recordIdSchema } from '../libs/contracts/index.js';
+import { isRedisUnreachable } from '../libs/telemetry/redis-link.js';
 
 /** The queue every run execution goes through (DESIGN §4). */
 export const RUNS_QUEUE = 'runs';
@@ -66,11 +67,18 @@ export function runJobName(run: { tenant?: string; session_id?: string }): strin
 }
 
 export function createRunsQueue(connection: Redis, prefix: string): RunsQueue {
-  return new Queue<RunJob, RunJobResult, string>(RUNS_QUEUE, {
+  const queue = new Queue<RunJob, RunJobResult, string>(RUNS_QUEUE, {
     connection,
     prefix,
     defaultJobOptions: { ...runJobOptions },
   });
+  // Issue 12: a queue without an 'error' listener prints a raw multi-line stack per reconnect
+  // attempt (BullMQ's console.error). An unreachable Redis is logged once by the link watch;
+  // anything else is one line, with no stack.
+  queue.on('error', (error) => {
+    if (!isRedisUnreachable(error)) process.emitWarning(`runs queue: ${error.message}`);
+  });
+  return queue;
 }
 
 /** Adds the job of the execution a run is queued at now (a submission, a resume, a retry). */

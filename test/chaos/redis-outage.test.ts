@@ -1,7 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { type AddressInfo, createServer as createTcpServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -12,61 +11,7 @@ import { loadConfig } from '../../libs/config/index.js';
 import { createOpsServer } from '../../libs/telemetry/index.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
-
-async function freePort(): Promise<number> {
-  const server = createTcpServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** A redis-server of this test's own, with AOF on, that the test stops and starts again. */
-class OwnRedis {
-  #process: ChildProcess | undefined;
-  constructor(
-    readonly port: number,
-    readonly dir: string,
-  ) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    const child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(this.port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'yes',
-        '--dir',
-        this.dir,
-      ],
-      { stdio: ['ignore', 'pipe', 'ignore'] },
-    );
-    this.#process = child;
-    await new Promise<void>((resolve, reject) => {
-      child.once('exit', (code) => reject(new Error(`redis-server exited ${code}`)));
-      child.stdout?.on('data', (chunk: Buffer) => {
-        if (chunk.toString().includes('Ready to accept connections')) resolve();
-      });
-    });
-  }
-
-  async stop(): Promise<void> {
-    const child = this.#process;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
-  }
-}
+import { freePort, OwnRedis } from './own-redis.js';
 
 /** Every pino line the fleet writes, parsed. */
 function capturedLogger() {
