@@ -53,7 +53,7 @@ export function newErrorId(): string {
 }
 
 export interface EscapedDeps {
-  store: Pick<RunStore, 'releaseRun' | 'failRun' | 'getRun'>;
+  store: Pick<RunStore, 'releaseRun' | 'finishRun' | 'getRun'>;
   /** Where the run's lease is closed when the run fails; undefined without a data-plane token. */
   release: LeaseReleaseDeps | undefined;
   logger: Logger;
@@ -102,8 +102,10 @@ export async function settleEscapedError(
     if (released.code !== 'stale_execution') return await gone(deps, run, error, errorId);
   }
   const code = waitingFor ? 'provider_unavailable' : 'internal_error';
-  const failed = await deps.store.failRun(run.id, code, {
-    expectedExecution: run.execution,
+  // The owner's end, so a run another worker has taken over meanwhile is refused, not failed under it.
+  const failed = await deps.store.finishRun(run.id, ownerToken, {
+    status: 'failed',
+    code,
     message: waitingFor
       ? `the profile's browser worker did not come back (error id ${errorId})`
       : `an internal error ended the run (error id ${errorId})`,

@@ -232,6 +232,25 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
     await fleet.store.failRun(runId, 'internal_error', { message: 'test over' });
   }, 30_000);
 
+  it('an error that escapes after another worker took the run over leaves the run to that worker: only its owner fails it', async () => {
+    let runId: string | undefined;
+    armed = {
+      point: 'agent.load',
+      error: () => new Error('unused'),
+      before: async () => {
+        while (!runId) await new Promise((resolve) => setTimeout(resolve, 10));
+        expect((await fleet.store.claimRun(runId, 1, 'the-other-worker', { takeOver: true })).ok).toBe(true);
+        throw new Error('a fault after the takeover');
+      },
+    };
+    runId = await submit('fault after takeover');
+    const job = await finishedJob(runId, 1);
+    expect(job.returnvalue).toEqual({ status: 'lost', code: null });
+    expect((await fleet.store.getRun(runId))?.status).toBe('running');
+    expect((await fleet.store.readEvents(runId)).map((event) => event.type)).not.toContain('run.failed');
+    await fleet.store.failRun(runId, 'internal_error', { message: 'test over' });
+  }, 30_000);
+
   it('hands a run back at most MAX_FAULT_HANDBACKS times, then refuses and leaves it running for the worker to fail', async () => {
     // A run no worker sees (never enqueued): the store's bound, without the backoff's minute.
     const { run } = await fleet.store.submitRun({
