@@ -3,11 +3,14 @@ import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrowserWorkerHandle, startBrowserWorker } from '../../apps/browser-worker/service.js';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { MAX_FAULT_HANDBACKS, settleEscapedError } from '../../apps/run-worker/escaped.js';
+import { BrowserWorkerAway } from '../../libs/provider/index.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
+import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 async function freePort(): Promise<number> {
   const server = createTcpServer();
@@ -108,5 +111,39 @@ describe('a browser worker restart during a queued run', { timeout: 90_000 }, ()
       waiting_for: null,
     });
     expect(visits).toBe(1);
+  });
+
+  it('fails the run provider_unavailable, not internal_error, when its browser worker has not come back after the last hand-back', async () => {
+    const session = await call('POST', '/v1/sessions', {
+      agent_id: (await call('POST', '/v1/agents', { model: 'scripted', instructions: 'wait' })).body.id,
+    });
+    // A run no worker sees (never enqueued): the bound without the backoff's half minute.
+    const { run } = await fleet.store.submitRun({
+      tenant: 'dev',
+      principal: 'dev',
+      sessionId: session.body.id,
+      input: { text: 'never served' },
+      limits: TEST_RUN_LIMITS,
+      timeoutMs: 60_000,
+    });
+    const away = new BrowserWorkerAway('no live browser worker serves profile gone');
+    const deps = { store: fleet.store, release: undefined, logger: silentLogger() };
+    const outcomes: string[] = [];
+    const waitingFor: unknown[] = [];
+    for (let execution = 0; execution <= MAX_FAULT_HANDBACKS; execution += 1) {
+      const claim = await fleet.store.claimRun(run.id, 1, `owner-${execution}`);
+      if (!claim.ok) throw new Error(`claim ${execution} refused`);
+      const settled = await settleEscapedError(deps, claim.run, `owner-${execution}`, away);
+      outcomes.push(settled.kind === 'failed' ? `failed:${settled.code}` : settled.kind);
+      waitingFor.push((await call('GET', `/v1/runs/${run.id}`)).body.waiting_for);
+    }
+
+    expect(outcomes).toEqual([
+      ...Array(MAX_FAULT_HANDBACKS).fill('handed_back'),
+      'failed:provider_unavailable',
+    ]);
+    expect(waitingFor).toEqual([...Array(MAX_FAULT_HANDBACKS).fill('browser_worker'), null]);
+    const ended = await call('GET', `/v1/runs/${run.id}`);
+    expect(ended.body).toMatchObject({ status: 'failed', error: { code: 'provider_unavailable' } });
   });
 });
