@@ -475,9 +475,9 @@ export class RunStore {
 
   /**
    * The sweeper's end: fails a run that has not ended, whoever owns it (`reclaimed` past the
-   * worker retry limit, `deadline_exceeded` past its deadline), and a run worker's end for an
-   * error that escaped an execution (`internal_error`, issue 12). With `expectedExecution`, a run
-   * that has moved to another execution is left alone.
+   * worker retry limit, `deadline_exceeded` past its deadline). A run worker ends its own run
+   * with {@link finishRun} (owner-checked), an escaped error included (issue 12). With
+   * `expectedExecution`, a run that has moved to another execution is left alone.
    */
   async failRun(
     runId: string,
