@@ -11,6 +11,7 @@ import {
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { Counter, type Logger, type Metrics, type ReadinessCheck } from '../../libs/telemetry/index.js';
+import { isRedisUnreachable, redisLink } from '../../libs/telemetry/redis-link.js';
 import {
   closeRedis,
   closeWorker,
@@ -85,7 +86,11 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   // loop also reads the store's flag before every call, so a missed message delays nothing long.
   const cancelsHeard = new Set<string>();
   const subscriber = redis.duplicate();
-  subscriber.on('error', (error) => log.warn({ err: error }, 'cancel subscription error'));
+  // Issue 12: an outage is logged once by the process's link watch, which follows this one too.
+  subscriber.on('error', (error) => {
+    if (!isRedisUnreachable(error)) log.warn({ err: error }, 'cancel subscription error');
+  });
+  redisLink.watch(subscriber, 'run-worker-cancels');
   subscriber.on('message', (_channel, runId: string) => cancelsHeard.add(runId));
   await subscriber.subscribe(store.cancelChannel);
   const queue = createRunsQueue(redis, config.redis.queuePrefix);

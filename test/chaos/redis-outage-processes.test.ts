@@ -112,6 +112,7 @@ describe('a Redis outage, seen by each role as a process', { timeout: 120_000 },
   });
 
   it('each role is unready while Redis is away and ready after, and logs one line per change', async () => {
+    const linesBefore = roles.map((role) => logLines(role).length);
     await redis.stop();
     await sleep(2_000);
     const during = await Promise.all(roles.map(readyStatus));
@@ -144,6 +145,15 @@ describe('a Redis outage, seen by each role as a process', { timeout: 120_000 },
         .map((line) => line.redis);
       expect({ role: role.name, changes }).toEqual({ role: role.name, changes: ['down', 'up'] });
       expect({ role: role.name, stderr: role.stderr.join('') }).toEqual({ role: role.name, stderr: '' });
+      // Nothing else warns about the outage: no line per reconnect attempt, per connection.
+      const warnings = logLines(role)
+        .slice(linesBefore[roles.indexOf(role)])
+        .filter((line) => Number(line.level) >= 40)
+        .map((line) => line.msg);
+      expect({ role: role.name, warnings }).toEqual({
+        role: role.name,
+        warnings: ['redis unreachable: runs wait, /readyz answers 503'],
+      });
       expect({ role: role.name, stack: role.stdout.join('').includes('ECONNREFUSED\\n    at') }).toEqual({
         role: role.name,
         stack: false,
