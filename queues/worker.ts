@@ -53,7 +53,7 @@ export async function createQueueWorker<Data, Result>(
   worker.on('failed', (job, error) =>
     options.logger.warn({ queue: queueName, job_id: job?.id, err: error }, 'job failed'),
   );
-  keepLocksThroughOutages(connection, worker, held, options.lockDurationMs);
+  keepLocksThroughOutages(connection, worker, held, options);
   // The worker does not own a connection it was handed; close it when the worker closes.
   worker.on('closed', () => connection.disconnect());
   await worker.waitUntilReady();
@@ -62,35 +62,38 @@ export async function createQueueWorker<Data, Result>(
 
 /**
  * Issue 12, outages pause: a Redis stopped for longer than the job lock comes back with the locks
- * of the jobs still running here expired, and the first stall check would hand each of them to a
- * second execution (a takeover that finds the first one's dispatched call `outcome_unknown`). When
- * the connection drops, this queues — ahead of the worker's own stall check, on the same
- * connection, so it runs first when Redis answers — a re-lock of every job this worker still holds:
- * `SET NX` with its own token (never another worker's lock) and out of the stalled set.
+ * of the jobs still running expired, and the first stall check would hand each of them to a
+ * second execution (a takeover that finds the first one's dispatched call `outcome_unknown`).
+ * When its connection drops, each worker queues — first on that connection, so it runs first
+ * when Redis answers, before any stall check this worker queued — one transaction that
+ * 1. holds off every worker's stall check for a stall interval (BullMQ's own `stalled-check`
+ *    throttle key, which its check script tests before anything else): whichever worker's
+ *    connection comes back first, its hold lands before its own check, so no check runs before
+ *    the other workers have re-locked;
+ * 2. re-locks every job this worker still holds: `SET NX` with its own token (never another
+ *    worker's lock), and takes it out of the stalled set.
+ * A worker that died during the outage is found one stall interval later than otherwise.
  */
 function keepLocksThroughOutages(
   connection: Redis,
   worker: Worker,
   held: ReadonlyMap<string, string>,
-  lockDurationMs: number,
+  options: Pick<QueueWorkerOptions, 'lockDurationMs' | 'stalledIntervalMs'>,
 ): void {
   let queued = false;
   connection.on('close', () => {
-    if (queued || held.size === 0 || worker.closing) return;
+    if (queued || worker.closing) return;
     queued = true;
     const relock = connection.multi();
+    relock.set(worker.toKey('stalled-check'), Date.now(), 'PX', options.stalledIntervalMs);
     for (const [jobId, token] of held) {
-      relock.set(worker.toKey(`${jobId}:lock`), token, 'PX', lockDurationMs, 'NX');
+      relock.set(worker.toKey(`${jobId}:lock`), token, 'PX', options.lockDurationMs, 'NX');
       relock.srem(worker.toKey('stalled'), jobId);
     }
-    relock.exec().then(
-      () => {
-        queued = false;
-      },
-      () => {
-        queued = false;
-      },
-    );
+    const done = () => {
+      queued = false;
+    };
+    relock.exec().then(done, done);
   });
 }
 

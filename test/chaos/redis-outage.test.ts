@@ -7,8 +7,9 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FleetHandle, startFleet } from '../../apps/fleet/fleet.js';
+import { type RunWorkerHandle, startRunWorker } from '../../apps/run-worker/run-worker.js';
 import { loadConfig } from '../../libs/config/index.js';
-import { createOpsServer } from '../../libs/telemetry/index.js';
+import { createMetrics, createOpsServer } from '../../libs/telemetry/index.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 import { freePort, OwnRedis } from './own-redis.js';
@@ -30,13 +31,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * Issue 12, "outages pause, they do not fail": a Redis of the test's own is stopped for longer
  * than the job lock while scripted browser runs are mid-way, then started again (AOF on). The
- * fleet is real (Chromium, BullMQ, the sweeper); its pino output and the process's stderr are
- * captured.
+ * fleet is real (Chromium, BullMQ, the sweeper) with two run workers; its pino output and the
+ * process's stderr are captured.
  */
 describe('a Redis outage pauses runs', { timeout: 120_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'lh-redis-outage-'));
   let ownRedis: OwnRedis;
   let fleet: FleetHandle;
+  let secondWorker: RunWorkerHandle | undefined;
   let site: Server;
   let origin: string;
   const captured = capturedLogger();
@@ -75,6 +77,13 @@ describe('a Redis outage pauses runs', { timeout: 120_000 }, () => {
       }),
       logger: captured.logger,
     });
+    // A second run worker: every worker's stall check races the re-locks when Redis is back.
+    secondWorker = await startRunWorker({
+      config: fleet.config,
+      logger: captured.logger,
+      metrics: createMetrics({ role: 'run-worker' }),
+      redisUrl: ownRedis.url,
+    });
     process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
       stderr.push(chunk.toString());
       return writeStderr(chunk, ...rest);
@@ -83,6 +92,7 @@ describe('a Redis outage pauses runs', { timeout: 120_000 }, () => {
 
   afterAll(async () => {
     process.stderr.write = writeStderr;
+    await secondWorker?.close();
     await fleet?.close();
     await ownRedis?.stop();
     await new Promise((resolve) => site?.close(resolve));
@@ -110,7 +120,9 @@ describe('a Redis outage pauses runs', { timeout: 120_000 }, () => {
   }
 
   it('every run succeeds, /readyz is 503 during the outage and 200 after, the API answers 503 unavailable, and the log has one line per state change', async () => {
-    const runIds = await Promise.all(['outage-a', 'outage-b', 'outage-c'].map(submit));
+    const runIds = await Promise.all(
+      ['outage-a', 'outage-b', 'outage-c', 'outage-d', 'outage-e', 'outage-f'].map(submit),
+    );
     for (const runId of runIds) await waitForStatus(runId, ['running']);
     await sleep(500);
     const base = fleet.urls.api.replace(/\/v1$/, '');
