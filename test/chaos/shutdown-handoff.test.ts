@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { drainBoundMs } from '../../apps/run-worker/run-worker.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
@@ -78,7 +79,7 @@ describe('a stop hands runs on (issue 12)', () => {
     () => fleet.urls.api,
     () => fleet.apiKey,
   );
-  const workerEnv = (): Record<string, string> => ({
+  const workerEnv = (shutdownMs: number): Record<string, string> => ({
     REDIS_URL: testRedisUrl(),
     LEASEHOLD_KEY_PREFIX: `${prefix}:`,
     QUEUE_PREFIX: prefix,
@@ -86,8 +87,7 @@ describe('a stop hands runs on (issue 12)', () => {
     LEASEHOLD_DATA_PLANE_TOKEN: token,
     LEASEHOLD_SEAL_KEY: sealKey,
     RUN_WORKER_CONCURRENCY: String(RUNS),
-    // The drain bound is 80% of it (4.8 s), inside the slow page; the rest is the hand-back's.
-    SHUTDOWN_TIMEOUT_MS: '6000',
+    SHUTDOWN_TIMEOUT_MS: String(shutdownMs),
     LOG_LEVEL: 'info',
   });
 
@@ -112,7 +112,7 @@ describe('a stop hands runs on (issue 12)', () => {
     }
   });
 
-  it('SIGTERM a run worker mid-run: its runs go back queued without an owner, and a second worker finishes every one long before its deadline', async () => {
+  async function handOff(label: string, shutdownMs: number): Promise<void> {
     const agent = await call('POST', '/v1/agents', {
       model: 'scripted',
       instructions: 'Read the slow page.',
@@ -121,11 +121,12 @@ describe('a stop hands runs on (issue 12)', () => {
     const runIds: string[] = [];
     for (let index = 0; index < RUNS; index += 1) {
       expect(
-        (await call('POST', '/v1/profiles', { id: `slow${index}`, allowed_origins: [site.origin] })).status,
+        (await call('POST', '/v1/profiles', { id: `${label}${index}`, allowed_origins: [site.origin] }))
+          .status,
       ).toBe(201);
       const session = await call('POST', '/v1/sessions', {
         agent_id: agent.body.id,
-        browser_profile_id: `slow${index}`,
+        browser_profile_id: `${label}${index}`,
       });
       const submitted = await call('POST', `/v1/sessions/${session.body.id}/runs`, {
         input: `read ${index}`,
@@ -146,7 +147,7 @@ describe('a stop hands runs on (issue 12)', () => {
       runIds.push(submitted.body.id);
     }
 
-    const first = startRunWorkerProcess(workerEnv());
+    const first = startRunWorkerProcess(workerEnv(shutdownMs));
     workers.push(first);
     // Every run is running on the first worker, inside its first slow navigate.
     await waitFor(
@@ -169,7 +170,7 @@ describe('a stop hands runs on (issue 12)', () => {
       expect(run.body.execution, id).toBe(1);
     }
 
-    const second = startRunWorkerProcess(workerEnv());
+    const second = startRunWorkerProcess(workerEnv(shutdownMs));
     workers.push(second);
     for (const id of runIds) {
       const done = await waitForStatus(id, ['succeeded', 'failed'], 60_000);
@@ -189,5 +190,24 @@ describe('a stop hands runs on (issue 12)', () => {
     }
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
+  }
+
+  it('SIGTERM a run worker mid-run: its runs go back queued without an owner, and a second worker finishes every one long before its deadline', async () => {
+    // The drain bound (4.5 s of the 6 s shutdown bound) ends inside the slow page.
+    await handOff('slow', 6_000);
   }, 150_000);
+
+  it('a short shutdown bound still leaves the hand-back room inside it: the worker exits 0, its runs handed back', async () => {
+    // 80% of 1.5 s plus the hand-back's second would pass the bound: the drain gives way to it.
+    await handOff('short', 1_500);
+  }, 150_000);
+});
+
+describe('the drain bound', () => {
+  it('is 80% of the shutdown bound, but leaves the hand-back 1.5 s before the forced exit', () => {
+    expect(drainBoundMs(10_000)).toBe(8_000);
+    expect(drainBoundMs(6_000)).toBe(4_500);
+    expect(drainBoundMs(1_500)).toBe(0);
+    expect(drainBoundMs(1_000)).toBe(0);
+  });
 });
