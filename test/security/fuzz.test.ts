@@ -136,7 +136,7 @@ function oddQuery(random: Random): string {
 }
 
 function oddHeaders(random: Random): Record<string, string> {
-  return random.pick([
+  return random.pick<Record<string, string>>([
     {},
     { 'idempotency-key': 'k'.repeat(300) },
     { 'idempotency-key': 'has space' },
