@@ -238,8 +238,15 @@ export class BrowserLeaseProvider {
     const runId = error.facts.holder_run_id;
     // Refused for another reason (protected, not served): no holder, nothing to replace.
     if (typeof runId !== 'string') return undefined;
-    // Another attempt of this same run: the run still runs, so its page is never another run's to take.
-    if (runId === this.scope.run_id) return undefined;
+    const leaseId = error.facts.holder_lease_id;
+    if (runId === this.scope.run_id) {
+      // An earlier attempt of this same run ended (a retry starts only from a failed run), so its
+      // page is ended with it even while its execution is still closing it: sealed and replaced, as
+      // d7 does for an ended run. The same attempt is never replaced: that one still runs.
+      const attempt = error.facts.holder_attempt;
+      const earlier = typeof attempt === 'number' && attempt < this.scope.attempt;
+      return earlier && typeof leaseId === 'string' ? { runId, leaseId } : undefined;
+    }
     const needsPage = this.#options.holderNeedsPage;
     if (needsPage) {
       try {
@@ -249,7 +256,6 @@ export class BrowserLeaseProvider {
         return undefined;
       }
     }
-    const leaseId = error.facts.holder_lease_id;
     // A lease the service does not name cannot be closed: the refusal stands.
     return typeof leaseId === 'string' ? { runId, leaseId } : undefined;
   }

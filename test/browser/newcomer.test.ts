@@ -113,4 +113,49 @@ describe('a newcomer run on a profile another run holds', () => {
       sealed: true,
     });
   });
+
+  it('replaces the lease an earlier attempt of the same run left, even while that run needs a page again', async () => {
+    // A retried run: attempt 1 failed and its execution has not closed its page yet when attempt 2
+    // acquires. The run is queued again (it needs a page), but not attempt 1's.
+    const profileId = await rig.newProfile();
+    const first = await workerProvider(profileId, 'run_retried').ensureLease(
+      'retried:1:0',
+      Date.now() + 600_000,
+    );
+    const asked: string[] = [];
+    const second = rig.provider(profileId, 'run_retried', {
+      attempt: 2,
+      holderNeedsPage: async (runId) => {
+        asked.push(runId);
+        return true;
+      },
+    });
+
+    const fresh = await second.ensureLease('retried:2:0', Date.now() + 600_000);
+
+    expect(fresh.leaseId).not.toBe(first.leaseId);
+    expect(asked).toEqual([]);
+    expect(await leases.getLease(rigProfile(profileId), first.leaseId)).toMatchObject({
+      state: 'closed',
+      sealed: true,
+    });
+    expect(await leases.getLease(rigProfile(profileId), fresh.leaseId)).toMatchObject({
+      state: 'live',
+      scope: { run_id: 'run_retried', attempt: 2 },
+    });
+  });
+
+  it('never replaces a lease of the same attempt of the same run', async () => {
+    const profileId = await rig.newProfile();
+    const held = await workerProvider(profileId, 'run_twice').ensureLease('twice:1:0', Date.now() + 600_000);
+    const rival = rig.provider(profileId, 'run_twice', {
+      principal: 'someone-else',
+      holderNeedsPage: async () => false,
+    });
+
+    const error = await rejection(rival.ensureLease('twice:1:1', Date.now() + 600_000));
+
+    expect(error.code).toBe('profile_unavailable');
+    expect(await leases.getLease(rigProfile(profileId), held.leaseId)).toMatchObject({ state: 'live' });
+  });
 });
