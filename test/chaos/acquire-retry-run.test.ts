@@ -1,8 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { executeRun } from '../../apps/run-worker/execution.js';
-import { loadConfig } from '../../libs/config/index.js';
 import { type AcquireAttemptDiagnostic, SINGLE_ACQUIRE_ATTEMPT } from '../../libs/provider/index.js';
 import {
   BrowserToolExecutor,
@@ -14,29 +10,14 @@ import {
   type ToolOutcome,
   type TranscriptEntry,
 } from '../../libs/runtime/index.js';
-import { type BrowserWorkerRecord, BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
+import { RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
 import { TEST_TOKEN } from '../fixtures/browser-worker.js';
+import { behindRigProxy, claimAndExecute, submitTestRun } from '../fixtures/execute-run.js';
 import { ACQUIRE_PATH as ACQUIRE, LeaseRig, rigProfile } from '../fixtures/lease-rig.js';
-import { silentLogger } from '../fixtures/logger.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { uniquePrefix } from '../fixtures/redis.js';
 import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
-
-/** The registry as the run worker reads it, except that the browser worker answers behind the proxy. */
-class ProxiedRegistry extends BrowserWorkerRegistry {
-  constructor(
-    redis: Redis,
-    prefix: string,
-    private readonly proxyUrl: () => string,
-  ) {
-    super(redis, prefix);
-  }
-
-  override async findForProfile(): Promise<BrowserWorkerRecord> {
-    return { id: 'bw-test', url: this.proxyUrl(), pinnedProfiles: '*', heartbeatAtMs: Date.now() };
-  }
-}
 
 /** A run port held in memory: the loop as `executeRun` drives it, without the store. */
 class MemoryRunPort implements RunPort {
@@ -185,48 +166,15 @@ describe('a whole run meets a transient acquisition failure', () => {
   it('with the policy executeRun installs, the briefing reads its page, and one content-free diagnostic is on its events', async () => {
     const profileId = await rig.newProfile({ id: 'briefing-bounded' });
     rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 } });
-    const agent = await store.putAgent('t1', { model: 'scripted', instructions: 'brief me' });
-    if (agent.status === 'not_found') throw new Error('agent not stored');
-    const session = await store.createSession({
-      tenant: 't1',
-      principal: 'alice',
-      agentId: agent.agent.id,
+    const submitted = await submitTestRun(store, {
+      agent: { model: 'scripted', instructions: 'brief me' },
       browserProfileId: profileId,
-    });
-    if (!session) throw new Error('session not stored');
-    const { run: submitted } = await store.submitRun({
-      tenant: 't1',
-      principal: 'alice',
-      sessionId: session.id,
       input: briefing('/bounded'),
-      limits: TEST_RUN_LIMITS,
-      timeoutMs: 60_000,
     });
-    const ownerToken = `owner-${randomBytes(4).toString('hex')}`;
-    const claimed = await store.claimRun(submitted.id, submitted.execution, ownerToken);
-    if (!claimed.ok) throw new Error(`run not claimed: ${claimed.message}`);
-
-    const config = loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-      QUEUE_PREFIX: prefix,
-      LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN,
-      LOG_LEVEL: 'silent',
+    const { end } = await claimAndExecute({ store, transcripts, queue, ...behindRigProxy(rig) }, submitted, {
+      prefix,
+      env: { LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN },
     });
-    const end = await executeRun(
-      {
-        config,
-        store,
-        transcripts,
-        registry: new ProxiedRegistry(rig.redis, rig.keyPrefix, () => rig.proxy.url),
-        profiles: rig.leases,
-        queue,
-        logger: silentLogger(),
-      },
-      claimed.run,
-      ownerToken,
-      new AbortController().signal,
-    );
 
     expect(end).toEqual({ kind: 'succeeded', answer: 'briefed' });
     expect((await store.getRun(submitted.id))?.status).toBe('succeeded');

@@ -1,32 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeRun } from '../../apps/run-worker/execution.js';
-import { loadConfig } from '../../libs/config/index.js';
 import type { TranscriptEntry } from '../../libs/runtime/index.js';
-import { type BrowserWorkerRecord, BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
+import { RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
 import { TEST_TOKEN } from '../fixtures/browser-worker.js';
+import { behindRigProxy, claimAndExecute, submitTestRun } from '../fixtures/execute-run.js';
 import { ACT_PATH, LeaseRig, NAVIGATE_PATH, OBSERVE_PATH } from '../fixtures/lease-rig.js';
-import { silentLogger } from '../fixtures/logger.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
-
-/** The registry as the run worker reads it, except that the browser worker answers behind the proxy. */
-class ProxiedRegistry extends BrowserWorkerRegistry {
-  constructor(
-    redis: Redis,
-    prefix: string,
-    private readonly proxyUrl: () => string,
-  ) {
-    super(redis, prefix);
-  }
-
-  override async findForProfile(): Promise<BrowserWorkerRecord> {
-    return { id: 'bw-test', url: this.proxyUrl(), pinnedProfiles: '*', heartbeatAtMs: Date.now() };
-  }
-}
+import { uniquePrefix } from '../fixtures/redis.js';
 
 /** Every value stored under `prefix`, whatever its type, as one text. */
 async function everythingStored(redis: Redis, prefix: string): Promise<{ keys: string[]; text: string }> {
@@ -79,19 +60,9 @@ describe('the evidence key stays with the platform', () => {
 
   it('never appears in a stored ledger entry, transcript, run event or any other record', async () => {
     const profileId = await rig.newProfile({ id: 'lesson-evidence' });
-    const agent = await store.putAgent('t1', { model: 'scripted', instructions: 'learn' });
-    if (agent.status === 'not_found') throw new Error('agent not stored');
-    const session = await store.createSession({
-      tenant: 't1',
-      principal: 'alice',
-      agentId: agent.agent.id,
+    const submitted = await submitTestRun(store, {
+      agent: { model: 'scripted', instructions: 'learn' },
       browserProfileId: profileId,
-    });
-    if (!session) throw new Error('session not stored');
-    const { run: submitted } = await store.submitRun({
-      tenant: 't1',
-      principal: 'alice',
-      sessionId: session.id,
       input: {
         text: 'do the exercise',
         script: {
@@ -103,34 +74,12 @@ describe('the evidence key stays with the platform', () => {
           answer: 'done',
         },
       },
-      limits: TEST_RUN_LIMITS,
-      timeoutMs: 60_000,
-    });
-    const ownerToken = `owner-${randomBytes(4).toString('hex')}`;
-    const claimed = await store.claimRun(submitted.id, submitted.execution, ownerToken);
-    if (!claimed.ok) throw new Error(`run not claimed: ${claimed.message}`);
-    const config = loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-      QUEUE_PREFIX: prefix,
-      LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN,
-      LOG_LEVEL: 'silent',
     });
 
-    const end = await executeRun(
-      {
-        config,
-        store,
-        transcripts,
-        registry: new ProxiedRegistry(rig.redis, rig.keyPrefix, () => rig.proxy.url),
-        profiles: rig.leases,
-        queue,
-        logger: silentLogger(),
-      },
-      claimed.run,
-      ownerToken,
-      new AbortController().signal,
-    );
+    const { end } = await claimAndExecute({ store, transcripts, queue, ...behindRigProxy(rig) }, submitted, {
+      prefix,
+      env: { LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN },
+    });
     expect(end).toEqual({ kind: 'succeeded', answer: 'done' });
 
     // The keys the service attached to its three answers, as they crossed the wire.

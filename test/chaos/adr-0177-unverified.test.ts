@@ -1,34 +1,16 @@
-import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiHandle, startApi } from '../../apps/api/server.js';
-import { executeRun } from '../../apps/run-worker/execution.js';
 import { loadConfig } from '../../libs/config/index.js';
 import type { TranscriptEntry } from '../../libs/runtime/index.js';
-import { type BrowserWorkerRecord, BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
+import { RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
 import { TEST_TOKEN } from '../fixtures/browser-worker.js';
+import { behindRigProxy, claimAndExecute, submitTestRun } from '../fixtures/execute-run.js';
 import { ACQUIRE_PATH as ACQUIRE, LeaseRig } from '../fixtures/lease-rig.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
-
-/** The registry as the run worker reads it, except that the browser worker answers behind the proxy. */
-class ProxiedRegistry extends BrowserWorkerRegistry {
-  constructor(
-    redis: Redis,
-    prefix: string,
-    private readonly proxyUrl: () => string,
-  ) {
-    super(redis, prefix);
-  }
-
-  override async findForProfile(): Promise<BrowserWorkerRecord> {
-    return { id: 'bw-test', url: this.proxyUrl(), pinnedProfiles: '*', heartbeatAtMs: Date.now() };
-  }
-}
 
 /**
  * ADR-0177: "Exhaustion preserves the original stable failure and the workflow's explicit unverified
@@ -76,54 +58,27 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
     await rig?.close();
   });
 
+  /** Submits the briefing of the page at `path` on `profileId` and executes it once, as the run worker would. */
+  async function runBriefing(profileId: string, path: string) {
+    const submitted = await submitTestRun(store, {
+      agent: { model: 'scripted', instructions: 'brief me' },
+      browserProfileId: profileId,
+      input: {
+        text: 'read the briefing',
+        script: { steps: [{ tool: 'browser.navigate', url: `${rig.origin}${path}` }], answer: 'briefed' },
+      },
+    });
+    const { end } = await claimAndExecute({ store, transcripts, queue, ...behindRigProxy(rig) }, submitted, {
+      prefix,
+      env: { LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN },
+    });
+    return { submitted, end };
+  }
+
   it('marks the run view and the tool call unverified, with the last error, and ends the run with that error', async () => {
     const profileId = await rig.newProfile({ id: 'briefing-exhausted' });
     rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 3 });
-    const agent = await store.putAgent('t1', { model: 'scripted', instructions: 'brief me' });
-    if (agent.status === 'not_found') throw new Error('agent not stored');
-    const session = await store.createSession({
-      tenant: 't1',
-      principal: 'alice',
-      agentId: agent.agent.id,
-      browserProfileId: profileId,
-    });
-    if (!session) throw new Error('session not stored');
-    const { run: submitted } = await store.submitRun({
-      tenant: 't1',
-      principal: 'alice',
-      sessionId: session.id,
-      input: {
-        text: 'read the briefing',
-        script: { steps: [{ tool: 'browser.navigate', url: `${rig.origin}/exhausted` }], answer: 'briefed' },
-      },
-      limits: TEST_RUN_LIMITS,
-      timeoutMs: 60_000,
-    });
-    const ownerToken = `owner-${randomBytes(4).toString('hex')}`;
-    const claimed = await store.claimRun(submitted.id, submitted.execution, ownerToken);
-    if (!claimed.ok) throw new Error(`run not claimed: ${claimed.message}`);
-    const config = loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-      QUEUE_PREFIX: prefix,
-      LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN,
-      LOG_LEVEL: 'silent',
-    });
-
-    const end = await executeRun(
-      {
-        config,
-        store,
-        transcripts,
-        registry: new ProxiedRegistry(rig.redis, rig.keyPrefix, () => rig.proxy.url),
-        profiles: rig.leases,
-        queue,
-        logger: silentLogger(),
-      },
-      claimed.run,
-      ownerToken,
-      new AbortController().signal,
-    );
+    const { submitted, end } = await runBriefing(profileId, '/exhausted');
 
     // ADR-0177: exhaustion keeps the original stable failure; issue 12: it is the run's end, at its step.
     expect(end).toEqual({
@@ -184,50 +139,7 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
   it('leaves a run whose acquisition recovered without the mark', async () => {
     const profileId = await rig.newProfile({ id: 'briefing-recovered' });
     rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 2 });
-    const agent = await store.putAgent('t1', { model: 'scripted', instructions: 'brief me' });
-    if (agent.status === 'not_found') throw new Error('agent not stored');
-    const session = await store.createSession({
-      tenant: 't1',
-      principal: 'alice',
-      agentId: agent.agent.id,
-      browserProfileId: profileId,
-    });
-    if (!session) throw new Error('session not stored');
-    const { run: submitted } = await store.submitRun({
-      tenant: 't1',
-      principal: 'alice',
-      sessionId: session.id,
-      input: {
-        text: 'read the briefing',
-        script: { steps: [{ tool: 'browser.navigate', url: `${rig.origin}/recovered` }], answer: 'briefed' },
-      },
-      limits: TEST_RUN_LIMITS,
-      timeoutMs: 60_000,
-    });
-    const ownerToken = `owner-${randomBytes(4).toString('hex')}`;
-    const claimed = await store.claimRun(submitted.id, submitted.execution, ownerToken);
-    if (!claimed.ok) throw new Error(`run not claimed: ${claimed.message}`);
-    const config = loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-      QUEUE_PREFIX: prefix,
-      LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN,
-      LOG_LEVEL: 'silent',
-    });
-    await executeRun(
-      {
-        config,
-        store,
-        transcripts,
-        registry: new ProxiedRegistry(rig.redis, rig.keyPrefix, () => rig.proxy.url),
-        profiles: rig.leases,
-        queue,
-        logger: silentLogger(),
-      },
-      claimed.run,
-      ownerToken,
-      new AbortController().signal,
-    );
+    const { submitted } = await runBriefing(profileId, '/recovered');
     expect(rig.hits.get('/recovered')).toBe(1);
     expect(await store.getRun(submitted.id)).toMatchObject({
       status: 'succeeded',

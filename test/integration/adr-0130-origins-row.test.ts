@@ -1,19 +1,15 @@
-import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeRun } from '../../apps/run-worker/execution.js';
-import { loadConfig } from '../../libs/config/index.js';
 import { BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
-import { silentLogger } from '../fixtures/logger.js';
+import { claimAndExecute, submitTestRun } from '../fixtures/execute-run.js';
 import { type ModelServer, startModelServer } from '../fixtures/model-server.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 /**
  * ADR-0130 d9 through the run worker's own composition (`executeRun`): a bound run's model request
@@ -64,49 +60,28 @@ models:
   });
 
   it('names the first 16 of a profile’s 20 allowed origins, and no more', async () => {
-    const agent = await store.putAgent('t1', { model: 'tutor', instructions: 'browse' });
-    if (agent.status === 'not_found') throw new Error('agent not stored');
-    const session = await store.createSession({
-      tenant: 't1',
-      principal: 'alice',
-      agentId: agent.agent.id,
+    const run = await submitTestRun(store, {
+      agent: { model: 'tutor', instructions: 'browse' },
       browserProfileId: 'wide',
-    });
-    if (!session) throw new Error('session not stored');
-    const { run } = await store.submitRun({
-      tenant: 't1',
-      principal: 'alice',
-      sessionId: session.id,
       input: { text: 'look around' },
-      limits: TEST_RUN_LIMITS,
-      timeoutMs: 60_000,
     });
-    const ownerToken = `owner-${randomBytes(4).toString('hex')}`;
-    const claimed = await store.claimRun(run.id, run.execution, ownerToken);
-    if (!claimed.ok) throw new Error(`run not claimed: ${claimed.message}`);
-    const config = loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-      QUEUE_PREFIX: prefix,
-      LEASEHOLD_DATA_PLANE_TOKEN: 'd'.repeat(32),
-      LEASEHOLD_OPS_DIR: opsDir,
-      TUTOR_API_KEY: model.apiKey,
-      LOG_LEVEL: 'silent',
-    });
-
-    const end = await executeRun(
+    const { end } = await claimAndExecute(
       {
-        config,
         store,
         transcripts: new RunTranscripts(redis, `${prefix}:`),
         registry: new BrowserWorkerRegistry(redis, `${prefix}:`),
         profiles: { allowedOrigins: async () => origins },
         queue,
-        logger: silentLogger(),
       },
-      claimed.run,
-      ownerToken,
-      new AbortController().signal,
+      run,
+      {
+        prefix,
+        env: {
+          LEASEHOLD_DATA_PLANE_TOKEN: 'd'.repeat(32),
+          LEASEHOLD_OPS_DIR: opsDir,
+          TUTOR_API_KEY: model.apiKey,
+        },
+      },
     );
 
     expect(end).toEqual({ kind: 'succeeded', answer: 'done' });

@@ -1,12 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeRun } from '../../apps/run-worker/execution.js';
-import { loadConfig } from '../../libs/config/index.js';
 import { BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
-import { silentLogger } from '../fixtures/logger.js';
+import { claimAndExecute, submitTestRun } from '../fixtures/execute-run.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
@@ -37,18 +34,8 @@ describe('a delegated child run’s limits', () => {
   });
 
   it('are carved from the parent’s remaining cost budget at the moment it delegates', async () => {
-    const agent = await store.putAgent('t1', {
-      model: 'scripted',
-      instructions: 'split the work',
-      tools: ['agent.delegate'],
-    });
-    if (agent.status === 'not_found') throw new Error('agent not stored');
-    const session = await store.createSession({ tenant: 't1', principal: 'alice', agentId: agent.agent.id });
-    if (!session) throw new Error('session not stored');
-    const { run } = await store.submitRun({
-      tenant: 't1',
-      principal: 'alice',
-      sessionId: session.id,
+    const run = await submitTestRun(store, {
+      agent: { model: 'scripted', instructions: 'split the work', tools: ['agent.delegate'] },
       input: {
         text: 'do it in two parts',
         script: {
@@ -57,34 +44,24 @@ describe('a delegated child run’s limits', () => {
         },
       },
       limits: { ...TEST_RUN_LIMITS, max_cost_micro_usd: 30 * USD, cost_reserve_micro_usd: 3 * USD },
-      timeoutMs: 60_000,
     });
-    const ownerToken = `owner-${randomBytes(4).toString('hex')}`;
-    const claimed = await store.claimRun(run.id, run.execution, ownerToken);
-    if (!claimed.ok) throw new Error(`run not claimed: ${claimed.message}`);
-    // Spent after the claim: the claimed view still says USD 0.
-    const spent = await store.addUsage(run.id, ownerToken, { cost_micro_usd: 12 * USD });
-    if (!spent.ok) throw new Error('usage not added');
-    const config = loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-      QUEUE_PREFIX: prefix,
-      LOG_LEVEL: 'silent',
-    });
-
-    const end = await executeRun(
+    const { end, config } = await claimAndExecute(
       {
-        config,
         store,
         transcripts: new RunTranscripts(redis, `${prefix}:`),
         registry: new BrowserWorkerRegistry(redis, `${prefix}:`),
         profiles: { allowedOrigins: async () => [] },
         queue,
-        logger: silentLogger(),
       },
-      claimed.run,
-      ownerToken,
-      new AbortController().signal,
+      run,
+      {
+        prefix,
+        // Spent after the claim: the claimed view still says USD 0.
+        afterClaim: async (ownerToken) => {
+          const spent = await store.addUsage(run.id, ownerToken, { cost_micro_usd: 12 * USD });
+          if (!spent.ok) throw new Error('usage not added');
+        },
+      },
     );
 
     expect(end).toMatchObject({ kind: 'waiting_child' });
