@@ -1,12 +1,10 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiHandle, startApi } from '../../apps/api/server.js';
-import { loadConfig } from '../../libs/config/index.js';
-import { createMetrics } from '../../libs/telemetry/index.js';
-import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
-import { silentLogger } from '../fixtures/logger.js';
-import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import type { ApiHandle } from '../../apps/api/server.js';
+import { TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
+import { uniquePrefix } from '../fixtures/redis.js';
 import { isOneErrorShape, rawRequest } from './auth-raw-http.js';
+import { type BothServers, startBothServers } from './both-servers.js';
 
 /**
  * Failed authentication is limited per client address on both servers (issue 11.10): past N
@@ -20,26 +18,11 @@ let api: ApiHandle;
 let worker: TestBrowserWorker;
 let redis: Redis;
 let apiKey: string;
+let both: BothServers;
 
 beforeAll(async () => {
-  api = await startApi({
-    config: loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${apiPrefix}:`,
-      QUEUE_PREFIX: apiPrefix,
-      PORT: '0',
-      LOG_LEVEL: 'silent',
-      AUTH_FAILURES_PER_MINUTE: String(LIMIT),
-    }),
-    logger: silentLogger(),
-    metrics: createMetrics({ role: 'api' }),
-    redisUrl: testRedisUrl(),
-  });
-  worker = await startTestBrowserWorker({
-    prefix: dpPrefix,
-    env: { AUTH_FAILURES_PER_MINUTE: String(LIMIT) },
-  });
-  redis = new Redis(testRedisUrl());
+  both = await startBothServers({ apiPrefix, dpPrefix, env: { AUTH_FAILURES_PER_MINUTE: String(LIMIT) } });
+  ({ api, worker, redis } = both);
   ({ key: apiKey } = await api.store.createApiKey({
     tenant: 'acme',
     principal: 'alice',
@@ -48,11 +31,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await api?.close();
-  await worker?.handle.close();
-  await deletePrefixedKeys(redis, apiPrefix);
-  await deletePrefixedKeys(redis, dpPrefix);
-  redis?.disconnect();
+  await both?.close();
 });
 
 const servers = () => [

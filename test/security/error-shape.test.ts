@@ -1,18 +1,17 @@
 import { connect } from 'node:net';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiHandle, startApi } from '../../apps/api/server.js';
-import { loadConfig } from '../../libs/config/index.js';
+import type { ApiHandle } from '../../apps/api/server.js';
 import {
   createHttpServer,
   createMetrics,
   createOpsServer,
   reshapeErrorAnswers,
 } from '../../libs/telemetry/index.js';
-import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
+import { TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
 import { silentLogger } from '../fixtures/logger.js';
-import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { uniquePrefix } from '../fixtures/redis.js';
 import { isOneErrorShape, rawRequest } from './auth-raw-http.js';
+import { type BothServers, startBothServers } from './both-servers.js';
 
 /**
  * Issue 11.9: every 4xx and 5xx of both servers is `{"error":{"code","message"}}` — router
@@ -23,25 +22,13 @@ const apiPrefix = uniquePrefix('shape-api');
 const dpPrefix = uniquePrefix('shape-dp');
 let api: ApiHandle;
 let worker: TestBrowserWorker;
-let redis: Redis;
 let apiKey: string;
 let operatorKey: string;
+let both: BothServers;
 
 beforeAll(async () => {
-  api = await startApi({
-    config: loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${apiPrefix}:`,
-      QUEUE_PREFIX: apiPrefix,
-      PORT: '0',
-      LOG_LEVEL: 'silent',
-    }),
-    logger: silentLogger(),
-    metrics: createMetrics({ role: 'api' }),
-    redisUrl: testRedisUrl(),
-  });
-  worker = await startTestBrowserWorker({ prefix: dpPrefix });
-  redis = new Redis(testRedisUrl());
+  both = await startBothServers({ apiPrefix, dpPrefix });
+  ({ api, worker } = both);
   ({ key: apiKey } = await api.store.createApiKey({
     tenant: 'acme',
     principal: 'alice',
@@ -55,11 +42,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await api?.close();
-  await worker?.handle.close();
-  await deletePrefixedKeys(redis, apiPrefix);
-  await deletePrefixedKeys(redis, dpPrefix);
-  redis?.disconnect();
+  await both?.close();
 });
 
 const LONG = 'a'.repeat(300);
