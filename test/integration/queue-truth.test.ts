@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,25 +15,17 @@ import {
 } from '../../queues/index.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { silentLogger } from '../fixtures/logger.js';
+import { type PressSite, startPressSite } from '../fixtures/press-site.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
+import { finishedJob } from '../fixtures/run-jobs.js';
 
 /** A page with a button to click (an effect that asks for approval). */
-function startSite(): Promise<{ server: Server; origin: string }> {
-  const server = createServer((_request, response) => {
-    response.setHeader('content-type', 'text/html');
-    response.end('<!doctype html><title>Queue</title><h1>Queue</h1><button>Go</button>');
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }),
-    ),
-  );
-}
+const SITE_PAGE = '<!doctype html><title>Queue</title><h1>Queue</h1><button>Go</button>';
 
 describe('the queue tells the truth; resumed runs first (issue 12)', () => {
   let fleet: FleetHandle;
-  let site: Awaited<ReturnType<typeof startSite>>;
+  let site: PressSite;
   let redis: Redis;
   let queue: RunsQueue;
   let metrics: Metrics;
@@ -64,17 +54,6 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
     runWorker = undefined;
   }
 
-  /** The job of the run's execution once BullMQ has finished it. */
-  async function finishedJob(runId: string, execution: number) {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const job = await queue.getJob(runJobId(runId, execution));
-      if (job?.finishedOn) return job;
-      if (Date.now() > deadline) throw new Error(`job of ${runId} x${execution} not finished`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-
   async function submit(sessionId: string, script: unknown): Promise<string> {
     const submitted = await call('POST', `/v1/sessions/${sessionId}/runs`, { input: 'go', script });
     expect(submitted.status).toBe(201);
@@ -82,7 +61,7 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
   }
 
   beforeAll(async () => {
-    site = await startSite();
+    site = await startPressSite(SITE_PAGE);
     fleet = await startTestFleet(prefix);
     await fleet.roles.runWorker.close();
     redis = new Redis(testRedisUrl());
@@ -106,7 +85,7 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
     await stopWorker();
     await queue?.close();
     await fleet?.close();
-    await new Promise((resolve) => site?.server.close(resolve));
+    await site?.close();
     if (redis) {
       await deletePrefixedKeys(redis, prefix);
       redis.disconnect();
@@ -123,7 +102,7 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
     const done = await waitForStatus(failed, ['succeeded', 'failed']);
     expect(done.status).toBe('failed');
     const code = done.error.code as string;
-    const job = await finishedJob(failed, 1);
+    const job = await finishedJob(queue, failed, 1);
     expect(await job.getState()).toBe('failed');
     expect(job.failedReason).toContain(code);
     expect(job.attemptsMade).toBe(1);
@@ -132,7 +111,7 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
 
     const succeeded = await submit(plainSession, { steps: [], answer: 'Done.' });
     expect((await waitForStatus(succeeded, ['succeeded', 'failed'])).status).toBe('succeeded');
-    expect((await finishedJob(succeeded, 1)).returnvalue).toEqual({ status: 'succeeded', code: null });
+    expect((await finishedJob(queue, succeeded, 1)).returnvalue).toEqual({ status: 'succeeded', code: null });
 
     const text = await metrics.registry.metrics();
     expect(text).toContain(`leasehold_runs_ended_total{status="failed",code="${code}"} 1`);
@@ -149,7 +128,7 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
     });
     const parked = await waitForStatus(parkedId, ['parked', 'failed', 'succeeded']);
     expect(parked.status).toBe('parked');
-    expect((await finishedJob(parkedId, 1)).returnvalue).toEqual({ status: 'parked', code: null });
+    expect((await finishedJob(queue, parkedId, 1)).returnvalue).toEqual({ status: 'parked', code: null });
 
     // A backlog while no worker claims: fresh runs first in line, then the approval.
     await stopWorker();

@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import pino from 'pino';
@@ -9,24 +7,16 @@ import { handBackDelayMs, isRetryableFault, MAX_FAULT_HANDBACKS } from '../../ap
 import { type RunWorkerHandle, startRunWorker } from '../../apps/run-worker/run-worker.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
-import { createRunsQueue, type RunsQueue, runJobId } from '../../queues/index.js';
+import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
 import { startTestFleet } from '../fixtures/fleet.js';
+import { type PressSite, startPressSite } from '../fixtures/press-site.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
+import { finishedJob } from '../fixtures/run-jobs.js';
 import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 /** A page to navigate to and observe. */
-function startSite(): Promise<{ server: Server; origin: string }> {
-  const server = createServer((_request, response) => {
-    response.setHeader('content-type', 'text/html');
-    response.end('<!doctype html><title>Stranded</title><h1>Here</h1><a href="/">Again</a>');
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }),
-    ),
-  );
-}
+const SITE_PAGE = '<!doctype html><title>Stranded</title><h1>Here</h1><a href="/">Again</a>';
 
 /** An error as a lost connection raises it (ioredis, fetch): retryable. */
 function connectionLost(): Error {
@@ -38,7 +28,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
   let runWorker: RunWorkerHandle;
   let redis: Redis;
   let queue: RunsQueue;
-  let site: Awaited<ReturnType<typeof startSite>>;
+  let site: PressSite;
   let sessionId: string;
   let prefix: string;
   const { call, waitForStatus } = restClient(
@@ -51,7 +41,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
 
   beforeAll(async () => {
     prefix = uniquePrefix('stranded');
-    site = await startSite();
+    site = await startPressSite(SITE_PAGE);
     fleet = await startTestFleet(prefix);
     // The fleet's own run worker steps aside for one with the fault hook.
     await fleet.roles.runWorker.close();
@@ -101,7 +91,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
     await runWorker?.close();
     await queue?.close();
     await fleet?.close();
-    await new Promise((resolve) => site?.server.close(resolve));
+    await site?.close();
     if (redis) {
       await deletePrefixedKeys(redis, prefix);
       redis.disconnect();
@@ -130,17 +120,6 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
     return lease?.scope.run_id === runId ? leaseId : undefined;
   }
 
-  /** The job of the run's execution once BullMQ has finished it (its end is written first). */
-  async function finishedJob(runId: string, execution: number) {
-    const deadline = Date.now() + 5_000;
-    for (;;) {
-      const job = await queue.getJob(runJobId(runId, execution));
-      if (job?.finishedOn) return job;
-      if (Date.now() > deadline) throw new Error(`job of ${runId} x${execution} not finished`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-
   async function noLeaseWithin(runId: string, timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while ((await liveLeaseOf(runId)) !== undefined) {
@@ -154,7 +133,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
     const runId = await submit('idle');
     const done = await waitForStatus(runId, ['succeeded', 'failed']);
     expect(done.status).toBe('succeeded');
-    const job = await finishedJob(runId, 1);
+    const job = await finishedJob(queue, runId, 1, 5_000);
     expect(job?.returnvalue).toEqual({ status: 'succeeded', code: null });
     expect(job?.name).toBe(`run:dev/${sessionId}`);
     for (const point of ['agent.load', 'transcript.load', 'usage.add', 'invocation.start', 'lease.close'])
@@ -181,7 +160,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
         // Its stack is in the log line, never in the run's message.
         expect(done.error.message).not.toMatch(/\n\s+at /);
         expect(lines[0]).toContain(`fault injected at ${point}`);
-        const job = await finishedJob(runId, done.execution);
+        const job = await finishedJob(queue, runId, done.execution, 5_000);
         expect(await job?.getState()).toBe('failed');
         expect(job?.failedReason).toMatch(/internal_error/);
         expect(job?.attemptsMade).toBe(1);
@@ -224,7 +203,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
       },
     };
     runId = await submit('taken over');
-    const job = await finishedJob(runId, 1);
+    const job = await finishedJob(queue, runId, 1, 5_000);
     expect(job.returnvalue).toEqual({ status: 'lost', code: 'not_owner' });
     const run = await fleet.store.getRun(runId);
     expect(run?.status).toBe('running');
@@ -244,7 +223,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
       },
     };
     runId = await submit('fault after takeover');
-    const job = await finishedJob(runId, 1);
+    const job = await finishedJob(queue, runId, 1, 5_000);
     expect(job.returnvalue).toEqual({ status: 'lost', code: null });
     expect((await fleet.store.getRun(runId))?.status).toBe('running');
     expect((await fleet.store.readEvents(runId)).map((event) => event.type)).not.toContain('run.failed');
