@@ -1,9 +1,6 @@
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { startTestFleet } from '../fixtures/fleet.js';
@@ -13,6 +10,7 @@ import {
   type PolicyReply,
   startModelServer,
 } from '../fixtures/model-server.js';
+import { writeOpsDir } from '../fixtures/ops-dir.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 
@@ -103,14 +101,7 @@ describe('a bound run driven by a real-model-shaped server over HTTP (ADR-0130)'
         return lessonPolicy(lesson.origin, usageFor.get(input) ?? (() => undefined))(body);
       },
     });
-    opsDir = mkdtempSync(join(tmpdir(), 'leasehold-ops-'));
-    copyFileSync(
-      fileURLToPath(new URL('../../ops/limits.yaml', import.meta.url)),
-      join(opsDir, 'limits.yaml'),
-    );
-    writeFileSync(
-      join(opsDir, 'models.yaml'),
-      `default_model: scripted
+    opsDir = writeOpsDir(`default_model: scripted
 models:
   scripted:
     provider: scripted
@@ -127,8 +118,7 @@ models:
     output_usd_per_mtok: "40"
     context_window_tokens: 272000
     max_output_tokens: 1024
-`,
-    );
+`);
     fleet = await startTestFleet(uniquePrefix('model-loop'), {
       LEASEHOLD_OPS_DIR: opsDir,
       TUTOR_API_KEY: model.apiKey,

@@ -1,7 +1,4 @@
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { rmSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BrowserWorkerRegistry, RunStore } from '../../libs/store/index.js';
@@ -9,6 +6,7 @@ import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
 import { claimAndExecute, submitTestRun } from '../fixtures/execute-run.js';
 import { type ModelServer, startModelServer } from '../fixtures/model-server.js';
+import { writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
@@ -29,14 +27,7 @@ describe('the browser_origins row of a bound run', () => {
     store = new RunStore(redis, `${prefix}:`);
     queue = createRunsQueue(redis, prefix);
     model = await startModelServer({ policy: () => ({ content: 'done' }) });
-    opsDir = mkdtempSync(join(tmpdir(), 'leasehold-ops-'));
-    copyFileSync(
-      fileURLToPath(new URL('../../ops/limits.yaml', import.meta.url)),
-      join(opsDir, 'limits.yaml'),
-    );
-    writeFileSync(
-      join(opsDir, 'models.yaml'),
-      `default_model: tutor
+    opsDir = writeOpsDir(`default_model: tutor
 models:
   tutor:
     provider: openai-compatible
@@ -46,8 +37,7 @@ models:
     cached_input_usd_per_mtok: "0"
     output_usd_per_mtok: "0"
     context_window_tokens: 100000
-`,
-    );
+`);
   });
 
   afterAll(async () => {

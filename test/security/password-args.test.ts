@@ -1,16 +1,14 @@
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FleetHandle, startFleet } from '../../apps/fleet/fleet.js';
 import { loadConfig } from '../../libs/config/index.js';
 import { type ChatRequestBody, type ModelServer, startModelServer } from '../fixtures/model-server.js';
+import { writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 
@@ -131,14 +129,7 @@ describe('a password a run types never leaves the browser in a record', { timeou
         };
       },
     });
-    opsDir = mkdtempSync(join(tmpdir(), 'leasehold-ops-'));
-    copyFileSync(
-      fileURLToPath(new URL('../../ops/limits.yaml', import.meta.url)),
-      join(opsDir, 'limits.yaml'),
-    );
-    writeFileSync(
-      join(opsDir, 'models.yaml'),
-      `default_model: scripted
+    opsDir = writeOpsDir(`default_model: scripted
 models:
   scripted:
     provider: scripted
@@ -154,8 +145,7 @@ models:
     cached_input_usd_per_mtok: "0"
     output_usd_per_mtok: "0"
     context_window_tokens: 100000
-`,
-    );
+`);
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
         logLines.push(chunk.toString('utf8'));
