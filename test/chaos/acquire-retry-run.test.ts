@@ -10,12 +10,10 @@ import {
   type ToolOutcome,
   type TranscriptEntry,
 } from '../../libs/runtime/index.js';
-import { RunStore } from '../../libs/store/index.js';
-import { RunTranscripts } from '../../libs/store/run-transcript.js';
-import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
-import { TEST_TOKEN } from '../fixtures/browser-worker.js';
-import { behindRigProxy, claimAndExecute, submitTestRun } from '../fixtures/execute-run.js';
-import { ACQUIRE_PATH as ACQUIRE, LeaseRig, rigProfile } from '../fixtures/lease-rig.js';
+import type { RunStore } from '../../libs/store/index.js';
+import type { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { type RigRunSide, startRigRunSide, submitTestRun } from '../fixtures/execute-run.js';
+import { ACQUIRE_PATH as ACQUIRE, type LeaseRig, rigProfile } from '../fixtures/lease-rig.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
@@ -75,30 +73,24 @@ class MemoryRunPort implements RunPort {
 describe('a whole run meets a transient acquisition failure', () => {
   const prefix = uniquePrefix('chaos-acquire-run');
   let rig: LeaseRig;
+  let side: RigRunSide;
   let store: RunStore;
   let transcripts: RunTranscripts;
-  let queue: RunsQueue;
 
   beforeAll(async () => {
-    rig = await LeaseRig.start({
+    side = await startRigRunSide({
       prefix,
       principal: 'alice',
       profileIds: 'briefing',
-      faultProxy: true,
       page: '<!doctype html><title>briefing</title><p>Three meetings today</p>',
-      redisOptions: { maxRetriesPerRequest: null },
     });
-    store = new RunStore(rig.redis, rig.keyPrefix);
-    transcripts = new RunTranscripts(rig.redis, rig.keyPrefix);
-    queue = createRunsQueue(rig.redis, prefix);
+    ({ rig, store, transcripts } = side);
   });
 
   afterEach(() => rig.proxy.clearFaults());
 
   afterAll(async () => {
-    await queue?.obliterate({ force: true });
-    await queue?.close();
-    await rig?.close();
+    await side?.close();
   });
 
   function briefing(path: string) {
@@ -171,10 +163,7 @@ describe('a whole run meets a transient acquisition failure', () => {
       browserProfileId: profileId,
       input: briefing('/bounded'),
     });
-    const { end } = await claimAndExecute({ store, transcripts, queue, ...behindRigProxy(rig) }, submitted, {
-      prefix,
-      env: { LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN },
-    });
+    const { end } = await side.execute(submitted);
 
     expect(end).toEqual({ kind: 'succeeded', answer: 'briefed' });
     expect((await store.getRun(submitted.id))?.status).toBe('succeeded');

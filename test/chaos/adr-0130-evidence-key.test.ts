@@ -1,12 +1,10 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TranscriptEntry } from '../../libs/runtime/index.js';
-import { RunStore } from '../../libs/store/index.js';
-import { RunTranscripts } from '../../libs/store/run-transcript.js';
-import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
-import { TEST_TOKEN } from '../fixtures/browser-worker.js';
-import { behindRigProxy, claimAndExecute, submitTestRun } from '../fixtures/execute-run.js';
-import { ACT_PATH, LeaseRig, NAVIGATE_PATH, OBSERVE_PATH } from '../fixtures/lease-rig.js';
+import type { RunStore } from '../../libs/store/index.js';
+import type { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { type RigRunSide, startRigRunSide, submitTestRun } from '../fixtures/execute-run.js';
+import { ACT_PATH, type LeaseRig, NAVIGATE_PATH, OBSERVE_PATH } from '../fixtures/lease-rig.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 
 /** Every value stored under `prefix`, whatever its type, as one text. */
@@ -34,28 +32,22 @@ async function everythingStored(redis: Redis, prefix: string): Promise<{ keys: s
 describe('the evidence key stays with the platform', () => {
   const prefix = uniquePrefix('chaos-evidence');
   let rig: LeaseRig;
+  let side: RigRunSide;
   let store: RunStore;
   let transcripts: RunTranscripts;
-  let queue: RunsQueue;
 
   beforeAll(async () => {
-    rig = await LeaseRig.start({
+    side = await startRigRunSide({
       prefix,
       principal: 'alice',
       profileIds: 'lesson',
-      faultProxy: true,
       page: '<!doctype html><title>lesson</title><p>Pick the word</p><button onclick="this.textContent = \'Checked\'">Check</button>',
-      redisOptions: { maxRetriesPerRequest: null },
     });
-    store = new RunStore(rig.redis, rig.keyPrefix);
-    transcripts = new RunTranscripts(rig.redis, rig.keyPrefix);
-    queue = createRunsQueue(rig.redis, prefix);
+    ({ rig, store, transcripts } = side);
   });
 
   afterAll(async () => {
-    await queue?.obliterate({ force: true });
-    await queue?.close();
-    await rig?.close();
+    await side?.close();
   });
 
   it('never appears in a stored ledger entry, transcript, run event or any other record', async () => {
@@ -76,10 +68,7 @@ describe('the evidence key stays with the platform', () => {
       },
     });
 
-    const { end } = await claimAndExecute({ store, transcripts, queue, ...behindRigProxy(rig) }, submitted, {
-      prefix,
-      env: { LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN },
-    });
+    const { end } = await side.execute(submitted);
     expect(end).toEqual({ kind: 'succeeded', answer: 'done' });
 
     // The keys the service attached to its three answers, as they crossed the wire.

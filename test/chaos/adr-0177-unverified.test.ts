@@ -2,13 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiHandle, startApi } from '../../apps/api/server.js';
 import { loadConfig } from '../../libs/config/index.js';
 import type { TranscriptEntry } from '../../libs/runtime/index.js';
-import { RunStore } from '../../libs/store/index.js';
-import { RunTranscripts } from '../../libs/store/run-transcript.js';
+import type { RunStore } from '../../libs/store/index.js';
+import type { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
-import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
 import { TEST_TOKEN } from '../fixtures/browser-worker.js';
-import { behindRigProxy, claimAndExecute, submitTestRun } from '../fixtures/execute-run.js';
-import { ACQUIRE_PATH as ACQUIRE, LeaseRig } from '../fixtures/lease-rig.js';
+import { type RigRunSide, startRigRunSide, submitTestRun } from '../fixtures/execute-run.js';
+import { ACQUIRE_PATH as ACQUIRE, type LeaseRig } from '../fixtures/lease-rig.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
@@ -20,23 +19,19 @@ import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 describe('an exhausted acquisition leaves an explicit unverified outcome', () => {
   const prefix = uniquePrefix('chaos-unverified');
   let rig: LeaseRig;
+  let side: RigRunSide;
   let store: RunStore;
   let transcripts: RunTranscripts;
-  let queue: RunsQueue;
   let api: ApiHandle;
 
   beforeAll(async () => {
-    rig = await LeaseRig.start({
+    side = await startRigRunSide({
       prefix,
       principal: 'alice',
       profileIds: 'briefing',
-      faultProxy: true,
       page: '<!doctype html><title>briefing</title><p>Three meetings today</p>',
-      redisOptions: { maxRetriesPerRequest: null },
     });
-    store = new RunStore(rig.redis, rig.keyPrefix);
-    transcripts = new RunTranscripts(rig.redis, rig.keyPrefix);
-    queue = createRunsQueue(rig.redis, prefix);
+    ({ rig, store, transcripts } = side);
     api = await startApi({
       config: loadConfig({
         REDIS_URL: testRedisUrl(),
@@ -53,9 +48,7 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
 
   afterAll(async () => {
     await api?.close();
-    await queue?.obliterate({ force: true });
-    await queue?.close();
-    await rig?.close();
+    await side?.close();
   });
 
   /** Submits the briefing of the page at `path` on `profileId` and executes it once, as the run worker would. */
@@ -68,10 +61,7 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
         script: { steps: [{ tool: 'browser.navigate', url: `${rig.origin}${path}` }], answer: 'briefed' },
       },
     });
-    const { end } = await claimAndExecute({ store, transcripts, queue, ...behindRigProxy(rig) }, submitted, {
-      prefix,
-      env: { LEASEHOLD_DATA_PLANE_TOKEN: TEST_TOKEN },
-    });
+    const { end } = await side.execute(submitted);
     return { submitted, end };
   }
 
