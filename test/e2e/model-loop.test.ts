@@ -6,6 +6,7 @@ import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import {
   type ChatRequestBody,
+  latestObservation,
   type ModelServer,
   type PolicyReply,
   startModelServer,
@@ -27,24 +28,6 @@ function startLesson(): Promise<{ server: Server; origin: string }> {
       resolve({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }),
     ),
   );
-}
-
-interface ObservedPage {
-  revision: string;
-  elements: Array<{ ref: string; role: string; name: string }>;
-}
-
-/** The latest observation in a chat request: the last tool message's result. */
-function latestObservation(body: ChatRequestBody): ObservedPage | undefined {
-  for (const message of [...body.messages].reverse()) {
-    if (message.role !== 'tool') continue;
-    const outcome = JSON.parse(String(message.content)) as {
-      ok: boolean;
-      result?: { observation?: ObservedPage };
-    };
-    if (outcome.ok && outcome.result?.observation) return outcome.result.observation;
-  }
-  return undefined;
 }
 
 /**

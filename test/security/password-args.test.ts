@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FleetHandle, startFleet } from '../../apps/fleet/fleet.js';
 import { loadConfig } from '../../libs/config/index.js';
-import { type ChatRequestBody, type ModelServer, startModelServer } from '../fixtures/model-server.js';
+import { latestObservation, type ModelServer, startModelServer } from '../fixtures/model-server.js';
 import { writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
@@ -42,23 +42,6 @@ function startLoginSite(): Promise<{ server: Server; origin: string; posted: str
       resolve({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, posted }),
     ),
   );
-}
-
-interface ObservedPage {
-  revision: string;
-  elements: Array<{ ref: string; role: string; name: string; state?: Record<string, unknown> }>;
-}
-
-function latestObservation(body: ChatRequestBody): ObservedPage | undefined {
-  for (const message of [...body.messages].reverse()) {
-    if (message.role !== 'tool') continue;
-    const outcome = JSON.parse(String(message.content)) as {
-      ok: boolean;
-      result?: { observation?: ObservedPage };
-    };
-    if (outcome.ok && outcome.result?.observation) return outcome.result.observation;
-  }
-  return undefined;
 }
 
 /** Every value stored under `prefix:`, whatever its type, as text. */
