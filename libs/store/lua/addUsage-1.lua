@@ -12,10 +12,9 @@
     {'ok', '', fields}
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
-local f = redis.call("HMGET", KEYS[1], "status", "owner")
-if not f[1] then return {"not_found", "", {}} end
-if f[1] ~= "running" then return {"wrong_status", f[1], {}} end
-if f[2] ~= ARGV[1] then return {"not_owner", f[1], {}} end
+--- @include "includes/owner-fence.lua"
+local _, refused = fenceRunningOwner()
+if refused then return refused end
 redis.call("HINCRBY", KEYS[1], "steps", ARGV[2])
 redis.call("HINCRBY", KEYS[1], "model_calls", ARGV[3])
 redis.call("HINCRBY", KEYS[1], "tool_calls", ARGV[4])

@@ -17,11 +17,10 @@
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
 --- @include "includes/emit.lua"
+--- @include "includes/owner-fence.lua"
 
-local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt", "events_cap")
-if not f[1] then return {"not_found", "", {}} end
-if f[1] ~= "running" then return {"wrong_status", f[1], {}} end
-if f[2] ~= ARGV[1] then return {"not_owner", f[1], {}} end
+local f, refused = fenceRunningOwner("attempt", "events_cap")
+if refused then return refused end
 
 local now = tonumber(ARGV[2])
 local attempt = tonumber(f[3])

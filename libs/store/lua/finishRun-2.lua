@@ -19,11 +19,10 @@
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
 --- @include "includes/emit.lua"
+--- @include "includes/owner-fence.lua"
 
-local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt", "execution")
-if not f[1] then return {"not_found", "", {}} end
-if f[1] ~= "running" then return {"wrong_status", f[1], {}} end
-if f[2] ~= ARGV[1] then return {"not_owner", f[1], {}} end
+local f, refused = fenceRunningOwner("attempt", "execution")
+if refused then return refused end
 local outcome = ARGV[2]
 if outcome ~= "succeeded" and outcome ~= "failed" and outcome ~= "cancelled" then
   return redis.error_reply("finishRun: unknown end " .. outcome)

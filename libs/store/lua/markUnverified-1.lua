@@ -14,9 +14,8 @@
     {'ok', '', fields}
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
-local f = redis.call("HMGET", KEYS[1], "status", "owner")
-if not f[1] then return {"not_found", "", {}} end
-if f[1] ~= "running" then return {"wrong_status", f[1], {}} end
-if f[2] ~= ARGV[1] then return {"not_owner", f[1], {}} end
+--- @include "includes/owner-fence.lua"
+local _, refused = fenceRunningOwner()
+if refused then return refused end
 redis.call("HSET", KEYS[1], "unverified", "1", "unverified_error", ARGV[2], "updated_at", ARGV[3])
 return {"ok", "", redis.call("HGETALL", KEYS[1])}

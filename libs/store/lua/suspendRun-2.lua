@@ -18,11 +18,10 @@
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
 --- @include "includes/emit.lua"
+--- @include "includes/owner-fence.lua"
 
-local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt", "execution", "cancel_requested")
-if not f[1] then return {"not_found", "", {}} end
-if f[1] ~= "running" then return {"wrong_status", f[1], {}} end
-if f[2] ~= ARGV[1] then return {"not_owner", f[1], {}} end
+local f, refused = fenceRunningOwner("attempt", "execution", "cancel_requested")
+if refused then return refused end
 local target = ARGV[2]
 if target ~= "parked" and target ~= "waiting_child" and target ~= "waiting_user" then
   return redis.error_reply("suspendRun: unknown status " .. target)
