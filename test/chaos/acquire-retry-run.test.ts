@@ -14,8 +14,8 @@ import type { RunStore } from '../../libs/store/index.js';
 import type { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { type RigRunSide, startRigRunSide, submitTestRun } from '../fixtures/execute-run.js';
 import { ACQUIRE_PATH as ACQUIRE, type LeaseRig, rigProfile } from '../fixtures/lease-rig.js';
+import { TEST_LOOP_LIMITS } from '../fixtures/memory-run.js';
 import { uniquePrefix } from '../fixtures/redis.js';
-import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 /** A run port held in memory: the loop as `executeRun` drives it, without the store. */
 class MemoryRunPort implements RunPort {
@@ -130,13 +130,7 @@ describe('a whole run meets a transient acquisition failure', () => {
       model: new ScriptedModel(input.script as ConstructorParameters<typeof ScriptedModel>[0]),
       tools: new BrowserToolExecutor(provider, deadlineMs),
       policy: { needsApproval: async () => false, park: async () => 'never' },
-      limits: {
-        maxSteps: TEST_RUN_LIMITS.max_steps,
-        maxModelCalls: TEST_RUN_LIMITS.max_model_calls,
-        maxToolCalls: TEST_RUN_LIMITS.max_tool_calls,
-        reserveModelCalls: TEST_RUN_LIMITS.reserve_model_calls,
-        reserveToolCalls: TEST_RUN_LIMITS.reserve_tool_calls,
-      },
+      limits: TEST_LOOP_LIMITS,
       deadlineMs,
       signal: new AbortController().signal,
     });

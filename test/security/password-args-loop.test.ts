@@ -3,22 +3,13 @@ import {
   argumentSealer,
   type Invocation,
   type Model,
-  type RunLimits,
   runExecution,
   type ToolCall,
   type ToolExecutor,
   type ToolOutcome,
   type ToolPolicy,
 } from '../../libs/runtime/index.js';
-import { MemoryRun } from '../fixtures/memory-run.js';
-
-const limits: RunLimits = {
-  maxSteps: 32,
-  maxModelCalls: 24,
-  maxToolCalls: 64,
-  reserveModelCalls: 2,
-  reserveToolCalls: 4,
-};
+import { MemoryRun, TEST_LOOP_LIMITS } from '../fixtures/memory-run.js';
 
 /** A page with a password field: observe shows it (never its value); act is the effect. */
 class LoginTools implements ToolExecutor {
@@ -92,7 +83,7 @@ async function parkThenResume(sealers: {
     model: signIn,
     tools,
     policy,
-    limits,
+    limits: TEST_LOOP_LIMITS,
     deadlineMs: Date.now() + 60_000,
     signal: new AbortController().signal,
   };

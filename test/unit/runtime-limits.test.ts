@@ -1,13 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { checkModelCall, fitBatch, type RunLimits, toolRequestRefused } from '../../libs/runtime/index.js';
+import { checkModelCall, fitBatch, toolRequestRefused } from '../../libs/runtime/index.js';
+import { TEST_LOOP_LIMITS } from '../fixtures/memory-run.js';
 
-const defaults: RunLimits = {
-  maxSteps: 32,
-  maxModelCalls: 24,
-  maxToolCalls: 64,
-  reserveModelCalls: 2,
-  reserveToolCalls: 4,
-};
+const defaults = TEST_LOOP_LIMITS;
 const usage = (modelCalls: number, toolCalls = 0, steps = modelCalls) => ({ modelCalls, toolCalls, steps });
 
 describe('run count limits (run_defaults)', () => {

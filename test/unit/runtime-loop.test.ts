@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   type Invocation,
-  type RunLimits,
   runExecution,
   ScriptedModel,
   scriptSchema,
@@ -10,15 +9,7 @@ import {
   type ToolOutcome,
   type ToolPolicy,
 } from '../../libs/runtime/index.js';
-import { MemoryRun } from '../fixtures/memory-run.js';
-
-const limits: RunLimits = {
-  maxSteps: 32,
-  maxModelCalls: 24,
-  maxToolCalls: 64,
-  reserveModelCalls: 2,
-  reserveToolCalls: 4,
-};
+import { MemoryRun, TEST_LOOP_LIMITS } from '../fixtures/memory-run.js';
 
 class RecordingTools implements ToolExecutor {
   sent: ToolCall[] = [];
@@ -71,7 +62,7 @@ function execute(
     model: new ScriptedModel(script),
     tools,
     policy: new ApprovalPolicy(run),
-    limits,
+    limits: TEST_LOOP_LIMITS,
     deadlineMs: Date.now() + 60_000,
     signal: new AbortController().signal,
     ...overrides,

@@ -9,7 +9,6 @@ import {
   type Model,
   type ModelRequest,
   type ModelResponse,
-  type RunLimits,
   runExecution,
   ScriptedModel,
   scriptSchema,
@@ -18,15 +17,7 @@ import {
   type ToolOutcome,
   type ToolPolicy,
 } from '../../libs/runtime/index.js';
-import { MemoryRun } from '../fixtures/memory-run.js';
-
-const limits: RunLimits = {
-  maxSteps: 32,
-  maxModelCalls: 24,
-  maxToolCalls: 64,
-  reserveModelCalls: 2,
-  reserveToolCalls: 4,
-};
+import { MemoryRun, TEST_LOOP_LIMITS } from '../fixtures/memory-run.js';
 
 const observation = (revision: string) => ({
   ok: true as const,
@@ -63,7 +54,7 @@ function execute(run: MemoryRun, model: Model, tools: ToolExecutor) {
     model,
     tools,
     policy: noApprovals,
-    limits,
+    limits: TEST_LOOP_LIMITS,
     deadlineMs: Date.now() + 60_000,
     signal: new AbortController().signal,
   });
