@@ -1,17 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { drainBoundMs } from '../../apps/run-worker/run-worker.js';
+import { type EntryProcess, startEntryProcess } from '../fixtures/entry-process.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
 
 /** A site whose `/slow` page answers after `SLOW_MS`: executions are still going at the drain bound. */
 const SLOW_MS = 8_000;
@@ -32,25 +29,8 @@ function startSlowSite(): Promise<{ server: Server; origin: string }> {
 }
 
 /** `npm run worker:run` as an operator runs it: the run worker's entry point in a process of its own. */
-function startRunWorkerProcess(env: Record<string, string>): {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-} {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/run-worker/main.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
+function startRunWorkerProcess(env: Record<string, string>): EntryProcess {
+  return startEntryProcess('apps/run-worker/main.ts', env);
 }
 
 async function waitFor(
@@ -74,7 +54,7 @@ describe('a stop hands runs on (issue 12)', () => {
   const prefix = uniquePrefix('handoff');
   const token = randomBytes(32).toString('base64url');
   const sealKey = randomBytes(32).toString('base64');
-  const workers: Array<ReturnType<typeof startRunWorkerProcess>> = [];
+  const workers: EntryProcess[] = [];
   const { call, waitForStatus } = restClient(
     () => fleet.urls.api,
     () => fleet.apiKey,

@@ -1,34 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { startFleet } from '../../apps/fleet/fleet.js';
 import { loadConfig } from '../../libs/config/index.js';
 import { redisAnswers } from '../../queues/index.js';
+import { type EntryProcess, startEntryProcess } from '../fixtures/entry-process.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-
 /** `npm start` as a user runs it: the fleet's entry point in a child process of its own. */
-function startFleetProcess(env: Record<string, string>): {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-} {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/fleet/main.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
+function startFleetProcess(env: Record<string, string>): EntryProcess {
+  return startEntryProcess('apps/fleet/main.ts', env);
 }
 
 async function waitForOutput(output: () => string, pattern: RegExp, timeoutMs: number): Promise<void> {
