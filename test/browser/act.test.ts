@@ -1,17 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserObservation } from '../../libs/contracts/index.js';
-import { EngineHarness, limits } from './harness.js';
+import { EngineHarness, limits, ref } from './harness.js';
 
 const harness = new EngineHarness();
 beforeAll(() => harness.start());
 afterAll(() => harness.stop());
 afterEach(() => harness.cleanup());
-
-function ref(observation: BrowserObservation, name: string): string {
-  const element = observation.elements.find((candidate) => candidate.name === name);
-  if (!element) throw new Error(`no element named ${name}`);
-  return element.ref;
-}
 
 async function controlsPage() {
   const { engine, page } = await harness.engine();

@@ -1,17 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserObservation } from '../../libs/contracts/index.js';
-import { EngineHarness, limits } from './harness.js';
+import { EngineHarness, limits, ref } from './harness.js';
 
 const harness = new EngineHarness();
 beforeAll(() => harness.start());
 afterAll(() => harness.stop());
 afterEach(() => harness.cleanup());
-
-function ref(observation: BrowserObservation, name: string): string {
-  const element = observation.elements.find((candidate) => candidate.name === name);
-  if (!element) throw new Error(`no element named ${name}`);
-  return element.ref;
-}
 
 describe('ADR-0130 d8: the observation checks at most 4,096 candidates', () => {
   it('stops at the 4,096th candidate of a page with 5,000 hidden controls: a control past them is not seen', async () => {

@@ -1,6 +1,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { OperationLimits } from '../../libs/browser/index.js';
 import { PageEngine, type PageEngineOptions } from '../../libs/browser/index.js';
+import type { BrowserObservation } from '../../libs/contracts/index.js';
 import { launchTestBrowser } from '../fixtures/chromium.js';
 import { PageServer } from '../fixtures/page-server.js';
 
@@ -51,4 +52,11 @@ export class EngineHarness {
 /** Limits for one call: a deadline `ms` from now and, optionally, a signal. */
 export function limits(ms = 15_000, signal?: AbortSignal): OperationLimits {
   return signal ? { deadlineMs: Date.now() + ms, signal } : { deadlineMs: Date.now() + ms };
+}
+
+/** The ref of the element named `name` in an observation; throws when there is none. */
+export function ref(observation: BrowserObservation, name: string): string {
+  const element = observation.elements.find((candidate) => candidate.name === name);
+  if (!element) throw new Error(`no element named ${name}`);
+  return element.ref;
 }
