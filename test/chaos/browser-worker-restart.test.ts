@@ -34,7 +34,7 @@ describe('a browser worker restart during a queued run', { timeout: 90_000 }, ()
   let site: Server;
   let origin: string;
   let visits = 0;
-  const { call, waitForStatus } = restClient(
+  const { call, waitForStatus, boundSession } = restClient(
     () => fleet.urls.api,
     () => fleet.apiKey,
   );
@@ -60,23 +60,12 @@ describe('a browser worker restart during a queued run', { timeout: 90_000 }, ()
   });
 
   it('leaves the run queued waiting for the browser worker, then it succeeds on its page', async () => {
-    expect((await call('POST', '/v1/profiles', { id: 'ledger', allowed_origins: [origin] })).status).toBe(
-      201,
-    );
-    const agent = await call('POST', '/v1/agents', {
-      model: 'scripted',
-      instructions: 'Read the ledger.',
-      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
-    });
-    const session = await call('POST', '/v1/sessions', {
-      agent_id: agent.body.id,
-      browser_profile_id: 'ledger',
-    });
+    const sessionId = await boundSession({ profileId: 'ledger', origin, instructions: 'Read the ledger.' });
 
     // The restart begins: the worker stops (and leaves the registry) before the run is claimed.
     await (fleet.roles.browserWorker as BrowserWorkerHandle).close();
     const stoppedAt = Date.now();
-    const submitted = await call('POST', `/v1/sessions/${session.body.id}/runs`, {
+    const submitted = await call('POST', `/v1/sessions/${sessionId}/runs`, {
       input: 'Read the ledger',
       script: { steps: [{ tool: 'browser.navigate', url: `${origin}/ledger` }], answer: 'read' },
     });

@@ -33,7 +33,7 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
   let browserSession: string;
   let plainSession: string;
   const prefix = uniquePrefix('qtruth');
-  const { call, waitForStatus } = restClient(
+  const { call, waitForStatus, boundSession } = restClient(
     () => fleet.urls.api,
     () => fleet.apiKey,
   );
@@ -66,18 +66,12 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
     await fleet.roles.runWorker.close();
     redis = new Redis(testRedisUrl());
     queue = createRunsQueue(redis, prefix);
-    expect((await call('POST', '/v1/profiles', { id: 'site', allowed_origins: [site.origin] })).status).toBe(
-      201,
-    );
-    const browserAgent = await call('POST', '/v1/agents', {
-      model: 'scripted',
+    browserSession = await boundSession({
+      profileId: 'site',
+      origin: site.origin,
       instructions: 'Press Go.',
-      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
     });
     const plainAgent = await call('POST', '/v1/agents', { model: 'scripted', instructions: 'Answer.' });
-    browserSession = (
-      await call('POST', '/v1/sessions', { agent_id: browserAgent.body.id, browser_profile_id: 'site' })
-    ).body.id;
     plainSession = (await call('POST', '/v1/sessions', { agent_id: plainAgent.body.id })).body.id;
   }, 60_000);
 

@@ -59,7 +59,7 @@ describe('a retried run starts clean (issue 12)', () => {
   let site: Awaited<ReturnType<typeof startFlakySite>>;
   let redis: Redis;
   let transcripts: RunTranscripts;
-  const { call, waitForStatus } = restClient(
+  const { call, waitForStatus, boundSession } = restClient(
     () => fleet.urls.api,
     () => fleet.apiKey,
   );
@@ -81,19 +81,12 @@ describe('a retried run starts clean (issue 12)', () => {
   });
 
   it('runs the script again on a fresh transcript, touches the page, and keeps attempt 1 readable', async () => {
-    expect((await call('POST', '/v1/profiles', { id: 'flaky', allowed_origins: [site.origin] })).status).toBe(
-      201,
-    );
-    const agent = await call('POST', '/v1/agents', {
-      model: 'scripted',
+    const sessionId = await boundSession({
+      profileId: 'flaky',
+      origin: site.origin,
       instructions: 'Continue.',
-      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
     });
-    const session = await call('POST', '/v1/sessions', {
-      agent_id: agent.body.id,
-      browser_profile_id: 'flaky',
-    });
-    const submitted = await call('POST', `/v1/sessions/${session.body.id}/runs`, {
+    const submitted = await call('POST', `/v1/sessions/${sessionId}/runs`, {
       input: 'Continue on the flaky page',
       script: {
         steps: [

@@ -31,7 +31,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
   let site: PressSite;
   let sessionId: string;
   let prefix: string;
-  const { call, waitForStatus } = restClient(
+  const { call, waitForStatus, boundSession } = restClient(
     () => fleet.urls.api,
     () => fleet.apiKey,
   );
@@ -72,19 +72,11 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
     });
     redis = new Redis(testRedisUrl());
     queue = createRunsQueue(redis, prefix);
-    expect((await call('POST', '/v1/profiles', { id: 'site', allowed_origins: [site.origin] })).status).toBe(
-      201,
-    );
-    const agent = await call('POST', '/v1/agents', {
-      model: 'scripted',
+    sessionId = await boundSession({
+      profileId: 'site',
+      origin: site.origin,
       instructions: 'Look at the page.',
-      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
     });
-    const session = await call('POST', '/v1/sessions', {
-      agent_id: agent.body.id,
-      browser_profile_id: 'site',
-    });
-    sessionId = session.body.id;
   }, 60_000);
 
   afterAll(async () => {
