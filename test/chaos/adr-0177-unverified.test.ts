@@ -1,15 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiHandle, startApi } from '../../apps/api/server.js';
-import { loadConfig } from '../../libs/config/index.js';
+import type { ApiHandle } from '../../apps/api/server.js';
 import type { TranscriptEntry } from '../../libs/runtime/index.js';
 import type { RunStore } from '../../libs/store/index.js';
 import type { RunTranscripts } from '../../libs/store/run-transcript.js';
-import { createMetrics } from '../../libs/telemetry/index.js';
+import { startTestApi } from '../fixtures/api.js';
 import { TEST_TOKEN } from '../fixtures/browser-worker.js';
 import { type RigRunSide, startRigRunSide, submitTestRun } from '../fixtures/execute-run.js';
 import { ACQUIRE_PATH as ACQUIRE, type LeaseRig } from '../fixtures/lease-rig.js';
-import { silentLogger } from '../fixtures/logger.js';
-import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { uniquePrefix } from '../fixtures/redis.js';
 
 /**
  * ADR-0177: "Exhaustion preserves the original stable failure and the workflow's explicit unverified
@@ -32,18 +30,7 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
       page: '<!doctype html><title>briefing</title><p>Three meetings today</p>',
     });
     ({ rig, store, transcripts } = side);
-    api = await startApi({
-      config: loadConfig({
-        REDIS_URL: testRedisUrl(),
-        LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-        QUEUE_PREFIX: prefix,
-        PORT: '0',
-        LOG_LEVEL: 'silent',
-      }),
-      logger: silentLogger(),
-      metrics: createMetrics(),
-      redisUrl: testRedisUrl(),
-    });
+    api = await startTestApi(prefix);
   });
 
   afterAll(async () => {

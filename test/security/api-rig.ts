@@ -1,10 +1,8 @@
 import type { Redis } from 'ioredis';
-import { type ApiHandle, startApi } from '../../apps/api/server.js';
-import { loadConfig } from '../../libs/config/index.js';
+import type { ApiHandle } from '../../apps/api/server.js';
 import type { ApiKeyScope } from '../../libs/contracts/index.js';
-import { createMetrics } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
-import { silentLogger } from '../fixtures/logger.js';
+import { startTestApi } from '../fixtures/api.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import type { RestAnswer } from '../fixtures/rest.js';
 
@@ -35,20 +33,7 @@ export async function startApiRig(
   sharedPrefix?: string,
 ): Promise<ApiRig> {
   const prefix = sharedPrefix ?? uniquePrefix(label);
-  const config = loadConfig({
-    REDIS_URL: testRedisUrl(),
-    LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-    QUEUE_PREFIX: prefix,
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    ...env,
-  });
-  const api = await startApi({
-    config,
-    logger: silentLogger(),
-    metrics: createMetrics({ role: 'api' }),
-    redisUrl: testRedisUrl(),
-  });
+  const api = await startTestApi(prefix, env);
   const redis = await connectRedis(testRedisUrl(), 'worker', `test-${label}`);
   return {
     api,

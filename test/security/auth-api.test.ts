@@ -1,9 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiHandle, startApi } from '../../apps/api/server.js';
-import { loadConfig } from '../../libs/config/index.js';
-import { createMetrics } from '../../libs/telemetry/index.js';
-import { silentLogger } from '../fixtures/logger.js';
+import type { ApiHandle } from '../../apps/api/server.js';
+import { startTestApi } from '../fixtures/api.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { isOneErrorShape, rawRequest } from './auth-raw-http.js';
 
@@ -19,19 +17,7 @@ let redis: Redis;
 let key: string;
 
 beforeAll(async () => {
-  api = await startApi({
-    config: loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-      QUEUE_PREFIX: prefix,
-      PORT: '0',
-      LOG_LEVEL: 'silent',
-      AUTH_FAILURES_PER_MINUTE: '1000',
-    }),
-    logger: silentLogger(),
-    metrics: createMetrics({ role: 'api' }),
-    redisUrl: testRedisUrl(),
-  });
+  api = await startTestApi(prefix, { AUTH_FAILURES_PER_MINUTE: '1000' });
   redis = new Redis(testRedisUrl());
   ({ key } = await api.store.createApiKey({ tenant: 'acme', principal: 'alice', scopes: ['runs:read'] }));
 });

@@ -1,9 +1,7 @@
 import { Redis } from 'ioredis';
-import { type ApiHandle, startApi } from '../../apps/api/server.js';
-import { loadConfig } from '../../libs/config/index.js';
-import { createMetrics } from '../../libs/telemetry/index.js';
+import type { ApiHandle } from '../../apps/api/server.js';
+import { startTestApi } from '../fixtures/api.js';
 import { startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
-import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl } from '../fixtures/redis.js';
 
 /**
@@ -24,19 +22,7 @@ export async function startBothServers(options: {
   dpPrefix: string;
   env?: Record<string, string>;
 }): Promise<BothServers> {
-  const api = await startApi({
-    config: loadConfig({
-      REDIS_URL: testRedisUrl(),
-      LEASEHOLD_KEY_PREFIX: `${options.apiPrefix}:`,
-      QUEUE_PREFIX: options.apiPrefix,
-      PORT: '0',
-      LOG_LEVEL: 'silent',
-      ...options.env,
-    }),
-    logger: silentLogger(),
-    metrics: createMetrics({ role: 'api' }),
-    redisUrl: testRedisUrl(),
-  });
+  const api = await startTestApi(options.apiPrefix, options.env);
   let worker: TestBrowserWorker;
   try {
     worker = await startTestBrowserWorker({ prefix: options.dpPrefix, env: options.env });
