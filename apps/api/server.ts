@@ -11,15 +11,18 @@ import {
   validatorCompiler,
 } from 'fastify-type-provider-zod';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
-import { ApiError, type ApiErrorBody } from '../../libs/contracts/index.js';
+import { ApiError } from '../../libs/contracts/index.js';
 import { releaseRunLease } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
-import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import {
   createHttpServer,
+  errorBody,
   FailedAuthLimiter,
   guardDoors,
+  type Logger,
+  type Metrics,
   markDoor,
+  type ReadinessCheck,
   registerOpsRoutes,
   reshapeErrorAnswers,
   sendFrameworkError,
@@ -51,10 +54,6 @@ export interface ApiHandle {
 
 /** JSON body ceiling for REST (DESIGN §5 uses the same for the data plane). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
-
-function errorBody(code: string, message: string): ApiErrorBody {
-  return { error: { code, message } };
-}
 
 /**
  * The REST API: ops routes, OpenAPI at `/docs`, Bull Board at `/admin/queues`. Every error leaves

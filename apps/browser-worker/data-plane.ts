@@ -24,7 +24,8 @@ import {
   type LeaseStore,
   type PageResult,
 } from '../../libs/lease/index.js';
-import { sendFrameworkError } from '../../libs/telemetry/index.js';
+import { canonicalJson } from '../../libs/store/index.js';
+import { errorBody, sendFrameworkError } from '../../libs/telemetry/index.js';
 
 /** How long a request with an Idempotency-Key waits for the first one with the same key to answer. */
 const PENDING_WAIT_MS = 10_000;
@@ -43,10 +44,6 @@ const leaseParams = profileParams.extend({ leaseId: z.string().regex(/^lse_[A-Za
 
 function profileRef(params: { tenant: string; profileId: string }): ProfileRef {
   return { tenant: params.tenant, id: params.profileId };
-}
-
-function errorBody(code: string, message: string, details: Record<string, unknown> = {}) {
-  return { error: { code, message, ...details } };
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z.output<T> {
@@ -233,15 +230,4 @@ async function idempotent(
   const text = JSON.stringify(body);
   await store.completeIdempotency(profile, key, status, text);
   return reply.code(status).type('application/json').send(text);
-}
-
-/** JSON with object keys sorted, so equal bodies hash equal whatever their key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object')
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
-      .join(',')}}`;
-  return JSON.stringify(value) ?? 'null';
 }

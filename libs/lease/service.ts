@@ -10,7 +10,7 @@ import type {
   ProfileRef,
   ProfileView,
 } from '../contracts/index.js';
-import { pinsServe, profileLabel } from '../contracts/index.js';
+import { assertNever, pinsServe, profileLabel } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
 import type { PageFactory, PageResult, PageSession } from './pages.js';
@@ -504,10 +504,6 @@ function profileView(profile: ProfileSettings): ProfileView {
     sealed_at_ms: profile.sealedAtMs ?? null,
     created_at_ms: profile.createdAtMs,
   };
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unexpected ${JSON.stringify(value)}`);
 }
 
 /**

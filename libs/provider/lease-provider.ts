@@ -1,5 +1,6 @@
 import {
   type AcquireLease,
+  assertNever,
   LeaseholdError,
   type LeaseScope,
   type LeaseView,
@@ -420,7 +421,7 @@ export class BrowserLeaseProvider {
         this.drop('untrusted');
         return error;
       default:
-        return assertNever(error.code);
+        return assertNever(error.code, 'provider error code');
     }
   }
 
@@ -520,8 +521,4 @@ export class BrowserLeaseProvider {
       ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
     });
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unexpected provider error code ${String(value)}`);
 }
