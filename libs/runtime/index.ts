@@ -141,3 +141,9 @@ export {
   scriptStepSchema,
 } from './scripted-model.js';
 export { type ArgumentSealer, argumentSealer, SECRET_MARKER } from './secret-args.js';
+export {
+  type LifecycleStore,
+  RunLifecycle,
+  type RunLifecycleDeps,
+  type TransitionCause,
+} from './run-lifecycle.js';
