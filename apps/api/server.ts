@@ -1,6 +1,3 @@
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { FastifyAdapter } from '@bull-board/fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyError, FastifyInstance } from 'fastify';
@@ -24,11 +21,11 @@ import {
   markDoor,
   type ReadinessCheck,
   registerOpsRoutes,
-  reshapeErrorAnswers,
   sendFrameworkError,
 } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../queues/index.js';
-import { apiKeyDoors, dashboardGate } from './auth.js';
+import { apiKeyDoors } from './auth.js';
+import { registerDashboard } from './dashboard.js';
 import { DefaultAgents } from './default-agent.js';
 import { RunEventStreams } from './event-streams.js';
 import { registerRateLimit } from './rate-limit.js';
@@ -107,23 +104,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   );
   guardDoors(app, apiKeyDoors(store, authFailures));
 
-  // Read-only: the dashboard shows the queue; runs change only through the REST API. It shows every
-  // tenant's jobs, so it is behind the fleet operator scope (issue 11.6), never a tenant's admin,
-  // with the key as a Bearer token or as a browser's Basic password.
-  const board = new FastifyAdapter();
-  createBullBoard({
-    queues: [new BullMQAdapter(runsQueue, { readOnlyMode: true })],
-    serverAdapter: board,
-    options: { uiConfig: { boardTitle: 'Leasehold' } },
-  });
-  board.setBasePath('/admin/queues');
-  await app.register(async (dashboard) => {
-    // Its own gate, never public; its own error answers rewritten to the one shape (issue 11.9).
-    markDoor(dashboard, 'own');
-    reshapeErrorAnswers(dashboard);
-    dashboard.addHook('onRequest', dashboardGate(store, authFailures));
-    await dashboard.register(board.registerPlugin(), { prefix: '/admin/queues' });
-  });
+  await registerDashboard(app, { queue: runsQueue, store, authFailures });
 
   const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);
   const workers = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
