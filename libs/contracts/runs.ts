@@ -201,9 +201,10 @@ export const runViewSchema = z.object({
   waiting_on_run_id: recordIdSchema.nullable(),
   /**
    * What a `queued` run waits for before it can go on (issue 12): `browser_worker` while its
-   * profile's browser worker is gone or restarting. Null otherwise.
+   * profile's browser worker is gone or restarting; `profile` while another run holds its
+   * profile's turn (it starts when that run is done with the page, in submit order). Null otherwise.
    */
-  waiting_for: z.enum(['browser_worker']).nullable().default(null),
+  waiting_for: z.enum(['browser_worker', 'profile']).nullable().default(null),
   status: runStatusSchema,
   /** Explicit retries of a failed run; a resume after a park or a crash keeps it. */
   attempt: z.number().int().positive(),

@@ -146,4 +146,6 @@ export {
   RunLifecycle,
   type RunLifecycleDeps,
   type TransitionCause,
+  type TurnOutcome,
+  type TurnsPort,
 } from './run-lifecycle.js';

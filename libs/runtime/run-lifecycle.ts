@@ -1,4 +1,4 @@
-import { type RunStatus, type RunView, runHasEnded } from '../contracts/index.js';
+import { type ProfileRef, type RunStatus, type RunView, runHasEnded } from '../contracts/index.js';
 import { type ParentResumeDeps, resumeParentOf } from './delegation.js';
 import { type LeaseReleaseDeps, releaseRunLease } from './lease-release.js';
 
@@ -15,8 +15,32 @@ export interface LifecycleStore extends Pick<ParentResumeDeps['store'], 'requeue
   >;
 }
 
+/** A profile's line of runs (issue 12; `ProfileTurns` in the store fits). */
+export interface TurnsPort {
+  take(
+    profile: ProfileRef,
+    runId: string,
+  ): Promise<{ turn: true } | { turn: false; holderRunId: string; ahead: number }>;
+  pass(profile: ProfileRef, runId: string): Promise<string | undefined>;
+  first(profile: ProfileRef): Promise<string | undefined>;
+  waitForProfile(
+    runId: string,
+    ownerToken: string,
+    behind: { holderRunId: string; ahead: number },
+  ): Promise<{ ok: true; run: RunView } | { ok: false; code: string }>;
+  wake(runId: string): Promise<{ ok: true; run: RunView } | { ok: false }>;
+  lines(
+    cursor?: string,
+  ): Promise<{ lines: Array<{ profile: ProfileRef; firstRunId: string | undefined }>; cursor: string }>;
+}
+
+/** What a claimed run does next: go on, or wait its turn (its execution ends here). */
+export type TurnOutcome = 'go' | 'waiting' | 'lost';
+
 export interface RunLifecycleDeps {
   store: LifecycleStore;
+  /** The profiles' lines; absent, runs of one profile are not lined up (a newcomer is refused). */
+  turns?: TurnsPort | undefined;
   /** Adds a queued run's current execution to the runs queue (idempotent by job id). */
   enqueue(run: RunView): Promise<unknown>;
   /** Closes a run's lease on the data plane; absent where browser tools are off. */
@@ -51,11 +75,15 @@ export class RunLifecycle {
   async followUp(run: RunView, cause: TransitionCause = {}): Promise<void> {
     if (cause.ended && runHasEnded(run.status)) this.#deps.runEnded?.(run.status, run.error?.code ?? null);
     if (run.status === 'queued') {
-      await this.#deps.enqueue(run);
+      // A run waiting its turn has no job: the run that passes the turn wakes it.
+      if (run.waiting_for !== 'profile') await this.#deps.enqueue(run);
       return;
     }
-    if (runHasEnded(run.status) || run.status === 'waiting_user' || run.status === 'waiting_child')
+    if (runHasEnded(run.status) || run.status === 'waiting_user' || run.status === 'waiting_child') {
+      // ADR-0127 d4: done with the page; its lease is closed before the next run is woken.
       await this.#releaseLease(run);
+      await this.#passTurn(run);
+    }
     if (!runHasEnded(run.status)) return;
     if (run.status === 'cancelled' && run.waiting_on_run_id)
       await this.cancel(run.tenant, run.waiting_on_run_id, 'its parent run was cancelled');
@@ -79,10 +107,74 @@ export class RunLifecycle {
     return run;
   }
 
+  /**
+   * Issue 12, runs wait their turn for a profile: a claimed run of a profile-bound session takes
+   * its place in the profile's line; behind another run it waits `queued` (`waiting_for:
+   * "profile"`) and its execution ends. After waiting it looks again: a turn passed between its
+   * place and its wait would otherwise wake nobody.
+   */
+  async takeTurn(run: RunView, ownerToken: string): Promise<TurnOutcome> {
+    const turns = this.#deps.turns;
+    const profile = profileOf(run);
+    if (!turns || !profile) return 'go';
+    const verdict = await turns.take(profile, run.id);
+    if (verdict.turn) return 'go';
+    const waited = await turns.waitForProfile(run.id, ownerToken, verdict);
+    if (!waited.ok) return waited.code === 'cancel_requested' ? 'go' : 'lost';
+    if ((await turns.first(profile)) === run.id) await this.#wake(run.id);
+    return 'waiting';
+  }
+
+  /**
+   * The sweep's look at the profiles' lines (at least once, after a crash between a turn passed
+   * and the next run woken): a first run done with the page passes the turn, a first run still
+   * waiting is woken. Answers the cursor of the next page ('0' when the walk is done).
+   */
+  async sweepTurns(cursor = '0'): Promise<{ cursor: string; woken: number }> {
+    const turns = this.#deps.turns;
+    if (!turns) return { cursor: '0', woken: 0 };
+    const page = await turns.lines(cursor);
+    let woken = 0;
+    for (const { profile, firstRunId } of page.lines) {
+      if (!firstRunId) continue;
+      const run = await this.#deps.store.getRun(firstRunId);
+      if (!run) {
+        const next = await turns.pass(profile, firstRunId);
+        if (next && (await this.#wake(next))) woken += 1;
+      } else if (run.status === 'queued' && run.waiting_for === 'profile') {
+        if (await this.#wake(run.id)) woken += 1;
+      } else if (runHasEnded(run.status) || run.status === 'waiting_user' || run.status === 'waiting_child') {
+        await this.followUp(run);
+      }
+    }
+    return { cursor: page.cursor, woken };
+  }
+
+  async #passTurn(run: RunView): Promise<void> {
+    const turns = this.#deps.turns;
+    const profile = profileOf(run);
+    if (!turns || !profile) return;
+    const first = await turns.pass(profile, run.id);
+    if (first) await this.#wake(first);
+  }
+
+  /** Wakes a run waiting its turn and enqueues its new execution; false when it was not waiting. */
+  async #wake(runId: string): Promise<boolean> {
+    const woken = await this.#deps.turns?.wake(runId);
+    if (!woken?.ok) return false;
+    await this.#deps.enqueue(woken.run);
+    return true;
+  }
+
   async #releaseLease(run: RunView): Promise<void> {
     if (!this.#deps.release) return;
     await releaseRunLease(this.#deps.release, run).catch((error: unknown) =>
       this.#deps.onError?.(run.id, error, 'lease release failed; the upkeep closes it on its next pass'),
     );
   }
+}
+
+/** The profile a run's session is bound to (a session's profile is of its own tenant, DESIGN §3). */
+function profileOf(run: RunView): ProfileRef | undefined {
+  return run.browser_profile_id ? { tenant: run.tenant, id: run.browser_profile_id } : undefined;
 }

@@ -20,3 +20,4 @@ export {
 export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
 export { type ScriptCommands, withScripts } from './scripts.js';
 export { type BrowserWorkerRecord, BrowserWorkerRegistry } from './worker-registry.js';
+export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turns.js';

@@ -101,6 +101,18 @@ export interface ScriptCommands {
     ...argv: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
   settleRunDeadline(deadlinesKey: string, ...argv: Arg[]): Promise<number>;
+  takeTurn(turnsKey: string, ...argv: Arg[]): Promise<[string, string, number]>;
+  passTurn(turnsKey: string, ...argv: Arg[]): Promise<[string, number]>;
+  waitForProfile(
+    runKey: string,
+    eventsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
+  wakeRun(
+    runKey: string,
+    eventsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
   expireStaleApprovals(
     runKey: string,
     approvalsKey: string,

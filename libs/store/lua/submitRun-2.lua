@@ -40,6 +40,9 @@ redis.call("HSET", KEYS[1],
   "deadline_at", now + tonumber(ARGV[11]), "created_at", now, "updated_at", now, "ended_at", "",
   "result", "", "error_reason", "", "error_message", "",
   "request_hash", ARGV[13], "idempotency_key", ARGV[14], "events_cap", ARGV[15])
+-- Issue 12: when it was submitted, to the µs of this server's clock: its place in its profile's line.
+local clock = redis.call("TIME")
+redis.call("HSET", KEYS[1], "submitted_us", clock[1] .. string.format("%06d", tonumber(clock[2])))
 redis.call("XADD", KEYS[2], "MAXLEN", tonumber(ARGV[15]), "*", "type", "run.submitted", "at", now,
   "data", cjson.encode({status = "queued", attempt = 1, execution = 1}))
 notifyRunEvents()
