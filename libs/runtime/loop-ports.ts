@@ -1,0 +1,152 @@
+import type { RunErrorCode } from '../contracts/index.js';
+import type { LoopBreaker } from './breaker.js';
+import type { CostLimits, ModelPrice } from './cost.js';
+import type { DelegateStep } from './delegation.js';
+import type { RunLimits, RunUsage } from './limits.js';
+import type { Model, ModelUsage, ToolCall, ToolDefinition, ToolOutcome, TranscriptEntry } from './model.js';
+import type { RosterPlan } from './roster.js';
+import type { ArgumentSealer } from './secret-args.js';
+
+/** A tool call's durable state in the run's ledger (DESIGN §3). */
+export type InvocationState =
+  | { state: 'new' }
+  | { state: 'started' }
+  | { state: 'awaiting_approval'; approvalId: string }
+  | { state: 'approved' }
+  | { state: 'denied'; message: string }
+  | { state: 'dispatched' }
+  | { state: 'completed'; outcome: ToolOutcome }
+  | { state: 'outcome_unknown' };
+
+/** One tool call's durable identity: the run, the model turn (step) and its place in the turn. */
+export interface Invocation {
+  id: string;
+  step: number;
+  index: number;
+  call: ToolCall;
+}
+
+/**
+ * The run as the loop sees it: its transcript, usage, ledger and status, each change durable before
+ * the loop goes on. Implemented over the run store; every write is refused once the worker lost the run.
+ */
+export interface RunPort {
+  readonly runId: string;
+  /** The durable id of a tool call: the run, its attempt, the step and the call's place in it. */
+  invocationId(step: number, index: number): string;
+  loadTranscript(): Promise<TranscriptEntry[]>;
+  appendTranscript(entry: TranscriptEntry): Promise<void>;
+  usage(): Promise<RunUsage>;
+  /** One model call made (and one step taken), with its tokens and what it cost (micro-USD). */
+  recordModelCall(usage: ModelUsage, costMicroUsd: number): Promise<void>;
+  /** The cancel flag (set by REST, told through pub/sub); checked before every model and tool call. */
+  cancelRequested(): Promise<boolean>;
+  /** Records the call `started` (counting one tool call) unless the ledger knows it already; answers what it knows. */
+  startInvocation(invocation: Invocation): Promise<InvocationState>;
+  /** The watermark: from here on the effect may have happened and is never sent again. */
+  markDispatched(invocation: Invocation): Promise<void>;
+  completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void>;
+  /**
+   * ADR-0177: marks the run's outcome unverified for good (the run view shows it, whatever its end),
+   * with the call's last acquisition error: its stable code and its message, which carries no secret.
+   */
+  markUnverified?(invocation: Invocation, error: { code: string; message: string }): Promise<void>;
+  /** The loop breaker's stored state (ADR-0130 d7): never an evidence key, only digests of them. */
+  loadBreakerState?(): Promise<unknown>;
+  saveBreakerState?(state: unknown): Promise<void>;
+}
+
+/** What a tool needs from the platform before it runs. */
+export interface ToolPolicy {
+  /**
+   * An approval is needed unless a live grant covers the call (then one use of the grant is taken,
+   * once per invocation: a call resumed after a crash is not charged again).
+   */
+  needsApproval(invocation: Invocation): Promise<boolean>;
+  /** Writes a pending approval and parks the run in one step; returns the approval id. */
+  park(invocation: Invocation): Promise<string>;
+  /**
+   * `agent.delegate`, where the run may delegate: starts (or finds) the call's child run and either
+   * moves this run to `waiting_child` on it, or answers the child's end if it has one already.
+   */
+  delegate?(invocation: Invocation): Promise<DelegateStep>;
+}
+
+export interface ToolExecutor {
+  definitions(): readonly ToolDefinition[];
+  /**
+   * The evidence key of the last call's successful result, handed over once (ADR-0130 d7): the
+   * platform's own, never part of the result the model reads or the ledger stores.
+   */
+  takeEvidenceKey?(): string | null;
+  /** Runs one call. Effects call `beforeDispatch` right before anything leaves. */
+  execute(
+    call: ToolCall,
+    context: {
+      invocationId: string;
+      deadlineMs: number;
+      signal: AbortSignal;
+      beforeDispatch: () => Promise<void>;
+    },
+  ): Promise<ToolOutcome>;
+}
+
+export type ExecutionEnd =
+  | { kind: 'succeeded'; answer: string }
+  | {
+      kind: 'failed';
+      /** A failure reason, or the code of the tool whose failure ended the run (issue 12). */
+      code: RunErrorCode;
+      detail: string;
+      /**
+       * The run's step index where it failed: the model turn, counted from 1 — a tool failure
+       * names its invocation's step, a failure before or during a model call the turn being asked
+       * for (the turns in the transcript + 1). A script's step N is turn N.
+       */
+      step?: number;
+    }
+  | { kind: 'parked'; approvalId: string }
+  | { kind: 'waiting_child'; childRunId: string }
+  | { kind: 'cancelled' };
+
+export interface RunLoopOptions {
+  run: RunPort;
+  model: Model;
+  tools: ToolExecutor;
+  policy: ToolPolicy;
+  limits: RunLimits;
+  /** The run's deadline (epoch ms). */
+  deadlineMs: number;
+  /** Aborted when the worker shuts down or the run is cancelled. */
+  signal: AbortSignal;
+  /** Longest one tool call may take (its own deadline, inside the run's). */
+  toolTimeoutMs?: number;
+  clock?: () => number;
+  /** The model's prices (ADR-0130 d1); with `costLimits`, each call is checked before and after. */
+  price?: ModelPrice;
+  costLimits?: CostLimits;
+  /** Identical calls without new evidence fail the run `loop_detected` (ADR-0130 d7). */
+  breaker?: LoopBreaker;
+  /** Tools the plan must define ahead of all others (a bound session's browser tools: ADR-0130 d4). */
+  requiredTools?: readonly string[];
+  /** Most tool definitions sent to the model; the rest are reachable through `tool.call`. */
+  definitionCap?: number;
+  /** The agent's instructions, sent with every model call. */
+  instructions?: string;
+  /** Platform-trusted rows outside the cached prefix (`browser_origins=…`: ADR-0130 d9). */
+  runtimeMetadata?: Readonly<Record<string, string>>;
+  /**
+   * Issue 11 (passwords): seals a call's secret arguments into its transcript entry, so a call
+   * parked on its approval can still be dispatched with its real text by a later execution.
+   * Without it they are held in this execution's memory only.
+   */
+  argumentSealer?: ArgumentSealer;
+}
+
+/** What one execution keeps beside its transcript: the tool plan, and whether the breaker was restored. */
+export interface LoopContext {
+  plan: RosterPlan;
+  breakerLoaded: boolean;
+  /** Issue 11: the secret arguments of calls this execution's model asked for, by call id. */
+  secrets: Map<string, Record<string, string>>;
+}

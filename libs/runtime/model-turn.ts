@@ -1,0 +1,189 @@
+import {
+  type CostLimits,
+  callCostMicroUsd,
+  checkCostAfterCall,
+  checkCostBeforeCall,
+  costToolRequestRefused,
+  type ModelPrice,
+} from './cost.js';
+import { throwIfAborted } from './execution-interrupted.js';
+import { checkModelCall, type ModelCallVerdict, toolRequestRefused } from './limits.js';
+import type { ExecutionEnd, LoopContext, RunLoopOptions } from './loop-ports.js';
+import {
+  type Model,
+  ModelBudgetExceeded,
+  ModelError,
+  type ModelUsage,
+  type TranscriptEntry,
+} from './model.js';
+import { type ArgumentSealer, recordTurn } from './secret-args.js';
+
+/**
+ * One model turn of an execution (DESIGN §4.3): the cancel flag, the deadline and the limits
+ * checked, the model asked, its usage and its turn recorded. Answers the run's end, or undefined
+ * when the loop goes on (the turn asked for tools, or its failed step may fail).
+ */
+export async function takeModelTurn(
+  transcript: TranscriptEntry[],
+  step: number,
+  options: RunLoopOptions,
+  clock: () => number,
+  context: LoopContext,
+): Promise<ExecutionEnd | undefined> {
+  const { run, model, limits } = options;
+  throwIfAborted(options.signal);
+  if (await run.cancelRequested()) return { kind: 'cancelled' };
+  if (clock() >= options.deadlineMs)
+    return { kind: 'failed', code: 'deadline_exceeded', detail: 'the run passed its deadline', step };
+
+  const usage = await run.usage();
+  const spentMicroUsd = usage.costMicroUsd ?? 0;
+  const verdict = checkModelCall(limits, usage);
+  if (!verdict.allowed) return { kind: 'failed', code: verdict.reason, detail: verdict.detail, step };
+  const costVerdict =
+    options.price && options.costLimits
+      ? checkCostBeforeCall(options.costLimits, spentMicroUsd, options.price)
+      : undefined;
+  if (costVerdict && !costVerdict.allowed)
+    return { kind: 'failed', code: costVerdict.reason, detail: costVerdict.detail, step };
+  const toolsAllowed = verdict.toolsAllowed && (costVerdict?.toolsAllowed ?? true);
+  let response: Awaited<ReturnType<Model['call']>>;
+  try {
+    response = await model.call(
+      {
+        transcript,
+        tools: toolsAllowed ? context.plan.defined : [],
+        ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
+        ...(options.runtimeMetadata ? { runtimeMetadata: options.runtimeMetadata } : {}),
+      },
+      {
+        deadlineMs: options.deadlineMs,
+        signal: options.signal,
+        ...(options.price && options.costLimits
+          ? { admitAttempt: admitAttempt(options.price, options.costLimits, spentMicroUsd) }
+          : {}),
+      },
+    );
+  } catch (error) {
+    throwIfAborted(options.signal);
+    if (error instanceof ModelError) {
+      const billed = error.usage;
+      const billedCost = billed && options.price ? callCostMicroUsd(options.price, billed) : 0;
+      if (billed) await run.recordModelCall(billed, billedCost);
+      if (error instanceof ModelBudgetExceeded)
+        return { kind: 'failed', code: 'budget_exceeded', detail: error.message, step };
+      // ADR-0130 d1: usage is checked again when it is recorded, a failed call's billed attempts too.
+      const crossed =
+        options.price && options.costLimits
+          ? checkCostAfterCall(options.costLimits, spentMicroUsd + billedCost, options.price)
+          : undefined;
+      if (crossed && !crossed.ok)
+        return { kind: 'failed', code: crossed.reason, detail: crossed.detail, step };
+      const late = clock() >= options.deadlineMs;
+      return late
+        ? {
+            kind: 'failed',
+            code: 'deadline_exceeded',
+            detail: 'the run passed its deadline during a model call',
+            step,
+          }
+        : { kind: 'failed', code: 'model_error', detail: error.message, step };
+    }
+    throw error;
+  }
+  const callCost = options.price ? callCostMicroUsd(options.price, response.usage) : 0;
+  const refusal = budgetRefusal(options, verdict, spentMicroUsd + callCost, response.toolCalls.length, step);
+  if (refusal) {
+    await run.recordModelCall(response.usage, callCost);
+    return refusal;
+  }
+  // Issue 11: secret arguments are recorded as `[secret]`; only the dispatched call carries them.
+  const recorded = recordTurn(
+    response.toolCalls,
+    [...context.plan.defined, ...context.plan.deferredIndex],
+    transcript,
+  );
+  for (const [callId, values] of recorded.secrets) context.secrets.set(callId, values);
+  const sealedArgs = sealTurnSecrets(recorded.secrets, options.argumentSealer);
+  const entry: TranscriptEntry = {
+    kind: 'model',
+    toolCalls: recorded.toolCalls,
+    ...(sealedArgs ? { sealedArgs } : {}),
+    ...(response.answer !== undefined ? { answer: response.answer } : {}),
+    ...(response.failedStep ? { failedStep: response.failedStep } : {}),
+  };
+  transcript.push(entry);
+  // Sent back to back, in this order, on one connection: one round trip, the same order as two.
+  await Promise.all([run.recordModelCall(response.usage, callCost), run.appendTranscript(entry)]);
+  if (response.failedStep) {
+    // Issue 12: a step that could not name its call fails the run with its code, at this turn,
+    // unless it may fail; then the turn is spent and the script goes on.
+    if (response.failedStep.mayFail) return undefined;
+    return { kind: 'failed', code: response.failedStep.code, detail: response.failedStep.message, step };
+  }
+  if (response.toolCalls.length === 0) return { kind: 'succeeded', answer: response.answer ?? '' };
+  return undefined;
+}
+
+/**
+ * ADR-0130 d1: the check before each attempt of one model call — the run's spend before the call
+ * plus what the call's earlier attempts were billed; answers the refusal's detail once the limit is reached.
+ */
+function admitAttempt(
+  price: ModelPrice,
+  costLimits: CostLimits,
+  spentBeforeCallMicroUsd: number,
+): (billed: ModelUsage) => string | undefined {
+  return (billed) => {
+    const verdict = checkCostBeforeCall(
+      costLimits,
+      spentBeforeCallMicroUsd + callCostMicroUsd(price, billed),
+      price,
+    );
+    return verdict.allowed ? undefined : verdict.detail;
+  };
+}
+
+/**
+ * The end a recorded model call forces, if any (ADR-0130 d1, ADR-0078): its cost crossed the
+ * limit — the run overshoots by at most this one call — or it asked for a tool from inside an
+ * answer reserve (the model-call reserve, or at or under the cost reserve).
+ */
+function budgetRefusal(
+  options: RunLoopOptions,
+  verdict: ModelCallVerdict,
+  spentMicroUsd: number,
+  toolCalls: number,
+  step: number,
+): ExecutionEnd | undefined {
+  const { price, costLimits } = options;
+  if (price && costLimits) {
+    const after = checkCostAfterCall(costLimits, spentMicroUsd, price);
+    if (!after.ok) return { kind: 'failed', code: after.reason, detail: after.detail, step };
+  }
+  if (
+    toolRequestRefused(verdict, toolCalls) ||
+    (price && costLimits && costToolRequestRefused(costLimits, spentMicroUsd, price, toolCalls))
+  )
+    return {
+      kind: 'failed',
+      code: 'budget_exceeded',
+      detail: 'a call inside the answer reserve asked for a tool',
+      step,
+    };
+  return undefined;
+}
+
+/**
+ * The sealed secrets of a turn's calls, by call id: a blob where a sealer is given, else an empty
+ * string (held in memory only). Undefined when the turn has none.
+ */
+function sealTurnSecrets(
+  secrets: ReadonlyMap<string, Record<string, string>>,
+  sealer: ArgumentSealer | undefined,
+): Record<string, string> | undefined {
+  if (secrets.size === 0) return undefined;
+  const sealed: Record<string, string> = {};
+  for (const [callId, values] of secrets) sealed[callId] = sealer ? sealer.seal(callId, values) : '';
+  return sealed;
+}

@@ -1,0 +1,217 @@
+import { assertNever, toolFailureEnd } from '../contracts/index.js';
+import type { LoopBreaker } from './breaker.js';
+import { DELEGATE_TOOL_NAME, type DelegateStep } from './delegation.js';
+import { throwIfAborted } from './execution-interrupted.js';
+import { fitBatch } from './limits.js';
+import type { ExecutionEnd, Invocation, LoopContext, RunLoopOptions } from './loop-ports.js';
+import type { ToolCall, ToolOutcome, TranscriptEntry } from './model.js';
+import { resolveDeferredCall, searchDeferredTools, TOOL_CALL_NAME, TOOL_SEARCH_NAME } from './roster.js';
+import { revealCall } from './secret-args.js';
+
+const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
+
+/**
+ * The call as it is dispatched: a call whose turn recorded secret arguments gets their real values
+ * back, from this execution's memory or from the sealed blob of its turn (a call resumed after its
+ * approval). Undefined when they are held nowhere any more: the call is never sent with the marker.
+ */
+function dispatchedCall(
+  call: ToolCall,
+  transcript: readonly TranscriptEntry[],
+  options: RunLoopOptions,
+  context: LoopContext,
+): ToolCall | undefined {
+  const turn = transcript.findLast((entry) => entry.kind === 'model');
+  const blob = turn?.kind === 'model' ? turn.sealedArgs?.[call.id] : undefined;
+  if (blob === undefined) return call;
+  const values =
+    context.secrets.get(call.id) ?? (blob ? options.argumentSealer?.unseal(call.id, blob) : undefined);
+  return values ? revealCall(call, values) : undefined;
+}
+
+/**
+ * Answers the open tool calls of one model turn, in order: each through the ledger, the breaker,
+ * approval or delegation, then dispatch. Answers the run's end, or undefined when every call of the
+ * batch has its result and the loop goes on to the next model turn.
+ */
+export async function answerToolCalls(
+  calls: Array<{ call: ToolCall; index: number }>,
+  step: number,
+  transcript: TranscriptEntry[],
+  options: RunLoopOptions,
+  clock: () => number,
+  context: LoopContext,
+): Promise<ExecutionEnd | undefined> {
+  const { run, tools, policy, limits, breaker } = options;
+  const answer = async (call: ToolCall, outcome: ToolOutcome) => {
+    const entry: TranscriptEntry = { kind: 'tool', callId: call.id, name: call.name, outcome };
+    transcript.push(entry);
+    await run.appendTranscript(entry);
+  };
+  // Issue 12: whether this call's failure ends the run (RUN_ERROR_TABLE), told after its result is
+  // written, so the transcript and ledger hold the failure the run's error names.
+  const endedBy = (call: ToolCall, outcome: ToolOutcome): ExecutionEnd | undefined => {
+    if (outcome.ok) return undefined;
+    const verdict = toolFailureEnd(outcome.code, {
+      scripted: options.model.scripted === true,
+      mayFail: call.mayFail === true,
+    });
+    if (!verdict.ends) return undefined;
+    const detail = verdict.code === outcome.code ? outcome.message : `${outcome.code}: ${outcome.message}`;
+    return { kind: 'failed', code: verdict.code, detail, step };
+  };
+  const usage = await run.usage();
+  const { run: batch, skipped } = fitBatch(limits, usage, calls);
+  if (breaker && !context.breakerLoaded && batch.length > 0) {
+    // The breaker carries over from the run's earlier executions (a park, a crash).
+    const stored = await run.loadBreakerState?.();
+    if (stored !== undefined && stored !== null) breaker.restoreFrom(stored);
+    context.breakerLoaded = true;
+  }
+  const saveBreaker = async () => {
+    if (breaker) await run.saveBreakerState?.(breaker.snapshot());
+  };
+
+  for (const { call: asked, index } of batch) {
+    throwIfAborted(options.signal);
+    if (await run.cancelRequested()) return { kind: 'cancelled' };
+    // A deferred tool is called through `tool.call`; the call it names is the one that runs and counts.
+    const deferred = asked.name === TOOL_CALL_NAME ? resolveDeferredCall(context.plan, asked) : undefined;
+    if (deferred && !deferred.ok) {
+      const outcome: ToolOutcome = { ok: false, code: deferred.code, message: deferred.message };
+      await answer(asked, outcome);
+      const end = endedBy(asked, outcome);
+      if (end) return end;
+      continue;
+    }
+    const call = deferred?.call ?? asked;
+    if (call.name === TOOL_SEARCH_NAME) {
+      const query = typeof call.args.query === 'string' ? call.args.query : '';
+      const found = searchDeferredTools(context.plan, query).map(({ name, description, parameters }) => ({
+        name,
+        description,
+        parameters,
+      }));
+      await answer(asked, { ok: true, result: { tools: found } });
+      continue;
+    }
+    const invocation: Invocation = { id: run.invocationId(step, index), step, index, call };
+    const invocationId = invocation.id;
+    const known = await run.startInvocation(invocation);
+    switch (known.state) {
+      case 'completed': {
+        breaker?.recordReplayed(invocation);
+        await answer(asked, known.outcome);
+        const end = endedBy(asked, known.outcome);
+        if (end) return end;
+        continue;
+      }
+      case 'dispatched':
+      case 'outcome_unknown': {
+        breaker?.recordReplayed(invocation);
+        // The effect may have happened before a crash: never send it again.
+        const outcome: ToolOutcome = {
+          ok: false,
+          code: 'outcome_unknown',
+          message: 'the call was dispatched before the run was interrupted; its effect is unknown',
+        };
+        await run.completeInvocation(invocation, outcome);
+        await answer(asked, outcome);
+        const end = endedBy(asked, outcome);
+        if (end) return end;
+        continue;
+      }
+      case 'denied': {
+        const outcome: ToolOutcome = { ok: false, code: 'approval_denied', message: known.message };
+        await run.completeInvocation(invocation, outcome);
+        await answer(asked, outcome);
+        const end = endedBy(asked, outcome);
+        if (end) return end;
+        continue;
+      }
+      case 'awaiting_approval':
+        return { kind: 'parked', approvalId: known.approvalId };
+      case 'new':
+      case 'started': {
+        const admitted = admit(breaker, invocation);
+        if (admitted) {
+          await saveBreaker();
+          return admitted;
+        }
+        if (call.name === DELEGATE_TOOL_NAME) {
+          // Saved while the run is still this worker's: delegating may move it to waiting_child.
+          await saveBreaker();
+          const delegated: DelegateStep = policy.delegate
+            ? await policy.delegate(invocation)
+            : {
+                kind: 'ended',
+                outcome: { ok: false, code: 'invalid_arguments', message: 'this run may not delegate' },
+              };
+          if (delegated.kind === 'waiting')
+            return { kind: 'waiting_child', childRunId: delegated.childRunId };
+          await run.completeInvocation(invocation, delegated.outcome);
+          breaker?.complete(invocation, null);
+          await saveBreaker();
+          await answer(asked, delegated.outcome);
+          const end = endedBy(asked, delegated.outcome);
+          if (end) return end;
+          continue;
+        }
+        if (await policy.needsApproval(invocation)) {
+          await saveBreaker();
+          return { kind: 'parked', approvalId: await policy.park(invocation) };
+        }
+        break;
+      }
+      case 'approved': {
+        const admitted = admit(breaker, invocation);
+        if (admitted) return admitted;
+        break;
+      }
+      default:
+        return assertNever(known, 'invocation state');
+    }
+    const deadlineMs = Math.min(
+      options.deadlineMs,
+      clock() + (options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS),
+    );
+    const sent = dispatchedCall(call, transcript, options, context);
+    const outcome: ToolOutcome = sent
+      ? await tools.execute(sent, {
+          invocationId,
+          deadlineMs,
+          signal: options.signal,
+          beforeDispatch: () => run.markDispatched(invocation),
+        })
+      : {
+          ok: false,
+          code: 'invalid_arguments',
+          message: 'the secret text of this call is held no more; ask for the call again',
+        };
+    // ADR-0130 d7: the evidence key goes to the breaker only, never into what is stored.
+    const evidenceKey = tools.takeEvidenceKey?.() ?? null;
+    breaker?.complete(invocation, outcome.ok ? evidenceKey : null);
+    // Ledger, breaker, transcript: sent back to back in this order, one round trip. A crash between
+    // them leaves the same prefix written as one after another would.
+    await Promise.all([run.completeInvocation(invocation, outcome), saveBreaker(), answer(asked, outcome)]);
+    if (!outcome.ok && outcome.unverified)
+      await run.markUnverified?.(invocation, { code: outcome.code, message: outcome.message });
+    const end = endedBy(asked, outcome);
+    if (end) return end;
+  }
+  for (const { call } of skipped) {
+    await answer(call, {
+      ok: false,
+      code: 'budget_exceeded',
+      message: 'no tool calls left in this run; answer now',
+    });
+  }
+  return undefined;
+}
+
+/** The breaker's refusal of a call about to be sent (the fifth identical one), as the run's end. */
+function admit(breaker: LoopBreaker | undefined, invocation: Invocation): ExecutionEnd | undefined {
+  const verdict = breaker?.admit(invocation);
+  if (!verdict || verdict.ok) return undefined;
+  return { kind: 'failed', code: verdict.reason, detail: verdict.detail, step: invocation.step };
+}
