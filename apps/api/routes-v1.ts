@@ -30,10 +30,10 @@ import {
   type RunStore,
   SessionCache,
 } from '../../libs/store/index.js';
+import type { RunEventStreams } from '../../libs/telemetry/index.js';
 import { enqueueExecution, type RunsQueue } from '../../queues/index.js';
 import { authenticate, identityOf } from './auth.js';
 import type { DefaultAgents } from './default-agent.js';
-import type { RunEventStreams } from './event-streams.js';
 
 export interface V1Dependencies {
   config: Config;

@@ -20,6 +20,7 @@ import {
   type Metrics,
   markDoor,
   type ReadinessCheck,
+  RunEventStreams,
   registerOpsRoutes,
   sendFrameworkError,
 } from '../../libs/telemetry/index.js';
@@ -27,7 +28,6 @@ import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../que
 import { apiKeyDoors } from './auth.js';
 import { registerDashboard } from './dashboard.js';
 import { DefaultAgents } from './default-agent.js';
-import { RunEventStreams } from './event-streams.js';
 import { registerRateLimit } from './rate-limit.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerV1Routes } from './routes-v1.js';
@@ -110,8 +110,9 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const workers = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
   const dataPlaneToken = config.secrets.dataPlaneToken;
   await registerRateLimit(app, redis, config);
-  const eventStreams = await RunEventStreams.start(
-    options.redisUrl,
+  const eventSubscriber = await connectRedis(options.redisUrl, 'worker', 'api-events');
+  const eventStreams = new RunEventStreams(
+    eventSubscriber,
     store,
     { maxPerKey: config.api.eventStreamsPerKey, keepAliveMs: config.api.eventStreamKeepAliveMs },
     logger.child({ component: 'api' }),
@@ -162,6 +163,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
         unwatch();
         // Open streams first: a hijacked connection would keep the server from closing.
         await eventStreams.close();
+        await closeRedis(eventSubscriber);
         await app.close();
         await runsQueue.close();
         await closeRedis(redis);

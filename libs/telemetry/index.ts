@@ -1,3 +1,4 @@
+export { type EventStreamOptions, type RunEventSource, RunEventStreams } from './event-streams.js';
 export {
   AUTH_FAILURE_WINDOW_MS,
   type Door,

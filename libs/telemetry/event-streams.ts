@@ -2,16 +2,25 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
-import { ApiError, type RunEvent, type RunView } from '../../libs/contracts/index.js';
-import type { RunStore } from '../../libs/store/index.js';
-import type { Logger } from '../../libs/telemetry/index.js';
-import { closeRedis, connectRedis } from '../../queues/index.js';
+import type { Logger } from 'pino';
+import { ApiError, type RunEvent, type RunView } from '../contracts/index.js';
 
 export interface EventStreamOptions {
   /** Open streams one API key may hold, across replicas (EVENT_STREAMS_PER_KEY). */
   maxPerKey: number;
   /** Keep-alive period (EVENT_STREAM_KEEPALIVE_MS); a slot lives three of them unless renewed. */
   keepAliveMs: number;
+}
+
+/** What the streams read and count in the store (the run store fits). */
+export interface RunEventSource {
+  getRun(runId: string, tenant?: string): Promise<RunView | undefined>;
+  readEvents(runId: string, options: { afterId?: string; count?: number }): Promise<RunEvent[]>;
+  /** The shard channel every script that appends to the run's events publishes on. */
+  eventsChannel(runId: string): string;
+  openStreamSlot(keyId: string, member: string, max: number, ttlMs: number): Promise<boolean>;
+  renewStreamSlots(slots: ReadonlyArray<{ keyId: string; member: string }>, ttlMs: number): Promise<void>;
+  closeStreamSlot(keyId: string, member: string): Promise<void>;
 }
 
 /** Events one range read sends at most; a longer backlog is read again at once. */
@@ -62,7 +71,8 @@ function isAfter(id: string, afterId: string | undefined): boolean {
  * The API's run event streams (issues 11.5, 11.10). New events reach open streams by notification,
  * not by polling each stream: every script that appends to a run's events publishes on the run's
  * shard channel, this process holds ONE subscriber connection subscribed to the channels of the
- * runs it streams, and each notification costs one range read of that run, shared by all of its
+ * runs it streams (the caller's connection, which it closes after {@link RunEventStreams.close}),
+ * and each notification costs one range read of that run, shared by all of its
  * open streams here (each is sent what lies past its own last id). Streams are
  * counted per API key in Redis (a slot with an expiry, renewed by the keep-alive), so the limit
  * holds across replicas and a replica that dies frees its slots within three keep-alives.
@@ -75,9 +85,9 @@ export class RunEventStreams {
   #keepAlive: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
 
-  private constructor(
+  constructor(
     private readonly subscriber: Redis,
-    private readonly store: RunStore,
+    private readonly store: RunEventSource,
     private readonly options: EventStreamOptions,
     private readonly log: Logger,
   ) {
@@ -97,16 +107,6 @@ export class RunEventStreams {
     });
     this.#keepAlive = setInterval(() => this.#keepStreamsAlive(), options.keepAliveMs);
     this.#keepAlive.unref();
-  }
-
-  static async start(
-    redisUrl: string,
-    store: RunStore,
-    options: EventStreamOptions,
-    log: Logger,
-  ): Promise<RunEventStreams> {
-    const subscriber = await connectRedis(redisUrl, 'worker', 'api-events');
-    return new RunEventStreams(subscriber, store, options, log);
   }
 
   get slotTtlMs(): number {
@@ -247,12 +247,11 @@ export class RunEventStreams {
       .catch((error: unknown) => this.log.warn({ err: error }, 'event stream slots not renewed'));
   }
 
-  /** Ends every open stream (their clients reconnect elsewhere with Last-Event-ID) and disconnects. */
+  /** Ends every open stream (their clients reconnect elsewhere with Last-Event-ID). */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       clearInterval(this.#keepAlive);
       await Promise.all([...this.#all].map((stream) => this.#finish(stream)));
-      await closeRedis(this.subscriber);
     })();
     return this.#closing;
   }
