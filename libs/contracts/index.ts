@@ -23,4 +23,5 @@ export {
 } from './errors.js';
 export { type IdKind, newId, recordIdSchema } from './ids.js';
 export { microUsdToUsd, usdToMicroUsd } from './money.js';
+export * from './run-lifecycle.js';
 export * from './runs.js';
