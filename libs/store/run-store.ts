@@ -1,30 +1,20 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import {
-  type AgentDefinition,
-  type AgentView,
-  ApiError,
-  type ApiKeyIdentity,
-  type ApiKeyView,
-  type ApprovalView,
-  type GrantRequest,
-  type GrantView,
-  jsonBoundsProblem,
-  type LedgerEntry,
-  newId,
-  RUN_INPUT_BOUNDS,
-  type RunErrorCode,
-  type RunEvent,
-  type RunEventType,
-  type RunLimits,
-  type RunStatus,
-  type RunUsage,
-  type RunView,
-  recordIdSchema,
-  runLimitsSchema,
-  type SessionView,
-  type UnverifiedError,
-  unverifiedErrorSchema,
+import type {
+  AgentDefinition,
+  AgentView,
+  ApiKeyIdentity,
+  ApiKeyView,
+  ApprovalView,
+  GrantRequest,
+  GrantView,
+  LedgerEntry,
+  RunEvent,
+  RunEventType,
+  RunStatus,
+  RunUsage,
+  RunView,
+  SessionView,
+  UnverifiedError,
 } from '../contracts/index.js';
 import {
   createSession,
@@ -49,16 +39,12 @@ import {
   listTenantPendingApprovals,
   requestApproval,
 } from './approvals.js';
-import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { type InvocationRecord, type LedgerOutcome, listInvocations, recordInvocation } from './ledger.js';
-import { earlierEffects, inputText, retryNote } from './retry-note.js';
+import { loadLoopState, saveLoopState } from './loop-state.js';
 import {
   expireStaleApprovals,
-  indexRetriedRun,
-  indexSubmittedRun,
   listDueRunDeadlines,
   type RunDeadline,
-  reindexFromRecord,
   type StaleApprovals,
   scanRunDeadlines,
   settleRunDeadline,
@@ -72,9 +58,27 @@ import {
   renewStreamSlots,
 } from './run-events.js';
 import { RunKeys, type RunStoreContext } from './run-keys.js';
-import { fieldsToRecord, parseRun, parseRunStatus } from './run-records.js';
-import { type RunRefusal, type RunTransition, toTransition } from './run-transition.js';
+import { getRun, listRuns, runStates, stopRequested } from './run-reads.js';
+import { retryRun } from './run-retry.js';
+import {
+  cancelRun,
+  claimRun,
+  failRun,
+  finishRun,
+  type RequeueOptions,
+  type RunEnd,
+  releaseRun,
+  requeueRun,
+  type SweptFailure,
+  suspendRun,
+} from './run-status-changes.js';
+import { type SubmitOutcome, type SubmitRun, submitRun } from './run-submit.js';
+import type { RunRefusal, RunTransition } from './run-transition.js';
+import { addUsage, markUnverified } from './run-usage.js';
 import { withScripts } from './scripts.js';
+
+export type { RunEnd } from './run-status-changes.js';
+export { idempotentRunId, type SubmitOutcome, type SubmitRun } from './run-submit.js';
 
 /** Entries kept in one run's event stream. */
 export const RUN_EVENTS_CAP = 10_000;
@@ -84,67 +88,18 @@ export interface RunStoreOptions {
   eventsCap?: number;
 }
 
-export interface SubmitRun {
-  tenant: string;
-  principal: string;
-  sessionId: string;
-  input: unknown;
-  /** The limits pinned on the run (chosen by the caller from `ops/limits.yaml`). */
-  limits: RunLimits;
-  /** The run's deadline is this long after submission (and after each retry). */
-  timeoutMs: number;
-  /** Per tenant and session: a duplicate submission answers the first run and creates nothing. */
-  idempotencyKey?: string;
-  /**
-   * The whole validated request as the caller received it (issue 11.8): a duplicate must match it
-   * in every field, present and future (the API passes its body: input, script, timeout_ms…).
-   * Hashed with the input and the parent. A delegated child passes none: its timeout is derived
-   * from what its parent has left, so a resubmission of the same invocation differs there alone.
-   */
-  request?: unknown;
-  /** The session, when the caller has read it already (sessions never change); else it is read. */
-  session?: SessionView;
-  parentRunId?: string;
-}
-
-export type SubmitOutcome = { status: 'created' | 'existing'; run: RunView };
-
-/** How a running run ends by its owner. */
-export type RunEnd =
-  | { status: 'succeeded'; result: unknown }
-  | {
-      status: 'failed';
-      /** A failure reason, or the code of the tool whose failure ended the run (issue 12). */
-      code: RunErrorCode;
-      message: string;
-      /** The run's step index where it failed (see `runErrorSchema`); omitted when none is known. */
-      step?: number;
-    }
-  | { status: 'cancelled'; message?: string };
-
 function decider(by: string | ApprovalDecider): ApprovalDecider {
   return typeof by === 'string' ? { by } : by;
 }
 
-const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
-
-/**
- * The run id of a submission with an Idempotency-Key: derived from (tenant, session, key), so
- * every duplicate names the same run and one script on that run's slot decides, atomically,
- * whether it exists. Same shape as `newId('run')` (20 base32 characters, 100 bits).
- */
-export function idempotentRunId(tenant: string, sessionId: string, idempotencyKey: string): string {
-  const digest = createHash('sha256').update(`${tenant}\n${sessionId}\n${idempotencyKey}`).digest();
-  let body = '';
-  for (const byte of digest.subarray(0, 20)) body += CROCKFORD[byte & 31];
-  return `run_${body}`;
-}
-
 /**
  * Leasehold's run records in Redis (DESIGN §3, §4): API keys, agents, sessions, runs and their
- * ledger, approvals, grants and events. Every status change is one Lua script that checks the
- * expected status and, for a running run, the owner token: a worker that lost its run gets a
- * refusal (`not_owner`) and writes nothing.
+ * ledger, approvals, grants and events. A facade: each family of records lives in its own module
+ * over one shared {@link RunStoreContext} (runs in run-submit, run-reads, run-status-changes,
+ * run-retry and run-usage; the rest in agents, api-keys, approvals, ledger, loop-state,
+ * run-events, run-deadlines), and each method here hands over to it. Every status change is one
+ * Lua script on the run's own keys that checks the expected status and, for a running run, the
+ * owner token: a worker that lost its run gets a refusal (`not_owner`) and writes nothing.
  */
 export class RunStore {
   readonly #context: RunStoreContext;
@@ -200,161 +155,57 @@ export class RunStore {
     return getSession(this.#context, tenant, sessionId);
   }
 
-  // Runs
+  // Runs: submission and reads
 
   /**
    * Stores a run `queued` (attempt 1, execution 1). Throws `not_found` for a session the tenant
    * does not have, `idempotency_conflict` for a key reused with another input.
    */
-  async submitRun(input: SubmitRun): Promise<SubmitOutcome> {
-    const { redis, keys } = this.#context;
-    const session =
-      input.session?.tenant === input.tenant && input.session.id === input.sessionId
-        ? input.session
-        : await this.getSession(input.tenant, input.sessionId);
-    if (!session) throw new ApiError('not_found', `session ${input.sessionId} not found`);
-    const limits = runLimitsSchema.parse(input.limits);
-    if (!Number.isInteger(input.timeoutMs) || input.timeoutMs <= 0) {
-      throw new RangeError(`timeoutMs: expected a positive integer, got ${input.timeoutMs}`);
-    }
-    const parentRunId = input.parentRunId === undefined ? '' : recordIdSchema.parse(input.parentRunId);
-    // Issue 11.4: everything is checked before the first write; a refused request leaves nothing.
-    const inputProblem = jsonBoundsProblem(input.input ?? null, RUN_INPUT_BOUNDS);
-    if (inputProblem) throw new ApiError('validation_failed', `input: ${inputProblem}`);
-    const runId =
-      input.idempotencyKey === undefined
-        ? newId('run')
-        : idempotentRunId(input.tenant, session.id, input.idempotencyKey);
-    const now = this.#context.now();
-    const inputJson = canonicalJson(input.input ?? null);
-    const requestHash = sha256Hex(
-      canonicalJson({
-        input: input.input ?? null,
-        parent_run_id: parentRunId,
-        request: input.request ?? null,
-      }),
-    );
-    // Listed before it exists: an index entry whose run was never written reads as absent. The
-    // three go in one pipeline (one round trip), which Redis runs in order.
-    const pipeline = redis.pipeline() as ReturnType<typeof redis.pipeline> & {
-      submitRun: (...args: Array<string | number>) => unknown;
-    };
-    pipeline.zadd(keys.sessionRuns(session.id), 'NX', now, runId);
-    indexSubmittedRun(pipeline, keys, runId, now + input.timeoutMs);
-    pipeline.submitRun(
-      keys.run(runId),
-      keys.events(runId),
-      runId,
-      input.tenant,
-      input.principal,
-      session.id,
-      session.agent_id,
-      session.agent_version,
-      session.browser_profile_id ?? '',
-      parentRunId,
-      inputJson,
-      JSON.stringify(limits),
-      input.timeoutMs,
-      now,
-      requestHash,
-      input.idempotencyKey ?? '',
-      this.#context.eventsCap,
-    );
-    const replies = (await pipeline.exec()) ?? [];
-    const failed = replies.find(([error]) => error);
-    if (failed?.[0]) throw failed[0];
-    const [code, , fields] = (replies[2]?.[1] ?? ['no_reply', '', []]) as [
-      string,
-      string,
-      Array<string | number>,
-    ];
-    if (code === 'conflict') {
-      throw new ApiError('idempotency_conflict', 'this Idempotency-Key was used for a different run request');
-    }
-    const stored = parseRun(fieldsToRecord(fields));
-    if (!stored || (code !== 'created' && code !== 'existing')) throw new Error(`submitRun answered ${code}`);
-    return { status: code, run: stored.run };
+  submitRun(input: SubmitRun): Promise<SubmitOutcome> {
+    return submitRun(this.#context, input);
   }
-
   /**
    * Whether the loop must stop before its next call: a cancel was asked, or the run is no longer
    * running (ended elsewhere: reclaimed, cancelled). One round trip, no record parsed.
    */
-  async stopRequested(runId: string): Promise<boolean> {
-    const [status, cancel] = await this.#context.redis.hmget(
-      this.#context.keys.run(runId),
-      'status',
-      'cancel_requested',
-    );
-    return status !== 'running' || cancel === '1';
+  stopRequested(runId: string): Promise<boolean> {
+    return stopRequested(this.#context, runId);
   }
-
   /**
    * Status and deadline of many runs in one pipelined round trip (the lease upkeep's read); a run
    * that does not exist is absent from the map.
    */
-  async runStates(
-    runIds: readonly string[],
-  ): Promise<Map<string, { status: RunStatus; deadlineAtMs: number }>> {
-    const states = new Map<string, { status: RunStatus; deadlineAtMs: number }>();
-    if (runIds.length === 0) return states;
-    const pipeline = this.#context.redis.pipeline();
-    for (const runId of runIds) pipeline.hmget(this.#context.keys.run(runId), 'status', 'deadline_at');
-    const replies = (await pipeline.exec()) ?? [];
-    runIds.forEach((runId, index) => {
-      const [status, deadline] = (replies[index]?.[1] ?? []) as Array<string | null>;
-      const parsed = status ? parseRunStatus(status) : undefined;
-      if (parsed) states.set(runId, { status: parsed, deadlineAtMs: Number(deadline) });
-    });
-    return states;
+  runStates(runIds: readonly string[]): Promise<Map<string, { status: RunStatus; deadlineAtMs: number }>> {
+    return runStates(this.#context, runIds);
   }
-
   /** The run, or undefined; with `tenant`, another tenant's run reads as absent. */
-  async getRun(runId: string, tenant?: string): Promise<RunView | undefined> {
-    if (!recordIdSchema.safeParse(runId).success) return undefined;
-    const fields = await this.#context.redis.hgetall(this.#context.keys.run(runId));
-    // The tenant is compared on the raw record first: another tenant's run reads as absent even
-    // when it could not be parsed (`record_unreadable` would tell them it exists).
-    if (tenant !== undefined && fields.tenant !== tenant) return undefined;
-    return parseRun(fields)?.run;
+  getRun(runId: string, tenant?: string): Promise<RunView | undefined> {
+    return getRun(this.#context, runId, tenant);
+  }
+  /** The session's runs in submission order. */
+  listRuns(tenant: string, sessionId: string): Promise<RunView[]> {
+    return listRuns(this.#context, tenant, sessionId);
   }
 
-  /** The session's runs in submission order. */
-  async listRuns(tenant: string, sessionId: string): Promise<RunView[]> {
-    if (!(await this.getSession(tenant, sessionId))) return [];
-    const { redis, keys } = this.#context;
-    const ids = await redis.zrange(keys.sessionRuns(sessionId), 0, -1);
-    const runs = await Promise.all(ids.map((id) => this.getRun(id, tenant)));
-    return runs.filter((run): run is RunView => run !== undefined);
-  }
+  // Runs: status changes
 
   /**
    * `queued → running` for the job of `execution`, owned by `ownerToken`. A stale job (another
    * execution) or a run running under another owner is refused, unless `takeOver` is set for a
    * stalled job of the current execution (BullMQ handed it on from a dead worker; same attempt).
    */
-  async claimRun(
+  claimRun(
     runId: string,
     execution: number,
     ownerToken: string,
     options: { takeOver?: boolean } = {},
   ): Promise<RunTransition<'claimed' | 'already' | 'taken_over'>> {
-    const reply = await this.#context.redis.claimRun(
-      this.#context.keys.run(runId),
-      this.#context.keys.events(runId),
-      execution,
-      ownerToken,
-      options.takeOver ? '1' : '0',
-      this.#context.now(),
-    );
-    return toTransition(runId, reply, `queued at execution ${execution}`);
+    return claimRun(this.#context, runId, execution, ownerToken, options.takeOver === true);
   }
-
   /** `running → parked` by its owner (ends the execution; the lease stays). */
   parkRun(runId: string, ownerToken: string, detail: Record<string, unknown> = {}): Promise<RunTransition> {
-    return this.#suspend(runId, ownerToken, 'parked', detail);
+    return suspendRun(this.#context, runId, ownerToken, 'parked', detail, '');
   }
-
   /**
    * `running → waiting_child | waiting_user` by its owner; a run waiting on a child names it in
    * `waitingOn` (shown as `waiting_on_run_id`; only that child's end resumes it).
@@ -366,52 +217,16 @@ export class RunStore {
     detail: Record<string, unknown> = {},
     waitingOn = '',
   ): Promise<RunTransition> {
-    return this.#suspend(runId, ownerToken, status, detail, waitingOn);
+    return suspendRun(this.#context, runId, ownerToken, status, detail, waitingOn);
   }
-
-  async #suspend(
-    runId: string,
-    ownerToken: string,
-    status: string,
-    detail: Record<string, unknown>,
-    waitingOn = '',
-  ) {
-    const reply = await this.#context.redis.suspendRun(
-      this.#context.keys.run(runId),
-      this.#context.keys.events(runId),
-      ownerToken,
-      status,
-      this.#context.now(),
-      JSON.stringify(detail),
-      waitingOn,
-    );
-    return toTransition(runId, reply, 'running');
-  }
-
   /**
    * `parked | waiting_child | waiting_user → queued` as a new execution; the caller enqueues the
    * job of `run.execution`. With `expected`, only from that status; with `waitingOn`, only a run
    * waiting on that run (a child's end resumes its own parent, once).
    */
-  async requeueRun(
-    runId: string,
-    options: {
-      expected?: 'parked' | 'waiting_child' | 'waiting_user';
-      waitingOn?: string;
-      detail?: Record<string, unknown>;
-    } = {},
-  ): Promise<RunTransition<'queued'>> {
-    const reply = await this.#context.redis.requeueRun(
-      this.#context.keys.run(runId),
-      this.#context.keys.events(runId),
-      this.#context.now(),
-      options.expected ?? '',
-      JSON.stringify(options.detail ?? {}),
-      options.waitingOn ?? '',
-    );
-    return toTransition(runId, reply, options.expected ?? 'parked, waiting_child or waiting_user');
+  requeueRun(runId: string, options: RequeueOptions = {}): Promise<RunTransition<'queued'>> {
+    return requeueRun(this.#context, runId, options);
   }
-
   /**
    * `running → queued` by its owner, at the same execution (issue 12): the owner is cleared so
    * the next claim of that execution's job takes the run over at once; the lease stays for it.
@@ -419,69 +234,37 @@ export class RunStore {
    * left running for the caller to fail. An accepted release's `detail` is the run's hand-backs
    * so far, as text.
    */
-  async releaseRun(
+  releaseRun(
     runId: string,
     ownerToken: string,
     options: { detail?: Record<string, unknown>; maxHandbacks?: number } = {},
   ): Promise<RunTransition<string>> {
-    const reply = await this.#context.redis.releaseRun(
-      this.#context.keys.run(runId),
-      this.#context.keys.events(runId),
-      ownerToken,
-      this.#context.now(),
-      JSON.stringify(options.detail ?? {}),
-      options.maxHandbacks ?? 0,
-    );
-    return toTransition(runId, reply, 'running under this owner, within its hand-backs');
+    return releaseRun(this.#context, runId, ownerToken, options);
   }
-
   /** `running → succeeded | failed | cancelled` by its owner. */
-  async finishRun(runId: string, ownerToken: string, end: RunEnd): Promise<RunTransition> {
-    const reply = await this.#context.redis.finishRun(
-      this.#context.keys.run(runId),
-      this.#context.keys.events(runId),
-      ownerToken,
-      end.status,
-      end.status === 'succeeded' ? canonicalJson(end.result ?? null) : '',
-      end.status === 'succeeded' ? '' : end.status === 'failed' ? end.code : 'cancelled',
-      end.status === 'succeeded' ? '' : (end.message ?? 'cancelled while running'),
-      this.#context.now(),
-      end.status === 'failed' && end.step !== undefined ? end.step : '',
-    );
-    return toTransition(runId, reply, 'running');
+  finishRun(runId: string, ownerToken: string, end: RunEnd): Promise<RunTransition> {
+    return finishRun(this.#context, runId, ownerToken, end);
   }
-
   /**
    * Cancels: a queued, parked or waiting run ends `cancelled` now (`detail: 'cancelled'`; the
    * caller releases its lease); a running run gets its cancel flag (`'cancel_requested'`).
    */
-  async cancelRun(
+  cancelRun(
     tenant: string,
     runId: string,
     message = 'cancelled by request',
   ): Promise<RunTransition<'cancelled' | 'cancel_requested'>> {
-    if (!recordIdSchema.safeParse(runId).success) return toTransition(runId, ['not_found', '', []], '');
-    const reply = await this.#context.redis.cancelRun(
-      this.#context.keys.run(runId),
-      this.#context.keys.events(runId),
-      this.#context.keys.approvals(runId),
-      this.#context.now(),
-      tenant,
-      message,
-      this.#context.keys.cancelChannel(),
-    );
-    return toTransition(runId, reply, 'queued, running, parked or waiting');
+    return cancelRun(this.#context, tenant, runId, message);
   }
-
   /**
    * The sweeper's end: fails a run that has not ended, whoever owns it (`reclaimed` past the
    * worker retry limit, `deadline_exceeded` past its deadline). A run worker ends its own run
    * with {@link finishRun} (owner-checked), an escaped error included (issue 12). With
    * `expectedExecution`, a run that has moved to another execution is left alone.
    */
-  async failRun(
+  failRun(
     runId: string,
-    reason: 'reclaimed' | 'deadline_exceeded' | 'internal_error' | 'provider_unavailable',
+    reason: SweptFailure,
     options: {
       expectedExecution?: number;
       message?: string;
@@ -489,110 +272,37 @@ export class RunStore {
       step?: number;
     } = {},
   ): Promise<RunTransition<'failed'>> {
-    const reply = await this.#context.redis.failRun(
-      this.#context.keys.run(runId),
-      this.#context.keys.events(runId),
-      this.#context.keys.approvals(runId),
-      reason,
-      options.expectedExecution ?? 0,
-      this.#context.now(),
-      options.message ?? reason,
-      options.step ?? '',
-    );
-    return toTransition(runId, reply, 'not ended');
+    return failRun(this.#context, runId, reason, options);
   }
-
   /**
    * A failed run as a new attempt: attempt + 1, a new execution, `queued`, on a fresh transcript
    * that holds the input and a note of the effects earlier attempts dispatched (issue 12); the
    * failed attempt's transcript is kept under its number (`RunTranscripts.loadAttempt`).
    */
-  async retryRun(tenant: string, runId: string): Promise<RunTransition<'queued'>> {
-    if (!recordIdSchema.safeParse(runId).success) return toTransition(runId, ['not_found', '', []], '');
-    const failed = await this.getRun(runId, tenant);
-    if (!failed) return toTransition(runId, ['not_found', '', []], '');
-    const entries = await this.#freshTranscript(failed);
-    const now = this.#context.now();
-    // Indexed at its new deadline before the script sets it (see run-deadlines.ts).
-    const indexed = await indexRetriedRun(this.#context, runId, tenant, now);
-    const { keys } = this.#context;
-    // The script refuses (`stale_execution`) if another retry moved the attempt since the read.
-    const reply = await this.#context.redis.retryRun(
-      keys.run(runId),
-      keys.events(runId),
-      keys.transcript(runId),
-      keys.attemptTranscript(runId, failed.attempt),
-      keys.loopState(runId),
-      now,
-      tenant,
-      failed.attempt,
-      ...entries.map((entry) => JSON.stringify(entry)),
-    );
-    const transition = toTransition<'queued'>(runId, reply, 'failed');
-    if (!transition.ok && indexed) await reindexFromRecord(this.#context, runId);
-    return transition;
+  retryRun(tenant: string, runId: string): Promise<RunTransition<'queued'>> {
+    return retryRun(this.#context, tenant, runId);
   }
 
-  /** A new attempt's first entries: the input, and the note of what earlier attempts dispatched. */
-  async #freshTranscript(run: RunView): Promise<unknown[]> {
-    const { redis, keys } = this.#context;
-    const transcripts = new Map<number, unknown[]>();
-    for (let attempt = 1; attempt <= run.attempt; attempt += 1) {
-      const key = attempt === run.attempt ? keys.transcript(run.id) : keys.attemptTranscript(run.id, attempt);
-      transcripts.set(
-        attempt,
-        (await redis.lrange(key, 0, -1)).map((entry) => JSON.parse(entry) as unknown),
-      );
-    }
-    const effects = earlierEffects(await this.listInvocations(run.id), transcripts);
-    const note = retryNote(run.attempt + 1, effects);
-    return [{ kind: 'input', text: inputText(run.input) }, ...(note ? [note] : [])];
-  }
+  // Runs: what the owner adds as it goes
 
   /** Adds to a running run's usage, by its owner. Cost in integer micro-USD. */
-  async addUsage(runId: string, ownerToken: string, delta: Partial<RunUsage>): Promise<RunTransition> {
-    const counts = [
-      delta.steps ?? 0,
-      delta.model_calls ?? 0,
-      delta.tool_calls ?? 0,
-      delta.cost_micro_usd ?? 0,
-    ];
-    if (counts.some((value) => !Number.isSafeInteger(value) || value < 0)) {
-      throw new RangeError(`usage deltas are non-negative integers, got ${JSON.stringify(delta)}`);
-    }
-    const reply = await this.#context.redis.addUsage(this.#context.keys.run(runId), ownerToken, ...counts);
-    return toTransition(runId, reply, 'running');
+  addUsage(runId: string, ownerToken: string, delta: Partial<RunUsage>): Promise<RunTransition> {
+    return addUsage(this.#context, runId, ownerToken, delta);
   }
-
   /**
    * ADR-0177: marks a running run's outcome unverified, by its owner, with the exhausted
    * acquisition's last error (its stable code and message); the run view shows it whatever the end.
    */
-  async markUnverified(runId: string, ownerToken: string, error: UnverifiedError): Promise<RunTransition> {
-    const reply = await this.#context.redis.markUnverified(
-      this.#context.keys.run(runId),
-      ownerToken,
-      JSON.stringify(unverifiedErrorSchema.parse(error)),
-      this.#context.now(),
-    );
-    return toTransition(runId, reply, 'running');
+  markUnverified(runId: string, ownerToken: string, error: UnverifiedError): Promise<RunTransition> {
+    return markUnverified(this.#context, runId, ownerToken, error);
   }
-
   /** The run loop's stored state (the loop breaker's snapshot), or undefined before any was saved. */
-  async loadLoopState(runId: string): Promise<unknown> {
-    const text = await this.#context.redis.get(this.#context.keys.loopState(runId));
-    return text ? JSON.parse(text) : undefined;
+  loadLoopState(runId: string): Promise<unknown> {
+    return loadLoopState(this.#context, runId);
   }
-
   /** Saves the run loop's state, by the run's owner only; a lost run refuses (`ok: false`). */
-  async saveLoopState(runId: string, ownerToken: string, state: unknown): Promise<{ ok: boolean }> {
-    const [code] = await this.#context.redis.saveLoopState(
-      this.#context.keys.run(runId),
-      this.#context.keys.loopState(runId),
-      ownerToken,
-      JSON.stringify(state),
-    );
-    return { ok: code === 'ok' };
+  saveLoopState(runId: string, ownerToken: string, state: unknown): Promise<{ ok: boolean }> {
+    return saveLoopState(this.#context, runId, ownerToken, state);
   }
 
   // Ledger

@@ -1,0 +1,169 @@
+import { type RunErrorCode, recordIdSchema } from '../contracts/index.js';
+import { canonicalJson } from './canonical-json.js';
+import type { RunStoreContext } from './run-keys.js';
+import { type RunTransition, toTransition } from './run-transition.js';
+
+/**
+ * A run's status changes (DESIGN §4), each one script on the run's own keys that checks the
+ * expected status and, for a running run, the owner token: a worker that lost its run gets a
+ * refusal (`not_owner`) and writes nothing.
+ */
+
+/** How a running run ends by its owner. */
+export type RunEnd =
+  | { status: 'succeeded'; result: unknown }
+  | {
+      status: 'failed';
+      /** A failure reason, or the code of the tool whose failure ended the run (issue 12). */
+      code: RunErrorCode;
+      message: string;
+      /** The run's step index where it failed (see `runErrorSchema`); omitted when none is known. */
+      step?: number;
+    }
+  | { status: 'cancelled'; message?: string };
+
+/** The reasons the sweeper (or a lifecycle step without the owner token) fails a run for. */
+export type SweptFailure = 'reclaimed' | 'deadline_exceeded' | 'internal_error' | 'provider_unavailable';
+
+export async function claimRun(
+  context: RunStoreContext,
+  runId: string,
+  execution: number,
+  ownerToken: string,
+  takeOver: boolean,
+): Promise<RunTransition<'claimed' | 'already' | 'taken_over'>> {
+  const { redis, keys } = context;
+  const reply = await redis.claimRun(
+    keys.run(runId),
+    keys.events(runId),
+    execution,
+    ownerToken,
+    takeOver ? '1' : '0',
+    context.now(),
+  );
+  return toTransition(runId, reply, `queued at execution ${execution}`);
+}
+
+/** `running → parked | waiting_child | waiting_user` by its owner (ends the execution). */
+export async function suspendRun(
+  context: RunStoreContext,
+  runId: string,
+  ownerToken: string,
+  status: 'parked' | 'waiting_child' | 'waiting_user',
+  detail: Record<string, unknown>,
+  waitingOn: string,
+): Promise<RunTransition> {
+  const { redis, keys } = context;
+  const reply = await redis.suspendRun(
+    keys.run(runId),
+    keys.events(runId),
+    ownerToken,
+    status,
+    context.now(),
+    JSON.stringify(detail),
+    waitingOn,
+  );
+  return toTransition(runId, reply, 'running');
+}
+
+export interface RequeueOptions {
+  expected?: 'parked' | 'waiting_child' | 'waiting_user';
+  waitingOn?: string;
+  detail?: Record<string, unknown>;
+}
+
+export async function requeueRun(
+  context: RunStoreContext,
+  runId: string,
+  options: RequeueOptions,
+): Promise<RunTransition<'queued'>> {
+  const { redis, keys } = context;
+  const reply = await redis.requeueRun(
+    keys.run(runId),
+    keys.events(runId),
+    context.now(),
+    options.expected ?? '',
+    JSON.stringify(options.detail ?? {}),
+    options.waitingOn ?? '',
+  );
+  return toTransition(runId, reply, options.expected ?? 'parked, waiting_child or waiting_user');
+}
+
+export async function releaseRun(
+  context: RunStoreContext,
+  runId: string,
+  ownerToken: string,
+  options: { detail?: Record<string, unknown>; maxHandbacks?: number },
+): Promise<RunTransition<string>> {
+  const { redis, keys } = context;
+  const reply = await redis.releaseRun(
+    keys.run(runId),
+    keys.events(runId),
+    ownerToken,
+    context.now(),
+    JSON.stringify(options.detail ?? {}),
+    options.maxHandbacks ?? 0,
+  );
+  return toTransition(runId, reply, 'running under this owner, within its hand-backs');
+}
+
+export async function finishRun(
+  context: RunStoreContext,
+  runId: string,
+  ownerToken: string,
+  end: RunEnd,
+): Promise<RunTransition> {
+  const { redis, keys } = context;
+  const reply = await redis.finishRun(
+    keys.run(runId),
+    keys.events(runId),
+    ownerToken,
+    end.status,
+    end.status === 'succeeded' ? canonicalJson(end.result ?? null) : '',
+    end.status === 'succeeded' ? '' : end.status === 'failed' ? end.code : 'cancelled',
+    end.status === 'succeeded' ? '' : (end.message ?? 'cancelled while running'),
+    context.now(),
+    end.status === 'failed' && end.step !== undefined ? end.step : '',
+  );
+  return toTransition(runId, reply, 'running');
+}
+
+export async function cancelRun(
+  context: RunStoreContext,
+  tenant: string,
+  runId: string,
+  message: string,
+): Promise<RunTransition<'cancelled' | 'cancel_requested'>> {
+  if (!recordIdSchema.safeParse(runId).success) return toTransition(runId, ['not_found', '', []], '');
+  const { redis, keys } = context;
+  const reply = await redis.cancelRun(
+    keys.run(runId),
+    keys.events(runId),
+    keys.approvals(runId),
+    context.now(),
+    tenant,
+    message,
+    keys.cancelChannel(),
+  );
+  return toTransition(runId, reply, 'queued, running, parked or waiting');
+}
+
+export async function failRun(
+  context: RunStoreContext,
+  runId: string,
+  reason: SweptFailure,
+  options: { expectedExecution?: number; message?: string; step?: number },
+): Promise<RunTransition<'failed'>> {
+  const { redis, keys } = context;
+  const reply = await redis.failRun(
+    keys.run(runId),
+    keys.events(runId),
+    keys.approvals(runId),
+    reason,
+    options.expectedExecution ?? 0,
+    context.now(),
+    options.message ?? reason,
+    options.step ?? '',
+  );
+  return toTransition(runId, reply, 'not ended');
+}

@@ -1,0 +1,130 @@
+import { createHash } from 'node:crypto';
+import {
+  ApiError,
+  jsonBoundsProblem,
+  newId,
+  RUN_INPUT_BOUNDS,
+  type RunLimits,
+  type RunView,
+  recordIdSchema,
+  runLimitsSchema,
+  type SessionView,
+} from '../contracts/index.js';
+import { getSession } from './agents.js';
+import { canonicalJson, sha256Hex } from './canonical-json.js';
+import { indexSubmittedRun } from './run-deadlines.js';
+import type { RunStoreContext } from './run-keys.js';
+import { fieldsToRecord, parseRun } from './run-records.js';
+
+export interface SubmitRun {
+  tenant: string;
+  principal: string;
+  sessionId: string;
+  input: unknown;
+  /** The limits pinned on the run (chosen by the caller from `ops/limits.yaml`). */
+  limits: RunLimits;
+  /** The run's deadline is this long after submission (and after each retry). */
+  timeoutMs: number;
+  /** Per tenant and session: a duplicate submission answers the first run and creates nothing. */
+  idempotencyKey?: string;
+  /**
+   * The whole validated request as the caller received it (issue 11.8): a duplicate must match it
+   * in every field, present and future (the API passes its body: input, script, timeout_ms…).
+   * Hashed with the input and the parent. A delegated child passes none: its timeout is derived
+   * from what its parent has left, so a resubmission of the same invocation differs there alone.
+   */
+  request?: unknown;
+  /** The session, when the caller has read it already (sessions never change); else it is read. */
+  session?: SessionView;
+  parentRunId?: string;
+}
+
+export type SubmitOutcome = { status: 'created' | 'existing'; run: RunView };
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+
+/**
+ * The run id of a submission with an Idempotency-Key: derived from (tenant, session, key), so
+ * every duplicate names the same run and one script on that run's slot decides, atomically,
+ * whether it exists. Same shape as `newId('run')` (20 base32 characters, 100 bits).
+ */
+export function idempotentRunId(tenant: string, sessionId: string, idempotencyKey: string): string {
+  const digest = createHash('sha256').update(`${tenant}\n${sessionId}\n${idempotencyKey}`).digest();
+  let body = '';
+  for (const byte of digest.subarray(0, 20)) body += CROCKFORD[byte & 31];
+  return `run_${body}`;
+}
+
+/**
+ * Stores a run `queued` (attempt 1, execution 1). Throws `not_found` for a session the tenant
+ * does not have, `idempotency_conflict` for a key reused with another input.
+ */
+export async function submitRun(context: RunStoreContext, input: SubmitRun): Promise<SubmitOutcome> {
+  const { redis, keys } = context;
+  const session =
+    input.session?.tenant === input.tenant && input.session.id === input.sessionId
+      ? input.session
+      : await getSession(context, input.tenant, input.sessionId);
+  if (!session) throw new ApiError('not_found', `session ${input.sessionId} not found`);
+  const limits = runLimitsSchema.parse(input.limits);
+  if (!Number.isInteger(input.timeoutMs) || input.timeoutMs <= 0) {
+    throw new RangeError(`timeoutMs: expected a positive integer, got ${input.timeoutMs}`);
+  }
+  const parentRunId = input.parentRunId === undefined ? '' : recordIdSchema.parse(input.parentRunId);
+  // Issue 11.4: everything is checked before the first write; a refused request leaves nothing.
+  const inputProblem = jsonBoundsProblem(input.input ?? null, RUN_INPUT_BOUNDS);
+  if (inputProblem) throw new ApiError('validation_failed', `input: ${inputProblem}`);
+  const runId =
+    input.idempotencyKey === undefined
+      ? newId('run')
+      : idempotentRunId(input.tenant, session.id, input.idempotencyKey);
+  const now = context.now();
+  const inputJson = canonicalJson(input.input ?? null);
+  const requestHash = sha256Hex(
+    canonicalJson({
+      input: input.input ?? null,
+      parent_run_id: parentRunId,
+      request: input.request ?? null,
+    }),
+  );
+  // Listed before it exists: an index entry whose run was never written reads as absent. The
+  // three go in one pipeline (one round trip), which Redis runs in order.
+  const pipeline = redis.pipeline() as ReturnType<typeof redis.pipeline> & {
+    submitRun: (...args: Array<string | number>) => unknown;
+  };
+  pipeline.zadd(keys.sessionRuns(session.id), 'NX', now, runId);
+  indexSubmittedRun(pipeline, keys, runId, now + input.timeoutMs);
+  pipeline.submitRun(
+    keys.run(runId),
+    keys.events(runId),
+    runId,
+    input.tenant,
+    input.principal,
+    session.id,
+    session.agent_id,
+    session.agent_version,
+    session.browser_profile_id ?? '',
+    parentRunId,
+    inputJson,
+    JSON.stringify(limits),
+    input.timeoutMs,
+    now,
+    requestHash,
+    input.idempotencyKey ?? '',
+    context.eventsCap,
+  );
+  const replies = (await pipeline.exec()) ?? [];
+  const failed = replies.find(([error]) => error);
+  if (failed?.[0]) throw failed[0];
+  const [code, , fields] = (replies[2]?.[1] ?? ['no_reply', '', []]) as [
+    string,
+    string,
+    Array<string | number>,
+  ];
+  if (code === 'conflict') {
+    throw new ApiError('idempotency_conflict', 'this Idempotency-Key was used for a different run request');
+  }
+  const stored = parseRun(fieldsToRecord(fields));
+  if (!stored || (code !== 'created' && code !== 'existing')) throw new Error(`submitRun answered ${code}`);
+  return { status: code, run: stored.run };
+}
