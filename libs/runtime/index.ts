@@ -126,6 +126,16 @@ export {
   TOOL_SEARCH_NAME,
 } from './roster.js';
 export {
+  FOLLOW_UP_GRACE_MS,
+  type FollowUpsPort,
+  type LifecycleStore,
+  RunLifecycle,
+  type RunLifecycleDeps,
+  type TransitionCause,
+  type TurnOutcome,
+  type TurnsPort,
+} from './run-lifecycle.js';
+export {
   BROWSER_TASK_LIMITS_KEY,
   BROWSER_TOOL_NAMES_REQUIRED,
   browserTaskLimits,
@@ -141,11 +151,3 @@ export {
   scriptStepSchema,
 } from './scripted-model.js';
 export { type ArgumentSealer, argumentSealer, SECRET_MARKER } from './secret-args.js';
-export {
-  type LifecycleStore,
-  RunLifecycle,
-  type RunLifecycleDeps,
-  type TransitionCause,
-  type TurnOutcome,
-  type TurnsPort,
-} from './run-lifecycle.js';

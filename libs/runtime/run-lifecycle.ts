@@ -34,6 +34,17 @@ export interface TurnsPort {
   ): Promise<{ lines: Array<{ profile: ProfileRef; firstRunId: string | undefined }>; cursor: string }>;
 }
 
+/** The index of executions that may owe a follow-up (`FollowUpIndex` in the store fits). */
+export interface FollowUpsPort {
+  owe(runId: string, execution: number, dueAtMs: number): Promise<void>;
+  settle(runId: string, execution: number): Promise<void>;
+  postpone(owed: { runId: string; execution: number }, dueAtMs: number): Promise<void>;
+  due(nowMs: number, count: number): Promise<Array<{ runId: string; execution: number }>>;
+}
+
+/** How long after a transition the sweeper looks at a follow-up nobody carried out. */
+export const FOLLOW_UP_GRACE_MS = 60_000;
+
 /** What a claimed run does next: go on, or wait its turn (its execution ends here). */
 export type TurnOutcome = 'go' | 'waiting' | 'lost';
 
@@ -45,6 +56,10 @@ export interface RunLifecycleDeps {
   enqueue(run: RunView): Promise<unknown>;
   /** Closes a run's lease on the data plane; absent where browser tools are off. */
   release?: LeaseReleaseDeps | undefined;
+  /** Where executions that may owe a follow-up are noted; absent, a crash may lose one. */
+  followUps?: FollowUpsPort | undefined;
+  /** Epoch ms (tests move it). */
+  clock?: () => number;
   /** Counts an end once, where it was caused (`leasehold_runs_ended_total`). */
   runEnded?(status: string, code: string | null, count?: number): void;
   /** Reports a consequence that failed; a later pass (upkeep, sweeper) carries it out again. */
@@ -84,10 +99,49 @@ export class RunLifecycle {
       await this.#releaseLease(run);
       await this.#passTurn(run);
     }
-    if (!runHasEnded(run.status)) return;
-    if (run.status === 'cancelled' && run.waiting_on_run_id)
-      await this.cancel(run.tenant, run.waiting_on_run_id, 'its parent run was cancelled');
-    await resumeParentOf({ store: this.#deps.store, enqueue: this.#deps.enqueue }, run);
+    if (runHasEnded(run.status)) {
+      if (run.status === 'cancelled' && run.waiting_on_run_id)
+        await this.cancel(run.tenant, run.waiting_on_run_id, 'its parent run was cancelled');
+      await resumeParentOf({ store: this.#deps.store, enqueue: this.#deps.enqueue }, run);
+    }
+    if (run.status !== 'running' && run.status !== 'parked')
+      await this.#deps.followUps?.settle(run.id, run.execution);
+  }
+
+  /**
+   * Notes, before a transition, that this execution of the run may owe a follow-up: a process that
+   * dies between the transition and its follow-up leaves it to the sweeper ({@link sweepFollowUps}).
+   */
+  async owe(run: Pick<RunView, 'id' | 'execution'>): Promise<void> {
+    await this.#deps.followUps?.owe(run.id, run.execution, this.#now() + FOLLOW_UP_GRACE_MS);
+  }
+
+  /**
+   * The sweeper's part: carries out the follow-ups due (their process died, or has not come back
+   * to them); a run still running or parked is looked at again later. Answers how many it did.
+   */
+  async sweepFollowUps(batchSize = 200): Promise<number> {
+    const followUps = this.#deps.followUps;
+    if (!followUps) return 0;
+    let done = 0;
+    for (const owed of await followUps.due(this.#now(), batchSize)) {
+      const run = await this.#deps.store.getRun(owed.runId);
+      if (run && run.execution === owed.execution && (run.status === 'running' || run.status === 'parked')) {
+        await followUps.postpone(owed, this.#now() + FOLLOW_UP_GRACE_MS);
+        continue;
+      }
+      // A run gone, or moved on to a later execution (whose claim noted its own), owes nothing here.
+      if (run && run.execution === owed.execution) {
+        await this.followUp(run);
+        done += 1;
+      }
+      await followUps.settle(owed.runId, owed.execution);
+    }
+    return done;
+  }
+
+  #now(): number {
+    return (this.#deps.clock ?? Date.now)();
   }
 
   /**
@@ -95,6 +149,8 @@ export class RunLifecycle {
    * in this same call; a running run is flagged and its worker ends it.
    */
   async cancel(tenant: string, runId: string, message = 'cancelled by request') {
+    const before = await this.#deps.store.getRun(runId, tenant);
+    if (before && !runHasEnded(before.status) && before.status !== 'running') await this.owe(before);
     const outcome = await this.#deps.store.cancelRun(tenant, runId, message);
     if (outcome.ok && outcome.detail === 'cancelled') await this.followUp(outcome.run, { ended: true });
     return outcome;

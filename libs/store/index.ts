@@ -2,10 +2,12 @@ export { agentVersionOf, type NewSession, type PutAgentOutcome } from './agents.
 export type { NewApiKey } from './api-keys.js';
 export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';
 export { canonicalJson, contentAddress, sha256Hex } from './canonical-json.js';
+export { FollowUpIndex, type OwedFollowUp } from './follow-ups.js';
 export { AgentVersionCache, SessionCache } from './immutable-caches.js';
 export { LeaderLock } from './leader-lock.js';
 export { RedisLeaseStore } from './lease-store.js';
 export type { InvocationRecord, LedgerOutcome } from './ledger.js';
+export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turns.js';
 export { isEventId } from './run-events.js';
 export { RunKeys } from './run-keys.js';
 export {
@@ -20,4 +22,3 @@ export {
 export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
 export { type ScriptCommands, withScripts } from './scripts.js';
 export { type BrowserWorkerRecord, BrowserWorkerRegistry } from './worker-registry.js';
-export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turns.js';
