@@ -1,0 +1,25 @@
+import { type Config, decodeKey } from '../../config/index.js';
+import { StartupError } from '../../lifecycle/index.js';
+
+/** The two secrets a browser worker cannot serve without. */
+export interface WorkerSecrets {
+  /** The bearer token the run workers present to the data plane. */
+  token: string;
+  /** The AES-256-GCM key profiles' storage states are sealed with (DESIGN §3). */
+  sealKey: Buffer;
+}
+
+/** Reads the worker's secrets from the configuration; a missing one stops start-up, saying what to set. */
+export function requireWorkerSecrets(secrets: Config['secrets']): WorkerSecrets {
+  const token = secrets.dataPlaneToken;
+  if (!token)
+    throw new StartupError(
+      'LEASEHOLD_DATA_PLANE_TOKEN is unset: set it to a secret of at least 32 characters shared with the run workers',
+    );
+  const sealKey = secrets.sealKey ? decodeKey(secrets.sealKey) : undefined;
+  if (!sealKey)
+    throw new StartupError(
+      'LEASEHOLD_SEAL_KEY is unset: set it to 32 random bytes as hex or base64 (openssl rand -base64 32)',
+    );
+  return { token, sealKey };
+}
