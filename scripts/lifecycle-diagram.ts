@@ -27,6 +27,7 @@ const README = fileURLToPath(new URL('../README.md', import.meta.url));
 const FACT_WORDS: Record<keyof RunFacts, [whenTrue: string, whenFalse: string]> = {
   cancelRequested: ['cancel requested', 'no cancel request'],
   otherApprovalPending: ['another approval pending', 'its last approval'],
+  waitingForProfile: ['waiting for its profile', 'not waiting for its profile'],
 };
 
 function condition(row: RunTransitionRow): string {

@@ -32,7 +32,10 @@ export type RunActor = (typeof RUN_ACTORS)[number];
  * run back at the same execution), `resume` (requeueRun: a new execution), `approve` and `deny`
  * (decideApproval), `expire_approvals` (expireStaleApprovals), `cancel` (cancelRun),
  * `finish_succeeded`, `finish_failed`, `finish_cancelled` (finishRun, by the owner), `force_fail`
- * (failRun: the sweeper's end, whoever owns the run) and `retry` (retryRun: a new attempt).
+ * (failRun: the sweeper's end, whoever owns the run), `retry` (retryRun: a new attempt), and a
+ * profile's line of runs: `wait_profile` (waitForProfile: a claimed run behind the run holding its
+ * profile's turn waits, with no job) and `wake` (wakeRun: the run done with the page wakes the next,
+ * as a new execution).
  */
 export const RUN_EVENTS = [
   'submit',
@@ -52,6 +55,8 @@ export const RUN_EVENTS = [
   'finish_cancelled',
   'force_fail',
   'retry',
+  'wait_profile',
+  'wake',
 ] as const;
 export type RunLifecycleEvent = (typeof RUN_EVENTS)[number];
 
@@ -66,10 +71,12 @@ export type RunLifecycleState = RunStatus | null;
  *   run ends it `cancelled` instead (DESIGN §4.7: a cancel never waits on an approval).
  * - `otherApprovalPending`: the run has a pending approval besides the one being decided; a parked
  *   run resumes only when its last pending approval is decided.
+ * - `waitingForProfile`: a queued run waits its turn on its profile (`waiting_for: "profile"`).
  */
 export interface RunFacts {
   cancelRequested: boolean;
   otherApprovalPending: boolean;
+  waitingForProfile: boolean;
 }
 
 export interface RunTransitionRow {
@@ -151,6 +158,9 @@ export const RUN_TRANSITIONS: readonly RunTransitionRow[] = Object.freeze([
   row('running', 'finish_cancelled', 'cancelled', ['owner'], 'finishRun'),
   ...NOT_ENDED.map((status) => row(status, 'force_fail', 'failed', ['sweeper'], 'failRun')),
   row('failed', 'retry', 'queued', ['api'], 'retryRun'),
+  // A flagged run is refused its wait: its execution goes on and ends it `cancelled`.
+  row('running', 'wait_profile', 'queued', ['owner'], 'waitForProfile', { cancelRequested: false }),
+  row('queued', 'wake', 'queued', ['lifecycle'], 'wakeRun', { waitingForProfile: true }),
 ]);
 
 function holds(when: Partial<RunFacts> | undefined, facts: Partial<RunFacts>): boolean {

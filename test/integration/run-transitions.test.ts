@@ -9,7 +9,7 @@ import {
   type RunTransitionRow,
   runTransitionsFrom,
 } from '../../libs/contracts/index.js';
-import { idempotentRunId, RunKeys, RunStore } from '../../libs/store/index.js';
+import { idempotentRunId, ProfileTurns, RunKeys, RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
@@ -49,6 +49,7 @@ function transition(answer: { ok: true; detail: string } | { ok: false; code: st
 
 let tokens = 0;
 let sessionId = '';
+let turns: ProfileTurns;
 
 async function claim(store: RunStore, run: WalkRun, takeOver: boolean): Promise<Outcome> {
   const execution = (await store.getRun(run.runId))?.execution ?? 1;
@@ -118,6 +119,11 @@ const INVOKE: Record<RunLifecycleEvent, Invoke> = {
     transition(await store.finishRun(run.runId, run.ownerToken, { status: 'cancelled' })),
   force_fail: async (store, run) => transition(await store.failRun(run.runId, 'reclaimed')),
   retry: async (store, run) => transition(await store.retryRun(TENANT, run.runId)),
+  wait_profile: async (_store, run) =>
+    transition(
+      await turns.waitForProfile(run.runId, run.ownerToken, { holderRunId: 'run_holder', ahead: 1 }),
+    ),
+  wake: async (_store, run) => transition(await turns.wake(run.runId)),
 };
 
 /** Every way the store says no; a refusal outside these is a bug in the store or in this walk. */
@@ -129,6 +135,7 @@ const REFUSAL_CODES = new Set([
   'already_decided',
   'existing',
   'none_expired',
+  'cancel_requested',
 ]);
 
 interface Situation {
@@ -146,6 +153,12 @@ const PENDING = ['submit', 'claim', 'park', 'resume'] as const satisfies RunLife
 const SITUATIONS: Situation[] = [
   { label: 'no run yet', state: null, facts: {}, path: [] },
   { label: 'queued', state: 'queued', facts: {}, path: [...PENDING] },
+  {
+    label: 'queued, waiting for its profile',
+    state: 'queued',
+    facts: { waitingForProfile: true },
+    path: [...PENDING, 'claim', 'wait_profile'],
+  },
   { label: 'running', state: 'running', facts: {}, path: [...PENDING, 'claim'] },
   {
     label: 'running, cancel requested',
@@ -187,6 +200,7 @@ describe('the run state machine: the store accepts exactly the transition table'
       nowMs += 1;
       return nowMs;
     });
+    turns = new ProfileTurns(redis, prefix, () => nowMs);
     sessionId = await createTestSession(store, TENANT, { instructions: 'walk' });
   });
   afterAll(async () => {
