@@ -1,116 +1,36 @@
+import type { AcquireLease, LeaseScope, LeaseView, ProfileRef } from '../contracts/index.js';
 import {
-  type AcquireLease,
-  assertNever,
-  LeaseholdError,
-  type LeaseScope,
-  type LeaseView,
-  type ProfileRef,
-} from '../contracts/index.js';
-import {
-  type AcquireAttemptDiagnostic,
   type AcquireRetryPolicy,
   acquireWithRetry,
   compileAcquireRetryPolicy,
   SINGLE_ACQUIRE_ATTEMPT,
 } from './acquire-retry.js';
 import type { PageCallResult } from './answers.js';
+import { BrowserWorkerAway, neverConnected } from './browser-worker-away.js';
 import {
   type AcquireResult,
   type CallLimits,
   DataPlaneClient,
   DEFAULT_LEASE_CALL_TIMEOUT_MS,
 } from './client.js';
-import { ProviderError, refusedAfterDispatch } from './errors.js';
+import { ProviderError } from './errors.js';
+import { type ConflictingHolder, replaceableHolder } from './holder-replacement.js';
 import { acquireIdempotencyKey, replacingAcquireIdempotencyKey } from './idempotency-keys.js';
+import type {
+  BrowserLeaseProviderOptions,
+  BrowserWorkerLocation,
+  HeldLease,
+  LeaseDropReason,
+} from './lease-provider-options.js';
+import { judgeFailedPageCall } from './lease-trust.js';
 
-/** Where a browser worker answers: its id (a lease's provider reference) and its data-plane URL. */
-export interface BrowserWorkerLocation {
-  id: string;
-  url: string;
-}
-
-/** The lease a provider holds, as the run record keeps it. */
-export interface HeldLease {
-  leaseId: string;
-  profileId: string;
-  /** The browser worker serving it (the lease's provider reference) and its URL. */
-  workerId: string;
-  workerUrl: string;
-  acquiredAtMs: number;
-  expiresAtMs: number;
-  /** The last applied action's sequence; the next navigate or act carries `sequence + 1`. */
-  sequence: number;
-}
-
-export interface BrowserLeaseProviderOptions {
-  /** The run's lease scope: tenant, principal, run id and attempt (ADR-0127 d1). */
-  scope: LeaseScope;
-  /** The profile the run's session is bound to, an id within the scope's tenant (DESIGN §3). */
-  profileId: string;
-  /** The live browser worker serving a profile (backed by `BrowserWorkerRegistry.findForProfile`). */
-  findWorker: (profile: ProfileRef) => Promise<BrowserWorkerLocation | undefined>;
-  /** The data-plane token shared with the browser workers. */
-  token: string;
-  /** Epoch ms, to judge a held lease's expiry; `Date.now` unless a test moves time. */
-  clock?: () => number;
-  /** Tests: another fetch. */
-  fetch?: typeof fetch;
-  /**
-   * The acquisition recovery policy (ADR-0177). Production composition passes
-   * `BOUNDED_ACQUIRE_RETRY` (three attempts, 0.25–0.5 s then 0.5–1 s); the default is a single
-   * attempt, as an independently constructed provider may keep. Checked at construction.
-   */
-  acquireRetry?: AcquireRetryPolicy;
-  /**
-   * Awaited after each failed acquisition attempt with a bounded, content-free diagnostic, for the
-   * run's events (ADR-0177). A throw (say, the run was lost) ends the acquisition with that error.
-   */
-  onAcquireAttempt?: (diagnostic: AcquireAttemptDiagnostic) => Promise<void> | void;
-  /**
-   * Whether the run holding another run's live lease on the profile still needs its page (ADR-0127
-   * d7): true while it is running, queued to resume or parked on its own approval. The run worker
-   * passes one backed by the run store (libs/provider reads no run state itself). While it answers
-   * true a newcomer is refused `profile_unavailable`; once it answers false, the newcomer seals and
-   * closes that lease and acquires once more. Without a reader the lease is always replaced, so a
-   * provider that shares a profile with runs still in progress must be given one. A reader that
-   * throws leaves the page with its holder.
-   */
-  holderNeedsPage?: (runId: string) => Promise<boolean>;
-}
-
-/**
- * Issue 12: the profile's browser worker is gone from the registry, or its address refuses every
- * acquisition attempt (it is restarting, 5–7 s — longer than ADR-0177's bounded retry). Not the
- * tool's outcome: it escapes the call, and the run worker hands the run back `queued` with
- * `waiting_for: "browser_worker"` (a bounded number of times) without recording a tool result, so
- * the same invocation acquires again in the next execution. Never thrown once a page call was
- * dispatched: only before an acquisition.
- */
-export class BrowserWorkerAway extends LeaseholdError<'provider_unavailable'> {
-  override readonly name = 'BrowserWorkerAway';
-  readonly waitingFor = 'browser_worker' as const;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('provider_unavailable', message, true, options);
-  }
-}
-
-/** Whether an exhausted acquisition never reached a browser worker at all (nothing listens there). */
-function neverConnected(error: unknown): boolean {
-  return (
-    error instanceof ProviderError &&
-    error.code === 'provider_unavailable' &&
-    error.transport === 'not_connected'
-  );
-}
-
-/** Another run's live lease an acquire met: who holds it, and which lease. */
-interface ConflictingHolder {
-  runId: string;
-  leaseId: string;
-}
-
-/** Why a held lease stops being used. */
-export type LeaseDropReason = 'untrusted' | 'expired';
+export { BrowserWorkerAway } from './browser-worker-away.js';
+export type {
+  BrowserLeaseProviderOptions,
+  BrowserWorkerLocation,
+  HeldLease,
+  LeaseDropReason,
+} from './lease-provider-options.js';
 
 /** A lease dropped as untrusted (ADR-0127 d2, d3), kept until the next acquire. */
 interface RetiredLease {
@@ -211,7 +131,7 @@ export class BrowserLeaseProvider {
           },
         );
       // ADR-0127 d7: a conflict is never retried; replacing an ended run's lease is one step after it.
-      const holder = await this.#replaceableHolder(error);
+      const holder = await replaceableHolder(error, this.scope, this.#options.holderNeedsPage);
       if (!holder) throw error;
       await this.#sealHolder(worker, holder, attemptLimits);
       const replacingKey = replacingAcquireIdempotencyKey(invocationId, holder.leaseId);
@@ -227,38 +147,6 @@ export class BrowserLeaseProvider {
       sequence: lease.sequence,
     };
     return { ...this.#held };
-  }
-
-  /**
-   * ADR-0127 d7: the holder whose lease a refused acquire may replace — another run's, named by the
-   * service, that no longer needs its page (or no reader is configured). Undefined keeps the refusal.
-   */
-  async #replaceableHolder(error: unknown): Promise<ConflictingHolder | undefined> {
-    if (!(error instanceof ProviderError)) return undefined;
-    if (error.operation !== 'acquire' || error.serviceCode !== 'profile_unavailable') return undefined;
-    const runId = error.facts.holder_run_id;
-    // Refused for another reason (protected, not served): no holder, nothing to replace.
-    if (typeof runId !== 'string') return undefined;
-    const leaseId = error.facts.holder_lease_id;
-    if (runId === this.scope.run_id) {
-      // An earlier attempt of this same run ended (a retry starts only from a failed run), so its
-      // page is ended with it even while its execution is still closing it: sealed and replaced, as
-      // d7 does for an ended run. The same attempt is never replaced: that one still runs.
-      const attempt = error.facts.holder_attempt;
-      const earlier = typeof attempt === 'number' && attempt < this.scope.attempt;
-      return earlier && typeof leaseId === 'string' ? { runId, leaseId } : undefined;
-    }
-    const needsPage = this.#options.holderNeedsPage;
-    if (needsPage) {
-      try {
-        if (await needsPage(runId)) return undefined;
-      } catch {
-        // The holder's state is unknown: sealing a page it may still need is the fault d7 forbids.
-        return undefined;
-      }
-    }
-    // A lease the service does not name cannot be closed: the refusal stands.
-    return typeof leaseId === 'string' ? { runId, leaseId } : undefined;
   }
 
   /** Seals and closes an ended holder's lease (ADR-0127 d7); one the service no longer knows is gone already. */
@@ -385,70 +273,15 @@ export class BrowserLeaseProvider {
     return result;
   }
 
-  /** The trust rules on a failed page call; answers the error the caller sees. */
+  /** The trust rules on a failed page call (lease-trust.ts); answers the error the caller sees. */
   #afterFailure(error: unknown, held: HeldLease): unknown {
     if (this.#held !== held) return error;
-    if (!(error instanceof ProviderError)) {
-      // ADR-0127 d2: any unexpected failure drops the lease.
-      this.drop('untrusted');
-      return error;
-    }
-    switch (error.code) {
-      case 'page_changed':
-      case 'element_not_found':
-      case 'action_not_allowed':
-      case 'url_disallowed':
-      case 'grant_not_applicable':
-      case 'invalid_arguments':
-        if (refusedAfterDispatch(error)) return this.#afterDispatchedRefusal(error, held);
-        // Refused before dispatch: nothing happened, the lease and its sequence stay as they were.
-        return error;
-      case 'lease_expired':
-        this.drop('expired');
-        return error;
-      case 'sequence_mismatch':
-        // Not reachable from an effect (the client reports it as outcome_unknown); desynchronised all the same.
-        this.drop('untrusted');
-        return new ProviderError('outcome_unknown', error.message, false, {
-          operation: error.operation,
-          ...(error.serviceCode === undefined ? {} : { serviceCode: error.serviceCode }),
-          cause: error,
-        });
-      case 'outcome_unknown':
-      case 'profile_unavailable':
-      case 'provider_unavailable':
-        // ADR-0127 d2, d3: the lease cannot be trusted any more; never retry, start afresh next call.
-        this.drop('untrusted');
-        return error;
-      default:
-        return assertNever(error.code, 'provider error code');
-    }
+    const verdict = judgeFailedPageCall(error, held.sequence);
+    if (verdict.sequence !== undefined) held.sequence = verdict.sequence;
+    if (verdict.drop) this.drop(verdict.drop);
+    return verdict.error;
   }
 
-  /**
-   * The service dispatched the effect, then the page refused it (a click whose navigation the origin
-   * guard blocked), and told the lease's sequence: the run side moves its own with it and keeps the
-   * lease. A sequence other than the one this call carried means the two sides disagree: untrusted.
-   */
-  #afterDispatchedRefusal(error: ProviderError, held: HeldLease): ProviderError {
-    if (error.facts.sequence === held.sequence + 1) {
-      held.sequence = error.facts.sequence;
-      return error;
-    }
-    this.drop('untrusted');
-    return new ProviderError('outcome_unknown', `${error.message}, at an unexpected sequence`, false, {
-      operation: error.operation,
-      ...(error.serviceCode === undefined ? {} : { serviceCode: error.serviceCode }),
-      facts: { ...error.facts },
-      cause: error,
-    });
-  }
-
-  /**
-   * ADR-0127 d2: a lease just dropped as untrusted is closed, unsealed, where it still can be —
-   * inside the failed call's own deadline and signal. A close that fails leaves it retired, to be
-   * closed before the next acquire (d3); the failed call keeps its own error.
-   */
   /**
    * Closes a retired lease that is still open (unsealed), keeping the held one. The run worker
    * calls it at the end of an execution whose run keeps its page: otherwise a run parked after a
@@ -459,6 +292,11 @@ export class BrowserLeaseProvider {
     await this.#closeRetired(limits, worker ? { worker } : {});
   }
 
+  /**
+   * ADR-0127 d2: a lease just dropped as untrusted is closed, unsealed, where it still can be —
+   * inside the failed call's own deadline and signal. A close that fails leaves it retired, to be
+   * closed before the next acquire (d3); the failed call keeps its own error.
+   */
   async #closeRetiredWhereItCan(limits: CallLimits): Promise<void> {
     try {
       await this.#closeRetired(limits, { forget: false });
