@@ -58,11 +58,24 @@ export class RedisLeaseStore implements LeaseStore {
     return `${this.prefix}profiles`;
   }
 
+  /**
+   * Issue 12, one slot per script: the two indexes live in other slots than the profile, so they
+   * are written first (intent), in one pipeline, and the script writes the record alone. A crash
+   * in between leaves index entries without a record, which every reader skips; a create that
+   * finds the profile already there added nothing new (its entries were the first create's).
+   * Entries are never pruned on read: a reader cannot tell a crashed create from one whose script
+   * has not run yet, and pruning that one would leave a profile no index names.
+   */
   async createProfile(profile: CreateProfile, nowMs: number): Promise<boolean> {
+    failOnError(
+      await this.#redis
+        .pipeline()
+        .sadd(this.#tenantProfilesKey(profile.tenant), profile.id)
+        .sadd(this.#profilesKey(), profileLabel(profile))
+        .exec(),
+    );
     const created = await this.#redis.createProfile(
       this.#profileKey(profile),
-      this.#tenantProfilesKey(profile.tenant),
-      this.#profilesKey(),
       profile.id,
       profile.tenant,
       profile.principal,
@@ -107,7 +120,18 @@ export class RedisLeaseStore implements LeaseStore {
       .filter((profile): profile is ProfileSettings => profile !== undefined);
   }
 
+  /** Every profile whose record exists, in `tenant/id` order (two round trips). */
   async listAllProfileRefs(): Promise<ProfileRef[]> {
+    const indexed = await this.#indexedProfileRefs();
+    if (indexed.length === 0) return [];
+    const exists = this.#redis.pipeline();
+    for (const profile of indexed) exists.exists(this.#profileKey(profile));
+    const replies = (await exists.exec()) ?? [];
+    return indexed.filter((_, index) => replies[index]?.[1] === 1);
+  }
+
+  /** The index as written: it may name a profile whose create crashed before its record. */
+  async #indexedProfileRefs(): Promise<ProfileRef[]> {
     return (await this.#redis.smembers(this.#profilesKey())).sort().flatMap((label) => {
       const profile = refFromLabel(label);
       return profile ? [profile] : [];
@@ -150,10 +174,11 @@ export class RedisLeaseStore implements LeaseStore {
 
   /**
    * Every profile's live lease, in three pipelined round trips whatever their number (the run
-   * workers' upkeep reads them once a pass: ADR-0127 d6).
+   * workers' upkeep reads them once a pass: ADR-0127 d6). An index entry without a record has no
+   * live pointer either (the record is written before any lease), so the index is read as it is.
    */
   async listLiveLeases(): Promise<LeaseRecord[]> {
-    const profiles = await this.listAllProfileRefs();
+    const profiles = await this.#indexedProfileRefs();
     if (profiles.length === 0) return [];
     const live = this.#redis.pipeline();
     for (const profile of profiles) live.get(this.#liveKey(profile));
@@ -328,6 +353,16 @@ function parseProfile(fields: Record<string, string>): ProfileSettings | undefin
     sealedAtMs: fields.sealed_at ? Number(fields.sealed_at) : undefined,
     createdAtMs: Number(fields.created_at),
   };
+}
+
+/** A profile's `tenant/id` label in the index of every profile. */
+function profileLabel(profile: ProfileRef): string {
+  return `${profile.tenant}/${profile.id}`;
+}
+
+function failOnError(replies: Array<[Error | null, unknown]> | null): void {
+  const failed = replies?.find(([error]) => error !== null);
+  if (failed?.[0]) throw failed[0];
 }
 
 /** The profile a `tenant/id` label of the profiles index names. */

@@ -13,12 +13,7 @@ type Arg = string | number;
 export interface ScriptCommands {
   acquireOrRenewLock(lockKey: string, token: string, ttlMs: number): Promise<number>;
   releaseLock(lockKey: string, token: string): Promise<number>;
-  createProfile(
-    profileKey: string,
-    tenantProfilesKey: string,
-    profilesKey: string,
-    ...argv: Arg[]
-  ): Promise<number>;
+  createProfile(profileKey: string, ...argv: Arg[]): Promise<number>;
   acquireLease(liveKey: string, leaseKey: string, leasePrefix: string, ...argv: Arg[]): Reply;
   renewLease(leaseKey: string, ...argv: Arg[]): Reply;
   beginClose(leaseKey: string, ...argv: Arg[]): Reply;

@@ -1,0 +1,175 @@
+import { readdirSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LeaderLock, RedisLeaseStore, RunStore, withScripts } from '../../libs/store/index.js';
+import { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { closeRedis, connectRedis } from '../../queues/index.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+
+const TENANT = 'acme';
+const CAPS = { stepMs: 15 * 60_000, lifetimeMs: 60 * 60_000 };
+
+/**
+ * The part of a key Redis Cluster hashes: the first `{…}` with something inside, else the whole
+ * key. Two keys with the same hash tag are in the same slot.
+ */
+function hashTag(key: string): string {
+  const open = key.indexOf('{');
+  if (open === -1) return key;
+  const close = key.indexOf('}', open + 1);
+  return close === -1 || close === open + 1 ? key : key.slice(open + 1, close);
+}
+
+interface ScriptCall {
+  script: string;
+  keys: string[];
+}
+
+interface LoadedScript {
+  numberOfKeys: number | null;
+  execute(container: unknown, args: unknown[], options: unknown, callback: unknown): unknown;
+}
+
+/**
+ * Records the KEYS of every script call made on `client`, direct or pipelined: both go through
+ * the Script object ioredis keeps per command defined by `withScripts` (`scriptsSet`).
+ */
+function recordScriptCalls(client: Redis): ScriptCall[] {
+  withScripts(client);
+  const calls: ScriptCall[] = [];
+  const scripts = (client as unknown as { scriptsSet: Record<string, LoadedScript> }).scriptsSet;
+  for (const [name, script] of Object.entries(scripts)) {
+    const execute = script.execute.bind(script);
+    script.execute = (container, args, options, callback) => {
+      calls.push({ script: name, keys: args.slice(0, script.numberOfKeys ?? 0).map(String) });
+      return execute(container, args, options, callback);
+    };
+  }
+  return calls;
+}
+
+/** Scripts the lead's profile-turns tests exercise; this workload does not drive their lines. */
+const EXERCISED_ELSEWHERE = new Set(['takeTurn', 'passTurn', 'waitForProfile', 'wakeRun']);
+
+describe('every store script touches one hash slot (issue 12: the store works on a Redis Cluster)', () => {
+  const prefix = `${uniquePrefix('script-slots')}:`;
+  let redis: Redis;
+  let calls: ScriptCall[];
+  let nowMs = 1_800_000_000_000;
+
+  beforeAll(async () => {
+    redis = await connectRedis(testRedisUrl(), 'worker', 'test-script-slots');
+    calls = recordScriptCalls(redis);
+  });
+  afterAll(async () => {
+    await deletePrefixedKeys(redis, prefix.slice(0, -1));
+    await closeRedis(redis);
+  });
+
+  it('runs every script with KEYS that share one hash tag', async () => {
+    const store = new RunStore(redis, prefix, () => nowMs);
+    const leases = new RedisLeaseStore(redis, prefix);
+    const transcripts = new RunTranscripts(redis, prefix);
+    const lock = new LeaderLock(redis, `${prefix}{sweeper}:lock`, 10_000);
+
+    // Profiles and leases.
+    const profile = { tenant: TENANT, id: 'shop' };
+    await leases.createProfile(
+      {
+        ...profile,
+        principal: 'alice',
+        allowed_origins: ['https://shop.test'],
+        frame_origins: [],
+        subresources: 'any',
+        protected: false,
+      },
+      nowMs,
+    );
+    await leases.claimIdempotency(profile, 'idem-1', 'hash');
+    const scope = { tenant: TENANT, principal: 'alice', run_id: 'run_x', attempt: 1 };
+    const acquired = await leases.acquire({
+      profile,
+      scope,
+      newLeaseId: 'lse_1',
+      providerRef: 'bw-1',
+      requestedExpiresAtMs: nowMs + 60_000,
+      nowMs,
+      caps: CAPS,
+    });
+    await leases.renew(profile, acquired.leaseId, nowMs + 120_000, nowMs, CAPS);
+    await leases.advanceSequence(profile, acquired.leaseId, 1, nowMs, true);
+    await leases.beginClose(profile, acquired.leaseId, nowMs, 'closed');
+    await leases.finishClose(profile, acquired.leaseId, nowMs, undefined);
+
+    // The sweeper's lock.
+    await lock.tryHold();
+    await lock.release();
+
+    // Runs, from submission to every end.
+    const sessionId = await createTestSession(store, TENANT, {
+      instructions: 'act',
+      browserProfileId: 'shop',
+    });
+    const submit = async () =>
+      (
+        await store.submitRun({
+          tenant: TENANT,
+          principal: 'alice',
+          sessionId,
+          input: { message: 'go' },
+          limits: TEST_RUN_LIMITS,
+          timeoutMs: 60_000,
+        })
+      ).run;
+    const first = await submit();
+    ran(await store.claimRun(first.id, 1, 'w1'));
+    await store.addUsage(first.id, 'w1', { steps: 1 });
+    await store.markUnverified(first.id, 'w1', {
+      invocation_id: `${first.id}-a1-s0-i0`,
+      code: 'provider_unavailable',
+      message: 'gone',
+    });
+    await store.saveLoopState(first.id, 'w1', { calls: [] });
+    await transcripts.append(first.id, 'w1', { kind: 'model', text: 'hi' });
+    await store.appendEvent(first.id, 'w1', 'message', {});
+    await store.recordInvocation(first.id, 'w1', {
+      step: 0,
+      index: 0,
+      tool: 'browser.act',
+      state: 'started',
+    });
+    const { approvalId } = await store.requestApproval(first.id, 'w1', {
+      invocationId: `${first.id}-a1-s0-i0`,
+      tool: 'browser.act',
+      arguments: {},
+    });
+    await store.approve(TENANT, approvalId, 'alice', { duration_ms: 60_000, max_actions: 5 });
+    ran(await store.claimRun(first.id, 2, 'w2'));
+    await store.consumeGrant(first.id, 'w2', `${first.id}-a1-s0-i0`);
+    ran(await store.waitRun(first.id, 'w2', 'waiting_user'));
+    ran(await store.requeueRun(first.id, { expected: 'waiting_user' }));
+    ran(await store.claimRun(first.id, 3, 'w3'));
+    ran(await store.releaseRun(first.id, 'w3'));
+    ran(await store.claimRun(first.id, 3, 'w4'));
+    ran(await store.finishRun(first.id, 'w4', { status: 'succeeded', result: 'done' }));
+
+    const second = await submit();
+    ran(await store.cancelRun(TENANT, second.id));
+    const third = await submit();
+    ran(await store.failRun(third.id, 'deadline_exceeded'));
+    ran(await store.retryRun(TENANT, third.id));
+    await store.expireStaleApprovals(third.id);
+    await store.moveRunDeadline(third.id, 0, nowMs);
+    nowMs += 1;
+
+    const split = calls.filter((call) => new Set(call.keys.map(hashTag)).size > 1);
+    expect(split).toEqual([]);
+
+    const called = new Set(calls.map((call) => call.script));
+    const scripts = readdirSync(new URL('../../libs/store/lua/', import.meta.url))
+      .map((file) => /^([A-Za-z]+)-\d+\.lua$/.exec(file)?.[1])
+      .filter((name): name is string => name !== undefined && !EXERCISED_ELSEWHERE.has(name));
+    expect(scripts.filter((name) => !called.has(name))).toEqual([]);
+  });
+});
