@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { executeRun } from '../../apps/run-worker/execution.js';
 import { loadConfig } from '../../libs/config/index.js';
 import type { RunLimits } from '../../libs/contracts/index.js';
+import { RunLifecycle } from '../../libs/runtime/index.js';
+import { executeRun } from '../../libs/runtime/worker/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
-import { createRunsQueue } from '../../queues/index.js';
+import { createRunsQueue, enqueueExecution } from '../../queues/index.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { type ChatRequestBody, type ModelServer, startModelServer } from '../fixtures/model-server.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
@@ -132,7 +133,7 @@ models:
     transcripts: new RunTranscripts(redis, `${prefix}:`),
     registry: new BrowserWorkerRegistry(redis, `${prefix}:`),
     profiles: new RedisLeaseStore(redis, `${prefix}:`),
-    queue,
+    lifecycle: new RunLifecycle({ store, enqueue: (run) => enqueueExecution(queue, run) }),
     logger: silentLogger(),
   };
   const realFetch = globalThis.fetch;

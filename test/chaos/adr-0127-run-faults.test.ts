@@ -1,15 +1,20 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiHandle, startApi } from '../../apps/api/server.js';
-import { type ExecutionDeps, executeRun } from '../../apps/run-worker/execution.js';
 import { loadConfig } from '../../libs/config/index.js';
 import type { RunView } from '../../libs/contracts/index.js';
 import { DataPlaneClient } from '../../libs/provider/index.js';
-import { reclaimStalledRuns, runLeaseUpkeep } from '../../libs/runtime/index.js';
+import {
+  RunLifecycle,
+  reclaimStalledRuns,
+  releaseRunLease,
+  runLeaseUpkeep,
+} from '../../libs/runtime/index.js';
+import { type ExecutionDeps, executeRun } from '../../libs/runtime/worker/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
-import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
+import { createRunsQueue, enqueueExecution, type RunsQueue } from '../../queues/index.js';
 import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { type PressSite, startPressSite } from '../fixtures/press-site.js';
@@ -58,13 +63,14 @@ describe('ADR-0127 faults at the end of an execution', () => {
     const redis = connection();
     const queue = createRunsQueue(redis, prefix);
     queues.push(queue);
+    const store = wrap(new RunStore(redis, `${prefix}:`));
     return {
       config,
-      store: wrap(new RunStore(redis, `${prefix}:`)),
+      store,
       transcripts: new RunTranscripts(redis, `${prefix}:`),
       registry: new BrowserWorkerRegistry(redis, `${prefix}:`),
       profiles: new RedisLeaseStore(redis, `${prefix}:`),
-      queue,
+      lifecycle: new RunLifecycle({ store, enqueue: (run) => enqueueExecution(queue, run) }),
       logger: silentLogger(),
     };
   }
@@ -338,8 +344,9 @@ describe('ADR-0127 faults at the end of an execution', () => {
         { data: { runId: run.id, execution: 1 }, failedReason: 'job stalled more than allowable limit' },
       ],
       failRun: (runId, reason, options) => store.failRun(runId, reason, options),
-      getRun: (runId) => store.getRun(runId),
-      release: { leases, workers: registry, dataPlaneToken: TEST_TOKEN },
+      onRunEnded: async (ended) => {
+        await releaseRunLease({ leases, workers: registry, dataPlaneToken: TEST_TOKEN }, ended);
+      },
     });
     expect(reclaimed).toEqual([run.id]);
     expect(await store.getRun(run.id)).toMatchObject({ status: 'failed', error: { code: 'reclaimed' } });

@@ -3,8 +3,9 @@ import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BrowserWorkerHandle, startBrowserWorker } from '../../apps/browser-worker/service.js';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
-import { MAX_FAULT_HANDBACKS, settleEscapedError } from '../../apps/run-worker/escaped.js';
 import { BrowserWorkerAway } from '../../libs/provider/index.js';
+import { RunLifecycle } from '../../libs/runtime/index.js';
+import { MAX_FAULT_HANDBACKS, settleEscapedError } from '../../libs/runtime/worker/index.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { silentLogger } from '../fixtures/logger.js';
@@ -102,7 +103,7 @@ describe('a browser worker restart during a queued run', { timeout: 90_000 }, ()
     expect(visits).toBe(1);
   });
 
-  it('fails the run provider_unavailable, not internal_error, when its browser worker has not come back after the last hand-back', async () => {
+  it('fails the run provider_unavailable at its step, not internal_error, when its browser worker has not come back after the last hand-back', async () => {
     const session = await call('POST', '/v1/sessions', {
       agent_id: (await call('POST', '/v1/agents', { model: 'scripted', instructions: 'wait' })).body.id,
     });
@@ -116,12 +117,18 @@ describe('a browser worker restart during a queued run', { timeout: 90_000 }, ()
       timeoutMs: 60_000,
     });
     const away = new BrowserWorkerAway('no live browser worker serves profile gone');
-    const deps = { store: fleet.store, release: undefined, logger: silentLogger() };
+    const lifecycle = new RunLifecycle({ store: fleet.store, enqueue: async () => undefined });
+    const deps = { store: fleet.store, lifecycle, logger: silentLogger() };
     const outcomes: string[] = [];
     const waitingFor: unknown[] = [];
     for (let execution = 0; execution <= MAX_FAULT_HANDBACKS; execution += 1) {
       const claim = await fleet.store.claimRun(run.id, 1, `owner-${execution}`);
       if (!claim.ok) throw new Error(`claim ${execution} refused`);
+      // The run's second model turn asked for the tool call that meets the absent worker.
+      if (execution === 0)
+        expect(
+          (await fleet.store.addUsage(run.id, `owner-${execution}`, { steps: 2, model_calls: 2 })).ok,
+        ).toBe(true);
       const settled = await settleEscapedError(deps, claim.run, `owner-${execution}`, away);
       outcomes.push(settled.kind === 'failed' ? `failed:${settled.code}` : settled.kind);
       waitingFor.push((await call('GET', `/v1/runs/${run.id}`)).body.waiting_for);
@@ -133,6 +140,7 @@ describe('a browser worker restart during a queued run', { timeout: 90_000 }, ()
     ]);
     expect(waitingFor).toEqual([...Array(MAX_FAULT_HANDBACKS).fill('browser_worker'), null]);
     const ended = await call('GET', `/v1/runs/${run.id}`);
-    expect(ended.body).toMatchObject({ status: 'failed', error: { code: 'provider_unavailable' } });
+    // Its step is the run's step index, as the loop's own ends carry it.
+    expect(ended.body).toMatchObject({ status: 'failed', error: { code: 'provider_unavailable', step: 2 } });
   });
 });

@@ -143,6 +143,10 @@ describe('the queue tells the truth; resumed runs first (issue 12)', () => {
       (await queue.getJob(runJobId(id, execution)))?.processedOn ?? Number.POSITIVE_INFINITY;
     const resumedAt = await claimedAt(parkedId, 2);
     for (const id of fresh) expect(resumedAt, id).toBeLessThan(await claimedAt(id, 1));
+    // Each end counted once, where this worker caused it: the resumed run and the five fresh ones.
+    expect(await metrics.registry.metrics()).toContain(
+      'leasehold_runs_ended_total{status="succeeded",code="none"} 6',
+    );
   }, 90_000);
 
   it('the sweeper counts the ends it makes: a queued run past its deadline', async () => {

@@ -3,10 +3,10 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
-import { handBackDelayMs, isRetryableFault, MAX_FAULT_HANDBACKS } from '../../apps/run-worker/escaped.js';
 import { type RunWorkerHandle, startRunWorker } from '../../apps/run-worker/run-worker.js';
+import { handBackDelayMs, isRetryableFault, MAX_FAULT_HANDBACKS } from '../../libs/runtime/worker/index.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
-import { createMetrics } from '../../libs/telemetry/index.js';
+import { createMetrics, type Metrics } from '../../libs/telemetry/index.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { type PressSite, startPressSite } from '../fixtures/press-site.js';
@@ -38,6 +38,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
   const logLines: string[] = [];
   const hits = new Set<string>();
   let armed: { point: string; error: () => Error; before?: () => Promise<void>; skip?: number } | undefined;
+  const metrics: Metrics = createMetrics();
 
   beforeAll(async () => {
     prefix = uniquePrefix('stranded');
@@ -54,7 +55,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
     runWorker = await startRunWorker({
       config: fleet.config,
       logger: pino({ level: 'info' }, sink),
-      metrics: createMetrics(),
+      metrics,
       redisUrl: testRedisUrl(),
       faults: (point) => {
         hits.add(point);
@@ -132,10 +133,12 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
       expect(hits).toContain(point);
   }, 30_000);
 
-  it('a fault at each await point ends the run internal_error (or leaves its end standing) within two sweep intervals, its lease closed and its error id in one log line', async () => {
+  it('a fault at each await point ends the run internal_error (or leaves its end standing) within two sweep intervals, its lease closed, its end counted once and its error id in one log line', async () => {
     const sweepIntervalMs = fleet.config.sweeper.intervalMs;
     const points = [...hits];
     expect(points.length).toBeGreaterThanOrEqual(10);
+    // The idle run above succeeded; every end below is counted once more, however it came about.
+    const ends = { succeeded: 1, internal_error: 0 };
     for (const point of points) {
       armed = { point, error: () => new Error(`fault injected at ${point}`) };
       const started = Date.now();
@@ -144,6 +147,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
       expect(Date.now() - started, point).toBeLessThan(2 * sweepIntervalMs);
       expect(armed, `${point} was reached`).toBeUndefined();
       if (done.status === 'failed') {
+        ends.internal_error += 1;
         expect(done.error.code, point).toBe('internal_error');
         const errorId = /err_[0-9a-f]{16}/.exec(done.error.message)?.[0];
         expect(errorId, point).toBeDefined();
@@ -160,10 +164,16 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
         // Only a fault after the end was written leaves the run's end standing.
         expect(['end.read', 'lease.close'], point).toContain(point);
         expect(done.status).toBe('succeeded');
+        ends.succeeded += 1;
       }
       // No ended run's lease is left for the upkeep to renew.
       expect(await noLeaseWithin(runId, 5_000), point).toBe(true);
     }
+    const counted = await metrics.registry.metrics();
+    expect(counted).toContain(`leasehold_runs_ended_total{status="succeeded",code="none"} ${ends.succeeded}`);
+    expect(counted).toContain(
+      `leasehold_runs_ended_total{status="failed",code="internal_error"} ${ends.internal_error}`,
+    );
   }, 240_000);
 
   it('a lost connection hands the run back queued at the same execution, and the next execution finishes it', async () => {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
-import { BrowserWorkerAway } from '../../libs/provider/index.js';
-import { type LeaseReleaseDeps, releaseRunLease } from '../../libs/runtime/index.js';
-import type { RunStore } from '../../libs/store/index.js';
+import { type RunView, runHasEnded } from '../../contracts/index.js';
+import { BrowserWorkerAway } from '../../provider/index.js';
+import type { RunStore } from '../../store/index.js';
+import type { RunLifecycle } from '../run-lifecycle.js';
 
 /**
  * Issue 12: an execution is re-run at most this often after a retryable fault (a lost Redis
@@ -54,8 +54,8 @@ export function newErrorId(): string {
 
 export interface EscapedDeps {
   store: Pick<RunStore, 'releaseRun' | 'finishRun' | 'getRun'>;
-  /** Where the run's lease is closed when the run fails; undefined without a data-plane token. */
-  release: LeaseReleaseDeps | undefined;
+  /** Carries out an ended run's consequences: its lease released, its parent resumed, its end counted. */
+  lifecycle: Pick<RunLifecycle, 'followUp'>;
   logger: Logger;
 }
 
@@ -109,13 +109,16 @@ export async function settleEscapedError(
     message: waitingFor
       ? `the profile's browser worker did not come back (error id ${errorId})`
       : `an internal error ended the run (error id ${errorId})`,
+    // The tool's own code names the step its call was at, as the loop's ends do.
+    ...(waitingFor ? { step: await stepInFlight(deps, run) } : {}),
   });
   if (!failed.ok) return await gone(deps, run, error, errorId);
   deps.logger.error(
     { err: error, error_id: errorId, run_id: run.id },
     'execution failed on an internal error; the run is failed internal_error',
   );
-  await closeLease(deps, failed.run);
+  // Its lease released in the same step, so the upkeep never renews a failed run's lease again.
+  await deps.lifecycle.followUp(failed.run, { ended: true });
   return { kind: 'failed', errorId, code };
 }
 
@@ -135,17 +138,15 @@ async function gone(
     'execution failed after its run moved on; nothing to settle',
   );
   const now = await deps.store.getRun(run.id);
-  if (now && runHasEnded(now.status)) await closeLease(deps, now);
+  if (now && runHasEnded(now.status)) await deps.lifecycle.followUp(now);
   return { kind: 'gone', errorId };
 }
 
-/** Closes an ended run's lease (sealed); a failure is the upkeep's to finish, since the run has ended. */
-async function closeLease(deps: EscapedDeps, run: RunView): Promise<void> {
-  if (!deps.release) return;
-  await releaseRunLease(deps.release, run).catch((closeError: unknown) =>
-    deps.logger.warn(
-      { err: closeError, run_id: run.id },
-      'closing an ended run’s lease failed; the upkeep closes it',
-    ),
-  );
+/**
+ * The run's step index a tool call that escaped was at: its model turn, counted from 1, as the
+ * run's usage (written by its owner with each model call) has it now.
+ */
+async function stepInFlight(deps: EscapedDeps, run: RunView): Promise<number> {
+  const now = (await deps.store.getRun(run.id)) ?? run;
+  return Math.max(1, now.usage.steps);
 }

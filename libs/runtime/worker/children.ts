@@ -1,5 +1,4 @@
-import type { Config } from '../../libs/config/index.js';
-import { type RunView, runHasEnded } from '../../libs/contracts/index.js';
+import { type RunView, runHasEnded } from '../../contracts/index.js';
 import {
   childLimits,
   childOutcome,
@@ -8,30 +7,24 @@ import {
   delegationDepth,
   type Invocation,
   MAX_DELEGATION_DEPTH,
-  resumeParentOf,
   runDefaultLimits,
-} from '../../libs/runtime/index.js';
-import type { RunStore } from '../../libs/store/index.js';
-import { enqueueExecution, type RunsQueue } from '../../queues/index.js';
+} from '../index.js';
+import type { ExecutionDeps } from './execution-deps.js';
 import { refusedUnlessOk } from './run-lost.js';
 
-/** The run worker's children system: `agent.delegate` and the resume of a waiting parent. */
-export interface ChildrenDeps {
-  config: Config;
-  store: RunStore;
-  queue: RunsQueue;
+/** The run worker's children system: `agent.delegate`; its consequences go through the lifecycle. */
+export type ChildrenDeps = Pick<ExecutionDeps, 'config' | 'store' | 'lifecycle'>;
+
+/** What the parent's execution does around a delegation. */
+export interface DelegationHooks {
+  /** Seals and closes the parent's page, once it waits (ADR-0127 d4). */
+  releasePage(): Promise<void>;
+  /** Told the parent as its wait left it when a cancel asked meanwhile ended it instead. */
+  cancelled(parent: RunView): void;
 }
 
 /** A delegated child is never given less time than this, even near its parent's deadline. */
 const CHILD_MIN_TIMEOUT_MS = 1_000;
-
-/** A child's end resumes its waiting parent (whoever ended the child calls this). */
-export function resumeParent(
-  deps: Pick<ChildrenDeps, 'store' | 'queue'>,
-  child: Pick<RunView, 'id' | 'parent_run_id' | 'status'>,
-): Promise<'resumed' | 'not_waiting'> {
-  return resumeParentOf({ store: deps.store, enqueue: (run) => enqueueExecution(deps.queue, run) }, child);
-}
 
 /**
  * `agent.delegate` for a running run: starts the invocation's child run in the same session (its
@@ -43,7 +36,7 @@ export async function delegateToChild(
   run: RunView,
   ownerToken: string,
   invocation: Invocation,
-  releasePage: () => Promise<void>,
+  hooks: DelegationHooks,
 ): Promise<DelegateStep> {
   const args = delegateArgsSchema.safeParse(invocation.call.args);
   if (!args.success)
@@ -85,18 +78,18 @@ export async function delegateToChild(
     child.id,
   );
   refusedUnlessOk(waiting, 'wait on child');
-  if (!waiting.ok) return { kind: 'waiting', childRunId: child.id };
   if (waiting.detail === 'cancelled') {
     // A cancel asked while the parent ran ends it here; its child goes with it.
-    await deps.store.cancelRun(run.tenant, child.id, 'its parent run was cancelled');
+    hooks.cancelled(waiting.run);
+    await deps.lifecycle.cancel(run.tenant, child.id, 'its parent run was cancelled');
     return { kind: 'waiting', childRunId: child.id };
   }
   // ADR-0127 d4: a run waiting on its child is done with the page; it is sealed and closed before
   // the child can start, so the child (same profile) takes the page instead of being refused.
-  await releasePage();
-  if (child.status === 'queued') await enqueueExecution(deps.queue, child);
+  await hooks.releasePage();
+  if (child.status === 'queued') await deps.lifecycle.followUp(child);
   // The child may have ended before the parent started waiting; then nobody else resumes it.
   const now = await deps.store.getRun(child.id);
-  if (now && runHasEnded(now.status)) await resumeParent(deps, now);
+  if (now && runHasEnded(now.status)) await deps.lifecycle.followUp(now);
   return { kind: 'waiting', childRunId: child.id };
 }

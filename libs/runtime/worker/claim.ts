@@ -1,0 +1,35 @@
+import type { Job } from 'bullmq';
+import type { RunJob, RunJobResult } from '../../../queues/index.js';
+import type { RunStatus, RunView } from '../../contracts/index.js';
+import type { RunStore } from '../../store/index.js';
+
+/** What a claim of a `runs` job decided: the run is this owner's now, or the job does nothing. */
+export type ClaimOutcome =
+  | { ok: true; run: RunView; ownerToken: string; detail: string }
+  | { ok: false; code: string; status: RunStatus | undefined; result: RunJobResult };
+
+/**
+ * DESIGN §4.2: a worker claims the job's run execution, `queued → running` in one script that
+ * checks the expected status, under an owner token naming this claim of this job. A job handed on
+ * after a stall takes the run over. A refusal (a stale job, a run that moved on) leaves the job
+ * with nothing to do; a check made right after the claim belongs here, beside it.
+ */
+export async function claimExecution(
+  store: Pick<RunStore, 'claimRun'>,
+  job: Job<RunJob, RunJobResult, string>,
+  data: RunJob,
+  token: string | undefined,
+): Promise<ClaimOutcome> {
+  const ownerToken = `${job.id}:${token ?? 'none'}`;
+  const claim = await store.claimRun(data.runId, data.execution, ownerToken, {
+    takeOver: (job.stalledCounter ?? 0) > 0,
+  });
+  if (!claim.ok)
+    return {
+      ok: false,
+      code: claim.code,
+      status: claim.status,
+      result: { status: 'not_claimed', code: claim.code },
+    };
+  return { ok: true, run: claim.run, ownerToken, detail: claim.detail };
+}

@@ -1,0 +1,28 @@
+import type { Logger } from 'pino';
+import type { Config } from '../../config/index.js';
+import type { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../store/index.js';
+import type { RunTranscripts } from '../../store/run-transcript.js';
+import type { RunLifecycle } from '../run-lifecycle.js';
+
+/** What one execution of a claimed run works over: the run worker's shared resources. */
+export interface ExecutionDeps {
+  config: Config;
+  store: RunStore;
+  transcripts: RunTranscripts;
+  registry: BrowserWorkerRegistry;
+  /** Profiles, for the origins a bound run's model is told it may visit. */
+  profiles: Pick<RedisLeaseStore, 'allowedOrigins'>;
+  /**
+   * Issue 12, one lifecycle: every consequence of a transition this execution causes (a child
+   * enqueued, a parent resumed, an end counted, a lease released) is carried out by it.
+   */
+  lifecycle: RunLifecycle;
+  logger: Logger;
+  /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
+  cancelsHeard?: ReadonlySet<string>;
+  /**
+   * Test-only fault hook (issue 12): called with a point's name before each of the execution's
+   * awaits on the store, so a test can make any of them throw and show the run is not stranded.
+   */
+  faults?: (point: string) => void | Promise<void>;
+}

@@ -1,0 +1,131 @@
+import type { RunView } from '../../contracts/index.js';
+import { BOUNDED_ACQUIRE_RETRY, BrowserLeaseProvider } from '../../provider/index.js';
+import {
+  BrowserToolExecutor,
+  DELEGATE_TOOL_NAME,
+  type ExecutionEnd,
+  type Invocation,
+  leaseStillNeeded,
+  ModelError,
+  runExecution,
+  type ToolPolicy,
+} from '../index.js';
+import { delegateToChild } from './children.js';
+import type { ExecutionDeps } from './execution-deps.js';
+import { closeOwnLease, endExecution } from './execution-end.js';
+import { refusedUnlessOk } from './run-lost.js';
+import { agentVersions, argumentSealing, budgetOptions, modelFor } from './run-model.js';
+import { StoreRunPort } from './store-run-port.js';
+
+export type { ExecutionDeps } from './execution-deps.js';
+export { RunLost } from './run-lost.js';
+
+/** Tools that need the owner's approval unless a live task grant covers them (DESIGN §3). */
+const APPROVAL_TOOLS = new Set(['browser.act']);
+
+/**
+ * One execution of a claimed run: the loop, then the run's new status, then — only when the run is
+ * done with its page (an end, `waiting_user`, `waiting_child`) — its lease sealed and closed. The
+ * status is read again after pending approvals are written, so a concurrent approval never reads as
+ * an end (ADR-0127 d4).
+ */
+export async function executeRun(
+  deps: ExecutionDeps,
+  run: RunView,
+  ownerToken: string,
+  signal: AbortSignal,
+): Promise<ExecutionEnd> {
+  await deps.faults?.('agent.load');
+  const agent = await agentVersions(deps).get(run.tenant, run.agent_id, run.agent_version);
+  const provider = leaseProvider(deps, run, ownerToken);
+  const tools = new BrowserToolExecutor(provider, run.deadline_at_ms);
+  const port = new StoreRunPort(deps, run, ownerToken);
+  // A park or a wait that met a cancel ends the run in its own transition: this execution's end.
+  let cancelledHere: RunView | undefined;
+  const policy: ToolPolicy = {
+    async needsApproval(invocation: Invocation) {
+      if (!APPROVAL_TOOLS.has(invocation.call.name)) return false;
+      await deps.faults?.('grant.consume');
+      // DESIGN §3: a grant is used once per approved action.
+      const use = await deps.store.consumeGrant(run.id, ownerToken, invocation.id);
+      return !use.ok;
+    },
+    async park(invocation) {
+      await deps.faults?.('approval.request');
+      const { approvalId, transition } = await deps.store.requestApproval(run.id, ownerToken, {
+        invocationId: invocation.id,
+        tool: invocation.call.name,
+        arguments: invocation.call.args,
+      });
+      refusedUnlessOk(transition, 'park');
+      if (transition.detail === 'cancelled') cancelledHere = transition.run;
+      return approvalId;
+    },
+    ...(agent?.tools.includes(DELEGATE_TOOL_NAME)
+      ? {
+          delegate: (invocation: Invocation) =>
+            delegateToChild(deps, run, ownerToken, invocation, {
+              releasePage: () => closeOwnLease(deps, run, provider),
+              cancelled: (ended) => {
+                cancelledHere = ended;
+              },
+            }),
+        }
+      : {}),
+  };
+
+  let end: ExecutionEnd;
+  try {
+    if (!agent) throw new ModelError(`agent version ${run.agent_version} not found`);
+    end = await runExecution({
+      run: port,
+      model: modelFor(deps.config, agent.model, run),
+      tools,
+      policy,
+      limits: {
+        maxSteps: run.limits.max_steps,
+        maxModelCalls: run.limits.max_model_calls,
+        maxToolCalls: run.limits.max_tool_calls,
+        reserveModelCalls: run.limits.reserve_model_calls,
+        reserveToolCalls: run.limits.reserve_tool_calls,
+      },
+      deadlineMs: run.deadline_at_ms,
+      signal,
+      instructions: agent.instructions,
+      // Issue 11: a parked call's secret arguments, sealed under the deployment's secret and run id.
+      ...argumentSealing(deps.config, run.id),
+      ...(await budgetOptions(deps, run, agent.model)),
+    });
+  } catch (error) {
+    if (!(error instanceof ModelError)) throw error;
+    end = { kind: 'failed', code: 'model_error', detail: error.message };
+  }
+  await endExecution(deps, run, ownerToken, end, { provider, cancelledHere });
+  return end;
+}
+
+/** The run's lease provider: a bound run's, where this deployment has a data plane. */
+function leaseProvider(
+  deps: ExecutionDeps,
+  run: RunView,
+  ownerToken: string,
+): BrowserLeaseProvider | undefined {
+  const token = deps.config.secrets.dataPlaneToken;
+  if (!run.browser_profile_id || !token) return undefined;
+  return new BrowserLeaseProvider({
+    scope: { tenant: run.tenant, principal: run.principal, run_id: run.id, attempt: run.attempt },
+    profileId: run.browser_profile_id,
+    findWorker: (profile) => deps.registry.findForProfile(profile),
+    token,
+    // ADR-0127 d7: another run's lease is sealed and replaced only once that run is done with its page.
+    holderNeedsPage: async (holderRunId) => leaseStillNeeded((await deps.store.getRun(holderRunId))?.status),
+    // ADR-0177: acquisition alone is retried, three attempts at most, each failure on the run's events.
+    acquireRetry: BOUNDED_ACQUIRE_RETRY,
+    onAcquireAttempt: async (diagnostic) => {
+      refusedUnlessOk(
+        await deps.store.appendEvent(run.id, ownerToken, 'tool.acquire_attempt', { ...diagnostic }),
+        'event',
+      );
+    },
+  });
+}

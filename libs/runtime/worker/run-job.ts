@@ -1,0 +1,100 @@
+import { type Job, UnrecoverableError } from 'bullmq';
+import {
+  handBack,
+  handBackLater,
+  type RunJob,
+  type RunJobResult,
+  runJobSchema,
+  SHUTDOWN_REASON,
+} from '../../../queues/index.js';
+import { runHasEnded } from '../../contracts/index.js';
+import { Counter, type Registry } from '../../telemetry/index.js';
+import type { ExecutionEnd } from '../index.js';
+import { claimExecution } from './claim.js';
+import { settleEscapedError } from './escaped.js';
+import { executeRun } from './execution.js';
+import type { ExecutionDeps } from './execution-deps.js';
+import { jobResult } from './job-result.js';
+import { RunLost } from './run-lost.js';
+
+export interface RunJobDeps extends ExecutionDeps {
+  /** Runs whose cancel was heard; an execution's entry is dropped when it ends. */
+  cancelsHeard: Set<string>;
+  /** `leasehold_run_executions_total{outcome}`. */
+  executions: Pick<Counter<'outcome'>, 'inc'>;
+}
+
+/** The `runs` job processor: claim → execute → the job's result, or an escaped error settled. */
+export function runJobProcessor(deps: RunJobDeps) {
+  const { store, lifecycle, logger: log, cancelsHeard, executions } = deps;
+  return async (
+    job: Job<RunJob, RunJobResult, string>,
+    token: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<RunJobResult> => {
+    const parsed = runJobSchema.safeParse(job.data);
+    if (!parsed.success) {
+      executions.inc({ outcome: 'invalid' });
+      throw new UnrecoverableError(`job ${job.id} carries no valid run execution`);
+    }
+    const { runId, execution } = parsed.data;
+    const claim = await claimExecution(store, job, parsed.data, token);
+    if (!claim.ok) {
+      executions.inc({ outcome: 'stale' });
+      log.info({ run_id: runId, execution, refusal: claim.code }, 'job not claimed');
+      // A worker that died between a child's end and its consequences (its parent's resume, its
+      // lease's release) left them undone; the child's job comes back here through stall detection.
+      if (claim.status && runHasEnded(claim.status)) await lifecycle.followUpById(runId);
+      return claim.result;
+    }
+    const { ownerToken } = claim;
+    const runLog = log.child({ run_id: runId, execution });
+    runLog.info({ detail: claim.detail }, 'claimed');
+    const controller = new AbortController();
+    signal?.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+    let end: ExecutionEnd;
+    try {
+      end = await executeRun({ ...deps, logger: runLog }, claim.run, ownerToken, controller.signal);
+    } catch (error) {
+      cancelsHeard.delete(runId);
+      if (error instanceof RunLost) {
+        executions.inc({ outcome: 'lost' });
+        runLog.warn({ err: error }, 'run lost to another writer');
+        return { status: 'lost', code: 'not_owner' };
+      }
+      if (signal?.aborted && signal.reason === SHUTDOWN_REASON) {
+        // Issue 12: released by its owner in the same step as the job goes back to waiting, so
+        // the next worker's claim takes the run over at once (its lease is kept for reattach).
+        const released = await store.releaseRun(runId, ownerToken, { detail: { reason: 'shutdown' } });
+        runLog.info({ released: released.ok }, 'execution handed back at shutdown');
+        executions.inc({ outcome: 'handed_back' });
+        await handBack(job, token);
+      }
+      const settled = await settleEscapedError(
+        { store, lifecycle, logger: runLog },
+        claim.run,
+        ownerToken,
+        error,
+      );
+      executions.inc({ outcome: `fault_${settled.kind}` });
+      if (settled.kind === 'handed_back') await handBackLater(job, token, settled.delayMs);
+      // The end was counted by the lifecycle; the error id stays in its one log line and the run's message.
+      if (settled.kind === 'failed') throw new UnrecoverableError(`run failed: ${settled.code}`);
+      return { status: 'lost', code: null };
+    }
+    cancelsHeard.delete(runId);
+    executions.inc({ outcome: end.kind });
+    runLog.info({ end: end.kind }, 'execution ended');
+    return jobResult(end, store, runId);
+  };
+}
+
+/** `leasehold_run_executions_total{outcome}`: run executions claimed by this process. */
+export function executionsCounter(registry: Registry): Counter<'outcome'> {
+  return new Counter({
+    name: 'leasehold_run_executions_total',
+    help: 'Run executions claimed by this process, by outcome.',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+}

@@ -1,0 +1,58 @@
+import type { Config } from '../../config/index.js';
+import { IntervalTask } from '../../lifecycle/index.js';
+import { Counter, type Logger, type Metrics } from '../../telemetry/index.js';
+import { type LeaseUpkeepDeps, runLeaseUpkeep } from '../index.js';
+
+/** What the run worker's lease upkeep reads: the leases, the runs and the browser workers. */
+export type UpkeepTaskDeps = Pick<LeaseUpkeepDeps, 'leases' | 'runs' | 'workers'> & {
+  config: Config;
+  metrics: Metrics;
+  logger: Logger;
+  /** The upkeep's windows and clock (ADR-0127 d5 figures by default); tests shrink them. */
+  timings?: Pick<LeaseUpkeepDeps, 'windowMs' | 'stepMs' | 'lifetimeMs' | 'clock'> | undefined;
+};
+
+/**
+ * ADR-0127 d6: the lease upkeep, once a minute beside the claim loop: leases whose runs still need
+ * them are renewed when due, leases of runs done with the page are sealed and closed. Started; its
+ * owner closes it.
+ */
+export function startUpkeepTask(deps: UpkeepTaskDeps): IntervalTask {
+  const { config, metrics, logger: log } = deps;
+  const passes = new Counter({
+    name: 'leasehold_lease_upkeep_passes_total',
+    help: 'Lease upkeep passes run by this process.',
+    registers: [metrics.registry],
+  });
+  const leasesSeen = new Counter({
+    name: 'leasehold_lease_upkeep_leases_total',
+    help: 'Leases the upkeep renewed, closed (their run was done with the page) or failed to reach.',
+    labelNames: ['action'],
+    registers: [metrics.registry],
+  });
+  return new IntervalTask(
+    'lease-upkeep',
+    config.runWorker.upkeepIntervalMs,
+    async () => {
+      const token = config.secrets.dataPlaneToken;
+      if (!token) return;
+      const pass = await runLeaseUpkeep({
+        leases: deps.leases,
+        runs: deps.runs,
+        workers: deps.workers,
+        dataPlaneToken: token,
+        ...deps.timings,
+        onError: (lease, error) =>
+          log.warn(
+            { lease_id: lease.id, run_id: lease.scope.run_id, err: error },
+            'lease upkeep: renew or close failed; the next pass tries again',
+          ),
+      });
+      passes.inc();
+      leasesSeen.inc({ action: 'renewed' }, pass.renewed.length);
+      leasesSeen.inc({ action: 'closed' }, pass.closed.length);
+      leasesSeen.inc({ action: 'failed' }, pass.failed.length);
+    },
+    log,
+  ).start();
+}
