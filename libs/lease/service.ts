@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { BrowserToolError, type OperationLimits } from '../browser/index.js';
+import type { OperationLimits } from '../browser/index.js';
 import type {
   AcquireAnswer,
   AcquireLease,
@@ -13,8 +13,11 @@ import type {
 import { assertNever, pinsServe, profileLabel } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
-import type { PageFactory, PageResult, PageSession } from './pages.js';
-import type { LeaseCaps, LeaseRecord, LeaseStore, ProfileSettings, StoredProfile } from './ports.js';
+import type { HeldLease } from './held-lease.js';
+import { profileView, readLeaseView } from './lease-views.js';
+import { LeasePageCalls } from './page-calls.js';
+import type { PageFactory } from './pages.js';
+import type { LeaseCaps, LeaseStore, StoredProfile } from './ports.js';
 import { sealState, unsealState } from './seal.js';
 
 /** ADR-0127 d5: a lease is granted at most 15 minutes at a time and lives at most 60 minutes. */
@@ -35,14 +38,6 @@ export interface LeaseServiceOptions {
   caps?: LeaseCaps;
 }
 
-interface HeldLease {
-  profile: ProfileRef;
-  session: Promise<PageSession>;
-  /** Calls on one lease run one at a time, so sequence checks and effects never interleave. */
-  tail: Promise<unknown>;
-  closing?: Promise<LeaseView>;
-}
-
 /**
  * The lease rules of the browser worker (DESIGN §5, ADR-0127 d1, d5, d8): admission before
  * publication, reattach on the same scope, one browser context per lease, renew within the caps,
@@ -56,6 +51,7 @@ export class LeaseService {
   readonly #caps: LeaseCaps;
   readonly #log: Logger;
   readonly #metrics: LeaseMetrics;
+  readonly #pageCalls: LeasePageCalls;
 
   constructor(private readonly options: LeaseServiceOptions) {
     this.#store = options.store;
@@ -64,6 +60,14 @@ export class LeaseService {
     this.#caps = options.caps ?? DEFAULT_LEASE_CAPS;
     this.#log = options.logger.child({ component: 'lease-service' });
     this.#metrics = options.metrics;
+    this.#pageCalls = new LeasePageCalls({
+      store: this.#store,
+      workerId: options.workerId,
+      clock: this.#clock,
+      metrics: this.#metrics,
+      held: this.#held,
+      close: (profile, leaseId, closeOptions) => this.close(profile, leaseId, closeOptions),
+    });
   }
 
   get workerId(): string {
@@ -310,9 +314,7 @@ export class LeaseService {
   // ---- page routes ------------------------------------------------------------------------
 
   navigate(profile: ProfileRef, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
-    return this.#effect(profile, leaseId, sequence, (session, beforeDispatch) =>
-      session.navigate(url, limits, beforeDispatch),
-    );
+    return this.#pageCalls.navigate(profile, leaseId, sequence, url, limits);
   }
 
   act(
@@ -322,93 +324,11 @@ export class LeaseService {
     args: Record<string, unknown>,
     limits: OperationLimits,
   ) {
-    return this.#effect(profile, leaseId, sequence, (session, beforeDispatch) =>
-      session.act(args, limits, beforeDispatch),
-    );
+    return this.#pageCalls.act(profile, leaseId, sequence, args, limits);
   }
 
   observe(profile: ProfileRef, leaseId: string, args: Record<string, unknown>, limits: OperationLimits) {
-    return this.#serially(profile, leaseId, async (session) => {
-      await this.#requireLive(profile, leaseId);
-      const result = await session.observe(args, limits);
-      return { lease: await this.#view(profile, leaseId), result };
-    });
-  }
-
-  /**
-   * An effect fenced by the action sequence: refused before dispatch unless `sequence` is exactly
-   * the next one; the sequence advances (and the effect is counted) in one script right before
-   * the effect leaves, so a refusal the page engine gives before dispatch advances nothing.
-   */
-  #effect(
-    profile: ProfileRef,
-    leaseId: string,
-    sequence: number,
-    run: (session: PageSession, beforeDispatch: () => Promise<void>) => Promise<PageResult>,
-  ) {
-    return this.#serially(profile, leaseId, async (session) => {
-      await this.#requireLive(profile, leaseId);
-      await this.#fence(profile, leaseId, sequence, false);
-      let dispatched = false;
-      let result: PageResult;
-      try {
-        result = await run(session, async () => {
-          await this.#fence(profile, leaseId, sequence, true);
-          dispatched = true;
-        });
-      } catch (error) {
-        throw toldRefusal(error, dispatched, sequence);
-      }
-      if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
-      return { lease: await this.#view(profile, leaseId), result };
-    });
-  }
-
-  async #fence(profile: ProfileRef, leaseId: string, sequence: number, advance: boolean): Promise<void> {
-    const outcome = await this.#store.advanceSequence(profile, leaseId, sequence, this.#clock(), advance);
-    if (outcome.status === 'ok') return;
-    if (outcome.status === 'sequence_mismatch') {
-      this.#metrics.sequenceRefusals.inc();
-      throw new DataPlaneError(
-        'sequence_mismatch',
-        `action ${sequence} refused: the lease's last action is ${outcome.current}, so the next is ${outcome.current + 1}`,
-        { current_sequence: outcome.current },
-      );
-    }
-    if (outcome.status === 'lease_expired')
-      throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
-    throw new DataPlaneError('not_found', `no lease ${leaseId}`);
-  }
-
-  async #requireLive(profile: ProfileRef, leaseId: string): Promise<LeaseRecord> {
-    const lease = await this.#store.getLease(profile, leaseId);
-    if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
-    if (lease.state !== 'live' || lease.expiresAtMs <= this.#clock()) {
-      if (lease.state === 'live') await this.close(profile, leaseId, { seal: false, reason: 'expired' });
-      throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
-    }
-    return lease;
-  }
-
-  async #serially<T>(
-    profile: ProfileRef,
-    leaseId: string,
-    run: (session: PageSession) => Promise<T>,
-  ): Promise<T> {
-    const held = this.#held.get(leaseId);
-    if (!held || held.profile.tenant !== profile.tenant || held.profile.id !== profile.id) {
-      const lease = await this.#store.getLease(profile, leaseId);
-      if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
-      if (lease.providerRef !== this.workerId)
-        throw new DataPlaneError(
-          'profile_unavailable',
-          `lease ${leaseId} is served by worker ${lease.providerRef}`,
-        );
-      throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
-    }
-    const next = held.tail.then(async () => run(await held.session));
-    held.tail = next.catch(() => undefined);
-    return next;
+    return this.#pageCalls.observe(profile, leaseId, args, limits);
   }
 
   // ---- upkeep inside the service ----------------------------------------------------------
@@ -458,10 +378,8 @@ export class LeaseService {
     );
   }
 
-  async #view(profile: ProfileRef, leaseId: string): Promise<LeaseView> {
-    const lease = await this.#store.getLease(profile, leaseId);
-    if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
-    return leaseView(lease);
+  #view(profile: ProfileRef, leaseId: string): Promise<LeaseView> {
+    return readLeaseView(this.#store, profile, leaseId);
   }
 
   #gauges(): void {
@@ -472,68 +390,4 @@ export class LeaseService {
 
 function newLeaseId(): string {
   return `lse_${randomBytes(12).toString('base64url')}`;
-}
-
-function leaseView(lease: LeaseRecord): LeaseView {
-  return {
-    lease_id: lease.id,
-    profile_id: lease.profile.id,
-    provider_ref: lease.providerRef,
-    scope: lease.scope,
-    state: lease.state,
-    acquired_at_ms: lease.acquiredAtMs,
-    expires_at_ms: lease.expiresAtMs,
-    sequence: lease.sequence,
-    effects: lease.effects,
-    close_reason: lease.closeReason ?? null,
-    sealed: lease.sealed,
-  };
-}
-
-function profileView(profile: ProfileSettings): ProfileView {
-  return {
-    id: profile.id,
-    tenant: profile.tenant,
-    principal: profile.principal,
-    allowed_origins: profile.allowedOrigins,
-    frame_origins: profile.frameOrigins,
-    subresources: profile.subresources,
-    protected: profile.protected,
-    // Set with the sealed state in one script (finishClose), so listing never reads the blob.
-    sealed: profile.sealedAtMs !== undefined,
-    sealed_at_ms: profile.sealedAtMs ?? null,
-    created_at_ms: profile.createdAtMs,
-  };
-}
-
-/**
- * The page engine's refusals whose effect the service knows (issue 11 follow-up): before dispatch
- * nothing happened; after it the action left but the page refused its consequence (a navigation to
- * a disallowed origin blocked by the origin guard, a key Playwright would not press).
- */
-const TOLD_REFUSALS: ReadonlySet<string> = new Set([
-  'page_changed',
-  'element_not_found',
-  'action_not_allowed',
-  'url_disallowed',
-  'invalid_arguments',
-]);
-
-/**
- * An effect's refusal as the data plane answers it: `dispatched` says whether the sequence advanced
- * and, when it did, `sequence` is the lease's last action, so the run side moves its own sequence
- * with it instead of taking the answer for an unknown outcome and dropping the lease. Any other
- * failure keeps its meaning (an unknown outcome stays unknown).
- */
-function toldRefusal(error: unknown, dispatched: boolean, sequence: number): unknown {
-  if (!(error instanceof BrowserToolError) || !TOLD_REFUSALS.has(error.code)) return error;
-  const code = error.code as
-    | 'page_changed'
-    | 'element_not_found'
-    | 'action_not_allowed'
-    | 'url_disallowed'
-    | 'invalid_arguments';
-  return new DataPlaneError(code, error.message, dispatched ? { dispatched, sequence } : { dispatched }, {
-    cause: error,
-  });
 }
