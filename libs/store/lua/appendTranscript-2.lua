@@ -12,10 +12,10 @@
 
   Output: {'ok', length} | {'not_owner', status} | {'too_long', length}
 ]]
-local f = redis.call("HMGET", KEYS[1], "status", "owner")
-if f[1] ~= "running" or f[2] ~= ARGV[1] then
-  return {"not_owner", f[1] or "missing"}
-end
+--- @include "includes/owner-fence.lua"
+
+local f, refused = fenceRunningOwner()
+if refused then return {"not_owner", f[1] or "missing"} end
 local length = redis.call("LLEN", KEYS[2]) + #ARGV - 2
 if length > tonumber(ARGV[2]) then
   return {"too_long", length}

@@ -19,6 +19,8 @@
     {'not_found' | 'wrong_status', status, {}}
 ]]
 --- @include "includes/emit.lua"
+--- @include "includes/expire-approvals.lua"
+--- @include "includes/end-cancelled.lua"
 
 local f = redis.call("HMGET", KEYS[1], "status", "tenant", "attempt", "execution", "cancel_requested")
 if not f[1] or f[2] ~= ARGV[2] then return {"not_found", "", {}} end
@@ -39,19 +41,5 @@ if status ~= "queued" and status ~= "parked" and status ~= "waiting_child" and s
   return {"wrong_status", status, {}}
 end
 
-redis.call("HSET", KEYS[1], "status", "cancelled", "owner", "", "cancel_requested", 1, "updated_at", now,
-  "ended_at", now, "error_reason", "cancelled", "error_message", ARGV[3])
-local approvals = redis.call("HGETALL", KEYS[3])
-for i = 1, #approvals, 2 do
-  local approval = cjson.decode(approvals[i + 1])
-  if approval.status == "pending" then
-    approval.status = "expired"
-    approval.decided_at = now
-    redis.call("HSET", KEYS[3], approvals[i], cjson.encode(approval))
-  end
-end
-data.status = "cancelled"
--- Issue 12: the final event carries the run's error as its view does.
-data.error = {code = "cancelled", message = ARGV[3], step = cjson.null}
-emit("run.cancelled", now, data)
-return {"ok", "cancelled", redis.call("HGETALL", KEYS[1])}
+expirePendingApprovals(KEYS[3], now, true)
+return endCancelled(now, ARGV[3], data)

@@ -17,6 +17,7 @@
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
 --- @include "includes/emit.lua"
+--- @include "includes/end-cancelled.lua"
 --- @include "includes/owner-fence.lua"
 
 local f, refused = fenceRunningOwner("attempt", "execution", "cancel_requested", "tenant", "id")
@@ -32,13 +33,7 @@ redis.call("HSET", KEYS[3], ARGV[2], cjson.encode(approval))
 local data = {previous = "running", attempt = tonumber(f[3]), execution = tonumber(f[4])}
 
 if cancelled then
-  redis.call("HSET", KEYS[1], "status", "cancelled", "owner", "", "updated_at", now, "ended_at", now,
-    "error_reason", "cancelled", "error_message", "cancelled while running")
-  data.status = "cancelled"
-  -- Issue 12: the final event carries the run's error as its view does.
-  data.error = {code = "cancelled", message = "cancelled while running", step = cjson.null}
-  emit("run.cancelled", now, data)
-  return {"ok", "cancelled", redis.call("HGETALL", KEYS[1])}
+  return endCancelled(now, "cancelled while running", data)
 end
 
 redis.call("HSET", KEYS[1], "status", "parked", "owner", "", "updated_at", now)

@@ -14,26 +14,11 @@
   Output: { run status ('' when the run is gone), tenant ('' when unknown),
             {approval ids expired now}, {approval ids no longer pending, those included} }
 ]]
+--- @include "includes/expire-approvals.lua"
+
 local f = redis.call("HMGET", KEYS[1], "status", "tenant")
 local status = f[1] or ""
 local tenant = f[2] or ""
-local now = tonumber(ARGV[1])
-local expired = {}
-local settled = {}
-local approvals = redis.call("HGETALL", KEYS[2])
-for i = 1, #approvals, 2 do
-  local approval = cjson.decode(approvals[i + 1])
-  if tenant == "" and type(approval.tenant) == "string" then tenant = approval.tenant end
-  if approval.status == "pending" then
-    if status ~= "parked" then
-      approval.status = "expired"
-      approval.decided_at = now
-      redis.call("HSET", KEYS[2], approvals[i], cjson.encode(approval))
-      expired[#expired + 1] = approvals[i]
-      settled[#settled + 1] = approvals[i]
-    end
-  else
-    settled[#settled + 1] = approvals[i]
-  end
-end
+local expired, settled, approvalTenant = expirePendingApprovals(KEYS[2], tonumber(ARGV[1]), status ~= "parked")
+if tenant == "" then tenant = approvalTenant end
 return {status, tenant, expired, settled}

@@ -19,6 +19,7 @@
     {'not_found' | 'wrong_status' | 'stale_execution', status, {}}
 ]]
 --- @include "includes/emit.lua"
+--- @include "includes/expire-approvals.lua"
 
 local f = redis.call("HMGET", KEYS[1], "status", "attempt", "execution")
 if not f[1] then return {"not_found", "", {}} end
@@ -33,15 +34,7 @@ end
 local now = tonumber(ARGV[3])
 redis.call("HSET", KEYS[1], "status", "failed", "owner", "", "updated_at", now, "ended_at", now,
   "error_reason", ARGV[1], "error_message", ARGV[4], "error_step", ARGV[5] or "")
-local approvals = redis.call("HGETALL", KEYS[3])
-for i = 1, #approvals, 2 do
-  local approval = cjson.decode(approvals[i + 1])
-  if approval.status == "pending" then
-    approval.status = "expired"
-    approval.decided_at = now
-    redis.call("HSET", KEYS[3], approvals[i], cjson.encode(approval))
-  end
-end
+expirePendingApprovals(KEYS[3], now, true)
 -- Issue 12: the final event carries the run's error as its view does (the sweeper knows no step).
 emit("run.failed", now, {status = "failed", previous = status,
   error = {code = ARGV[1], message = ARGV[4], step = tonumber(ARGV[5] or "") or cjson.null},

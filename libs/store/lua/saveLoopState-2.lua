@@ -11,9 +11,9 @@
 
   Output: {'ok'} | {'not_owner', status}
 ]]
-local f = redis.call("HMGET", KEYS[1], "status", "owner")
-if f[1] ~= "running" or f[2] ~= ARGV[1] then
-  return {"not_owner", f[1] or "missing"}
-end
+--- @include "includes/owner-fence.lua"
+
+local f, refused = fenceRunningOwner()
+if refused then return {"not_owner", f[1] or "missing"} end
 redis.call("SET", KEYS[2], ARGV[2])
 return {"ok"}

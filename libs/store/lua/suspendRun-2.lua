@@ -18,6 +18,7 @@
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
 --- @include "includes/emit.lua"
+--- @include "includes/end-cancelled.lua"
 --- @include "includes/owner-fence.lua"
 
 local f, refused = fenceRunningOwner("attempt", "execution", "cancel_requested")
@@ -33,13 +34,7 @@ data.attempt = tonumber(f[3])
 data.execution = tonumber(f[4])
 
 if f[5] == "1" then
-  redis.call("HSET", KEYS[1], "status", "cancelled", "owner", "", "updated_at", now, "ended_at", now,
-    "error_reason", "cancelled", "error_message", "cancelled while running")
-  data.status = "cancelled"
-  -- Issue 12: the final event carries the run's error as its view does.
-  data.error = {code = "cancelled", message = "cancelled while running", step = cjson.null}
-  emit("run.cancelled", now, data)
-  return {"ok", "cancelled", redis.call("HGETALL", KEYS[1])}
+  return endCancelled(now, "cancelled while running", data)
 end
 
 redis.call("HSET", KEYS[1], "status", target, "owner", "", "updated_at", now, "waiting_on", ARGV[5])

@@ -3,7 +3,7 @@
   for its owner only; the loader in scripts.ts pastes it in place. Those scripts all take
     KEYS[1] the run's record        ({run:ID}:run)
     ARGV[1] the owner token
-  and answer a refusal as {code, status, {}}.
+  and answer a refusal as {code, status, {}}, or in their own shape from the fields it returns.
 ]]
 
 -- The record's status, owner and then the fields named; with them, the refusal when there is no
