@@ -1,0 +1,437 @@
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isRunErrorCode } from '../../libs/contracts/index.js';
+import { RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import { closeRedis, connectRedis } from '../../queues/index.js';
+import { type PaySite, startPaySite } from '../fixtures/pay-site.js';
+import { freePort, OwnRedis } from './own-redis.js';
+import { RoleProcess } from './role-processes.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Diagnosis: LH_CHAOS_DUMP=<dir> keeps a progress log, every run's view and events and every role's log. */
+const DUMP_DIR = process.env.LH_CHAOS_DUMP;
+function progress(line: string): void {
+  if (!DUMP_DIR) return;
+  mkdirSync(DUMP_DIR, { recursive: true });
+  appendFileSync(join(DUMP_DIR, 'progress.log'), `${new Date().toISOString()} ${line}\n`);
+}
+
+const PROFILES = 10;
+const WAVES = 5;
+/** Wave k of runs (one per profile) is submitted k × WAVE_MS after the first. */
+const WAVE_MS = 8_000;
+const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
+/** Shrunk timings (libs/config/env.ts): every mechanism that ends a fault acts within seconds. */
+const TIMINGS = {
+  RUN_LOCK_DURATION_MS: '3000',
+  RUN_STALLED_INTERVAL_MS: '1500',
+  SWEEP_INTERVAL_MS: '1000',
+  LEASE_UPKEEP_INTERVAL_MS: '1000',
+  LEASE_EXPIRY_SWEEP_INTERVAL_MS: '1000',
+  BROWSER_WORKER_HEARTBEAT_MS: '1000',
+  SHUTDOWN_TIMEOUT_MS: '6000',
+};
+/** After the last fault ends: the runs handed back with backoff (1+2+4+8+16 s) and a few sweeps. */
+const SETTLE_BOUND_MS = 60_000;
+/** The test's own bound on its settle wait, so it reports (and dumps) before vitest's timeout. */
+const TEST_BUDGET_MS = 140_000;
+
+interface Submitted {
+  token: string;
+  profile: number;
+  sessionId: string;
+  runId?: string;
+  submitError?: string;
+}
+
+/**
+ * Issue 12, "Done when": 50 browser runs over 10 profiles while the fleet is hurt — run workers
+ * SIGKILLed and SIGTERMed in turn, the browser worker SIGKILLed and restarted on the same id and
+ * port, Redis stopped for 10 s and started again on its AOF. Every role is a real process on a
+ * Redis of the test's own; the site's server counts each run's effect.
+ */
+describe('fifty browser runs while the fleet is hurt', { timeout: 175_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lh-fifty-'));
+  const prefix = 'chaos50';
+  let redis: OwnRedis;
+  let site: PaySite;
+  let apiKey = '';
+  let env: Record<string, string>;
+  const roles: Record<string, RoleProcess> = {};
+  const retired: RoleProcess[] = [];
+
+  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    try {
+      const response = await fetch(`http://127.0.0.1:${roles.api?.port}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...headers,
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(10_000),
+      });
+      const text = await response.text();
+      // biome-ignore lint/suspicious/noExplicitAny: REST answers of many shapes, read field by field.
+      return { status: response.status, body: (text ? JSON.parse(text) : undefined) as any };
+    } catch (error) {
+      return { status: 0, body: { error: String(error) } };
+    }
+  }
+
+  /** A run's event stream as text, read for at most 1.5 s (an ended run's stream may stay open). */
+  async function eventText(runId: string): Promise<string> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), 1_500);
+    let text = '';
+    try {
+      const response = await fetch(`http://127.0.0.1:${roles.api?.port}/v1/runs/${runId}/events`, {
+        headers: { authorization: `Bearer ${apiKey}` },
+        signal: controller.signal,
+      });
+      const reader = response.body?.getReader();
+      const decoder = new TextDecoder();
+      for (;;) {
+        const chunk = await reader?.read();
+        if (!chunk || chunk.done) break;
+        text += decoder.decode(chunk.value);
+      }
+    } catch {
+      // the stream was cut at the bound: what came so far is the reading
+    } finally {
+      clearTimeout(timer);
+    }
+    return text;
+  }
+
+  beforeAll(async () => {
+    redis = new OwnRedis(await freePort(), dir);
+    await redis.start();
+    site = await startPaySite();
+    env = {
+      REDIS_URL: redis.url,
+      LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+      QUEUE_PREFIX: prefix,
+      LEASEHOLD_DATA_PLANE_TOKEN: randomBytes(32).toString('base64url'),
+      LEASEHOLD_SEAL_KEY: randomBytes(32).toString('base64'),
+      ...(process.env.BROWSER_EXECUTABLE ? { BROWSER_EXECUTABLE: process.env.BROWSER_EXECUTABLE } : {}),
+      LOG_LEVEL: 'info',
+      LOG_PRETTY: 'false',
+      API_RATE_PER_SECOND: '100000',
+      API_RATE_BURST: '100000',
+      ...TIMINGS,
+    };
+    const [api, sweeper, workerA, workerB, browser] = await Promise.all(
+      Array.from({ length: 5 }, () => freePort()),
+    );
+    roles.api = new RoleProcess('api', 'apps/api/main.ts', api as number, { ...env, PORT: String(api) });
+    roles.sweeper = new RoleProcess('sweeper', 'apps/sweeper/main.ts', sweeper as number, {
+      ...env,
+      SWEEPER_PORT: String(sweeper),
+    });
+    roles.browser = new RoleProcess('browser-worker', 'apps/browser-worker/main.ts', browser as number, {
+      ...env,
+      BROWSER_WORKER_PORT: String(browser),
+      BROWSER_WORKER_ID: 'chaos-browser',
+      BROWSER_WORKER_PROFILES: '*',
+    });
+    roles.workerA = new RoleProcess('run-worker-a', 'apps/run-worker/main.ts', workerA as number, {
+      ...env,
+      RUN_WORKER_PORT: String(workerA),
+    });
+    roles.workerB = new RoleProcess('run-worker-b', 'apps/run-worker/main.ts', workerB as number, {
+      ...env,
+      RUN_WORKER_PORT: String(workerB),
+    });
+    // The tenant's first key, straight into the store as `npm run api-key` makes it (README: API keys).
+    const keyWriter = await connectRedis(redis.url, 'producer', 'chaos-api-key');
+    apiKey = (
+      await new RunStore(keyWriter, `${prefix}:`).createApiKey({
+        tenant: 'chaos',
+        principal: 'chaos',
+        scopes: ['admin', 'runs:write', 'runs:read', 'approvals:write'],
+      })
+    ).key;
+    await closeRedis(keyWriter);
+    progress('roles started');
+    await Promise.all(Object.values(roles).map((role) => role.ready(140_000)));
+    progress('roles ready');
+  }, 150_000);
+
+  afterAll(async () => {
+    await Promise.all([...Object.values(roles), ...retired].map((role) => role.stop('SIGKILL')));
+    await redis?.stop();
+    await site?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('loses, strands and repeats nothing, leaves no lease on an ended run, and names every failure', async () => {
+    const testStartedAtMs = Date.now();
+    // Set-up: 10 profiles, a scripted agent, a session per run (bound to its profile).
+    const agent = await call('POST', '/v1/agents', {
+      model: 'scripted',
+      instructions: 'Pay once.',
+      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
+    });
+    expect(agent.status).toBe(201);
+    for (let p = 0; p < PROFILES; p += 1)
+      expect(
+        (await call('POST', '/v1/profiles', { id: `shop-${p}`, allowed_origins: [site.origin] })).status,
+      ).toBe(201);
+    const runs: Submitted[] = [];
+    for (let k = 0; k < WAVES; k += 1)
+      for (let p = 0; p < PROFILES; p += 1) {
+        const session = await call('POST', '/v1/sessions', {
+          agent_id: agent.body.id,
+          browser_profile_id: `shop-${p}`,
+        });
+        expect(session.status).toBe(201);
+        runs.push({ token: `r${k}p${p}`, profile: p, sessionId: session.body.id });
+      }
+
+    const statuses = new Map<string, { status: string; error?: { code?: string } | null }>();
+    let stopped = false;
+
+    // The approver: every act parks on its approval; the owner approves whatever is pending.
+    const approver = (async () => {
+      while (!stopped) {
+        const pending = await call('GET', '/v1/approvals');
+        for (const approval of pending.body?.approvals ?? [])
+          await call('POST', `/v1/approvals/${approval.id}/approve`, {});
+        await sleep(250);
+      }
+    })();
+    // The watcher: each submitted run's status, read through the API.
+    const watcher = (async () => {
+      while (!stopped) {
+        for (const run of runs) {
+          if (!run.runId || ENDED.has(statuses.get(run.runId)?.status ?? '')) continue;
+          const view = await call('GET', `/v1/runs/${run.runId}`);
+          if (view.status === 200) statuses.set(run.runId, view.body);
+        }
+        await sleep(500);
+      }
+    })();
+
+    // Submission: wave k at k × WAVE_MS, each run after the previous one on its profile has ended
+    // (at most 20 s later), so the test does not depend on runs waiting their turn for a profile.
+    // A submission refused by an outage is sent again under the same Idempotency-Key.
+    const startedAtMs = Date.now();
+    progress('sessions made; submitting');
+    const submitter = Promise.all(
+      Array.from({ length: PROFILES }, async (_, p) => {
+        let previous: Submitted | undefined;
+        for (let k = 0; k < WAVES; k += 1) {
+          const run = runs[k * PROFILES + p] as Submitted;
+          await sleep(Math.max(0, startedAtMs + k * WAVE_MS - Date.now()));
+          const waitUntil = Date.now() + 20_000;
+          while (
+            previous?.runId &&
+            !ENDED.has(statuses.get(previous.runId)?.status ?? '') &&
+            Date.now() < waitUntil
+          )
+            await sleep(250);
+          const giveUpAt = Date.now() + 45_000;
+          for (;;) {
+            const answer = await call(
+              'POST',
+              `/v1/sessions/${run.sessionId}/runs`,
+              {
+                input: 'Pay once',
+                script: {
+                  steps: [
+                    { tool: 'browser.navigate', url: `${site.origin}/run/${run.token}` },
+                    {
+                      tool: 'browser.act',
+                      target: { role: 'button', name: 'Pay' },
+                      action: 'click',
+                      postcondition: { role: 'heading', name: 'Paid', wait_ms: 5_000 },
+                    },
+                  ],
+                  answer: 'Paid.',
+                },
+              },
+              { 'idempotency-key': `submit-${run.token}` },
+            );
+            if (answer.status === 201 || answer.status === 200) {
+              run.runId = answer.body.id;
+              break;
+            }
+            if (Date.now() > giveUpAt || (answer.status >= 400 && answer.status < 500)) {
+              run.submitError = `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`;
+              break;
+            }
+            await sleep(500);
+          }
+          previous = run;
+        }
+      }),
+    );
+
+    // Faults, in turn, while runs are in flight.
+    const faults: string[] = [];
+    const at = (ms: number) => sleep(Math.max(0, startedAtMs + ms - Date.now()));
+    await at(5_000);
+    const workerA = roles.workerA as RoleProcess;
+    await workerA.stop('SIGKILL');
+    retired.push(workerA);
+    roles.workerA = workerA.restart('run-worker-a2');
+    faults.push('run worker A SIGKILLed, a new one started');
+    progress('run worker A SIGKILLed, a new one started');
+    await at(14_000);
+    const workerB = roles.workerB as RoleProcess;
+    const drained = workerB.stop('SIGTERM');
+    roles.workerB = workerB.restart('run-worker-b2');
+    retired.push(workerB);
+    await drained;
+    faults.push('run worker B SIGTERMed, a new one started');
+    progress('run worker B SIGTERMed, a new one started');
+    await at(23_000);
+    const browser = roles.browser as RoleProcess;
+    await browser.stop('SIGKILL');
+    retired.push(browser);
+    roles.browser = browser.restart();
+    faults.push('browser worker SIGKILLed and restarted (same id and port)');
+    progress('browser worker SIGKILLed and restarted (same id and port)');
+    await at(33_000);
+    await redis.stop();
+    await sleep(10_000);
+    await redis.start();
+    faults.push('redis stopped for 10 s and started again (AOF)');
+    progress('faults over');
+    const faultsEndedAtMs = Date.now();
+
+    await submitter;
+    progress(`submitted: ${runs.filter((run) => run.runId).length}`);
+    // Every run ends within the bound: the hand-back backoff and a few sweeps after the faults.
+    const lastSubmittedAtS = Math.round((Date.now() - startedAtMs) / 1000);
+    // The test reports before its own timeout whatever happens.
+    const boundAtMs = Math.min(
+      Math.max(faultsEndedAtMs, Date.now()) + SETTLE_BOUND_MS,
+      testStartedAtMs + TEST_BUDGET_MS,
+    );
+    while (Date.now() < boundAtMs) {
+      const open = runs.filter((run) => run.runId && !ENDED.has(statuses.get(run.runId)?.status ?? ''));
+      if (open.length === 0) break;
+      await sleep(500);
+    }
+    const allEndedAtS = Math.round((Date.now() - startedAtMs) / 1000);
+    progress(`settled at ${allEndedAtS} s`);
+    // One sweep and one upkeep pass after the last end, then the final reading.
+    await sleep(3 * Number(TIMINGS.LEASE_UPKEEP_INTERVAL_MS) + Number(TIMINGS.SWEEP_INTERVAL_MS));
+    stopped = true;
+    await Promise.all([approver, watcher]);
+
+    const views = new Map<string, { status: number; body: { status?: string; error?: { code?: string } } }>();
+    for (const run of runs) if (run.runId) views.set(run.runId, await call('GET', `/v1/runs/${run.runId}`));
+    const unsubmitted = runs.filter((run) => !run.runId);
+    const lost = runs.filter((run) => run.runId && views.get(run.runId)?.status === 404);
+    const stranded = runs.filter(
+      (run) =>
+        run.runId &&
+        views.get(run.runId)?.status === 200 &&
+        !ENDED.has(views.get(run.runId)?.body.status ?? ''),
+    );
+    const repeated = runs.filter((run) => (site.payments.get(run.token) ?? 0) > 1);
+    const succeededWithoutEffect = runs.filter(
+      (run) =>
+        run.runId &&
+        views.get(run.runId)?.body.status === 'succeeded' &&
+        (site.payments.get(run.token) ?? 0) !== 1,
+    );
+    const unended = runs.filter((run) => run.runId && views.get(run.runId)?.body.status !== 'succeeded');
+    const codes: Record<string, number> = {};
+    for (const run of unended) {
+      const code = views.get(run.runId as string)?.body.error?.code ?? 'none';
+      codes[code] = (codes[code] ?? 0) + 1;
+    }
+    const namelessFailures = unended.filter((run) => {
+      const view = views.get(run.runId as string)?.body;
+      if (!view || !ENDED.has(view.status ?? '')) return false;
+      const code = view.error?.code;
+      return !code || !isRunErrorCode(code) || code === 'model_error';
+    });
+
+    const leaseReader = await connectRedis(redis.url, 'producer', 'chaos-lease-read');
+    const runIds = new Set(runs.flatMap((run) => (run.runId ? [run.runId] : [])));
+    const leasesOnEnded = (await new RedisLeaseStore(leaseReader, `${prefix}:`).listLiveLeases()).filter(
+      (lease) =>
+        runIds.has(lease.scope.run_id) &&
+        ENDED.has(
+          views.get(lease.scope.run_id)?.body.status ?? statuses.get(lease.scope.run_id)?.status ?? '',
+        ),
+    );
+    await closeRedis(leaseReader);
+
+    const counts = {
+      runs: runs.length,
+      submitted: runIds.size,
+      succeeded: runs.filter((run) => run.runId && views.get(run.runId)?.body.status === 'succeeded').length,
+      lost: lost.length + unsubmitted.length,
+      stranded: stranded.length,
+      repeated_effects: repeated.length,
+      succeeded_without_effect: succeededWithoutEffect.length,
+      leases_live_on_ended_runs: leasesOnEnded.length,
+      nameless_failures: namelessFailures.length,
+      error_codes: codes,
+      effects: [...site.payments.values()].reduce((sum, count) => sum + count, 0),
+      faults,
+      faults_ended_at_s: Math.round((faultsEndedAtMs - startedAtMs) / 1000),
+      last_submitted_at_s: lastSubmittedAtS,
+      all_ended_at_s: allEndedAtS,
+      wall_s: Math.round((Date.now() - startedAtMs) / 1000),
+    };
+    console.log(JSON.stringify({ chaos_fifty_runs: counts }));
+    const dumpDir = DUMP_DIR;
+    if (dumpDir) {
+      for (const run of runs)
+        if (run.runId)
+          writeFileSync(
+            join(dumpDir, `${run.token}.json`),
+            JSON.stringify(
+              {
+                view: views.get(run.runId)?.body,
+                payments: site.payments.get(run.token) ?? 0,
+                events: await eventText(run.runId),
+              },
+              null,
+              1,
+            ),
+          );
+      for (const role of [...Object.values(roles), ...retired])
+        writeFileSync(join(dumpDir, `${role.name}-${role.child.pid}.log`), role.output());
+    }
+    if (stranded.length + lost.length + namelessFailures.length + leasesOnEnded.length > 0)
+      console.log(
+        JSON.stringify({
+          stranded: stranded.map((run) => ({ token: run.token, view: views.get(run.runId as string)?.body })),
+          nameless: namelessFailures.map((run) => ({
+            token: run.token,
+            view: views.get(run.runId as string)?.body,
+          })),
+          leases: leasesOnEnded.map((lease) => ({ run: lease.scope.run_id, profile: lease.profile.id })),
+          unsubmitted: unsubmitted.map((run) => ({ token: run.token, error: run.submitError })),
+        }),
+      );
+
+    expect({
+      lost: counts.lost,
+      stranded: counts.stranded,
+      repeated_effects: counts.repeated_effects,
+      succeeded_without_effect: counts.succeeded_without_effect,
+      leases_live_on_ended_runs: counts.leases_live_on_ended_runs,
+      nameless_failures: counts.nameless_failures,
+    }).toEqual({
+      lost: 0,
+      stranded: 0,
+      repeated_effects: 0,
+      succeeded_without_effect: 0,
+      leases_live_on_ended_runs: 0,
+      nameless_failures: 0,
+    });
+  });
+});

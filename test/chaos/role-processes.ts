@@ -1,0 +1,72 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * One role of the fleet as its own process (its `apps/<role>/main.ts`), as an operator starts it:
+ * the environment is `env` with only PATH and HOME added. Its output is kept for diagnosis.
+ */
+export class RoleProcess {
+  readonly child: ChildProcess;
+  readonly #output: string[] = [];
+  readonly exited: Promise<void>;
+
+  constructor(
+    readonly name: string,
+    readonly entry: string,
+    readonly port: number,
+    readonly env: Record<string, string>,
+  ) {
+    this.child = spawn(process.execPath, ['--import', 'tsx', entry], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout?.on('data', (chunk: Buffer) => this.#output.push(chunk.toString()));
+    this.child.stderr?.on('data', (chunk: Buffer) => this.#output.push(chunk.toString()));
+    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  output(): string {
+    return this.#output.join('');
+  }
+
+  /** The same role again: same entry, port and environment (a browser worker keeps its id). */
+  restart(name = this.name): RoleProcess {
+    return new RoleProcess(name, this.entry, this.port, this.env);
+  }
+
+  async readyStatus(): Promise<number> {
+    try {
+      return (await fetch(`http://127.0.0.1:${this.port}/readyz`, { signal: AbortSignal.timeout(3_000) }))
+        .status;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Waits for `/readyz` to answer 200; throws with the role's output if it exits or takes too long. */
+  async ready(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while ((await this.readyStatus()) !== 200) {
+      if (!this.running) throw new Error(`${this.name} exited before it was ready:\n${this.output()}`);
+      if (Date.now() > deadline) throw new Error(`${this.name} was not ready in time:\n${this.output()}`);
+      await sleep(200);
+    }
+  }
+
+  /** Sends `signal` and waits for the process to exit (SIGKILL after `forceAfterMs`). */
+  async stop(signal: NodeJS.Signals, forceAfterMs = 20_000): Promise<void> {
+    if (!this.running) return;
+    this.child.kill(signal);
+    const forced = setTimeout(() => this.child.kill('SIGKILL'), forceAfterMs);
+    await this.exited;
+    clearTimeout(forced);
+  }
+}
