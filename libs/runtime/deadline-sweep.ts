@@ -1,5 +1,4 @@
 import { type RunStatus, type RunView, runHasEnded } from '../contracts/index.js';
-import { type LeaseReleaseDeps, releaseRunLease } from './lease-release.js';
 
 /** Due deadline entries looked at per pass by default. */
 export const DEADLINE_SWEEP_BATCH = 500;
@@ -25,17 +24,18 @@ export interface DeadlineSweepStore {
 
 export interface DeadlineSweepDeps {
   store: DeadlineSweepStore;
-  /** Where the leases of failed runs are released; undefined where there is no data plane. */
-  release: LeaseReleaseDeps | undefined;
   /**
    * Due entries looked at per pass. Default {@link DEADLINE_SWEEP_BATCH}. Too small and a burst
    * of expiries drains over many passes (each run failed late); too large and one pass holds the
    * sweeper lock for long.
    */
   batchSize?: number;
-  /** Called once for each run this sweep ends, after its lease is released (a parent may resume). */
+  /**
+   * Called once for each run this sweep ends, with the failed run: its consequences (lease
+   * release, a waiting parent, the end counted) are the run lifecycle's (`RunLifecycle.followUp`).
+   */
   onRunEnded?: (run: RunView) => void | Promise<void>;
-  /** A failure about one run (a read, a release, the hook); the pass goes on with the others. */
+  /** A failure about one run (a read, the hook); the pass goes on with the others. */
   onError?: (runId: string, error: unknown) => void;
 }
 
@@ -51,9 +51,10 @@ export interface DeadlineSweepOutcome {
 /**
  * The deadline sweep (DESIGN §4): a run past its deadline that never reaches its loop's own check
  * — `queued`, `parked`, `waiting_*`, or `running` on a dead worker — is failed
- * `deadline_exceeded`, whoever owns it, its lease released, and {@link DeadlineSweepDeps.onRunEnded}
- * told. An entry is settled against the run's record: a run ended or gone leaves the index (after
- * its approvals are settled, so none outlives its run as pending), a run retried since is
+ * `deadline_exceeded`, whoever owns it, and {@link DeadlineSweepDeps.onRunEnded} told (ADR-0127:
+ * such a run never reaches a worker's end of execution, so its lease is released there). An
+ * entry is settled against the run's record: a run ended or gone leaves the index (after its
+ * approvals are settled, so none outlives its run as pending), a run retried since is
  * re-scored at its new deadline. Safe to repeat and to race with a retry: the fail names the
  * execution it read, and index changes apply only to the score read.
  */
@@ -83,7 +84,7 @@ export async function sweepDeadlines(deps: DeadlineSweepDeps): Promise<DeadlineS
       // Moved on since the read (re-queued, ended, retried): the entry stays and a later pass looks again.
       if (!failed.ok) continue;
       outcome.failed.push(runId);
-      await endFailedRun(deps, failed.run);
+      await tellRunEnded(deps, failed.run);
       await store.expireStaleApprovals(runId);
       await store.removeRunDeadline(runId, deadlineAtMs);
     } catch (error) {
@@ -93,11 +94,7 @@ export async function sweepDeadlines(deps: DeadlineSweepDeps): Promise<DeadlineS
   return outcome;
 }
 
-/** ADR-0127: a run failed here never reaches a worker's end of execution, so its lease is released here. */
-async function endFailedRun(deps: DeadlineSweepDeps, run: RunView): Promise<void> {
-  if (deps.release) {
-    await releaseRunLease(deps.release, run).catch((error: unknown) => deps.onError?.(run.id, error));
-  }
+async function tellRunEnded(deps: DeadlineSweepDeps, run: RunView): Promise<void> {
   try {
     await deps.onRunEnded?.(run);
   } catch (error) {

@@ -1,9 +1,16 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reclaimStalledRuns } from '../../libs/runtime/index.js';
+import type { RunView } from '../../libs/contracts/index.js';
+import { RunLifecycle, reclaimStalledRuns } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
-import { createQueueWorker, enqueueRun, RUNS_QUEUE, type RunJob } from '../../queues/index.js';
+import {
+  createQueueWorker,
+  enqueueExecution,
+  enqueueRun,
+  RUNS_QUEUE,
+  type RunJob,
+} from '../../queues/index.js';
 import {
   idemKey,
   startTestBrowserWorker,
@@ -42,7 +49,7 @@ describe('the reclaim sweep', () => {
     redis.disconnect();
   });
 
-  it('fails a run whose worker stalled past the retry limit `reclaimed` and releases its lease', async () => {
+  it('fails a run whose worker stalled past the retry limit `reclaimed`, and the lifecycle releases its lease', async () => {
     await browserWorker.call('POST', '/v1/tenants/t1/profiles', {
       body: { id: 'reclaimed', tenant: 't1', principal: 'p1', allowed_origins: ['https://example.com'] },
     });
@@ -114,13 +121,18 @@ describe('the reclaim sweep', () => {
         reason: 'reclaimed',
         options: { expectedExecution: number; message: string },
       ) => store.failRun(runId, reason, options),
-      getRun: (runId: string) => store.getRun(runId),
+      // The sweeper's wiring (apps/sweeper): every run it ends is followed up by the run lifecycle.
+      onRunEnded: (ended: RunView) => lifecycle.followUp(ended, { ended: true }),
+    };
+    const lifecycle = new RunLifecycle({
+      store,
+      enqueue: (queued) => enqueueExecution(queue, queued),
       release: {
         leases: new RedisLeaseStore(redis, `${prefix}:`),
         workers: new BrowserWorkerRegistry(redis, `${prefix}:`),
         dataPlaneToken: TEST_TOKEN,
       },
-    };
+    });
     expect(await reclaimStalledRuns(deps)).toEqual([run.id]);
     expect(await store.getRun(run.id)).toMatchObject({ status: 'failed', error: { code: 'reclaimed' } });
     expect(

@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunView } from '../../libs/contracts/index.js';
 import {
   type DeadlineSweepDeps,
-  type LeaseReleaseDeps,
   STALE_APPROVAL_SWEEP_START,
   sweepDeadlines,
   sweepStaleApprovals,
@@ -49,7 +48,6 @@ describe('the deadline sweep', () => {
       ).run;
     const deps = (extra: Partial<DeadlineSweepDeps> = {}): DeadlineSweepDeps => ({
       store,
-      release: undefined,
       ...extra,
     });
     const indexScore = async (runId: string) => {
@@ -230,37 +228,30 @@ describe('the deadline sweep', () => {
       expect(run).toMatchObject({ status: 'failed', error: { code: 'deadline_exceeded' } });
   });
 
-  it('releases the lease of each run it fails, and a failing release or hook stops no other run', async () => {
-    const { clock, submit, deps } = await cell({ browserProfileId: 'prof-deadline' });
+  it('tells onRunEnded of each run it fails, and a failing hook stops no other run', async () => {
+    const { store, clock, submit, deps, indexScore } = await cell({ browserProfileId: 'prof-deadline' });
     const first = await submit();
     const second = await submit();
     clock.nowMs += TIMEOUT_MS;
 
-    const asked: string[] = [];
-    const release: LeaseReleaseDeps = {
-      leases: {
-        liveLeaseId: async (profile) => {
-          asked.push(`${profile.tenant}/${profile.id}`);
-          throw new Error('lease store down');
-        },
-        getLease: async () => undefined,
-      },
-      workers: { list: async () => [] },
-      dataPlaneToken: 'token',
-    };
+    const told: string[] = [];
     const errors: string[] = [];
     const outcome = await sweepDeadlines(
       deps({
-        release,
-        onRunEnded: () => {
-          throw new Error('parent resume failed');
+        onRunEnded: (run) => {
+          told.push(run.id);
+          throw new Error('lease release failed');
         },
         onError: (runId) => errors.push(runId),
       }),
     );
     expect(outcome.failed.sort()).toEqual([first.id, second.id].sort());
-    expect(asked).toEqual([`${TENANT}/prof-deadline`, `${TENANT}/prof-deadline`]);
-    expect(errors.sort()).toEqual([first.id, first.id, second.id, second.id].sort());
+    expect(told.sort()).toEqual([first.id, second.id].sort());
+    expect(errors.sort()).toEqual([first.id, second.id].sort());
+    for (const run of [first, second]) {
+      expect((await store.getRun(run.id))?.status).toBe('failed');
+      expect(await indexScore(run.id)).toBeNull();
+    }
   });
 });
 

@@ -1,0 +1,140 @@
+import { enqueueExecution, type RunsQueue, runJobId } from '../../../queues/index.js';
+import type { RunView } from '../../contracts/index.js';
+import type { Counter, Logger } from '../../telemetry/index.js';
+import {
+  DEADLINE_SWEEP_BATCH,
+  type DeadlineSweepStore,
+  STALE_APPROVAL_SWEEP_BATCH,
+  STALE_APPROVAL_SWEEP_START,
+  type StaleApprovalCursor,
+  type StaleApprovalSweepDeps,
+  sweepDeadlines,
+  sweepStaleApprovals,
+} from '../deadline-sweep.js';
+import { type OrphanSweepDeps, sweepQueuedWithoutJob } from '../orphan-sweep.js';
+import { type ReclaimDeps, reclaimStalledRuns } from '../reclaim.js';
+import type { RunLifecycle } from '../run-lifecycle.js';
+import type { SweepErrorReporter } from './error-reporter.js';
+import type { FailedJobWalk } from './failed-job-walk.js';
+import type { SweeperMetrics } from './sweeper-metrics.js';
+
+/** The run store calls of every sweep (the run store fits). */
+export type SweepStore = DeadlineSweepStore &
+  StaleApprovalSweepDeps['store'] &
+  OrphanSweepDeps['store'] &
+  Pick<ReclaimDeps, 'failRun'>;
+
+export interface SweepPassDeps {
+  /** The sweeper's leader lock: only the replica holding it sweeps. */
+  lock: { tryHold(): Promise<boolean> };
+  store: SweepStore;
+  queue: RunsQueue;
+  /** Where every run a sweep ends is followed up (lease, parent, end counted). */
+  lifecycle: Pick<RunLifecycle, 'followUp'>;
+  failedJobs: FailedJobWalk;
+  metrics: SweeperMetrics;
+  log: Logger;
+  reportError: SweepErrorReporter;
+  /** Due deadline entries per pass (earliest first); the rest wait for the next pass. */
+  deadlineBatch?: number;
+  /** Runs whose pending approvals are checked per pass, walking the deadline index. */
+  staleApprovalBatch?: number;
+}
+
+/**
+ * One sweeper pass while holding the lock: reclaim (a page of the failed set), deadlines, stale
+ * approvals, queued runs without a job. A run a sweep ends goes through the run lifecycle (issue
+ * 12), which releases its lease, resumes a parent waiting on it and counts its end. The walks'
+ * cursors live here; a new leader starts the in-memory ones afresh (the failed-job walk's is kept
+ * in Redis).
+ */
+export class SweepPass {
+  readonly #deps: SweepPassDeps;
+  #orphanCursor = '0';
+  #approvalCursor: StaleApprovalCursor = STALE_APPROVAL_SWEEP_START;
+
+  constructor(deps: SweepPassDeps) {
+    this.#deps = deps;
+  }
+
+  async run(): Promise<void> {
+    const { lock, metrics } = this.#deps;
+    const held = await lock.tryHold();
+    metrics.active.set(held ? 1 : 0);
+    if (!held) return;
+    metrics.passes.inc();
+    await this.#reclaim();
+    await this.#deadlines();
+    await this.#staleApprovals();
+    await this.#orphans();
+  }
+
+  /** Counts a run a sweep ended as soon as it ended, then follows it up through the lifecycle. */
+  #ended(counter: Counter, what: string) {
+    return async (run: RunView) => {
+      counter.inc();
+      try {
+        await this.#deps.lifecycle.followUp(run, { ended: true });
+      } catch (error) {
+        this.#deps.reportError(run.id, error, `${what}: the run's follow-up failed`);
+      }
+    };
+  }
+
+  async #reclaim(): Promise<void> {
+    const { store, failedJobs, metrics, log } = this.#deps;
+    const page = await failedJobs.read();
+    const runs = await reclaimStalledRuns({
+      failedJobs: async () => page.jobs,
+      failRun: (runId, reason, options) => store.failRun(runId, reason, options),
+      onRunEnded: this.#ended(metrics.reclaimed, 'reclaim'),
+    });
+    // Only once every job of the page was handled: a pass that dies reads the page again.
+    await failedJobs.commit(page);
+    if (runs.length > 0)
+      log.warn({ run_ids: runs }, 'runs reclaimed: their workers stalled past the retry limit');
+  }
+
+  async #deadlines(): Promise<void> {
+    const { store, metrics, log, reportError } = this.#deps;
+    const deadlines = await sweepDeadlines({
+      store,
+      batchSize: this.#deps.deadlineBatch ?? DEADLINE_SWEEP_BATCH,
+      onRunEnded: this.#ended(metrics.deadlineExceeded, 'deadline sweep'),
+      onError: (runId, error) => reportError(runId, error, 'deadline sweep: a step for this run failed'),
+    });
+    for (const runId of deadlines.failed) log.warn({ run_id: runId }, 'run failed: past its deadline');
+  }
+
+  async #staleApprovals(): Promise<void> {
+    const { store, metrics, log, reportError } = this.#deps;
+    const approvals = await sweepStaleApprovals({
+      store,
+      cursor: this.#approvalCursor,
+      batchSize: this.#deps.staleApprovalBatch ?? STALE_APPROVAL_SWEEP_BATCH,
+      onError: (runId, error) => reportError(runId, error, 'stale approval sweep: run not checked'),
+    });
+    this.#approvalCursor = approvals.cursor;
+    metrics.staleApprovals.inc(approvals.expired.length);
+    if (approvals.expired.length > 0) {
+      log.info(
+        { approval_ids: approvals.expired },
+        'stale approvals expired: their runs are no longer parked',
+      );
+    }
+  }
+
+  async #orphans(): Promise<void> {
+    const { store, queue, metrics, log, reportError } = this.#deps;
+    const orphans = await sweepQueuedWithoutJob({
+      store,
+      jobExists: async (runId, execution) => (await queue.getJob(runJobId(runId, execution))) !== undefined,
+      enqueue: (run) => enqueueExecution(queue, run),
+      cursor: this.#orphanCursor,
+      onError: (runId, error) => reportError(runId, error, 'orphan sweep: run not checked'),
+    });
+    this.#orphanCursor = orphans.cursor;
+    metrics.requeued.inc(orphans.requeued.length);
+    for (const runId of orphans.requeued) log.warn({ run_id: runId }, 'queued run had no job; enqueued it');
+  }
+}
