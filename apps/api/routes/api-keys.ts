@@ -7,11 +7,11 @@ import {
   createApiKeyRequestSchema,
   createdApiKeySchema,
   recordIdSchema,
-} from '../../libs/contracts/index.js';
-import type { RunStore } from '../../libs/store/index.js';
-import { authenticate, identityOf } from './auth.js';
+} from '../../../libs/contracts/index.js';
+import type { RunStore } from '../../../libs/store/index.js';
+import { authenticate, identityOf } from '../auth.js';
 
-export interface AdminDependencies {
+export interface ApiKeyDependencies {
   store: RunStore;
 }
 
@@ -22,7 +22,7 @@ const keyIdParams = z.object({ id: recordIdSchema });
  * the keys of its own tenant. A key is shown once, in the answer that creates it; another tenant's
  * key id is answered 404.
  */
-export function registerAdminRoutes(root: FastifyInstance, deps: AdminDependencies): void {
+export function registerApiKeyRoutes(root: FastifyInstance, deps: ApiKeyDependencies): void {
   const app = root.withTypeProvider<ZodTypeProvider>();
   const { store } = deps;
 

@@ -1,0 +1,101 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import {
+  ApiError,
+  type ApiKeyIdentity,
+  grantRequestSchema,
+  recordIdSchema,
+} from '../../../libs/contracts/index.js';
+import type { RunStore } from '../../../libs/store/index.js';
+import { authenticate, identityOf } from '../auth.js';
+import { idParams, typed, type V1Dependencies } from './shared.js';
+
+/**
+ * Issue 11.11: an approval is decided by its run's own principal, or by a key with `approvals:any`
+ * (a tenant `admin` implies it, within its tenant); to anyone else it reads as absent (404).
+ */
+function approvalDecider(identity: ApiKeyIdentity) {
+  const anyPrincipal = identity.scopes.includes('approvals:any') || identity.scopes.includes('admin');
+  return { by: identity.principal, ownRunsOnly: !anyPrincipal };
+}
+
+/** The decided approval; what the decision caused (a re-queued run's next execution) follows. */
+async function answerDecision(
+  deps: V1Dependencies,
+  tenant: string,
+  approvalId: string,
+  decision: Awaited<ReturnType<RunStore['approve']>>,
+) {
+  if (!decision.ok) {
+    const code =
+      decision.code === 'not_found'
+        ? 'not_found'
+        : decision.code === 'grant_out_of_bounds'
+          ? 'validation_failed'
+          : 'conflict';
+    throw new ApiError(code, decision.message);
+  }
+  const approval = await deps.store.getApproval(tenant, approvalId);
+  if (!approval) throw new ApiError('not_found', `approval ${approvalId} not found`);
+  await deps.lifecycle.followUpById(approval.run_id);
+  return approval;
+}
+
+/** Approvals (DESIGN §3): listed, approved (optionally with a task grant) or denied. */
+export function registerApprovalRoutes(root: FastifyInstance, deps: V1Dependencies): void {
+  const app = typed(root);
+  const { store } = deps;
+
+  app.get(
+    '/v1/approvals',
+    {
+      schema: { tags: ['approvals'], querystring: z.object({ run_id: recordIdSchema.optional() }) },
+      preHandler: authenticate(store, 'runs:read'),
+    },
+    async (request) => ({
+      approvals: await store.listPendingApprovals(identityOf(request).tenant, request.query.run_id),
+    }),
+  );
+  app.post(
+    '/v1/approvals/:id/approve',
+    {
+      schema: {
+        tags: ['approvals'],
+        params: idParams,
+        body: z.strictObject({ grant: grantRequestSchema.optional() }).default({}),
+      },
+      preHandler: authenticate(store, 'approvals:write'),
+    },
+    async (request) => {
+      const identity = identityOf(request);
+      const decision = await store.approve(
+        identity.tenant,
+        request.params.id,
+        approvalDecider(identity),
+        request.body.grant,
+      );
+      return answerDecision(deps, identity.tenant, request.params.id, decision);
+    },
+  );
+  app.post(
+    '/v1/approvals/:id/deny',
+    {
+      schema: {
+        tags: ['approvals'],
+        params: idParams,
+        body: z.strictObject({ reason: z.string().min(1).max(2_000) }),
+      },
+      preHandler: authenticate(store, 'approvals:write'),
+    },
+    async (request) => {
+      const identity = identityOf(request);
+      const decision = await store.deny(
+        identity.tenant,
+        request.params.id,
+        approvalDecider(identity),
+        request.body.reason,
+      );
+      return answerDecision(deps, identity.tenant, request.params.id, decision);
+    },
+  );
+}

@@ -1,0 +1,24 @@
+import type { FastifyInstance } from 'fastify';
+import { registerAgentRoutes } from './agents.js';
+import { registerApiKeyRoutes } from './api-keys.js';
+import { registerApprovalRoutes } from './approvals.js';
+import { registerProfileRoutes } from './profiles.js';
+import { registerRunRoutes } from './runs.js';
+import { registerSessionRoutes } from './sessions.js';
+import type { V1Dependencies } from './shared.js';
+
+export type { V1Dependencies } from './shared.js';
+
+/**
+ * REST v1 (DESIGN §9): profiles, agents and models, sessions, runs, approvals, API keys; one file
+ * per resource. Another tenant's record is 404. Registered in this order, which is the order of
+ * the OpenAPI document's paths.
+ */
+export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): void {
+  registerProfileRoutes(app, deps);
+  registerAgentRoutes(app, deps);
+  registerSessionRoutes(app, deps);
+  registerRunRoutes(app, deps);
+  registerApprovalRoutes(app, deps);
+  registerApiKeyRoutes(app, deps);
+}

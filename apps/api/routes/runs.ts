@@ -1,0 +1,128 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import {
+  ApiError,
+  boundedJson,
+  RUN_INPUT_MAX_CHARS,
+  RUN_SCRIPT_BOUNDS,
+} from '../../../libs/contracts/index.js';
+import { scriptSchema, selectRunLimits } from '../../../libs/runtime/index.js';
+import { AgentVersionCache, isEventId, SessionCache } from '../../../libs/store/index.js';
+import { authenticate, identityOf } from '../auth.js';
+import { idempotencyHeader, idParams, typed, type V1Dependencies } from './shared.js';
+
+export const submitRunSchema = z.strictObject({
+  /** What the run is asked to do. */
+  input: z.string().min(1).max(RUN_INPUT_MAX_CHARS),
+  /** For agents on the `scripted` model: the steps and the final answer; bounded (issue 11.4). */
+  script: boundedJson(RUN_SCRIPT_BOUNDS, scriptSchema).optional(),
+  /** The run's deadline, from submission. */
+  timeout_ms: z
+    .number()
+    .int()
+    .min(1_000)
+    .max(24 * 3600_000)
+    .default(3600_000),
+});
+
+/** Runs (DESIGN §4): submitted to a session, read, streamed, cancelled and retried. */
+export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): void {
+  const app = typed(root);
+  const { store, lifecycle } = deps;
+  const agentVersions = new AgentVersionCache(store);
+  const sessions = new SessionCache(store);
+
+  app.post(
+    '/v1/sessions/:id/runs',
+    {
+      schema: { tags: ['runs'], params: idParams, headers: idempotencyHeader, body: submitRunSchema },
+      preHandler: authenticate(store, 'runs:write'),
+    },
+    async (request, reply) => {
+      const identity = identityOf(request);
+      const idempotencyKey = request.headers['idempotency-key'];
+      const session = await sessions.get(identity.tenant, request.params.id);
+      if (!session) throw new ApiError('not_found', `session ${request.params.id} not found`);
+      const agent = await agentVersions.get(identity.tenant, session.agent_id, session.agent_version);
+      if (!agent) throw new ApiError('not_found', `agent version ${session.agent_version} not found`);
+      const outcome = await store.submitRun({
+        tenant: identity.tenant,
+        principal: identity.principal,
+        sessionId: request.params.id,
+        input: { text: request.body.input, ...(request.body.script ? { script: request.body.script } : {}) },
+        limits: selectRunLimits(deps.config.limits, session, agent),
+        session,
+        timeoutMs: request.body.timeout_ms,
+        request: request.body,
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      });
+      // Enqueued after the record exists; a duplicate submission re-adds the same job id: one job.
+      if (outcome.run.status === 'queued') await lifecycle.followUp(outcome.run);
+      return reply.code(outcome.status === 'created' ? 201 : 200).send(outcome.run);
+    },
+  );
+
+  app.get(
+    '/v1/runs/:id',
+    { schema: { tags: ['runs'], params: idParams }, preHandler: authenticate(store, 'runs:read') },
+    async (request) => {
+      const { tenant } = identityOf(request);
+      const run = await store.getRun(request.params.id, tenant);
+      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      const pending = await store.listPendingApprovals(tenant, run.id);
+      return { ...run, pending_approvals: pending };
+    },
+  );
+
+  app.get(
+    '/v1/runs/:id/events',
+    {
+      schema: { tags: ['runs'], params: idParams, querystring: z.object({ after: z.string().optional() }) },
+      preHandler: authenticate(store, 'runs:read'),
+    },
+    async (request, reply) => {
+      const identity = identityOf(request);
+      // Issue 11.5: the resume point is checked before the stream starts, in the one error shape.
+      const lastEventId = request.headers['last-event-id'];
+      const after = request.query.after ?? (typeof lastEventId === 'string' ? lastEventId : undefined);
+      if (after !== undefined && !isEventId(after))
+        throw new ApiError(
+          'bad_request',
+          `after/Last-Event-ID: an event id such as 1700000000000-0, got "${after.slice(0, 64)}"`,
+        );
+      const run = await store.getRun(request.params.id, identity.tenant);
+      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      await deps.eventStreams.serve(reply, run, after, identity.key_id);
+    },
+  );
+
+  app.post(
+    '/v1/runs/:id/cancel',
+    { schema: { tags: ['runs'], params: idParams }, preHandler: authenticate(store, 'runs:write') },
+    async (request) => {
+      const { tenant } = identityOf(request);
+      const run = await store.getRun(request.params.id, tenant);
+      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      // DESIGN §4.7: a run that was not running ends now, its consequences in this same request
+      // (its page released, ADR-0127 d6; its child cancelled; a waiting parent resumed).
+      const outcome = await lifecycle.cancel(tenant, run.id, 'cancelled by request');
+      if (!outcome.ok) throw new ApiError('conflict', outcome.message);
+      return store.getRun(run.id, tenant);
+    },
+  );
+
+  app.post(
+    '/v1/runs/:id/retry',
+    { schema: { tags: ['runs'], params: idParams }, preHandler: authenticate(store, 'runs:write') },
+    async (request) => {
+      const { tenant } = identityOf(request);
+      const outcome = await store.retryRun(tenant, request.params.id);
+      if (!outcome.ok)
+        throw new ApiError(outcome.code === 'not_found' ? 'not_found' : 'conflict', outcome.message);
+      const run = await store.getRun(request.params.id, tenant);
+      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      await lifecycle.followUp(run);
+      return run;
+    },
+  );
+}

@@ -1,0 +1,63 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { ApiError, recordIdSchema } from '../../../libs/contracts/index.js';
+import { authenticate, identityOf } from '../auth.js';
+import { idParams, typed, type V1Dependencies } from './shared.js';
+
+const createSessionSchema = z
+  .strictObject({
+    /** Omitted: the tenant's default agent (the browser-task budget where browser tools are on). */
+    agent_id: recordIdSchema.optional(),
+    agent_version: z.string().optional(),
+    /** Without `agent_id`: the default agent's variant on this chat model (ops/models.yaml). */
+    model: z.string().min(1).max(200).optional(),
+    browser_profile_id: z.string().min(1).max(64).optional(),
+  })
+  .refine((body) => !(body.model && body.agent_id), {
+    message: 'model chooses a variant of the default agent; give it without agent_id',
+  });
+
+/** Sessions (DESIGN §3): the agent version and the profile binding are fixed at creation. */
+export function registerSessionRoutes(root: FastifyInstance, deps: V1Dependencies): void {
+  const app = typed(root);
+  const { store } = deps;
+
+  app.post(
+    '/v1/sessions',
+    {
+      schema: { tags: ['sessions'], body: createSessionSchema },
+      preHandler: authenticate(store, 'runs:write'),
+    },
+    async (request, reply) => {
+      const identity = identityOf(request);
+      if (request.body.browser_profile_id) {
+        // The session's profile is the caller's tenant's profile of that id (issue 11 finding 7).
+        const profile = await deps.profiles.profileSettings({
+          tenant: identity.tenant,
+          id: request.body.browser_profile_id,
+        });
+        if (!profile) throw new ApiError('not_found', `profile ${request.body.browser_profile_id} not found`);
+      }
+      const agentId =
+        request.body.agent_id ?? (await deps.defaultAgents.ensure(identity.tenant, request.body.model));
+      const session = await store.createSession({
+        tenant: identity.tenant,
+        principal: identity.principal,
+        agentId,
+        ...(request.body.agent_version ? { agentVersion: request.body.agent_version } : {}),
+        ...(request.body.browser_profile_id ? { browserProfileId: request.body.browser_profile_id } : {}),
+      });
+      if (!session) throw new ApiError('not_found', `agent ${agentId} (or that version) not found`);
+      return reply.code(201).send(session);
+    },
+  );
+  app.get(
+    '/v1/sessions/:id',
+    { schema: { tags: ['sessions'], params: idParams }, preHandler: authenticate(store, 'runs:read') },
+    async (request) => {
+      const session = await store.getSession(identityOf(request).tenant, request.params.id);
+      if (!session) throw new ApiError('not_found', `session ${request.params.id} not found`);
+      return session;
+    },
+  );
+}

@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Config } from '../../../libs/config/index.js';
+import { recordIdSchema } from '../../../libs/contracts/index.js';
+import type { RunLifecycle } from '../../../libs/runtime/index.js';
+import type { RedisLeaseStore, RunStore } from '../../../libs/store/index.js';
+import type { RunEventStreams } from '../../../libs/telemetry/index.js';
+import type { DefaultAgents } from '../default-agent.js';
+
+export interface V1Dependencies {
+  config: Config;
+  store: RunStore;
+  profiles: RedisLeaseStore;
+  /** The tenants' default agents (ADR-0130 d2). */
+  defaultAgents: DefaultAgents;
+  /** Open event streams: one subscriber per process, a slot per stream per key (issue 11.10). */
+  eventStreams: RunEventStreams;
+  /**
+   * Issue 12: every consequence of a transition a route causes (enqueue, lease release, child
+   * cancel, parent resume, the end counted) is carried out here, never derived by a route.
+   */
+  lifecycle: RunLifecycle;
+}
+
+/** A route registrar's view of the server: schemas are zod, parsed on arrival. */
+export function typed(root: FastifyInstance) {
+  return root.withTypeProvider<ZodTypeProvider>();
+}
+
+export const idParams = z.object({ id: recordIdSchema });
+
+export const idempotencyHeader = z.object({
+  'idempotency-key': z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,128}$/)
+    .optional(),
+});
