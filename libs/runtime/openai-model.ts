@@ -1,259 +1,28 @@
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-import type {
-  ChatCompletionCreateParamsNonStreaming,
-  ChatCompletionMessageParam,
-  ChatCompletionTool,
-} from 'openai/resources/chat/completions';
-import { z } from 'zod';
-import { WORST_CASE_OUTPUT_TOKENS } from './cost.js';
+import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import type { Model, ModelCallLimits, ModelRequest, ModelResponse, ModelUsage, ToolCall } from './model.js';
+import { ModelBudgetExceeded } from './model.js';
+import { chatMessages, chatTool, completionSchema, decodeToolName } from './openai-chat-format.js';
 import {
-  type Model,
-  ModelBudgetExceeded,
-  type ModelCallLimits,
-  ModelError,
-  type ModelRequest,
-  type ModelResponse,
-  type ModelUsage,
-  type ToolCall,
-  type ToolDefinition,
-  type TranscriptEntry,
-} from './model.js';
+  AttemptFailure,
+  ModelCallError,
+  type ModelCallErrorCode,
+  ZERO_USAGE,
+} from './openai-model-errors.js';
+import {
+  type CompiledOptions,
+  compileOpenAiModelOptions,
+  type OpenAiCompatibleModelOptions,
+} from './openai-model-options.js';
 
-const ZERO_USAGE: ModelUsage = Object.freeze({ inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 });
-
-/**
- * The `openai-compatible` model (DESIGN §7): chat completions with tool calling against any base
- * URL (vLLM, Ollama, OpenRouter, OpenAI), on the official `openai` client with its own retries off.
- * Retries are ours: each attempt is reported to `onAttempt`, the loop counts the call once however
- * many attempts it took, and only attempts that the server answered with usage are charged.
- */
-export interface OpenAiCompatibleModelOptions {
-  /** The model's name in ops/models.yaml (the key its price is under); `Model.name`. */
-  name: string;
-  /** The model's name in the API (`model` in the request body). */
-  model: string;
-  /** Up to and including the version segment, e.g. `https://api.openai.com/v1`. */
-  baseUrl: string;
-  /** Sent as `Authorization: Bearer …`; never part of an error message. */
-  apiKey: string;
-  /**
-   * `max_completion_tokens`, sent on every request: at most 8,192, the output a worst-case call is
-   * priced at (ADR-0130 d1); unset sends 8,192. Without a cap a server may answer up to its context
-   * window, and the worst case GET /v1/models shows would bound nothing.
-   */
-  maxOutputTokens?: number;
-  /** Sampling temperature, 0 to 2; unset leaves the server's default. */
-  temperature?: number;
-  /**
-   * Attempts per model call, the first included. Default 3. One attempt fails the run on any blip;
-   * many attempts let a dead server hold the run for `attempts × timeoutMs`.
-   */
-  attempts?: number;
-  /**
-   * Backoff before attempt n+1: a uniformly random share (full jitter) of min(maxMs, baseMs × 2ⁿ⁻¹),
-   * raised to a server's `retry-after` up to maxMs. Default 500 ms, 8 s.
-   */
-  backoff?: { baseMs: number; maxMs: number };
-  /** Longest one attempt may take (ms), further cut to the run's deadline. Default 120 s. */
-  timeoutMs?: number;
-  /** Accept a response without usage as zero tokens: only for a model priced at zero (a local one). */
-  usageOptional?: boolean;
-  /** Told after every attempt, for metrics and logs. */
-  onAttempt?: (attempt: ModelAttempt) => void;
-  /** For tests: the backoff wait (it must reject when `signal` aborts), the jitter and the clock. */
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
-  random?: () => number;
-  clock?: () => number;
-}
-
-export interface ModelAttempt {
-  /** 1 for the first attempt. */
-  attempt: number;
-  ok: boolean;
-  /** The HTTP status of a failed attempt the server answered. */
-  status?: number;
-  code?: AttemptFailureCode;
-}
-
-export type AttemptFailureCode = 'http_status' | 'connection' | 'timeout' | 'invalid_output' | 'unexpected';
-
-/** Why a model call failed; every code fails the run `model_error` (`deadline_exceeded` may map to the run's). */
-export type ModelCallErrorCode =
-  | 'model_rejected'
-  | 'model_unavailable'
-  | 'invalid_output'
-  | 'invalid_request'
-  | 'deadline_exceeded';
-
-export class ModelCallError extends ModelError {
-  constructor(
-    message: string,
-    readonly code: ModelCallErrorCode,
-    readonly status?: number,
-    usage: ModelUsage = ZERO_USAGE,
-  ) {
-    super(message, usage);
-  }
-}
-
-interface CompiledOptions {
-  outputCapTokens: number;
-  attempts: number;
-  backoff: { baseMs: number; maxMs: number };
-  timeoutMs: number;
-}
-
-/** Checks the options once, at start-up; a message names the option, never its value. */
-export function compileOpenAiModelOptions(options: OpenAiCompatibleModelOptions): CompiledOptions {
-  const fail = (what: string): never => {
-    throw new Error(`openai-compatible model ${options.name}: ${what}`);
-  };
-  if (!URL.canParse(options.baseUrl) || !/^https?:$/.test(new URL(options.baseUrl).protocol))
-    fail('baseUrl: expected an http(s) URL');
-  if (options.apiKey.length === 0) fail('apiKey: expected a key');
-  if (options.model.length === 0) fail('model: expected the API model name');
-  const positiveInteger = (value: number | undefined) =>
-    value === undefined || (Number.isInteger(value) && value > 0);
-  if (!positiveInteger(options.maxOutputTokens)) fail('maxOutputTokens: expected a positive integer');
-  const outputCapTokens = options.maxOutputTokens ?? WORST_CASE_OUTPUT_TOKENS;
-  if (outputCapTokens > WORST_CASE_OUTPUT_TOKENS)
-    fail(`maxOutputTokens: expected at most ${WORST_CASE_OUTPUT_TOKENS} (ADR-0130 d1's worst case)`);
-  if (options.temperature !== undefined && !(options.temperature >= 0 && options.temperature <= 2))
-    fail('temperature: expected 0 to 2');
-  const attempts = options.attempts ?? 3;
-  if (!(Number.isInteger(attempts) && attempts >= 1 && attempts <= 10)) fail('attempts: expected 1 to 10');
-  const backoff = options.backoff ?? { baseMs: 500, maxMs: 8_000 };
-  if (!(backoff.baseMs > 0 && backoff.maxMs >= backoff.baseMs)) fail('backoff: expected 0 < baseMs ≤ maxMs');
-  const timeoutMs = options.timeoutMs ?? 120_000;
-  if (!(timeoutMs > 0)) fail('timeoutMs: expected a positive number');
-  return { outputCapTokens, attempts, backoff, timeoutMs };
-}
-
-/**
- * OpenAI function names match `^[a-zA-Z0-9_-]{1,64}$`; ours have dots (`browser.navigate`). A dot
- * becomes `__`, so a name that already holds `__` could not be told apart and is refused.
- */
-export function encodeToolName(name: string): string {
-  const encoded = name.replaceAll('.', '__');
-  if (name.includes('__') || !/^[a-zA-Z0-9_-]{1,64}$/.test(encoded))
-    throw new ModelCallError(
-      `tool name "${name}" cannot be offered as an OpenAI function name`,
-      'invalid_request',
-    );
-  return encoded;
-}
-
-export function decodeToolName(encoded: string): string {
-  return encoded.replaceAll('__', '.');
-}
-
-const METADATA_KEY = /^[A-Za-z0-9_.-]+$/;
-
-/**
- * The runtime metadata row (ADR-0130 d9): one system message of `key=value` lines, sorted by key,
- * placed last — after the whole conversation. It is rendered per request and never stored in the
- * transcript, so every earlier message is the same bytes from one call to the next and the cached
- * prefix covers the whole history; a row placed before the newest turn would cost that turn's cache.
- */
-function metadataRow(metadata: Readonly<Record<string, string>> | undefined): ChatCompletionMessageParam[] {
-  const entries = Object.entries(metadata ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  if (entries.length === 0) return [];
-  for (const [key, value] of entries)
-    if (!METADATA_KEY.test(key) || /[\r\n]/.test(value))
-      throw new ModelCallError(
-        `runtime metadata "${key}": expected a plain key and a one-line value`,
-        'invalid_request',
-      );
-  return [{ role: 'system', content: entries.map(([key, value]) => `${key}=${value}`).join('\n') }];
-}
-
-function message(entry: TranscriptEntry): ChatCompletionMessageParam {
-  switch (entry.kind) {
-    case 'input':
-      return { role: 'user', content: entry.text };
-    case 'model':
-      return entry.toolCalls.length === 0
-        ? { role: 'assistant', content: entry.answer ?? '' }
-        : {
-            role: 'assistant',
-            content: null,
-            tool_calls: entry.toolCalls.map((call) => ({
-              id: call.id,
-              type: 'function' as const,
-              function: { name: encodeToolName(call.name), arguments: JSON.stringify(call.args) },
-            })),
-          };
-    case 'tool':
-      return { role: 'tool', tool_call_id: entry.callId, content: JSON.stringify(entry.outcome) };
-    default:
-      return assertNever(entry);
-  }
-}
-
-function assertNever(value: never): never {
-  // Only the kind: an entry may hold page content, which no error message carries.
-  throw new ModelCallError(
-    `unknown transcript entry kind ${String((value as { kind?: unknown }).kind)}`,
-    'invalid_request',
-  );
-}
-
-export function chatMessages(request: ModelRequest): ChatCompletionMessageParam[] {
-  return [
-    ...(request.instructions ? [{ role: 'system' as const, content: request.instructions }] : []),
-    ...request.transcript.map(message),
-    ...metadataRow(request.runtimeMetadata),
-  ];
-}
-
-function chatTool(tool: ToolDefinition): ChatCompletionTool {
-  return {
-    type: 'function',
-    function: { name: encodeToolName(tool.name), description: tool.description, parameters: tool.parameters },
-  };
-}
-
-/** The part of a chat completion the adapter reads; servers vary, so it is parsed, not trusted. */
-const completionSchema = z.object({
-  choices: z
-    .array(
-      z.object({
-        message: z.object({
-          content: z.string().nullish(),
-          tool_calls: z
-            .array(
-              z.object({
-                id: z.string().nullish(),
-                type: z.literal('function').optional(),
-                function: z.object({ name: z.string().min(1), arguments: z.string().nullish() }),
-              }),
-            )
-            .nullish(),
-        }),
-      }),
-    )
-    .min(1),
-  usage: z
-    .object({
-      prompt_tokens: z.number().int().nonnegative(),
-      completion_tokens: z.number().int().nonnegative(),
-      prompt_tokens_details: z.object({ cached_tokens: z.number().int().nonnegative().nullish() }).nullish(),
-    })
-    .nullish(),
-});
-
-/** A failed attempt: whether another may follow, what to report, and any tokens it was billed. */
-class AttemptFailure extends Error {
-  constructor(
-    readonly code: AttemptFailureCode,
-    readonly detail: string,
-    readonly retryable: boolean,
-    readonly extra: { status?: number; retryAfterMs?: number; usage?: ModelUsage } = {},
-  ) {
-    super(detail);
-  }
-}
+export { chatMessages, decodeToolName, encodeToolName } from './openai-chat-format.js';
+export { type AttemptFailureCode, ModelCallError, type ModelCallErrorCode } from './openai-model-errors.js';
+export {
+  compileOpenAiModelOptions,
+  type ModelAttempt,
+  type OpenAiCompatibleModelOptions,
+} from './openai-model-options.js';
 
 function addUsage(a: ModelUsage, b: ModelUsage | undefined): ModelUsage {
   if (!b) return a;
