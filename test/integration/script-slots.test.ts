@@ -168,7 +168,7 @@ describe('every store script touches one hash slot (issue 12: the store works on
     ran(await store.claimRun(waiter.id, 1, 'w6'));
     const behind = await turns.take(profile, waiter.id);
     if (behind.turn) throw new Error('the waiter was first');
-    ran(await turns.waitForProfile(waiter.id, 'w6', behind));
+    expect((await turns.waitForProfile(waiter.id, 'w6', behind)).ok).toBe(true);
     await turns.pass(profile, holder.id);
     ran(await turns.wake(waiter.id));
 
