@@ -279,15 +279,25 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 175_000 }, () 
     const workerA = roles.workerA as RoleProcess;
     await workerA.stop('SIGKILL');
     retired.push(workerA);
-    roles.workerA = workerA.restart('run-worker-a2');
+    roles.workerA = workerA.restart('run-worker-a2', {
+      port: await freePort(),
+      portVariable: 'RUN_WORKER_PORT',
+    });
+    // Faults come in turn: the next waits for the fleet to be whole again (a run worker started
+    // while Redis is away exits at start-up, and nothing here plays the supervisor that restarts it).
+    await roles.workerA.ready();
     faults.push('run worker A SIGKILLed, a new one started');
     progress('run worker A SIGKILLed, a new one started');
     await at(14_000);
     const workerB = roles.workerB as RoleProcess;
     const drained = workerB.stop('SIGTERM');
-    roles.workerB = workerB.restart('run-worker-b2');
+    roles.workerB = workerB.restart('run-worker-b2', {
+      port: await freePort(),
+      portVariable: 'RUN_WORKER_PORT',
+    });
     retired.push(workerB);
     await drained;
+    await roles.workerB.ready();
     faults.push('run worker B SIGTERMed, a new one started');
     progress('run worker B SIGTERMed, a new one started');
     await at(23_000);
@@ -295,6 +305,7 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 175_000 }, () 
     await browser.stop('SIGKILL');
     retired.push(browser);
     roles.browser = browser.restart();
+    await roles.browser.ready();
     faults.push('browser worker SIGKILLed and restarted (same id and port)');
     progress('browser worker SIGKILLed and restarted (same id and port)');
     await at(33_000);
@@ -346,7 +357,7 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 175_000 }, () 
     const unended = runs.filter((run) => run.runId && views.get(run.runId)?.body.status !== 'succeeded');
     const codes: Record<string, number> = {};
     for (const run of unended) {
-      const code = views.get(run.runId as string)?.body.error?.code ?? 'none';
+      const code = views.get(run.runId as string)?.body.error?.code ?? 'not_ended';
       codes[code] = (codes[code] ?? 0) + 1;
     }
     const namelessFailures = unended.filter((run) => {
@@ -388,8 +399,9 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 175_000 }, () 
     console.log(JSON.stringify({ chaos_fifty_runs: counts }));
     const dumpDir = DUMP_DIR;
     if (dumpDir) {
-      for (const run of runs)
-        if (run.runId)
+      await Promise.all(
+        runs.map(async (run) => {
+          if (!run.runId) return;
           writeFileSync(
             join(dumpDir, `${run.token}.json`),
             JSON.stringify(
@@ -402,6 +414,8 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 175_000 }, () 
               1,
             ),
           );
+        }),
+      );
       for (const role of [...Object.values(roles), ...retired])
         writeFileSync(join(dumpDir, `${role.name}-${role.child.pid}.log`), role.output());
     }

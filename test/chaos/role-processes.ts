@@ -37,9 +37,17 @@ export class RoleProcess {
     return this.#output.join('');
   }
 
-  /** The same role again: same entry, port and environment (a browser worker keeps its id). */
-  restart(name = this.name): RoleProcess {
-    return new RoleProcess(name, this.entry, this.port, this.env);
+  /**
+   * The same role again: same entry and environment (a browser worker keeps its id and port).
+   * `port`: another port for the new process (its variable named by `portVariable`), for a
+   * replacement started while the old one still drains on its own.
+   */
+  restart(name = this.name, port?: { port: number; portVariable: string }): RoleProcess {
+    if (!port) return new RoleProcess(name, this.entry, this.port, this.env);
+    return new RoleProcess(name, this.entry, port.port, {
+      ...this.env,
+      [port.portVariable]: String(port.port),
+    });
   }
 
   async readyStatus(): Promise<number> {
