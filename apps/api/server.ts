@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
-import { RunLifecycle } from '../../libs/runtime/index.js';
-import { BrowserWorkerRegistry, ProfileTurns, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import { fleetLifecycle } from '../../libs/runtime/index.js';
+import { RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import {
   FailedAuthLimiter,
   guardDoors,
@@ -11,13 +11,7 @@ import {
   RunEventStreams,
   registerOpsRoutes,
 } from '../../libs/telemetry/index.js';
-import {
-  closeRedis,
-  connectRedis,
-  createRunsQueue,
-  enqueueExecution,
-  RUNS_QUEUE,
-} from '../../queues/index.js';
+import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../queues/index.js';
 import { apiKeyDoors } from './auth.js';
 import { registerDashboard } from './dashboard.js';
 import { DefaultAgents } from './default-agent.js';
@@ -71,19 +65,13 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   await registerDashboard(app, { queue: runsQueue, store, authFailures });
 
   const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);
-  const dataPlaneToken = config.secrets.dataPlaneToken;
   // Issue 12, one lifecycle: every consequence of a transition a route causes goes through it.
-  const lifecycle = new RunLifecycle({
+  const lifecycle = fleetLifecycle({
+    redis,
+    keyPrefix: config.redis.keyPrefix,
     store,
-    turns: new ProfileTurns(redis, config.redis.keyPrefix),
-    enqueue: (run) => enqueueExecution(runsQueue, run),
-    release: dataPlaneToken
-      ? {
-          leases: profiles,
-          workers: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
-          dataPlaneToken,
-        }
-      : undefined,
+    queue: runsQueue,
+    dataPlaneToken: config.secrets.dataPlaneToken,
     runEnded: (status, code, count) => metrics.runEnded(status, code, count),
     onError: (runId, error, what) => logger.warn({ run_id: runId, err: error }, what),
   });

@@ -1,7 +1,7 @@
 import type { Worker } from 'bullmq';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import type { IntervalTask } from '../../libs/lifecycle/index.js';
-import { type LeaseReleaseDeps, type LeaseUpkeepDeps, RunLifecycle } from '../../libs/runtime/index.js';
+import { fleetLifecycle, type LeaseUpkeepDeps } from '../../libs/runtime/index.js';
 import {
   drainBoundMs,
   type ExecutionDeps,
@@ -19,7 +19,6 @@ import {
   connectRedis,
   createQueueWorker,
   createRunsQueue,
-  enqueueExecution,
   RUNS_QUEUE,
   type RunJob,
   type RunJobResult,
@@ -64,14 +63,13 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   const queue = createRunsQueue(redis, config.redis.queuePrefix);
   const leases = new RedisLeaseStore(redis, config.redis.keyPrefix);
   const registry = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
-  const release: LeaseReleaseDeps | undefined = config.secrets.dataPlaneToken
-    ? { leases, workers: registry, dataPlaneToken: config.secrets.dataPlaneToken }
-    : undefined;
   // Issue 12, one lifecycle: every consequence of a transition this worker causes goes through it.
-  const lifecycle = new RunLifecycle({
+  const lifecycle = fleetLifecycle({
+    redis,
+    keyPrefix: config.redis.keyPrefix,
     store,
-    enqueue: (run) => enqueueExecution(queue, run),
-    release,
+    queue,
+    dataPlaneToken: config.secrets.dataPlaneToken,
     runEnded: (status, code, count) => metrics.runEnded(status, code, count),
     onError: (runId, error, what) => log.warn({ run_id: runId, err: error }, what),
   });

@@ -1,15 +1,15 @@
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
-import { type LeaseReleaseDeps, RunLifecycle } from '../../libs/runtime/index.js';
+import { fleetLifecycle } from '../../libs/runtime/index.js';
 import {
   createSweeperMetrics,
   FailedJobWalk,
   SweepPass,
   sweepErrorReporter,
 } from '../../libs/runtime/sweeper/index.js';
-import { BrowserWorkerRegistry, LeaderLock, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import { LeaderLock, RunStore } from '../../libs/store/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
-import { closeRedis, connectRedis, createRunsQueue, enqueueExecution } from '../../queues/index.js';
+import { closeRedis, connectRedis, createRunsQueue } from '../../queues/index.js';
 
 export interface SweeperOptions {
   config: Config;
@@ -46,17 +46,12 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
   const lock = new LeaderLock(redis, `${prefix}sweeper:lock`, config.sweeper.intervalMs * 3);
   const store = new RunStore(redis, prefix);
   const queue = createRunsQueue(redis, config.redis.queuePrefix);
-  const release: LeaseReleaseDeps | undefined = config.secrets.dataPlaneToken
-    ? {
-        leases: new RedisLeaseStore(redis, prefix),
-        workers: new BrowserWorkerRegistry(redis, prefix),
-        dataPlaneToken: config.secrets.dataPlaneToken,
-      }
-    : undefined;
-  const lifecycle = new RunLifecycle({
+  const lifecycle = fleetLifecycle({
+    redis,
+    keyPrefix: prefix,
     store,
-    enqueue: (run) => enqueueExecution(queue, run),
-    release,
+    queue,
+    dataPlaneToken: config.secrets.dataPlaneToken,
     runEnded: (status, code, count) => metrics.runEnded(status, code, count),
     onError: reportError,
   });

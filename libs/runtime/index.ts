@@ -51,6 +51,7 @@ export {
   type ParentResumeDeps,
   resumeParentOf,
 } from './delegation.js';
+export { type FleetLifecycleOptions, fleetLifecycle } from './fleet-lifecycle.js';
 export { type LeaseReleaseDeps, releaseRunLease } from './lease-release.js';
 export {
   LEASE_UPKEEP_DEFAULTS,

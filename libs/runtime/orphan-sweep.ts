@@ -42,6 +42,8 @@ export async function sweepQueuedWithoutJob(
     try {
       const run = await deps.store.getRun(runId);
       if (run?.status !== 'queued' || now - run.updated_at_ms < grace) continue;
+      // A run waiting its turn on its profile has no job on purpose: the turn's pass wakes it.
+      if (run.waiting_for === 'profile') continue;
       if (await deps.jobExists(run.id, run.execution)) continue;
       await deps.enqueue(run);
       requeued.push(run.id);

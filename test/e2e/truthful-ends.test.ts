@@ -129,7 +129,7 @@ describe('a run ends naming its real cause (issue 12), on a real fleet and Chrom
     expect(ended.error.message).toContain('No such link');
   });
 
-  it('fails profile_unavailable when another parked run holds the profile', async () => {
+  it('waits for the profile while another parked run holds it, and goes on once that run is done', async () => {
     const holder = await submit({
       steps: [
         { tool: 'browser.navigate', url: `${context.site.origin}/` },
@@ -140,16 +140,23 @@ describe('a run ends naming its real cause (issue 12), on a real fleet and Chrom
     const parked = await waitForStatus(holder, ['parked', ...ENDED]);
     expect(parked.status).toBe('parked');
 
+    // Issue 12, runs wait their turn: not profile_unavailable, but queued with a visible reason.
     const newcomer = await submit({
       steps: [{ tool: 'browser.navigate', url: `${context.site.origin}/` }],
       answer: 'done',
     });
-    expect(await waitForStatus(newcomer, ENDED)).toMatchObject({
-      status: 'failed',
-      error: { code: 'profile_unavailable', step: 1 },
-    });
+    const deadline = Date.now() + 20_000;
+    let waiting = (await call('GET', `/v1/runs/${newcomer}`)).body;
+    while (waiting.waiting_for !== 'profile' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      waiting = (await call('GET', `/v1/runs/${newcomer}`)).body;
+    }
+    expect(waiting).toMatchObject({ status: 'queued', waiting_for: 'profile' });
+    expect((await finalEvent(newcomer))?.type).toBe('run.waiting');
+
     expect((await call('POST', `/v1/runs/${holder}/cancel`, {})).status).toBeLessThan(300);
     await waitForStatus(holder, ENDED);
+    expect(await waitForStatus(newcomer, ENDED)).toMatchObject({ status: 'succeeded', error: null });
   });
 
   it('fails page_changed when the page replaced its document while the run waited for its approval', async () => {

@@ -30,7 +30,7 @@ export interface SweepPassDeps {
   store: SweepStore;
   queue: RunsQueue;
   /** Where every run a sweep ends is followed up (lease, parent, end counted). */
-  lifecycle: Pick<RunLifecycle, 'followUp'>;
+  lifecycle: Pick<RunLifecycle, 'followUp' | 'sweepFollowUps' | 'sweepTurns'>;
   failedJobs: FailedJobWalk;
   metrics: SweeperMetrics;
   log: Logger;
@@ -52,6 +52,7 @@ export class SweepPass {
   readonly #deps: SweepPassDeps;
   #orphanCursor = '0';
   #approvalCursor: StaleApprovalCursor = STALE_APPROVAL_SWEEP_START;
+  #turnCursor = '0';
 
   constructor(deps: SweepPassDeps) {
     this.#deps = deps;
@@ -67,6 +68,20 @@ export class SweepPass {
     await this.#deadlines();
     await this.#staleApprovals();
     await this.#orphans();
+    await this.#followUps();
+  }
+
+  /**
+   * Issue 12, consequences at least once: what a process that died left undone after a
+   * transition (the follow-up index), and a profile's line whose next run nobody woke.
+   */
+  async #followUps(): Promise<void> {
+    const { lifecycle, log } = this.#deps;
+    const done = await lifecycle.sweepFollowUps();
+    if (done > 0) log.warn({ runs: done }, 'follow-ups a process left undone were carried out');
+    const turns = await lifecycle.sweepTurns(this.#turnCursor);
+    this.#turnCursor = turns.cursor;
+    if (turns.woken > 0) log.warn({ runs: turns.woken }, 'runs waiting for their profile were woken');
   }
 
   /** Counts a run a sweep ended as soon as it ended, then follows it up through the lifecycle. */

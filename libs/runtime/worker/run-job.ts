@@ -54,6 +54,17 @@ export function runJobProcessor(deps: RunJobDeps) {
     signal?.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
     let end: ExecutionEnd;
     try {
+      // Issue 12: noted before any transition of this execution, so its follow-up survives a crash.
+      await lifecycle.owe(claim.run);
+      const turn = await lifecycle.takeTurn(claim.run, ownerToken);
+      if (turn !== 'go') {
+        executions.inc({ outcome: turn === 'waiting' ? 'waiting_profile' : 'lost' });
+        runLog.info(
+          { turn },
+          turn === 'waiting' ? 'waits its turn for its profile' : 'run lost before its turn',
+        );
+        return turn === 'waiting' ? { status: 'queued', code: null } : { status: 'lost', code: 'not_owner' };
+      }
       end = await executeRun({ ...deps, logger: runLog }, claim.run, ownerToken, controller.signal);
     } catch (error) {
       cancelsHeard.delete(runId);

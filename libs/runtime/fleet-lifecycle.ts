@@ -1,0 +1,48 @@
+import type { Redis } from 'ioredis';
+import { enqueueExecution, type RunsQueue } from '../../queues/index.js';
+import {
+  BrowserWorkerRegistry,
+  FollowUpIndex,
+  ProfileTurns,
+  RedisLeaseStore,
+  type RunStore,
+} from '../store/index.js';
+import type { LeaseReleaseDeps } from './lease-release.js';
+import { RunLifecycle } from './run-lifecycle.js';
+
+export interface FleetLifecycleOptions {
+  redis: Redis;
+  /** The deployment's key prefix (`lh:`). */
+  keyPrefix: string;
+  store: RunStore;
+  queue: RunsQueue;
+  /** The data plane's token; without it no lease is released here (browser tools off). */
+  dataPlaneToken: string | undefined;
+  runEnded(status: string, code: string | null, count?: number): void;
+  onError(runId: string, error: unknown, what: string): void;
+}
+
+/**
+ * The one run lifecycle of a fleet role (issue 12), built the same way by the API, the run
+ * workers and the sweeper: its runs enqueued on the runs queue, leases released on the data
+ * plane, profiles' lines and the follow-up index in the same Redis.
+ */
+export function fleetLifecycle(options: FleetLifecycleOptions): RunLifecycle {
+  const { redis, keyPrefix } = options;
+  const release: LeaseReleaseDeps | undefined = options.dataPlaneToken
+    ? {
+        leases: new RedisLeaseStore(redis, keyPrefix),
+        workers: new BrowserWorkerRegistry(redis, keyPrefix),
+        dataPlaneToken: options.dataPlaneToken,
+      }
+    : undefined;
+  return new RunLifecycle({
+    store: options.store,
+    turns: new ProfileTurns(redis, keyPrefix),
+    followUps: new FollowUpIndex(redis, keyPrefix),
+    enqueue: (run) => enqueueExecution(options.queue, run),
+    release,
+    runEnded: options.runEnded,
+    onError: options.onError,
+  });
+}
