@@ -94,7 +94,7 @@ export class RunLifecycle {
       if (run.waiting_for !== 'profile') await this.#deps.enqueue(run);
       return;
     }
-    if (runHasEnded(run.status) || run.status === 'waiting_user' || run.status === 'waiting_child') {
+    if (doneWithPage(run)) {
       // ADR-0127 d4: done with the page; its lease is closed before the next run is woken.
       await this.#releaseLease(run);
       await this.#passTurn(run);
@@ -173,7 +173,16 @@ export class RunLifecycle {
     const turns = this.#deps.turns;
     const profile = profileOf(run);
     if (!turns || !profile) return 'go';
-    const verdict = await turns.take(profile, run.id);
+    let verdict = await turns.take(profile, run.id);
+    // A holder already done with the page whose follow-up was lost (its process died, or it was
+    // ended outside the lifecycle) is followed up here, so a claim never waits on a finished run.
+    for (let looks = 0; !verdict.turn && looks < MAX_STALE_HOLDERS; looks += 1) {
+      const holder = await this.#deps.store.getRun(verdict.holderRunId);
+      if (holder && !doneWithPage(holder)) break;
+      if (holder) await this.followUp(holder);
+      else await turns.pass(profile, verdict.holderRunId);
+      verdict = await turns.take(profile, run.id);
+    }
     if (verdict.turn) return 'go';
     const waited = await turns.waitForProfile(run.id, ownerToken, verdict);
     if (!waited.ok) return waited.code === 'cancel_requested' ? 'go' : 'lost';
@@ -199,7 +208,7 @@ export class RunLifecycle {
         if (next && (await this.#wake(next))) woken += 1;
       } else if (run.status === 'queued' && run.waiting_for === 'profile') {
         if (await this.#wake(run.id)) woken += 1;
-      } else if (runHasEnded(run.status) || run.status === 'waiting_user' || run.status === 'waiting_child') {
+      } else if (doneWithPage(run)) {
         await this.followUp(run);
       }
     }
@@ -228,6 +237,14 @@ export class RunLifecycle {
       this.#deps.onError?.(run.id, error, 'lease release failed; the upkeep closes it on its next pass'),
     );
   }
+}
+
+/** How many finished holders a claim follows up before it waits behind the next one. */
+const MAX_STALE_HOLDERS = 3;
+
+/** ADR-0127 d4: a run that ended, or waits on a person or a child, no longer needs its page. */
+function doneWithPage(run: RunView): boolean {
+  return runHasEnded(run.status) || run.status === 'waiting_user' || run.status === 'waiting_child';
 }
 
 /** The profile a run's session is bound to (a session's profile is of its own tenant, DESIGN §3). */

@@ -92,25 +92,24 @@ describe('a profile line of runs', () => {
     if (!holder || !late) throw new Error('runs not submitted');
     for (const runId of await turns.line(profile)) await turns.pass(profile, runId);
     expect(await lifecycle.takeTurn(await claim(holder), `owner-${holder.id}`)).toBe('go');
-    // The holder passes its turn just after the late run's place is taken, before its wait is
-    // written: the pass finds nobody waiting to wake.
+    // The holder passes its turn after the late run found it running, before the late run's wait
+    // is written: the pass finds nobody waiting to wake.
     const racing = new RunLifecycle({
       store,
       enqueue: async (run) => {
         enqueued.push(run);
       },
       turns: {
+        take: (line, runId) => turns.take(line, runId),
         pass: (line, runId) => turns.pass(line, runId),
         first: (line) => turns.first(line),
-        waitForProfile: (runId, owner, behind) => turns.waitForProfile(runId, owner, behind),
         wake: (runId) => turns.wake(runId),
         lines: (cursor) => turns.lines(cursor),
-        take: async (line: typeof profile, runId: string) => {
-          const verdict = await turns.take(line, runId);
+        waitForProfile: async (runId, owner, behind) => {
           await lifecycle.followUp(
             ran(await store.finishRun(holder.id, `owner-${holder.id}`, { status: 'succeeded', result: 1 })),
           );
-          return verdict;
+          return turns.waitForProfile(runId, owner, behind);
         },
       },
     });
@@ -145,5 +144,16 @@ describe('a profile line of runs', () => {
     expect(await lifecycle.takeTurn(claimed, `owner-${run.id}`)).toBe('waiting');
     await lifecycle.followUpById(run.id);
     expect(enqueued).toEqual([]);
+  });
+
+  it('follows up a holder that ended without passing its turn instead of waiting behind it', async () => {
+    enqueued.length = 0;
+    for (const runId of await turns.line(profile)) await turns.pass(profile, runId);
+    const [holder, next] = [await submit(), await submit()];
+    expect(await lifecycle.takeTurn(await claim(holder), `owner-${holder.id}`)).toBe('go');
+    // Ended outside the lifecycle (or its worker died before the follow-up): still first in line.
+    ran(await store.finishRun(holder.id, `owner-${holder.id}`, { status: 'succeeded', result: 'x' }));
+    expect(await lifecycle.takeTurn(await claim(next), `owner-${next.id}`)).toBe('go');
+    expect(await turns.line(profile)).toEqual([next.id]);
   });
 });
