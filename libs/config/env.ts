@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ADR_0127 } from './lease-numbers.js';
 
 /**
  * Every setting Leasehold reads from the environment. Names carry their unit (`…_MS`).
@@ -121,7 +122,7 @@ export const envSchema = z.object({
   /** The worker retry limit: times a stalled run is handed to another worker before the sweeper fails it. */
   RUN_MAX_STALLED_COUNT: z.coerce.number().int().min(0).max(100).default(2),
   /** The run worker's lease upkeep period (ADR-0127 d6: once a minute). */
-  LEASE_UPKEEP_INTERVAL_MS: positiveMs.default(60_000),
+  LEASE_UPKEEP_INTERVAL_MS: positiveMs.default(ADR_0127.upkeepIntervalMs),
   /** The sweeper's period. */
   SWEEP_INTERVAL_MS: positiveMs.default(5_000),
   /** Longest a process takes to stop after SIGTERM/SIGINT before it forces its exit. */

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { z } from 'zod';
 import { type Env, envSchema } from './env.js';
+import { ADR_0127 } from './lease-numbers.js';
 import {
   type LimitsFile,
   loadLimitsFile,
@@ -10,10 +11,11 @@ import {
 } from './ops-files.js';
 
 export { decodeKey } from './env.js';
+export { ADR_0127 } from './lease-numbers.js';
 export { checkLimits, type LimitsFile, type ModelsFile, OpsFileError } from './ops-files.js';
 
 /** ADR-0127 d6: the upkeep renews leases due within five minutes, so it must pass at least twice in that window. */
-export const LEASE_RENEW_WINDOW_MS = 5 * 60_000;
+export const LEASE_RENEW_WINDOW_MS = ADR_0127.renewWindowMs;
 
 export interface Config {
   readonly nodeEnv: Env['NODE_ENV'];

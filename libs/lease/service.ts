@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { OperationLimits } from '../browser/index.js';
+import { ADR_0127 } from '../config/index.js';
 import type {
   AcquireAnswer,
   AcquireLease,
@@ -21,7 +22,10 @@ import type { LeaseCaps, LeaseStore, StoredProfile } from './ports.js';
 import { sealState, unsealState } from './seal.js';
 
 /** ADR-0127 d5: a lease is granted at most 15 minutes at a time and lives at most 60 minutes. */
-export const DEFAULT_LEASE_CAPS: LeaseCaps = Object.freeze({ stepMs: 15 * 60_000, lifetimeMs: 60 * 60_000 });
+export const DEFAULT_LEASE_CAPS: LeaseCaps = Object.freeze({
+  stepMs: ADR_0127.leaseStepMs,
+  lifetimeMs: ADR_0127.leaseLifetimeMs,
+});
 
 export interface LeaseServiceOptions {
   store: LeaseStore;

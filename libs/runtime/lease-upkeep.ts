@@ -1,11 +1,12 @@
+import { ADR_0127 } from '../config/index.js';
 import type { ProfileRef, RunStatus } from '../contracts/index.js';
 import { DataPlaneClient } from '../provider/index.js';
 
 /** ADR-0127 d5–d6: renew within five minutes of expiry, 15 minutes a step, 60 minutes a lease. */
 export const LEASE_UPKEEP_DEFAULTS = Object.freeze({
-  windowMs: 5 * 60_000,
-  stepMs: 15 * 60_000,
-  lifetimeMs: 60 * 60_000,
+  windowMs: ADR_0127.renewWindowMs,
+  stepMs: ADR_0127.leaseStepMs,
+  lifetimeMs: ADR_0127.leaseLifetimeMs,
   concurrency: 32,
 });
 

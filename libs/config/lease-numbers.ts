@@ -1,0 +1,15 @@
+/**
+ * The numbers of ADR-0127, in one home (issue 12): what a lease is granted, how long it lives, when
+ * the upkeep renews it and how often the upkeep passes. The lease service, the upkeep and the
+ * configuration's checks read them here; tests shrink them through their own options.
+ */
+export const ADR_0127 = Object.freeze({
+  /** d5: a lease is granted (acquired or renewed) at most 15 minutes at a time. */
+  leaseStepMs: 15 * 60_000,
+  /** d5: a lease lives at most 60 minutes after it was acquired. */
+  leaseLifetimeMs: 60 * 60_000,
+  /** d6: the upkeep renews leases due within five minutes. */
+  renewWindowMs: 5 * 60_000,
+  /** d6: the upkeep passes once a minute beside the claim loop. */
+  upkeepIntervalMs: 60_000,
+});
