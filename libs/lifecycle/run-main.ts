@@ -1,6 +1,10 @@
+import { LeaseholdError } from '../contracts/index.js';
 /** A start-up failure the operator can fix: a missing Redis or Chromium, a port in use. */
-export class StartupError extends Error {
+export class StartupError extends LeaseholdError<'startup_failed'> {
   override readonly name = 'StartupError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('startup_failed', message, false, options);
+  }
 }
 
 const OPERATOR_ERRORS = new Set(['StartupError', 'ConfigError']);

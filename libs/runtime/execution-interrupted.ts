@@ -1,6 +1,10 @@
+import { LeaseholdError } from '../contracts/index.js';
 /** The execution stopped because its signal aborted (the worker is shutting down): hand the run back. */
-export class ExecutionInterrupted extends Error {
+export class ExecutionInterrupted extends LeaseholdError<'interrupted'> {
   override readonly name = 'ExecutionInterrupted';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('interrupted', message, true, options);
+  }
 }
 
 export function throwIfAborted(signal: AbortSignal): void {

@@ -1,4 +1,5 @@
 import type { EarlierEffect } from '../contracts/index.js';
+import { LeaseholdError } from '../contracts/index.js';
 
 /**
  * The model side of the run loop (DESIGN §7): a transcript goes in, tool calls or an answer come
@@ -122,15 +123,16 @@ export interface Model {
 }
 
 /** A model that cannot go on (its policy broke, or its service keeps failing): the run fails `model_error`. */
-export class ModelError extends Error {
-  override readonly name = 'ModelError';
+export class ModelError extends LeaseholdError {
+  override readonly name: string = 'ModelError';
 
   constructor(
     message: string,
     /** Tokens the server billed for the call even so (attempts whose output could not be used). */
     readonly usage?: ModelUsage,
+    code = 'model_error',
   ) {
-    super(message);
+    super(code, message);
   }
 }
 

@@ -1,3 +1,4 @@
+import { LeaseholdError } from '../contracts/index.js';
 import { ModelError, type ModelUsage } from './model.js';
 
 /** No tokens: what a failed call is billed unless the server reported usage, and an optional usage left out. */
@@ -20,22 +21,23 @@ export type ModelCallErrorCode =
 export class ModelCallError extends ModelError {
   constructor(
     message: string,
-    readonly code: ModelCallErrorCode,
+    override readonly code: ModelCallErrorCode,
     readonly status?: number,
     usage: ModelUsage = ZERO_USAGE,
   ) {
-    super(message, usage);
+    super(message, usage, code);
   }
 }
 
 /** A failed attempt: whether another may follow, what to report, and any tokens it was billed. */
-export class AttemptFailure extends Error {
+export class AttemptFailure extends LeaseholdError<AttemptFailureCode> {
+  override readonly name = 'AttemptFailure';
   constructor(
-    readonly code: AttemptFailureCode,
+    code: AttemptFailureCode,
     readonly detail: string,
-    readonly retryable: boolean,
+    retryable: boolean,
     readonly extra: { status?: number; retryAfterMs?: number; usage?: ModelUsage } = {},
   ) {
-    super(detail);
+    super(code, detail, retryable);
   }
 }

@@ -1,3 +1,4 @@
+import { LeaseholdError } from '../contracts/index.js';
 import type { ToolCall, ToolDefinition } from './model.js';
 
 /**
@@ -60,9 +61,11 @@ export interface RosterPlan {
   deferredIndex: ToolDefinition[];
 }
 
-export class RosterError extends Error {
+export class RosterError extends LeaseholdError<'roster_invalid'> {
   override readonly name = 'RosterError';
-  readonly code = 'roster_invalid';
+  constructor(message: string) {
+    super('roster_invalid', message);
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { type EarlierEffect, LeaseholdError } from '../contracts/index.js';
 import { withScripts } from './scripts.js';
 
 /** A transcript longer than this is refused: the step limits end a run long before it. */
@@ -13,15 +14,9 @@ interface TranscriptCommands {
   ): Promise<Array<string | number>>;
 }
 
-export class TranscriptWriteRefused extends Error {
+/** `not_owner`: the run is another worker's now (issue 12: a lost run, not a fault). */
+export class TranscriptWriteRefused extends LeaseholdError<'not_owner' | 'too_long'> {
   override readonly name = 'TranscriptWriteRefused';
-  /** `not_owner`: the run is another worker's now (issue 12: a lost run, not a fault). */
-  constructor(
-    readonly code: 'not_owner' | 'too_long',
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 /**

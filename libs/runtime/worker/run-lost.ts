@@ -1,6 +1,10 @@
+import { LeaseholdError } from '../../contracts/index.js';
 /** A run refused this worker a write: it was cancelled, reclaimed or taken over elsewhere. */
-export class RunLost extends Error {
+export class RunLost extends LeaseholdError<'not_owner'> {
   override readonly name = 'RunLost';
+  constructor(message: string) {
+    super('not_owner', message);
+  }
 }
 
 /** Throws {@link RunLost} for a refused write; past it, the result is the accepted one. */
