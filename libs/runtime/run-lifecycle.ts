@@ -243,7 +243,7 @@ export class RunLifecycle {
 const MAX_STALE_HOLDERS = 3;
 
 /** ADR-0127 d4: a run that ended, or waits on a person or a child, no longer needs its page. */
-function doneWithPage(run: RunView): boolean {
+export function doneWithPage(run: RunView): boolean {
   return runHasEnded(run.status) || run.status === 'waiting_user' || run.status === 'waiting_child';
 }
 

@@ -1,7 +1,8 @@
-import { type RunView, runHasEnded } from '../../contracts/index.js';
+import type { RunView } from '../../contracts/index.js';
 import type { BrowserLeaseProvider } from '../../provider/index.js';
 import type { RunStore } from '../../store/index.js';
 import type { ExecutionEnd } from '../index.js';
+import { doneWithPage } from '../run-lifecycle.js';
 import type { ExecutionDeps } from './execution-deps.js';
 import { refusedUnlessOk } from './run-lost.js';
 
@@ -33,16 +34,13 @@ export async function endExecution(
     await deps.faults?.('end.read');
     // ADR-0127 d4: read the status again, after the approvals were written.
     after ??= await deps.store.getRun(run.id);
-    const doneWithPage =
-      !after ||
-      runHasEnded(after.status) ||
-      after.status === 'waiting_user' ||
-      after.status === 'waiting_child';
     await deps.faults?.('lease.close');
-    if (doneWithPage) await closeOwnLease(deps, run, leftovers.provider);
+    if (!after || doneWithPage(after)) await closeOwnLease(deps, run, leftovers.provider);
     else await closeRetired(deps, run, leftovers.provider);
   } finally {
-    if (after && runHasEnded(after.status)) await deps.lifecycle.followUp(after, { ended: after === ended });
+    // Done with the page: its consequences (the profile's turn passed, a parent resumed, the end
+    // counted) follow here. A parked run keeps its page and its turn.
+    if (after && doneWithPage(after)) await deps.lifecycle.followUp(after, { ended: after === ended });
   }
 }
 
