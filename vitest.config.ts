@@ -1,11 +1,19 @@
 import { defineConfig } from 'vitest/config';
 
-// One `vitest run` covers every kind of test. Files run in forked processes, two at a time on
+/**
+ * Tests that start a whole multi-process fleet and hurt it (the 50-run chaos test): they run after
+ * the rest, alone, with `vitest.solo.config.ts` — beside other files their timings measure the
+ * machine's load, not the fleet.
+ */
+export const SOLO_TESTS = ['test/chaos/fifty-runs.test.ts'];
+
+// One `vitest run` covers every other kind of test. Files run in forked processes, two at a time on
 // this two-core machine; Redis- and Chromium-backed files isolate themselves by key prefix and
 // by launching their own browser.
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    exclude: ['**/node_modules/**', ...SOLO_TESTS],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,

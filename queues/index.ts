@@ -20,6 +20,7 @@ export {
   runJobId,
   runJobName,
   runJobOptions,
+  runJobPending,
   runJobSchema,
 } from './runs.js';
 export {

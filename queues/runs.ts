@@ -108,3 +108,18 @@ export async function enqueueRun(
   await queue.add(name, job, { jobId, priority });
   return { jobId };
 }
+
+/**
+ * Whether the job of a run's execution will still claim it: it exists and has not finished. A
+ * finished job (completed or failed) of a run still queued at that execution never will — its
+ * hand-back to waiting failed (issue 12: seen under load, a worker stopping while Redis was away)
+ * — so it is removed, and the orphan sweep adds the execution's job afresh under the same id.
+ */
+export async function runJobPending(queue: RunsQueue, runId: string, execution: number): Promise<boolean> {
+  const job = await queue.getJob(runJobId(runId, execution));
+  if (!job) return false;
+  const state = await job.getState();
+  if (state !== 'completed' && state !== 'failed') return true;
+  await job.remove();
+  return false;
+}

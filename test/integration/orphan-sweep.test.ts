@@ -1,3 +1,4 @@
+import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepQueuedWithoutJob } from '../../libs/runtime/index.js';
@@ -9,6 +10,7 @@ import {
   enqueueRun,
   type RunsQueue,
   runJobId,
+  runJobPending,
 } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
@@ -71,5 +73,37 @@ describe('the sweep of queued runs without a job', () => {
     expect(late.requeued).not.toContain(enqueued.id);
     expect(await queue.getJob(runJobId(orphan.id, 1))).toBeDefined();
     expect((await sweep()).requeued).not.toContain(orphan.id);
+  });
+
+  it('adds the job again for a queued run whose job finished without claiming it (a failed hand-back)', async () => {
+    const run = await submit();
+    await enqueueRun(queue, { runId: run.id, execution: 1, enqueuedAtMs: nowMs });
+    // The job is taken and fails while the run stays queued at the same execution (jobs of the
+    // test above are taken and failed on the way: they are done with).
+    const connection = redis.duplicate();
+    const taker = new Worker(queue.name, null, { connection, prefix });
+    for (;;) {
+      const next = await taker.getNextJob('test-taker');
+      if (!next) throw new Error('the run job was not found');
+      await next.moveToFailed(new Error('hand-back failed'), 'test-taker', false);
+      if (next.id === runJobId(run.id, 1)) break;
+    }
+    await taker.close();
+    connection.disconnect();
+    expect(await (await queue.getJob(runJobId(run.id, 1)))?.getState()).toBe('failed');
+    nowMs += 31_000;
+    const pending = (runId: string, execution: number) => runJobPending(queue, runId, execution);
+    const swept = await sweepQueuedWithoutJob({
+      store,
+      jobExists: pending,
+      enqueue: async (queued) => {
+        await enqueueRun(queue, { runId: queued.id, execution: queued.execution, enqueuedAtMs: nowMs });
+      },
+      cursor: '0',
+      graceMs: 30_000,
+      clock: () => nowMs,
+    });
+    expect(swept.requeued).toContain(run.id);
+    expect(await (await queue.getJob(runJobId(run.id, 1)))?.getState()).toMatch(/waiting|prioritized/);
   });
 });

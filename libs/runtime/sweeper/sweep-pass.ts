@@ -1,4 +1,4 @@
-import { enqueueExecution, type RunsQueue, runJobId } from '../../../queues/index.js';
+import { enqueueExecution, type RunsQueue, runJobPending } from '../../../queues/index.js';
 import type { RunView } from '../../contracts/index.js';
 import type { Counter, Logger } from '../../telemetry/index.js';
 import {
@@ -143,7 +143,7 @@ export class SweepPass {
     const { store, queue, metrics, log, reportError } = this.#deps;
     const orphans = await sweepQueuedWithoutJob({
       store,
-      jobExists: async (runId, execution) => (await queue.getJob(runJobId(runId, execution))) !== undefined,
+      jobExists: (runId, execution) => runJobPending(queue, runId, execution),
       enqueue: (run) => enqueueExecution(queue, run),
       cursor: this.#orphanCursor,
       onError: (runId, error) => reportError(runId, error, 'orphan sweep: run not checked'),
