@@ -5,7 +5,7 @@ import { FOLLOW_UP_GRACE_MS, RunLifecycle } from '../../libs/runtime/index.js';
 import { FollowUpIndex, RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+import { createTestSession, ran, submitStoreRun } from '../fixtures/run-store.js';
 
 /**
  * Issue 12, consequences done at least once: a worker that dies between a child's end and its
@@ -39,18 +39,8 @@ describe('follow-ups owed by an execution', () => {
     await closeRedis(redis);
   });
 
-  const submit = async (parentRunId?: string) =>
-    (
-      await store.submitRun({
-        tenant: 'acme',
-        principal: 'alice',
-        sessionId,
-        input: 'x',
-        limits: TEST_RUN_LIMITS,
-        timeoutMs: 3_600_000,
-        ...(parentRunId ? { parentRunId } : {}),
-      })
-    ).run;
+  const submit = (parentRunId?: string) =>
+    submitStoreRun(store, sessionId, parentRunId ? { parentRunId } : {});
 
   it('resumes a parent on a sweep when the worker that ended its child died before the resume', async () => {
     const parent = await submit();

@@ -13,7 +13,7 @@ import {
   runJobPending,
 } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+import { createTestSession, submitStoreRun } from '../fixtures/run-store.js';
 
 /** A run stored `queued` whose job was never added (its enqueuer died in between) is not lost. */
 describe('the sweep of queued runs without a job', () => {
@@ -36,17 +36,7 @@ describe('the sweep of queued runs without a job', () => {
     await closeRedis(redis);
   });
 
-  const submit = async () =>
-    (
-      await store.submitRun({
-        tenant: 'acme',
-        principal: 'alice',
-        sessionId,
-        input: 'x',
-        limits: TEST_RUN_LIMITS,
-        timeoutMs: 3_600_000,
-      })
-    ).run;
+  const submit = () => submitStoreRun(store, sessionId);
 
   const sweep = () =>
     sweepQueuedWithoutJob({

@@ -5,7 +5,7 @@ import { RunLifecycle } from '../../libs/runtime/index.js';
 import { ProfileTurns, RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+import { createTestSession, ran, submitStoreRun } from '../fixtures/run-store.js';
 
 /**
  * Issue 12, runs wait their turn for a profile: against a real Redis, runs of one profile go one
@@ -39,17 +39,7 @@ describe('a profile line of runs', () => {
     await closeRedis(redis);
   });
 
-  const submit = async () =>
-    (
-      await store.submitRun({
-        tenant: 'acme',
-        principal: 'alice',
-        sessionId,
-        input: 'x',
-        limits: TEST_RUN_LIMITS,
-        timeoutMs: 3_600_000,
-      })
-    ).run;
+  const submit = () => submitStoreRun(store, sessionId);
   const claim = async (run: RunView) => ran(await store.claimRun(run.id, run.execution, `owner-${run.id}`));
   const profile = { tenant: 'acme', id: 'shop' };
 
