@@ -12,20 +12,15 @@ import {
   type RunJob,
   type RunsQueue,
 } from '../../queues/index.js';
+import { eventually } from '../fixtures/eventually.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 const JOBS = 450;
 const PAGE = 200;
 
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > until) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+/** Polls with this file's patience. */
+const poll = <T>(read: () => Promise<T>, done: (value: T) => boolean) => eventually(read, done, 20_000);
 
 describe('the failed-job walk', () => {
   const prefix = uniquePrefix('failed-job-walk');
@@ -57,7 +52,7 @@ describe('the failed-job walk', () => {
         execution: 1,
         enqueuedAtMs: 0,
       });
-    await eventually(
+    await poll(
       () => queue.getFailedCount(),
       (failed) => failed === before + count,
     );

@@ -6,20 +6,15 @@ import type { RunView } from '../../libs/contracts/index.js';
 import { RunStore } from '../../libs/store/index.js';
 import { createMetrics, type Metrics } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
+import { eventually } from '../fixtures/eventually.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 const TENANT = 'acme';
 
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > until) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+/** Polls with this file's patience. */
+const poll = <T>(read: () => Promise<T>, done: (value: T) => boolean) => eventually(read, done, 5_000, 25);
 
 describe('the sweeper: deadlines', () => {
   const prefix = uniquePrefix('sweeper-deadlines');
@@ -75,7 +70,7 @@ describe('the sweeper: deadlines', () => {
     });
     const patient = await submit(600_000);
 
-    const failed = await eventually(
+    const failed = await poll(
       () => store.getRun(run.id),
       (current) => current?.status === 'failed',
     );

@@ -15,6 +15,7 @@ import {
   type RunJob,
   type RunsQueue,
 } from '../../queues/index.js';
+import { eventually } from '../fixtures/eventually.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
@@ -24,14 +25,8 @@ const TENANT = 'acme';
 const NEWER_FAILURES = 260;
 const STALLED_REASON = 'job stalled more than allowable limit';
 
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > until) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+/** Polls with this file's patience. */
+const poll = <T>(read: () => Promise<T>, done: (value: T) => boolean) => eventually(read, done, 15_000);
 
 describe('the sweeper: reclaim', () => {
   const prefix = uniquePrefix('sweeper-reclaim');
@@ -88,7 +83,7 @@ describe('the sweeper: reclaim', () => {
       },
     );
     await enqueueRun(queue, { runId: run.id, execution: 1, enqueuedAtMs: Date.now() });
-    await eventually(
+    await poll(
       () => queue.getFailedCount(),
       (count) => count === 1,
     );
@@ -98,7 +93,7 @@ describe('the sweeper: reclaim', () => {
       await enqueueRun(queue, { runId, execution: 1, enqueuedAtMs: Date.now() });
     }
     expect(
-      await eventually(
+      await poll(
         () => queue.getFailedCount(),
         (count) => count === NEWER_FAILURES + 1,
       ),
@@ -119,7 +114,7 @@ describe('the sweeper: reclaim', () => {
       redisUrl: testRedisUrl(),
     });
 
-    const reclaimed = await eventually(
+    const reclaimed = await poll(
       () => store.getRun(run.id),
       (current) => current?.status === 'failed',
     );
