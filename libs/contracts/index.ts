@@ -24,4 +24,5 @@ export {
 export { type IdKind, newId, recordIdSchema } from './ids.js';
 export { microUsdToUsd, usdToMicroUsd } from './money.js';
 export * from './run-lifecycle.js';
+export * from './run-steps.js';
 export * from './runs.js';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { boundedJson, JSON_MAX_DEPTH } from './bounded-json.js';
 import { RUN_ERROR_CODES, RUN_FAILURE_REASONS } from './errors.js';
 import { recordIdSchema } from './ids.js';
+import { approvalCardSchema } from './run-steps.js';
 
 /**
  * Runs and what hangs off them (DESIGN §3, §4): statuses, limits, usage, events, approvals, grants
@@ -242,10 +243,10 @@ export const RUN_EVENT_TYPES = [
   'approval.approved',
   'approval.denied',
   'grant.used',
-  // Written by the run loop through `appendEvent`.
-  'model.called',
-  'tool.called',
-  'tool.completed',
+  // Written by the run loop with its step records (issue 13): `data` names the step, `GET
+  // /v1/runs/{id}/steps` has the whole of it.
+  'step.started',
+  'step.ended',
   /** A failed acquisition attempt (ADR-0177): codes and numbers only, never page content. */
   'tool.acquire_attempt',
   'message',
@@ -335,5 +336,7 @@ export const approvalViewSchema = z.object({
   /** A denial's reason, handed to the model as the tool's result. */
   reason: z.string().nullable(),
   grant_id: z.string().nullable(),
+  /** Issue 13: what will be acted on, for the person deciding (null for approvals written before it). */
+  card: approvalCardSchema.nullable().default(null),
 });
 export type ApprovalView = z.output<typeof approvalViewSchema>;

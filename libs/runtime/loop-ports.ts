@@ -1,4 +1,4 @@
-import type { RunErrorCode } from '../contracts/index.js';
+import type { PageArtifacts, RunErrorCode } from '../contracts/index.js';
 import type { LoopBreaker } from './breaker.js';
 import type { CostLimits, ModelPrice } from './cost.js';
 import type { DelegateStep } from './delegation.js';
@@ -79,6 +79,12 @@ export interface ToolExecutor {
    * platform's own, never part of the result the model reads or the ledger stores.
    */
   takeEvidenceKey?(): string | null;
+  /**
+   * What the last call captured beside its result (issue 13): the settled page's screenshot after
+   * navigate and act, by artifact name. Handed over once, like the evidence key; never shown to
+   * the model.
+   */
+  takeArtifacts?(): PageArtifacts;
   /** Runs one call. Effects call `beforeDispatch` right before anything leaves. */
   execute(
     call: ToolCall,

@@ -41,6 +41,35 @@ export class RunKeys {
   loopState(runId: string): string {
     return `${this.prefix}{run:${runId}}:loop`;
   }
+  /** Hash: step id → the step record (JSON; issue 13). */
+  steps(runId: string): string {
+    return `${this.prefix}{run:${runId}}:steps`;
+  }
+  /** List: the run's step ids in the order they started (a step's `seq` is its place + 1). */
+  stepOrder(runId: string): string {
+    return `${this.prefix}{run:${runId}}:step-order`;
+  }
+  /**
+   * Every key a run owns, for retention and for counting (issue 13): all in the run's slot. The
+   * earlier attempts' transcripts are named by the run's attempt count.
+   */
+  runOwned(runId: string, attempts: number): string[] {
+    const earlier = Array.from({ length: Math.max(0, attempts - 1) }, (_, index) =>
+      this.attemptTranscript(runId, index + 1),
+    );
+    return [
+      this.run(runId),
+      this.events(runId),
+      this.ledger(runId),
+      this.transcript(runId),
+      ...earlier,
+      this.approvals(runId),
+      this.grants(runId),
+      this.loopState(runId),
+      this.steps(runId),
+      this.stepOrder(runId),
+    ];
+  }
   /** Hash: the session's record, fixed at creation. */
   session(sessionId: string): string {
     return `${this.prefix}{ses:${sessionId}}:session`;
@@ -77,6 +106,14 @@ export class RunKeys {
    */
   runDeadlines(): string {
     return `${this.prefix}{deadlines}:runs`;
+  }
+  /**
+   * Sorted set: a tenant's runs by submission time (epoch ms), for `GET /v1/runs` (issue 13).
+   * Written before the run's own script (intent first): a member whose record is missing or
+   * expired reads as absent and is pruned by the reader.
+   */
+  tenantRuns(tenant: string): string {
+    return `${this.prefix}{ten:${tenant}}:runs`;
   }
   /** Sorted set: a tenant's approvals that were pending when written (decided ones are pruned on read). */
   tenantApprovals(tenant: string): string {

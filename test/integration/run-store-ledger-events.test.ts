@@ -139,17 +139,17 @@ describe('the run store: the invocation ledger and run events', () => {
 
   it('appends events of the loop for the owner only and reads them after an id', async () => {
     const run = await runningRun('w');
-    const appended = await store.appendEvent(run.id, 'w', 'tool.called', { tool: 'browser.observe' });
+    const appended = await store.appendEvent(run.id, 'w', 'message', { tool: 'browser.observe' });
     expect(appended.ok).toBe(true);
     expect(await store.appendEvent(run.id, 'stale', 'message', { text: 'x' })).toMatchObject({
       ok: false,
       code: 'not_owner',
     });
     const all = await store.readEvents(run.id);
-    expect(all.map((event) => event.type)).toEqual(['run.submitted', 'run.claimed', 'tool.called']);
-    expect(all[2]).toMatchObject({ type: 'tool.called', at_ms: nowMs, data: { tool: 'browser.observe' } });
+    expect(all.map((event) => event.type)).toEqual(['run.submitted', 'run.claimed', 'message']);
+    expect(all[2]).toMatchObject({ type: 'message', at_ms: nowMs, data: { tool: 'browser.observe' } });
     const after = await store.readEvents(run.id, { afterId: all[0]?.id });
-    expect(after.map((event) => event.type)).toEqual(['run.claimed', 'tool.called']);
+    expect(after.map((event) => event.type)).toEqual(['run.claimed', 'message']);
     expect(await store.readEvents(run.id, { afterId: all[2]?.id })).toEqual([]);
     await expect(store.readEvents(run.id, { afterId: 'nope' })).rejects.toThrow(RangeError);
   });

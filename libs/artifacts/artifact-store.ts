@@ -1,0 +1,23 @@
+import type { ArtifactName } from '../contracts/index.js';
+
+/** Where an artifact sits: under its run, under the run's tenant. */
+export interface ArtifactRef {
+  tenant: string;
+  runId: string;
+  name: ArtifactName;
+}
+
+/**
+ * Blobs a run leaves (issue 13): screenshots today. Redis holds only their names. A local folder
+ * by default (every role on one disk, as `npm start` has it); an S3-compatible bucket for a fleet
+ * on several machines. Keys are `<tenant>/<run id>/<name>` in both.
+ */
+export interface ArtifactStore {
+  put(ref: ArtifactRef, bytes: Uint8Array, contentType: string): Promise<void>;
+  /** Undefined when there is no such artifact (never written, or expired with its run). */
+  get(ref: ArtifactRef): Promise<{ bytes: Uint8Array; contentType: string } | undefined>;
+  /** Removes every artifact of one run; nothing to remove is not an error. */
+  deleteRun(tenant: string, runId: string): Promise<void>;
+  /** The runs that have artifacts here, for the retention sweep. */
+  listRuns(): AsyncIterable<{ tenant: string; runId: string }>;
+}

@@ -1,0 +1,132 @@
+import { z } from 'zod';
+import { conditionResultSchema, settleResultSchema } from './browser-tools.js';
+import { recordIdSchema } from './ids.js';
+
+/**
+ * What a run did, step by step (issue 13): each model turn and each tool call is a step record,
+ * tenant-scoped through its run and expiring with it. Screenshots are artifacts: the step holds
+ * their names only, the bytes sit in the artifact store (a local folder or an S3-compatible bucket).
+ */
+
+/**
+ * An artifact's name within its run: letters, digits, `_` and `-`, then `.jpg` or `.png`. Never a
+ * path: the store files it under the run (`<tenant>/<run id>/<name>`), and the API serves it at
+ * `/v1/runs/{id}/artifacts/{name}` after the run's tenant check.
+ */
+export const artifactNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,80}\.(jpg|png)$/, 'letters, digits, _ or -, then .jpg or .png');
+export type ArtifactName = z.output<typeof artifactNameSchema>;
+
+/** Screenshots are JPEG of the viewport, at most this wide and tall, at this quality. */
+export const SCREENSHOT_LIMITS = { maxWidth: 1280, maxHeight: 800, quality: 60 } as const;
+
+/**
+ * What the browser worker captured beside a page call's answer (data plane, not the model's
+ * observation): the settled page's screenshot after navigate and act, the outlined target of a
+ * preview. Names only.
+ */
+export const pageArtifactsSchema = z.object({ screenshot: artifactNameSchema.optional() });
+export type PageArtifacts = z.output<typeof pageArtifactsSchema>;
+
+export const STEP_KINDS = ['model', 'tool'] as const;
+/** `waiting_approval`: a tool call parked on its approval; it ends when a later execution answers it. */
+export const STEP_STATUSES = ['started', 'waiting_approval', 'ended'] as const;
+
+const count = z.number().int().nonnegative();
+
+/** A step's outcome: `ok`, or the stable code and message it failed with. */
+export const stepOutcomeSchema = z.object({
+  ok: z.boolean(),
+  code: z.string().nullable(),
+  message: z.string().nullable(),
+});
+export type StepOutcome = z.output<typeof stepOutcomeSchema>;
+
+export const modelStepSchema = z.object({
+  input_tokens: count,
+  cached_input_tokens: count,
+  output_tokens: count,
+  cost_micro_usd: count,
+  /** The calls this turn asked for, in order (their arguments are on the tool steps). */
+  tool_calls: z.array(z.object({ id: z.string(), name: z.string() })),
+  /** Whether this turn gave the run's final answer. */
+  answered: z.boolean(),
+});
+
+export const toolStepSchema = z.object({
+  name: z.string(),
+  invocation_id: z.string(),
+  /**
+   * The arguments as the run recorded them: text typed into a password or one-time-code field and
+   * any argument a tool marks secret read `[secret]` (issue 11). Never the real value.
+   */
+  arguments: z.json(),
+  outcome: stepOutcomeSchema.nullable(),
+  /** How the page settled after navigate or act (ADR-0159); null for other tools and failures. */
+  settle: settleResultSchema.nullable(),
+  /** The act's postcondition result, when it had one. */
+  postcondition: conditionResultSchema.nullable(),
+  /** The observation's page: url and title, as the model saw them. */
+  page: z.object({ url: z.string(), title: z.string() }).nullable(),
+  /** The settled page's screenshot (artifact name), after navigate and act. */
+  screenshot: artifactNameSchema.nullable(),
+  /** The approval a parked call waits on (or was decided by). */
+  approval_id: recordIdSchema.nullable(),
+});
+
+/**
+ * One step. `id` is stable across the run's executions: `a<attempt>-m<turn>` for a model turn,
+ * `a<attempt>-t<turn>-<index>` for a tool call (the invocation's step and place in its turn).
+ * `seq` orders a run's steps as they started.
+ */
+export const runStepSchema = z.object({
+  id: z.string().regex(/^a\d+-(m\d+|t\d+-\d+)$/),
+  run_id: recordIdSchema,
+  seq: z.number().int().positive(),
+  attempt: z.number().int().positive(),
+  turn: z.number().int().positive(),
+  index: count.nullable(),
+  kind: z.enum(STEP_KINDS),
+  status: z.enum(STEP_STATUSES),
+  started_at_ms: count,
+  ended_at_ms: count.nullable(),
+  duration_ms: count.nullable(),
+  model: modelStepSchema.nullable(),
+  tool: toolStepSchema.nullable(),
+});
+export type RunStep = z.output<typeof runStepSchema>;
+
+export function modelStepId(attempt: number, turn: number): string {
+  return `a${attempt}-m${turn}`;
+}
+export function toolStepId(attempt: number, turn: number, index: number): string {
+  return `a${attempt}-t${turn}-${index}`;
+}
+
+/** Pages of steps and runs: at most 100 items; `next_cursor` is null on the last page. */
+export const PAGE_LIMIT_MAX = 100;
+export const PAGE_LIMIT_DEFAULT = 50;
+
+export const stepPageSchema = z.object({
+  steps: z.array(runStepSchema),
+  next_cursor: z.string().nullable(),
+});
+
+/**
+ * What an approval shows the person deciding it (issue 13): the target element's role and name as
+ * the page named it, the page's URL, and a screenshot with the target outlined. Fields are null
+ * where they could not be had (no observation of that revision; the page could not be captured).
+ */
+export const approvalCardSchema = z.object({
+  element: z.object({ role: z.string(), name: z.string() }).nullable(),
+  action: z.string().nullable(),
+  page_url: z.string().nullable(),
+  page_title: z.string().nullable(),
+  screenshot: artifactNameSchema.nullable(),
+});
+export type ApprovalCard = z.output<typeof approvalCardSchema>;
+
+/** Webhook event types a tenant may subscribe to (issue 13). */
+export const WEBHOOK_EVENT_TYPES = ['approval.requested', 'run.ended'] as const;
+export const webhookEventTypeSchema = z.enum(WEBHOOK_EVENT_TYPES);
