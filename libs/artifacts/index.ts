@@ -1,0 +1,2 @@
+export type { ArtifactRef, ArtifactStore } from './artifact-store.js';
+export { LocalArtifactStore } from './local-store.js';
