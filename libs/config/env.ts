@@ -128,6 +128,34 @@ export const envSchema = z.object({
   /** Longest a process takes to stop after SIGTERM/SIGINT before it forces its exit. */
   SHUTDOWN_TIMEOUT_MS: positiveMs.default(10_000),
 
+  /**
+   * Issue 13: where screenshots and other run artifacts go. A local folder (made on start) unless
+   * LEASEHOLD_ARTIFACTS_S3_BUCKET names an S3-compatible bucket (credentials from the AWS SDK's own
+   * settings: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION…), which a fleet on several
+   * machines needs: every role must reach the same store.
+   */
+  LEASEHOLD_ARTIFACTS_DIR: z.string().min(1).default('.leasehold/artifacts'),
+  LEASEHOLD_ARTIFACTS_S3_BUCKET: optionalText,
+  /** An S3-compatible endpoint (MinIO, R2…); unset: AWS itself. Path-style addressing when set. */
+  LEASEHOLD_ARTIFACTS_S3_ENDPOINT: z.url().optional(),
+  LEASEHOLD_ARTIFACTS_S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Key prefix inside the bucket. */
+  LEASEHOLD_ARTIFACTS_S3_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_./-]{0,128}$/, 'letters, digits, _ . / -')
+    .default('leasehold/'),
+  /**
+   * Issue 13: days a run's record, steps, events and artifacts are kept after it ends (fractions
+   * allowed); a running, queued or waiting run is never expired.
+   */
+  RUN_RETENTION_DAYS: z.coerce.number().positive().max(3650).default(30),
+  /**
+   * Webhooks may be registered for loopback and private addresses only when this is true (a local
+   * receiver in development); by default such URLs are refused, so a tenant cannot aim the fleet's
+   * deliveries at its own network.
+   */
+  LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE: flag.default(false),
+
   /** Folder of limits.yaml and models.yaml. */
   LEASEHOLD_OPS_DIR: z.string().min(1).optional(),
 });

@@ -69,6 +69,21 @@ export interface Config {
     readonly upkeepIntervalMs: number;
   };
   readonly sweeper: { readonly intervalMs: number };
+  /** Issue 13: where run artifacts go (a local folder, or an S3-compatible bucket when named). */
+  readonly artifacts: {
+    readonly dir: string;
+    readonly s3:
+      | {
+          readonly bucket: string;
+          readonly endpoint: string | undefined;
+          readonly region: string;
+          readonly prefix: string;
+        }
+      | undefined;
+  };
+  /** Issue 13: how long an ended run (record, steps, events, artifacts) is kept, in ms. */
+  readonly runRetentionMs: number;
+  readonly webhooks: { readonly allowPrivate: boolean };
   readonly shutdownTimeoutMs: number;
   readonly limits: LimitsFile;
   readonly models: ModelsFile;
@@ -170,6 +185,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       upkeepIntervalMs: e.LEASE_UPKEEP_INTERVAL_MS,
     },
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS },
+    artifacts: {
+      dir: e.LEASEHOLD_ARTIFACTS_DIR,
+      s3: e.LEASEHOLD_ARTIFACTS_S3_BUCKET
+        ? {
+            bucket: e.LEASEHOLD_ARTIFACTS_S3_BUCKET,
+            endpoint: e.LEASEHOLD_ARTIFACTS_S3_ENDPOINT,
+            region: e.LEASEHOLD_ARTIFACTS_S3_REGION,
+            prefix: e.LEASEHOLD_ARTIFACTS_S3_PREFIX,
+          }
+        : undefined,
+    },
+    runRetentionMs: Math.round(e.RUN_RETENTION_DAYS * 86_400_000),
+    webhooks: { allowPrivate: e.LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     limits,
     models,
