@@ -52,7 +52,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
 
   const app = await createRestServer(logger);
 
-  const store = new RunStore(redis, config.redis.keyPrefix);
+  const store = new RunStore(redis, config.redis.keyPrefix, Date.now, { retentionMs: config.runRetentionMs });
   // Issue 11.1: default-deny. Every route needs a key unless marked; unknown paths (404, answered
   // by createHttpServer) and router errors too. The routes below still check their scopes.
   const authFailures = new FailedAuthLimiter(

@@ -58,7 +58,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   log[browserToolsState(config) === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
 
   const redis = await connectRedis(options.redisUrl, 'worker', 'run-worker-store');
-  const store = new RunStore(redis, config.redis.keyPrefix);
+  const store = new RunStore(redis, config.redis.keyPrefix, Date.now, { retentionMs: config.runRetentionMs });
   const cancels = await listenForCancels(redis, store.cancelChannel, log);
   const queue = createRunsQueue(redis, config.redis.queuePrefix);
   const leases = new RedisLeaseStore(redis, config.redis.keyPrefix);

@@ -9,6 +9,7 @@ import {
 } from '../contracts/index.js';
 import type { RunStoreContext } from './run-keys.js';
 import { parseApproval, parseGrant } from './run-records.js';
+import { runScriptKeys } from './run-retention.js';
 import {
   isRefusalCode,
   type RunRefusal,
@@ -46,29 +47,44 @@ export async function requestApproval(
 ): Promise<{ approvalId: string; transition: RunTransition<'parked' | 'cancelled'> }> {
   const { redis, keys } = context;
   const approvalId = newId('apr');
-  // A run's tenant never changes, so reading it ahead of the script cannot go stale.
-  const tenant = await redis.hget(keys.run(runId), 'tenant');
+  // A run's tenant never changes, nor its deadline and attempt while it runs, so reading them
+  // ahead of the script cannot go stale.
+  const [tenant, deadlineAt, attempt] = await redis.hmget(
+    keys.run(runId),
+    'tenant',
+    'deadline_at',
+    'attempt',
+  );
   if (!tenant) return { approvalId, transition: refusal(runId, 'not_found', '', 'running') };
   const now = context.now();
+  // Issue 13: the pointer sits outside the run's slot, so the run's end cannot expire it; the run
+  // ends by its deadline at the latest (the sweeper fails it there), so the pointer lives that long
+  // and the retention after it.
+  const pointerTtlMs = Math.max(0, Number(deadlineAt) - now || 0) + context.retentionMs;
   // Pointer and index first: a crash before the script leaves entries that read as absent. They
   // sit in different slots, so they are a pipeline, not a transaction.
   failOnError(
     await redis
       .pipeline()
-      .set(keys.approvalRun(approvalId), runId)
+      .set(keys.approvalRun(approvalId), runId, 'PX', pointerTtlMs)
       .zadd(keys.tenantApprovals(tenant), now, approvalId)
       .exec(),
   );
+  // A run whose cancel was requested ends here, so the script holds every key it owns.
   const reply = await redis.createApproval(
-    keys.run(runId),
-    keys.events(runId),
-    keys.approvals(runId),
+    ...(await runScriptKeys(
+      context,
+      runId,
+      [keys.run(runId), keys.events(runId), keys.approvals(runId)],
+      Number(attempt) || 1,
+    )),
     ownerToken,
     approvalId,
     request.invocationId,
     request.tool,
     JSON.stringify(request.arguments ?? null),
     now,
+    context.retentionMs,
   );
   const transition = toTransition<'parked' | 'cancelled'>(runId, reply, 'running');
   if (!transition.ok) {
@@ -132,6 +148,9 @@ export async function listTenantPendingApprovals(
   for (const [i, id] of ids.entries()) lookup.hget(keys.approvals(runIds[i] ?? ''), id);
   const replies = (await lookup.exec()) ?? [];
   for (const [i, id] of ids.entries()) {
+    // Issue 13: a member whose pointer expired (retention) names nothing any more. The pointer is
+    // written before the member, so a missing one is never an approval still being requested.
+    if (!runIds[i]) decided.push(id);
     const json = runIds[i] ? replies[i]?.[1] : null;
     if (typeof json !== 'string') continue;
     const approval = parseApproval(json);

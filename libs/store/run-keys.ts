@@ -129,4 +129,9 @@ export interface RunStoreContext {
   readonly now: () => number;
   /** Entries kept in a run's event stream (older ones are trimmed). */
   readonly eventsCap: number;
+  /**
+   * How long every key a run owns is kept after the run ends (issue 13, `RUN_RETENTION_DAYS`):
+   * the end script sets it as the keys' expiry; a retry takes it off again.
+   */
+  readonly retentionMs: number;
 }

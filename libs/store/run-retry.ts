@@ -4,6 +4,7 @@ import { earlierEffects, inputText, retryNote } from './retry-note.js';
 import { indexRetriedRun, reindexFromRecord } from './run-deadlines.js';
 import type { RunStoreContext } from './run-keys.js';
 import { getRun } from './run-reads.js';
+import { runScriptKeys } from './run-retention.js';
 import { type RunTransition, toTransition } from './run-transition.js';
 
 /**
@@ -25,12 +26,17 @@ export async function retryRun(
   const indexed = await indexRetriedRun(context, runId, tenant, now);
   const { redis, keys } = context;
   // The script refuses (`stale_execution`) if another retry moved the attempt since the read.
-  const reply = await redis.retryRun(
+  // It holds every key the run owns, the new attempt's archive included: the failed run's keys
+  // were set to expire at its end, and the retry keeps them again (issue 13).
+  const own = [
     keys.run(runId),
     keys.events(runId),
     keys.transcript(runId),
     keys.attemptTranscript(runId, failed.attempt),
     keys.loopState(runId),
+  ];
+  const reply = await redis.retryRun(
+    ...(await runScriptKeys(context, runId, own, failed.attempt + 1)),
     now,
     tenant,
     failed.attempt,

@@ -1,6 +1,7 @@
 import { type RunErrorCode, recordIdSchema } from '../contracts/index.js';
 import { canonicalJson } from './canonical-json.js';
 import type { RunStoreContext } from './run-keys.js';
+import { runScriptKeys } from './run-retention.js';
 import { type RunTransition, toTransition } from './run-transition.js';
 
 /**
@@ -54,14 +55,15 @@ export async function suspendRun(
   waitingOn: string,
 ): Promise<RunTransition> {
   const { redis, keys } = context;
+  // A run whose cancel was requested ends here, so the script holds every key it owns.
   const reply = await redis.suspendRun(
-    keys.run(runId),
-    keys.events(runId),
+    ...(await runScriptKeys(context, runId, [keys.run(runId), keys.events(runId)])),
     ownerToken,
     status,
     context.now(),
     JSON.stringify(detail),
     waitingOn,
+    context.retentionMs,
   );
   return toTransition(runId, reply, 'running');
 }
@@ -115,8 +117,7 @@ export async function finishRun(
 ): Promise<RunTransition> {
   const { redis, keys } = context;
   const reply = await redis.finishRun(
-    keys.run(runId),
-    keys.events(runId),
+    ...(await runScriptKeys(context, runId, [keys.run(runId), keys.events(runId)])),
     ownerToken,
     end.status,
     end.status === 'succeeded' ? canonicalJson(end.result ?? null) : '',
@@ -124,6 +125,7 @@ export async function finishRun(
     end.status === 'succeeded' ? '' : (end.message ?? 'cancelled while running'),
     context.now(),
     end.status === 'failed' && end.step !== undefined ? end.step : '',
+    context.retentionMs,
   );
   return toTransition(runId, reply, 'running');
 }
@@ -137,13 +139,12 @@ export async function cancelRun(
   if (!recordIdSchema.safeParse(runId).success) return toTransition(runId, ['not_found', '', []], '');
   const { redis, keys } = context;
   const reply = await redis.cancelRun(
-    keys.run(runId),
-    keys.events(runId),
-    keys.approvals(runId),
+    ...(await runScriptKeys(context, runId, [keys.run(runId), keys.events(runId), keys.approvals(runId)])),
     context.now(),
     tenant,
     message,
     keys.cancelChannel(),
+    context.retentionMs,
   );
   return toTransition(runId, reply, 'queued, running, parked or waiting');
 }
@@ -156,14 +157,13 @@ export async function failRun(
 ): Promise<RunTransition<'failed'>> {
   const { redis, keys } = context;
   const reply = await redis.failRun(
-    keys.run(runId),
-    keys.events(runId),
-    keys.approvals(runId),
+    ...(await runScriptKeys(context, runId, [keys.run(runId), keys.events(runId), keys.approvals(runId)])),
     reason,
     options.expectedExecution ?? 0,
     context.now(),
     options.message ?? reason,
     options.step ?? '',
+    context.retentionMs,
   );
   return toTransition(runId, reply, 'not ended');
 }

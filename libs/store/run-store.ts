@@ -59,6 +59,7 @@ import {
 } from './run-events.js';
 import { RunKeys, type RunStoreContext } from './run-keys.js';
 import { getRun, listRuns, runStates, stopRequested } from './run-reads.js';
+import { checkedRetentionMs, DEFAULT_RUN_RETENTION_MS } from './run-retention.js';
 import { retryRun } from './run-retry.js';
 import {
   cancelRun,
@@ -86,6 +87,11 @@ export const RUN_EVENTS_CAP = 10_000;
 export interface RunStoreOptions {
   /** Entries kept per run event stream; older ones are trimmed. Default {@link RUN_EVENTS_CAP}. */
   eventsCap?: number;
+  /**
+   * How long a run's keys are kept after it ends (issue 13: `config.runRetentionMs`), in ms.
+   * Default thirty days. Too small and a person loses a run's steps before looking at them.
+   */
+  retentionMs?: number;
 }
 
 function decider(by: string | ApprovalDecider): ApprovalDecider {
@@ -113,7 +119,13 @@ export class RunStore {
     const eventsCap = options.eventsCap ?? RUN_EVENTS_CAP;
     if (!Number.isInteger(eventsCap) || eventsCap < 1)
       throw new RangeError(`eventsCap: expected a positive integer, got ${eventsCap}`);
-    this.#context = { redis: withScripts(redis), keys: new RunKeys(keyPrefix), now: clock, eventsCap };
+    this.#context = {
+      redis: withScripts(redis),
+      keys: new RunKeys(keyPrefix),
+      now: clock,
+      eventsCap,
+      retentionMs: checkedRetentionMs(options.retentionMs ?? DEFAULT_RUN_RETENTION_MS),
+    };
   }
 
   /**

@@ -3,8 +3,13 @@ import type { Redis } from 'ioredis';
 
 const LUA_DIR = new URL('./lua/', import.meta.url);
 
-/** A script file named `<command>-<number of keys>.lua`, as BullMQ names its own. */
-const SCRIPT_FILE = /^([A-Za-z]+)-(\d+)\.lua$/;
+/**
+ * A script file named `<command>-<number of keys>.lua`, as BullMQ names its own. A `+` after the
+ * number (`finishRun-2+.lua`) marks a script that takes more keys after those: the run's other
+ * keys, whose number depends on its attempts (issue 13, retention); its caller passes the number of
+ * keys first, as EVAL itself takes it.
+ */
+const SCRIPT_FILE = /^([A-Za-z]+)-(\d+)(\+?)\.lua$/;
 
 type Reply = Promise<Array<string | number>>;
 type Arg = string | number;
@@ -31,11 +36,8 @@ export interface ScriptCommands {
     eventsKey: string,
     ...argv: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
-  suspendRun(
-    runKey: string,
-    eventsKey: string,
-    ...argv: Arg[]
-  ): Promise<[string, string, Array<string | number>]>;
+  /** KEYS: the script's own, then the run's other keys (`+` file: the count goes first). */
+  suspendRun(numberOfKeys: number, ...keysAndArgs: Arg[]): Promise<[string, string, Array<string | number>]>;
   requeueRun(
     runKey: string,
     eventsKey: string,
@@ -46,41 +48,23 @@ export interface ScriptCommands {
     eventsKey: string,
     ...argv: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
-  finishRun(
-    runKey: string,
-    eventsKey: string,
-    ...argv: Arg[]
-  ): Promise<[string, string, Array<string | number>]>;
-  cancelRun(
-    runKey: string,
-    eventsKey: string,
-    approvalsKey: string,
-    ...argv: Arg[]
-  ): Promise<[string, string, Array<string | number>]>;
-  failRun(
-    runKey: string,
-    eventsKey: string,
-    approvalsKey: string,
-    ...argv: Arg[]
-  ): Promise<[string, string, Array<string | number>]>;
-  retryRun(
-    runKey: string,
-    eventsKey: string,
-    transcriptKey: string,
-    archivedTranscriptKey: string,
-    loopStateKey: string,
-    ...argv: Arg[]
-  ): Promise<[string, string, Array<string | number>]>;
+  /** KEYS: the script's own, then the run's other keys (`+` file: the count goes first). */
+  finishRun(numberOfKeys: number, ...keysAndArgs: Arg[]): Promise<[string, string, Array<string | number>]>;
+  /** KEYS: the script's own, then the run's other keys (`+` file: the count goes first). */
+  cancelRun(numberOfKeys: number, ...keysAndArgs: Arg[]): Promise<[string, string, Array<string | number>]>;
+  /** KEYS: the script's own, then the run's other keys (`+` file: the count goes first). */
+  failRun(numberOfKeys: number, ...keysAndArgs: Arg[]): Promise<[string, string, Array<string | number>]>;
+  /** KEYS: the script's own, then the run's other keys (`+` file: the count goes first). */
+  retryRun(numberOfKeys: number, ...keysAndArgs: Arg[]): Promise<[string, string, Array<string | number>]>;
   addUsage(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
   markUnverified(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
   saveLoopState(runKey: string, loopKey: string, ...argv: Arg[]): Promise<[string, string?]>;
   appendEvent(runKey: string, eventsKey: string, ...argv: Arg[]): Promise<[string, string]>;
   recordInvocation(runKey: string, ledgerKey: string, ...argv: Arg[]): Promise<[string, string, string]>;
+  /** KEYS: the script's own, then the run's other keys (`+` file: the count goes first). */
   createApproval(
-    runKey: string,
-    eventsKey: string,
-    approvalsKey: string,
-    ...argv: Arg[]
+    numberOfKeys: number,
+    ...keysAndArgs: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
   decideApproval(
     runKey: string,
@@ -113,6 +97,14 @@ export interface ScriptCommands {
     approvalsKey: string,
     ...argv: Arg[]
   ): Promise<[string, string, string[], string[]]>;
+  recordStep(
+    runKey: string,
+    eventsKey: string,
+    stepsKey: string,
+    stepOrderKey: string,
+    approvalsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string | number]>;
 }
 
 /** `--- @include "includes/<name>.lua"`, as BullMQ marks the shared pieces of its scripts. */
@@ -138,7 +130,7 @@ export function withScripts(client: Redis): Redis & ScriptCommands {
       const match = SCRIPT_FILE.exec(file);
       if (!match?.[1] || !match[2]) continue;
       client.defineCommand(match[1], {
-        numberOfKeys: Number(match[2]),
+        numberOfKeys: match[3] ? undefined : Number(match[2]),
         lua: withIncludes(readFileSync(new URL(file, LUA_DIR), 'utf8')),
       });
     }

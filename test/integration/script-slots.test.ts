@@ -42,7 +42,12 @@ function recordScriptCalls(client: Redis): ScriptCall[] {
   for (const [name, script] of Object.entries(scripts)) {
     const execute = script.execute.bind(script);
     script.execute = (container, args, options, callback) => {
-      calls.push({ script: name, keys: args.slice(0, script.numberOfKeys ?? 0).map(String) });
+      // A `+` script (issue 13: it holds every key its run owns) takes its key count first.
+      const keys =
+        script.numberOfKeys === null
+          ? args.slice(1, 1 + Number(args[0]))
+          : args.slice(0, script.numberOfKeys);
+      calls.push({ script: name, keys: keys.map(String) });
       return execute(container, args, options, callback);
     };
   }
@@ -177,7 +182,7 @@ describe('every store script touches one hash slot (issue 12: the store works on
 
     const called = new Set(calls.map((call) => call.script));
     const scripts = readdirSync(new URL('../../libs/store/lua/', import.meta.url))
-      .map((file) => /^([A-Za-z]+)-\d+\.lua$/.exec(file)?.[1])
+      .map((file) => /^([A-Za-z]+)-\d+\+?\.lua$/.exec(file)?.[1])
       .filter((name): name is string => name !== undefined);
     expect(scripts.filter((name) => !called.has(name))).toEqual([]);
   });

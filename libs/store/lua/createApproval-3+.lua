@@ -7,16 +7,19 @@
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
     KEYS[3] the run's approvals     ({run:ID}:approvals), one JSON per approval id
+    KEYS[4..] the run's other keys   (RunKeys.runOwned; issue 13: they expire with a cancelled end)
 
     ARGV[1] the owner token
     ARGV[2] approval id   ARGV[3] invocation id   ARGV[4] tool   ARGV[5] the call's arguments (JSON)
     ARGV[6] now (epoch ms)
+    ARGV[7] the retention (ms) of a run that ends cancelled here
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', 'parked' | 'cancelled', fields}
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
 --- @include "includes/emit.lua"
+--- @include "includes/retain-run.lua"
 --- @include "includes/end-cancelled.lua"
 --- @include "includes/owner-fence.lua"
 
@@ -33,7 +36,7 @@ redis.call("HSET", KEYS[3], ARGV[2], cjson.encode(approval))
 local data = {previous = "running", attempt = tonumber(f[3]), execution = tonumber(f[4])}
 
 if cancelled then
-  return endCancelled(now, "cancelled while running", data)
+  return endCancelled(now, "cancelled while running", data, tonumber(ARGV[7]))
 end
 
 redis.call("HSET", KEYS[1], "status", "parked", "owner", "", "updated_at", now)

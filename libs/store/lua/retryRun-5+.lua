@@ -13,6 +13,7 @@
     KEYS[3] the run's transcript          ({run:ID}:transcript)
     KEYS[4] the failed attempt's archive  ({run:ID}:transcript:a<attempt>)
     KEYS[5] the run loop's state          ({run:ID}:loop)
+    KEYS[6..] the run's other keys        (RunKeys.runOwned; issue 13: kept again, no expiry)
 
     ARGV[1] now (epoch ms)
     ARGV[2] the tenant asking (another tenant's run reads as absent)
@@ -24,6 +25,7 @@
     {'not_found' | 'wrong_status' | 'stale_execution', status, {}}
 ]]
 --- @include "includes/emit.lua"
+--- @include "includes/retain-run.lua"
 
 local f = redis.call("HMGET", KEYS[1], "status", "tenant", "timeout_ms", "attempt")
 if not f[1] or f[2] ~= ARGV[2] then return {"not_found", "", {}} end
@@ -43,5 +45,7 @@ redis.call("HSET", KEYS[1], "status", "queued", "owner", "", "cancel_requested",
   "steps", 0, "model_calls", 0, "tool_calls", 0, "cost_micro_usd", 0,
   "deadline_at", now + tonumber(f[3]), "updated_at", now, "ended_at", "",
   "result", "", "error_reason", "", "error_message", "", "error_step", "")
+-- Issue 13: the failed run's keys were set to expire at its end; a new attempt has no end yet.
+keepRunKeys()
 emit("run.retried", now, {status = "queued", previous = "failed", attempt = attempt, execution = execution})
 return {"ok", "queued", redis.call("HGETALL", KEYS[1])}

@@ -5,6 +5,7 @@
   Input:
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
+    KEYS[3..] the run's other keys   (RunKeys.runOwned; issue 13: they expire with it)
 
     ARGV[1] the owner token
     ARGV[2] the end: succeeded, failed or cancelled
@@ -13,6 +14,7 @@
     ARGV[5] the error message
     ARGV[6] now (epoch ms)
     ARGV[7] the step the error happened at ('' when none is known)
+    ARGV[8] the retention (ms): every key the run owns expires that long after its end
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', end, fields}
@@ -20,6 +22,7 @@
 ]]
 --- @include "includes/emit.lua"
 --- @include "includes/owner-fence.lua"
+--- @include "includes/retain-run.lua"
 
 local f, refused = fenceRunningOwner("attempt", "execution")
 if refused then return refused end
@@ -37,4 +40,5 @@ if ARGV[4] ~= "" then
   data.error = {code = ARGV[4], message = ARGV[5], step = tonumber(ARGV[7] or "") or cjson.null}
 end
 emit("run." .. outcome, now, data)
+retainRunKeys(tonumber(ARGV[8]))
 return {"ok", outcome, redis.call("HGETALL", KEYS[1])}

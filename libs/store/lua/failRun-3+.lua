@@ -7,12 +7,14 @@
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
     KEYS[3] the run's approvals     ({run:ID}:approvals)
+    KEYS[4..] the run's other keys   (RunKeys.runOwned; issue 13: they expire with it)
 
     ARGV[1] the failure reason
     ARGV[2] the execution expected (0 for any): a run that has moved on is left alone
     ARGV[3] now (epoch ms)
     ARGV[4] the failure message
     ARGV[5] the step the run failed at ('' when the caller does not know it)
+    ARGV[6] the retention (ms): every key the run owns expires that long after its end
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', 'failed', fields}
@@ -20,6 +22,7 @@
 ]]
 --- @include "includes/emit.lua"
 --- @include "includes/expire-approvals.lua"
+--- @include "includes/retain-run.lua"
 
 local f = redis.call("HMGET", KEYS[1], "status", "attempt", "execution")
 if not f[1] then return {"not_found", "", {}} end
@@ -39,4 +42,5 @@ expirePendingApprovals(KEYS[3], now, true)
 emit("run.failed", now, {status = "failed", previous = status,
   error = {code = ARGV[1], message = ARGV[4], step = tonumber(ARGV[5] or "") or cjson.null},
   attempt = tonumber(f[2]), execution = tonumber(f[3])})
+retainRunKeys(tonumber(ARGV[6]))
 return {"ok", "failed", redis.call("HGETALL", KEYS[1])}

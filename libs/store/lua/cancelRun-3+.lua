@@ -8,11 +8,13 @@
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
     KEYS[3] the run's approvals     ({run:ID}:approvals)
+    KEYS[4..] the run's other keys   (RunKeys.runOwned; issue 13: they expire with it)
 
     ARGV[1] now (epoch ms)
     ARGV[2] the tenant asking (another tenant's run reads as absent)
     ARGV[3] the message recorded with the end
     ARGV[4] the cancel channel (pub/sub)
+    ARGV[5] the retention (ms): every key the run owns expires that long after its end
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', 'cancelled' | 'cancel_requested', fields}
@@ -20,6 +22,7 @@
 ]]
 --- @include "includes/emit.lua"
 --- @include "includes/expire-approvals.lua"
+--- @include "includes/retain-run.lua"
 --- @include "includes/end-cancelled.lua"
 
 local f = redis.call("HMGET", KEYS[1], "status", "tenant", "attempt", "execution", "cancel_requested")
@@ -42,4 +45,4 @@ if status ~= "queued" and status ~= "parked" and status ~= "waiting_child" and s
 end
 
 expirePendingApprovals(KEYS[3], now, true)
-return endCancelled(now, ARGV[3], data)
+return endCancelled(now, ARGV[3], data, tonumber(ARGV[5]))

@@ -6,18 +6,21 @@
   Input:
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
+    KEYS[3..] the run's other keys   (RunKeys.runOwned; issue 13: they expire with a cancelled end)
 
     ARGV[1] the owner token
     ARGV[2] the status to move to: parked, waiting_child or waiting_user
     ARGV[3] now (epoch ms)
     ARGV[4] detail for the event (a JSON object)
     ARGV[5] the run waited on ('' for none): a `waiting_child` run names its child here
+    ARGV[6] the retention (ms) of a run that ends cancelled here
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', new status, fields}
     {'not_found' | 'wrong_status' | 'not_owner', status, {}}
 ]]
 --- @include "includes/emit.lua"
+--- @include "includes/retain-run.lua"
 --- @include "includes/end-cancelled.lua"
 --- @include "includes/owner-fence.lua"
 
@@ -34,7 +37,7 @@ data.attempt = tonumber(f[3])
 data.execution = tonumber(f[4])
 
 if f[5] == "1" then
-  return endCancelled(now, "cancelled while running", data)
+  return endCancelled(now, "cancelled while running", data, tonumber(ARGV[6]))
 end
 
 redis.call("HSET", KEYS[1], "status", target, "owner", "", "updated_at", now, "waiting_on", ARGV[5])
