@@ -1,5 +1,15 @@
 import type { ArtifactName } from '../contracts/index.js';
 
+const RUN_ID = /^[A-Za-z0-9_-]{1,80}$/;
+
+/**
+ * Whether a run id may name a run's place in a store (a folder, a key's middle part): never `..`,
+ * a `/` or anything else that would reach outside it. Record ids are narrower still.
+ */
+export function artifactRunIdValid(runId: string): boolean {
+  return RUN_ID.test(runId);
+}
+
 /** Where an artifact sits: under its run, under the run's tenant. */
 export interface ArtifactRef {
   tenant: string;

@@ -1,9 +1,8 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { artifactNameSchema, tenantIdSchema } from '../contracts/index.js';
-import type { ArtifactRef, ArtifactStore } from './artifact-store.js';
+import { type ArtifactRef, type ArtifactStore, artifactRunIdValid } from './artifact-store.js';
 
-const RUN_ID = /^[A-Za-z0-9_-]{1,80}$/;
 const CONTENT_TYPES: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png' };
 
 /**
@@ -53,13 +52,13 @@ export class LocalArtifactStore implements ArtifactStore {
     for (const tenant of await entries(this.dir)) {
       if (!tenantIdSchema.safeParse(tenant).success) continue;
       for (const runId of await entries(join(this.dir, tenant))) {
-        if (RUN_ID.test(runId)) yield { tenant, runId };
+        if (artifactRunIdValid(runId)) yield { tenant, runId };
       }
     }
   }
 
   #valid(tenant: string, runId: string): boolean {
-    return tenantIdSchema.safeParse(tenant).success && RUN_ID.test(runId);
+    return tenantIdSchema.safeParse(tenant).success && artifactRunIdValid(runId);
   }
 
   #runDir(tenant: string, runId: string): string {
