@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Browser } from 'playwright-core';
+import { type ArtifactStore, LocalArtifactStore } from '../../libs/artifacts/index.js';
 import { launchChromium, resolveChromium } from '../../libs/browser/index.js';
 import type { Config } from '../../libs/config/index.js';
 import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../../libs/lease/http/index.js';
 import {
+  createScreenshotFailures,
   type LeaseCaps,
   LeaseService,
   type LeaseStore,
@@ -31,6 +33,8 @@ export interface BrowserWorkerOptions {
   caps?: LeaseCaps;
   /** Tests and benchmarks: another page factory over the launched browser. */
   pages?: (browser: Browser) => PageFactory;
+  /** Tests: another artifact store than the configured one. */
+  artifacts?: ArtifactStore;
 }
 
 export interface BrowserWorkerHandle {
@@ -38,6 +42,8 @@ export interface BrowserWorkerHandle {
   leases: LeaseService;
   store: LeaseStore;
   pages: PageFactory;
+  /** Issue 13: where the pages' screenshots go. */
+  artifacts: ArtifactStore;
   browser: Browser;
   /** The Chromium binary this worker launched. */
   executablePath: string;
@@ -76,6 +82,8 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     held.add('redis', () => closeRedis(redis));
     const store = new RedisLeaseStore(redis, config.redis.keyPrefix);
     const pages = options.pages?.(browser) ?? new PlaywrightPageFactory(browser);
+    // Issue 13: screenshots after navigate and act, under each lease's tenant and run.
+    const artifacts = options.artifacts ?? (await new LocalArtifactStore(config.artifacts.dir).open());
     const leases = new LeaseService({
       store,
       pages,
@@ -86,6 +94,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       metrics: createLeaseMetrics(metrics.registry),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.caps ? { caps: options.caps } : {}),
+      artifacts: { store: artifacts, failures: createScreenshotFailures(metrics.registry), log },
     });
     const revoked = await leases.revokeOrphans();
     if (revoked > 0) log.warn({ revoked }, 'revoked leases whose pages a previous run of this worker held');
@@ -133,6 +142,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       leases,
       store,
       pages,
+      artifacts,
       browser,
       executablePath: chromium.path,
       url,

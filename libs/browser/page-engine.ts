@@ -21,6 +21,7 @@ import {
 } from './observation.js';
 import { Operation, type OperationLimits, within } from './operation.js';
 import { originAllowed, originOf } from './origin-guard.js';
+import { type Capture, PageCapture } from './page-capture.js';
 import { type BlockedCounts, ContextFence } from './page-fence.js';
 import type { TargetAnswer, TargetPath } from './page-script/page-agent.js';
 import { RequestTracker } from './request-tracker.js';
@@ -40,6 +41,15 @@ export interface PageEngineOptions {
   onSettle?: (tool: 'navigate' | 'act', settle: SettleResult) => void;
 }
 
+/** Issue 13: what an effect captures beside its observation when asked. */
+export interface EffectOptions {
+  /** A JPEG of the settled viewport, taken with the observation the answer carries. */
+  screenshot?: boolean;
+}
+
+/** An effect's outcome, with its capture when one was asked for. */
+export type EffectOutcome = ToolOutcome & { capture?: Capture };
+
 /**
  * The three browser tools of contract 1.2.0 over one Playwright page (DESIGN §6): navigate, observe
  * and act, each giving back the observation and, beside it, the platform's evidence key. Calls on
@@ -47,6 +57,7 @@ export interface PageEngineOptions {
  */
 export class PageEngine {
   private readonly revisions: RevisionState = { current: null };
+  private readonly capture: PageCapture;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
 
@@ -56,7 +67,9 @@ export class PageEngine {
     private readonly fence: ContextFence,
     private readonly agent: PageAgentWorld,
     private readonly onSettle: PageEngineOptions['onSettle'],
-  ) {}
+  ) {
+    this.capture = new PageCapture(page);
+  }
 
   /**
    * One engine per browser context (one lease): the fence covers every page and frame of the
@@ -80,8 +93,10 @@ export class PageEngine {
   }
 
   /** `browser.navigate {url}`: the settled page at the new URL. */
-  navigate(args: NavigateArgs, limits: OperationLimits): Promise<ToolOutcome> {
-    return this.serially(() => this.navigateNow(parse(navigateArgsSchema, args), new Operation(limits)));
+  navigate(args: NavigateArgs, limits: OperationLimits, options: EffectOptions = {}): Promise<EffectOutcome> {
+    return this.serially(() =>
+      this.navigateNow(parse(navigateArgsSchema, args), new Operation(limits), options),
+    );
   }
 
   /** `browser.observe {continuation? | wait_for?}`: the page as it is, not waited for. */
@@ -90,8 +105,29 @@ export class PageEngine {
   }
 
   /** `browser.act {revision, element, action, text?, postcondition?}`: the settled page after one action. */
-  act(args: ActArgsInput, limits: OperationLimits): Promise<ToolOutcome> {
-    return this.serially(() => this.actNow(parse(actArgsSchema, args), new Operation(limits)));
+  act(args: ActArgsInput, limits: OperationLimits, options: EffectOptions = {}): Promise<EffectOutcome> {
+    return this.serially(() => this.actNow(parse(actArgsSchema, args), new Operation(limits), options));
+  }
+
+  /**
+   * Issue 13 (approval cards): the viewport with the element of `revision` outlined, for the person
+   * deciding an act on it. Not an effect: nothing is dispatched and the page is left as it was.
+   */
+  preview(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture> {
+    return this.serially(async () => {
+      const op = new Operation(limits);
+      if (args.revision !== this.revisions.current) {
+        throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
+      }
+      const target = await this.targetFor({ ...args, action: 'click' }, op, 'outline');
+      try {
+        const box = await target.element.boundingBox();
+        if (!box) throw new BrowserToolError('element_not_found', `element ${args.element} is not visible`);
+        return await this.capture.outlined(box, op.deadlineMs, op.signal);
+      } finally {
+        await target.element.dispose().catch(() => undefined);
+      }
+    });
   }
 
   /** Stops tracking and guarding; the page itself belongs to the caller. Idempotent. */
@@ -99,6 +135,7 @@ export class PageEngine {
     if (this.closed) return;
     this.closed = true;
     this.tracker.close();
+    await this.capture.close();
     await this.agent.close();
     await this.fence.close();
   }
@@ -112,7 +149,11 @@ export class PageEngine {
     return run;
   }
 
-  private async navigateNow(args: NavigateArgs, op: Operation): Promise<ToolOutcome> {
+  private async navigateNow(
+    args: NavigateArgs,
+    op: Operation,
+    options: EffectOptions,
+  ): Promise<EffectOutcome> {
     if (originOf(args.url) === null) {
       throw new BrowserToolError('invalid_arguments', 'url must be an absolute http(s) URL');
     }
@@ -140,10 +181,11 @@ export class PageEngine {
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
     const settle = await settlePage(this.page, this.agent, this.tracker, op);
     this.onSettle?.('navigate', settle);
-    return this.withBlocked(
-      await captureObservation(this.agent, this.revisions, op, { offset: 0, settle }),
-      blockedBefore,
-    );
+    const [outcome, capture] = await Promise.all([
+      captureObservation(this.agent, this.revisions, op, { offset: 0, settle }),
+      this.captureIf(options, op),
+    ]);
+    return withCapture(this.withBlocked(outcome, blockedBefore), capture);
   }
 
   private async observeNow(
@@ -167,7 +209,7 @@ export class PageEngine {
     return args.wait_for === undefined ? read() : observeUntil(read, args.wait_for, op);
   }
 
-  private async actNow(args: ActArgs, op: Operation): Promise<ToolOutcome> {
+  private async actNow(args: ActArgs, op: Operation, options: EffectOptions): Promise<EffectOutcome> {
     if (
       (args.action === 'fill' || args.action === 'select' || args.action === 'press') &&
       args.text === undefined
@@ -213,9 +255,14 @@ export class PageEngine {
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
     const read = () => captureObservation(this.agent, this.revisions, op, { offset: 0, settle });
     try {
-      const outcome =
-        args.postcondition === undefined ? await read() : await observeUntil(read, args.postcondition, op);
-      return this.withBlocked(outcome, blockedBefore);
+      // The screenshot is the settled page the answer's observation describes: taken beside that
+      // observation (one read), or after the postcondition's polls end on theirs.
+      const postcondition = args.postcondition;
+      const [outcome, capture] =
+        postcondition === undefined
+          ? await Promise.all([read(), this.captureIf(options, op)])
+          : [await observeUntil(read, postcondition, op), await this.captureIf(options, op)];
+      return withCapture(this.withBlocked(outcome, blockedBefore), capture);
     } catch (error) {
       // ADR-0159: evidence lost after an action leaves its outcome unknown.
       throw new BrowserToolError(
@@ -227,6 +274,10 @@ export class PageEngine {
         },
       );
     }
+  }
+
+  private captureIf(options: EffectOptions, op: Operation): Promise<Capture | undefined> {
+    return options.screenshot ? this.capture.viewport(op.deadlineMs, op.signal) : Promise.resolve(undefined);
   }
 
   private navigationBlockedSince(before: BlockedCounts): boolean {
@@ -253,8 +304,10 @@ export class PageEngine {
   private async targetFor(
     args: ActArgs,
     op: Operation,
+    /** What the page agent checks the element for: the action, or `outline` (any enabled element). */
+    checkAs: string = args.action,
   ): Promise<{ element: ElementHandle<Element>; selectBy: SelectBy }> {
-    const call = `check(${literal(args.revision)}, ${literal(args.element)}, ${literal(args.action)}, ${literal(args.text ?? null)})`;
+    const call = `check(${literal(args.revision)}, ${literal(args.element)}, ${literal(checkAs)}, ${literal(args.text ?? null)})`;
     let answer: TargetAnswer;
     try {
       const checked = await within(this.agent.call<TargetAnswer>(call), op.deadlineMs, op.signal);
@@ -356,6 +409,10 @@ async function dispatch(
     op.signal,
   );
   if (!done.done) throw new Error('the action did not complete before the call ended');
+}
+
+function withCapture(outcome: ToolOutcome, capture: Capture | undefined): EffectOutcome {
+  return capture === undefined ? outcome : { ...outcome, capture };
 }
 
 function disallowedRedirect(cause: unknown): BrowserToolError {

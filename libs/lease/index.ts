@@ -1,4 +1,10 @@
 export { DataPlaneError } from './errors.js';
+export {
+  createScreenshotFailures,
+  type LeaseArtifacts,
+  screenshotName,
+  storeCapture,
+} from './page-artifacts.js';
 export type { PageFactory, PageResult, PageSession } from './pages.js';
 export { PlaywrightPageFactory } from './playwright-pages.js';
 export type {

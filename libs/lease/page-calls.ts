@@ -4,6 +4,7 @@ import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
 import { readLeaseView } from './lease-views.js';
+import { type LeaseArtifacts, storeCapture } from './page-artifacts.js';
 import type { PageResult, PageSession } from './pages.js';
 import type { LeaseRecord, LeaseStore } from './ports.js';
 import { toldRefusal } from './told-refusal.js';
@@ -23,6 +24,8 @@ export interface LeasePageCallsDeps {
     leaseId: string,
     options: { seal: boolean; reason?: LeaseCloseReason },
   ) => Promise<LeaseView>;
+  /** Issue 13: where screenshots go; without it, calls answer none. */
+  artifacts?: LeaseArtifacts | undefined;
 }
 
 /**
@@ -64,6 +67,27 @@ export class LeasePageCalls {
   }
 
   /**
+   * Issue 13 (approval cards): the viewport with an observed element outlined, stored as an
+   * artifact of the lease's run. Not an effect: no sequence, nothing dispatched. A capture or write
+   * that fails answers no screenshot; a stale revision or a missing element is refused as for act.
+   */
+  preview(
+    profile: ProfileRef,
+    leaseId: string,
+    args: { revision: string; element: string },
+    limits: OperationLimits,
+  ) {
+    return this.#serially(profile, leaseId, async (session) => {
+      const lease = await this.#requireLive(profile, leaseId);
+      const capture = session.preview
+        ? await session.preview(args, limits)
+        : ({ ok: false, reason: 'error' } as const);
+      const artifacts = await storeCapture(this.#deps.artifacts, lease.scope, capture, 'preview');
+      return { lease: await this.#view(profile, leaseId), artifacts };
+    });
+  }
+
+  /**
    * An effect fenced by the action sequence: refused before dispatch unless `sequence` is exactly
    * the next one; the sequence advances (and the effect is counted) in one script right before
    * the effect leaves, so a refusal the page engine gives before dispatch advances nothing.
@@ -75,7 +99,7 @@ export class LeasePageCalls {
     run: (session: PageSession, beforeDispatch: () => Promise<void>) => Promise<PageResult>,
   ) {
     return this.#serially(profile, leaseId, async (session) => {
-      await this.#requireLive(profile, leaseId);
+      const lease = await this.#requireLive(profile, leaseId);
       await this.#fence(profile, leaseId, sequence, false);
       let dispatched = false;
       let result: PageResult;
@@ -88,7 +112,9 @@ export class LeasePageCalls {
         throw toldRefusal(error, dispatched, sequence);
       }
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
-      return { lease: await this.#view(profile, leaseId), result };
+      const { screenshot, ...answered } = result;
+      const artifacts = await storeCapture(this.#deps.artifacts, lease.scope, screenshot, 'shot');
+      return { lease: await this.#view(profile, leaseId), result: { ...answered, artifacts } };
     });
   }
 

@@ -1,4 +1,5 @@
-import type { OperationLimits } from '../browser/index.js';
+import type { Capture, OperationLimits } from '../browser/index.js';
+import type { PageArtifacts } from '../contracts/index.js';
 
 /**
  * The page under one lease, as the lease rules use it. Effects (navigate, act) call
@@ -14,16 +15,27 @@ export interface PageSession {
     limits: OperationLimits,
     beforeDispatch: () => Promise<void>,
   ): Promise<PageResult>;
+  /**
+   * Issue 13: the viewport with the element of an observed revision outlined (approval cards). Not
+   * an effect; the page is left as it was. Optional: a page without it answers no preview.
+   */
+  preview?(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture>;
   /** Playwright storage state (cookies and local storage) to seal into the profile. */
   storageState(): Promise<unknown>;
   /** Closes the browser context; afterwards the pages are gone. */
   dispose(): Promise<void>;
 }
 
-/** What a page call answers: the model-facing observation, and the evidence key for the platform. */
+/**
+ * What a page call answers: the model-facing observation, the evidence key for the platform, and
+ * after navigate and act (issue 13) the settled page's screenshot: the session's capture, which the
+ * lease rules turn into a stored artifact's name.
+ */
 export interface PageResult {
   observation: unknown;
   evidenceKey?: string;
+  screenshot?: Capture;
+  artifacts?: PageArtifacts;
 }
 
 export interface PageFactory {

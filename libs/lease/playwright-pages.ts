@@ -1,5 +1,11 @@
 import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-core';
-import { flushPageCookies, type OperationLimits, PageEngine } from '../browser/index.js';
+import {
+  type Capture,
+  type EffectOutcome,
+  flushPageCookies,
+  type OperationLimits,
+  PageEngine,
+} from '../browser/index.js';
 import type { PageFactory, PageResult, PageSession } from './pages.js';
 
 /**
@@ -40,6 +46,17 @@ export class PlaywrightPageFactory implements PageFactory {
   }
 }
 
+/** Issue 13: every navigate and act of a lease captures its settled page. */
+const SCREENSHOT = { screenshot: true } as const;
+
+function effectResult(outcome: EffectOutcome): PageResult {
+  return {
+    observation: outcome.observation,
+    evidenceKey: outcome.evidenceKey,
+    ...(outcome.capture ? { screenshot: outcome.capture } : {}),
+  };
+}
+
 class PlaywrightPageSession implements PageSession {
   constructor(
     private readonly context: BrowserContext,
@@ -51,8 +68,7 @@ class PlaywrightPageSession implements PageSession {
     limits: OperationLimits,
     beforeDispatch: () => Promise<void>,
   ): Promise<PageResult> {
-    const outcome = await this.engine.navigate({ url }, { ...limits, beforeDispatch });
-    return { observation: outcome.observation, evidenceKey: outcome.evidenceKey };
+    return effectResult(await this.engine.navigate({ url }, { ...limits, beforeDispatch }, SCREENSHOT));
   }
 
   async observe(args: Record<string, unknown>, limits: OperationLimits): Promise<PageResult> {
@@ -65,11 +81,17 @@ class PlaywrightPageSession implements PageSession {
     limits: OperationLimits,
     beforeDispatch: () => Promise<void>,
   ): Promise<PageResult> {
-    const outcome = await this.engine.act(args as Parameters<PageEngine['act']>[0], {
-      ...limits,
-      beforeDispatch,
-    });
-    return { observation: outcome.observation, evidenceKey: outcome.evidenceKey };
+    return effectResult(
+      await this.engine.act(
+        args as Parameters<PageEngine['act']>[0],
+        { ...limits, beforeDispatch },
+        SCREENSHOT,
+      ),
+    );
+  }
+
+  preview(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture> {
+    return this.engine.preview(args, limits);
   }
 
   /** Issue 17.4: what the pages wrote is what is sealed — their cookie writes are waited for first. */

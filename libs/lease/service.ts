@@ -16,6 +16,7 @@ import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
 import { profileView, readLeaseView } from './lease-views.js';
+import type { LeaseArtifacts } from './page-artifacts.js';
 import { LeasePageCalls } from './page-calls.js';
 import type { PageFactory } from './pages.js';
 import type { LeaseCaps, LeaseStore, StoredProfile } from './ports.js';
@@ -40,6 +41,8 @@ export interface LeaseServiceOptions {
   /** Epoch ms; injected by tests to cross caps without sleeping. */
   clock?: () => number;
   caps?: LeaseCaps;
+  /** Issue 13: where the pages' screenshots go; without it, page calls answer none. */
+  artifacts?: LeaseArtifacts;
 }
 
 /**
@@ -71,6 +74,7 @@ export class LeaseService {
       metrics: this.#metrics,
       held: this.#held,
       close: (profile, leaseId, closeOptions) => this.close(profile, leaseId, closeOptions),
+      artifacts: options.artifacts,
     });
   }
 
@@ -333,6 +337,15 @@ export class LeaseService {
 
   observe(profile: ProfileRef, leaseId: string, args: Record<string, unknown>, limits: OperationLimits) {
     return this.#pageCalls.observe(profile, leaseId, args, limits);
+  }
+
+  preview(
+    profile: ProfileRef,
+    leaseId: string,
+    args: { revision: string; element: string },
+    limits: OperationLimits,
+  ) {
+    return this.#pageCalls.preview(profile, leaseId, args, limits);
   }
 
   // ---- upkeep inside the service ----------------------------------------------------------

@@ -29,6 +29,11 @@ const LEASE = `${PROFILE}/leases/:leaseId`;
 const tenantParams = z.object({ tenant: tenantIdSchema });
 const profileParams = tenantParams.extend({ profileId: profileIdSchema });
 const leaseParams = profileParams.extend({ leaseId: z.string().regex(/^lse_[A-Za-z0-9_-]{8,64}$/) });
+/** Issue 13: a preview names an element of an observed revision, as an act does. */
+const previewSchema = z.object({
+  deadline_ms: z.number().int().min(1).max(120_000).default(10_000),
+  args: z.object({ revision: z.string().min(1).max(64), element: z.string().min(1).max(64) }),
+});
 
 function profileRef(params: { tenant: string; profileId: string }): ProfileRef {
   return { tenant: params.tenant, id: params.profileId };
@@ -101,7 +106,8 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
   });
 
   // The page routes: each answers the lease (its sequence and effect count), the observation, and
-  // the evidence key for the platform's loop breaker (never for the model).
+  // the evidence key for the platform's loop breaker (never for the model); navigate and act also
+  // what they captured (issue 13: the settled page's screenshot, by artifact name).
   const pageRoute = <T extends z.ZodType<{ deadline_ms: number }>>(
     verb: 'navigate' | 'observe' | 'act',
     schema: T,
@@ -121,7 +127,12 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
         body,
         limitsFor(request, body.deadline_ms),
       );
-      return { lease, observation: result.observation, evidence_key: result.evidenceKey ?? null };
+      return {
+        lease,
+        observation: result.observation,
+        evidence_key: result.evidenceKey ?? null,
+        ...(verb === 'observe' ? {} : { artifacts: result.artifacts ?? {} }),
+      };
     });
   pageRoute('navigate', navigateSchema, (profile, leaseId, body, limits) =>
     leases.navigate(profile, leaseId, body.sequence, body.url, limits),
@@ -132,6 +143,17 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
   pageRoute('act', actSchema, (profile, leaseId, body, limits) =>
     leases.act(profile, leaseId, body.sequence, body.args, limits),
   );
+  // Issue 13 (approval cards): the target of a pending act outlined. Not an effect: no sequence.
+  app.post(`${LEASE}/preview`, async (request) => {
+    const params = parse(leaseParams, request.params, 'path');
+    const body = parse(previewSchema, request.body ?? {}, 'body');
+    return leases.preview(
+      profileRef(params),
+      params.leaseId,
+      body.args,
+      limitsFor(request, body.deadline_ms),
+    );
+  });
 }
 
 type PageAnswer = { lease: LeaseView; result: PageResult };

@@ -1,0 +1,118 @@
+import type { CDPSession, Page } from 'playwright-core';
+import { SCREENSHOT_LIMITS } from '../contracts/index.js';
+import { within } from './operation.js';
+
+/**
+ * What a capture gave: the JPEG's bytes, or why there are none. A capture never fails the call it
+ * follows (issue 13): the caller answers without the screenshot and counts the failure.
+ */
+export type Capture =
+  | { ok: true; bytes: Uint8Array }
+  | { ok: false; reason: 'timeout' | 'error'; cause?: unknown };
+
+/** Longest a capture may take, inside the call's own deadline: a page that cannot paint is let go. */
+export const CAPTURE_BOUND_MS = 2_000;
+
+/** Overlay colour of a preview's target: a magenta no page is likely to use for its own borders. */
+export const OUTLINE_RGB = { r: 255, g: 0, b: 170 } as const;
+
+/** A viewport rectangle in CSS pixels of the main frame. */
+export interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/**
+ * Screenshots of one page over a DevTools session of its own (issue 13). JPEG of the viewport at
+ * SCREENSHOT_LIMITS' quality, scaled down to fit its bounds. Straight `Page.captureScreenshot`
+ * rather than Playwright's `page.screenshot`: the latter waits for fonts and injects a caret style
+ * first, which measured twice the cost on the act's path, and the caret style is a change to the
+ * page this capture must not make. The outline of a preview is drawn by DevTools' own overlay
+ * (`Overlay.highlightRect`), painted above the page and never in its DOM.
+ */
+export class PageCapture {
+  #session: Promise<CDPSession> | undefined;
+  #overlay = false;
+
+  constructor(private readonly page: Page) {}
+
+  /** The settled viewport as it is now; `untilMs` bounds it (with {@link CAPTURE_BOUND_MS}). */
+  async viewport(untilMs: number, signal?: AbortSignal): Promise<Capture> {
+    try {
+      const session = await this.#cdp();
+      const shot = session.send('Page.captureScreenshot', {
+        format: 'jpeg',
+        quality: SCREENSHOT_LIMITS.quality,
+        captureBeyondViewport: false,
+        ...this.#fitted(),
+      });
+      const done = await within(shot, Math.min(untilMs, Date.now() + CAPTURE_BOUND_MS), signal);
+      if (!done.done) return { ok: false, reason: 'timeout' };
+      return { ok: true, bytes: Buffer.from(done.value.data, 'base64') };
+    } catch (error) {
+      return { ok: false, reason: 'error', cause: error };
+    }
+  }
+
+  /**
+   * The viewport with `box` outlined: the overlay is drawn, captured and hidden again, so the page's
+   * DOM, scroll and focus are as before.
+   */
+  async outlined(box: Box, untilMs: number, signal?: AbortSignal): Promise<Capture> {
+    let session: CDPSession;
+    try {
+      session = await this.#cdp();
+      if (!this.#overlay) {
+        await session.send('DOM.enable');
+        await session.send('Overlay.enable');
+        this.#overlay = true;
+      }
+      const pad = 3;
+      await session.send('Overlay.highlightRect', {
+        x: Math.round(box.x - pad),
+        y: Math.round(box.y - pad),
+        width: Math.round(box.width + 2 * pad),
+        height: Math.round(box.height + 2 * pad),
+        color: { ...OUTLINE_RGB, a: 0.12 },
+        outlineColor: { ...OUTLINE_RGB, a: 1 },
+      });
+    } catch (error) {
+      return { ok: false, reason: 'error', cause: error };
+    }
+    try {
+      return await this.viewport(untilMs, signal);
+    } finally {
+      await session.send('Overlay.hideHighlight').catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    const session = this.#session;
+    this.#session = undefined;
+    await (await session?.catch(() => undefined))?.detach().catch(() => undefined);
+  }
+
+  #cdp(): Promise<CDPSession> {
+    if (!this.#session) {
+      this.#session = this.page.context().newCDPSession(this.page);
+      this.#session.catch(() => {
+        this.#session = undefined;
+      });
+    }
+    return this.#session;
+  }
+
+  /** A viewport past SCREENSHOT_LIMITS is scaled down to fit them; one within is taken as it is. */
+  #fitted(): { clip?: Box & { scale: number } } {
+    const size = this.page.viewportSize();
+    if (!size) return {};
+    const scale = Math.min(
+      1,
+      SCREENSHOT_LIMITS.maxWidth / size.width,
+      SCREENSHOT_LIMITS.maxHeight / size.height,
+    );
+    return scale < 1 ? { clip: { x: 0, y: 0, width: size.width, height: size.height, scale } } : {};
+  }
+}
