@@ -11,13 +11,22 @@ export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turn
 export { isEventId } from './run-events.js';
 export { RunKeys } from './run-keys.js';
 export {
+  formatRunCursor,
   idempotentRunId,
+  parseRunCursor,
   RUN_EVENTS_CAP,
   type RunEnd,
   RunStore,
   type RunStoreOptions,
+  type StepPage,
+  type StepRecord,
+  type StepWriteOptions,
+  type StepWriteOutcome,
   type SubmitOutcome,
   type SubmitRun,
+  type TenantRunCursor,
+  type TenantRunPage,
+  type TenantRunQuery,
 } from './run-store.js';
 export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
 export { type ScriptCommands, withScripts } from './scripts.js';

@@ -73,13 +73,30 @@ import {
   type SweptFailure,
   suspendRun,
 } from './run-status-changes.js';
+import {
+  listSteps,
+  recordStep,
+  type StepPage,
+  type StepRecord,
+  type StepWriteOptions,
+  type StepWriteOutcome,
+} from './run-steps.js';
 import { type SubmitOutcome, type SubmitRun, submitRun } from './run-submit.js';
 import type { RunRefusal, RunTransition } from './run-transition.js';
 import { addUsage, markUnverified } from './run-usage.js';
 import { withScripts } from './scripts.js';
+import { listTenantRuns, type TenantRunPage, type TenantRunQuery } from './tenant-runs.js';
 
 export type { RunEnd } from './run-status-changes.js';
+export type { StepPage, StepRecord, StepWriteOptions, StepWriteOutcome } from './run-steps.js';
 export { idempotentRunId, type SubmitOutcome, type SubmitRun } from './run-submit.js';
+export {
+  formatRunCursor,
+  parseRunCursor,
+  type TenantRunCursor,
+  type TenantRunPage,
+  type TenantRunQuery,
+} from './tenant-runs.js';
 
 /** Entries kept in one run's event stream. */
 export const RUN_EVENTS_CAP = 10_000;
@@ -198,6 +215,10 @@ export class RunStore {
   listRuns(tenant: string, sessionId: string): Promise<RunView[]> {
     return listRuns(this.#context, tenant, sessionId);
   }
+  /** A page of the tenant's runs, newest first, filtered (issue 13, `GET /v1/runs`). */
+  listTenantRuns(tenant: string, query: TenantRunQuery): Promise<TenantRunPage> {
+    return listTenantRuns(this.#context, tenant, query);
+  }
 
   // Runs: status changes
 
@@ -315,6 +336,24 @@ export class RunStore {
   /** Saves the run loop's state, by the run's owner only; a lost run refuses (`ok: false`). */
   saveLoopState(runId: string, ownerToken: string, state: unknown): Promise<{ ok: boolean }> {
     return saveLoopState(this.#context, runId, ownerToken, state);
+  }
+
+  // Steps (issue 13)
+
+  /**
+   * Writes a step and appends its `step.started` / `step.ended` event in one script, by the run's
+   * owner (a `waiting_approval` step: for the run parked on that approval). An ended step is final.
+   */
+  recordStep(
+    ownerToken: string,
+    step: StepRecord,
+    options: StepWriteOptions = {},
+  ): Promise<StepWriteOutcome> {
+    return recordStep(this.#context, ownerToken, step, options);
+  }
+  /** The run's steps after `afterSeq` in `seq` order, at most `limit` (≤ 100). The caller checks the tenant. */
+  listSteps(runId: string, afterSeq: number, limit: number): Promise<StepPage> {
+    return listSteps(this.#context, runId, afterSeq, limit);
   }
 
   // Ledger

@@ -87,11 +87,14 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
       request: input.request ?? null,
     }),
   );
-  // Listed before it exists: an index entry whose run was never written reads as absent. The
-  // three go in one pipeline (one round trip), which Redis runs in order.
+  // Listed before it exists: an index entry whose run was never written reads as absent. They
+  // all go in one pipeline (one round trip), which Redis runs in order.
   const pipeline = redis.pipeline() as ReturnType<typeof redis.pipeline> & {
     submitRun: (...args: Array<string | number>) => unknown;
   };
+  // Issue 13: the tenant's runs list (`GET /v1/runs`) reads this index; a delegated child is
+  // submitted here too, so it is listed as well.
+  pipeline.zadd(keys.tenantRuns(input.tenant), 'NX', now, runId);
   pipeline.zadd(keys.sessionRuns(session.id), 'NX', now, runId);
   indexSubmittedRun(pipeline, keys, runId, now + input.timeoutMs);
   pipeline.submitRun(
@@ -116,7 +119,7 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
   const replies = (await pipeline.exec()) ?? [];
   const failed = replies.find(([error]) => error);
   if (failed?.[0]) throw failed[0];
-  const [code, , fields] = (replies[2]?.[1] ?? ['no_reply', '', []]) as [
+  const [code, , fields] = (replies.at(-1)?.[1] ?? ['no_reply', '', []]) as [
     string,
     string,
     Array<string | number>,

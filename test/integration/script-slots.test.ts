@@ -141,6 +141,21 @@ describe('every store script touches one hash slot (issue 12: the store works on
       tool: 'browser.act',
       state: 'started',
     });
+    // Issue 13: a step record and its event.
+    await store.recordStep('w1', {
+      id: 'a1-m1',
+      run_id: first.id,
+      attempt: 1,
+      turn: 1,
+      index: null,
+      kind: 'model',
+      status: 'started',
+      started_at_ms: nowMs,
+      ended_at_ms: null,
+      duration_ms: null,
+      model: null,
+      tool: null,
+    });
     const { approvalId } = await store.requestApproval(first.id, 'w1', {
       invocationId: `${first.id}-a1-s0-i0`,
       tool: 'browser.act',

@@ -1,0 +1,118 @@
+import { PAGE_LIMIT_MAX, type RunStep, runStepSchema, type StepOutcome } from '../contracts/index.js';
+import type { RunStoreContext } from './run-keys.js';
+import { unreadableRecord } from './run-records.js';
+import { isRefusalCode, type RunRefusal, refusal } from './run-transition.js';
+
+/**
+ * What a run did, step by step (issue 13): each model turn and each tool call of a run is one
+ * record in the run's steps hash, ordered by the run's step-order list. Written by the run loop
+ * through `lua/recordStep-5.lua`, which appends the step's event to the run's stream in the same
+ * script, so a client following the stream never hears of a step it cannot read.
+ */
+
+/** A step as the loop writes it; the store gives it its `seq`. */
+export type StepRecord = Omit<RunStep, 'seq'>;
+
+export interface StepWriteOptions {
+  /** Write only a step not yet recorded: a call's `started`, sent before the ledger says whether it is new. */
+  onlyIfAbsent?: boolean;
+  /**
+   * The outcome the step's event tells where the record has no place for it (a model turn that
+   * failed: the record keeps its usage, the event its code).
+   */
+  eventOutcome?: StepOutcome;
+}
+
+export type StepWriteOutcome = { ok: true; written: boolean; seq: number } | RunRefusal;
+
+/** The event's data: names and codes only, small; the step itself is read from `GET …/steps`. */
+function stepEventData(step: StepRecord, eventOutcome: StepOutcome | undefined): Record<string, unknown> {
+  const outcome = step.tool?.outcome ?? eventOutcome ?? null;
+  return {
+    step_id: step.id,
+    kind: step.kind,
+    turn: step.turn,
+    index: step.index,
+    ...(step.tool ? { tool: step.tool.name } : {}),
+    ...(outcome ? { ok: outcome.ok, code: outcome.code } : {}),
+    ...(step.tool?.screenshot ? { screenshot: step.tool.screenshot } : {}),
+    ...(step.tool?.approval_id ? { approval_id: step.tool.approval_id } : {}),
+    ...(step.duration_ms !== null ? { duration_ms: step.duration_ms } : {}),
+  };
+}
+
+/**
+ * Writes one step and appends its `step.started` / `step.ended` event, as the run's owner; a
+ * `waiting_approval` step is written for the parked run, fenced by its pending approval instead
+ * (the park cleared the owner). An ended step is final: writing it again answers `written: false`.
+ */
+export async function recordStep(
+  context: RunStoreContext,
+  ownerToken: string,
+  step: StepRecord,
+  options: StepWriteOptions = {},
+): Promise<StepWriteOutcome> {
+  const { keys } = context;
+  const { started_at_ms: startedAtMs, status, ...rest } = step;
+  const fence = status === 'waiting_approval' ? step.tool : null;
+  if (status === 'waiting_approval' && !fence?.approval_id)
+    throw new RangeError(`step ${step.id}: a step waiting on its approval names the approval`);
+  const [code, detail] = await context.redis.recordStep(
+    keys.run(step.run_id),
+    keys.events(step.run_id),
+    keys.steps(step.run_id),
+    keys.stepOrder(step.run_id),
+    keys.approvals(step.run_id),
+    ownerToken,
+    step.id,
+    status,
+    Math.trunc(startedAtMs),
+    JSON.stringify(rest),
+    options.onlyIfAbsent ? 1 : 0,
+    fence?.approval_id ?? '',
+    fence?.invocation_id ?? '',
+    JSON.stringify(stepEventData(step, options.eventOutcome)),
+    context.now(),
+  );
+  if (code === 'ok' || code === 'unchanged') return { ok: true, written: code === 'ok', seq: Number(detail) };
+  if (isRefusalCode(code)) return refusal(step.run_id, code, String(detail), 'running');
+  throw new Error(`recordStep answered ${code}`);
+}
+
+/** A page of a run's steps in `seq` order; `nextCursor` is null on the last page. */
+export interface StepPage {
+  steps: RunStep[];
+  nextCursor: string | null;
+}
+
+/**
+ * The run's steps from `cursor` (a `seq` already read past; from the first when absent), at most
+ * `limit` (≤ {@link PAGE_LIMIT_MAX}). The cursor is the last `seq` of the page before, as text.
+ * Two reads: the ids of the page (one more, to know whether a page follows), then their records.
+ */
+export async function listSteps(
+  context: RunStoreContext,
+  runId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<StepPage> {
+  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX)
+    throw new RangeError(`limit: expected 1 to ${PAGE_LIMIT_MAX}, got ${limit}`);
+  if (!Number.isInteger(afterSeq) || afterSeq < 0)
+    throw new RangeError(`afterSeq: expected a non-negative integer, got ${afterSeq}`);
+  const ids = await context.redis.lrange(context.keys.stepOrder(runId), afterSeq, afterSeq + limit);
+  const pageIds = ids.slice(0, limit);
+  if (pageIds.length === 0) return { steps: [], nextCursor: null };
+  const records = await context.redis.hmget(context.keys.steps(runId), ...pageIds);
+  const steps: RunStep[] = [];
+  records.forEach((json, index) => {
+    // An id in the order whose record is gone (expired apart): skipped, as the indexes are elsewhere.
+    if (json === null) return;
+    try {
+      steps.push(runStepSchema.parse(JSON.parse(json)));
+    } catch (error) {
+      throw unreadableRecord('step', `${runId}/${pageIds[index]}`, error);
+    }
+  });
+  return { steps, nextCursor: ids.length > limit ? String(afterSeq + limit) : null };
+}

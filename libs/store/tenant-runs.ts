@@ -1,0 +1,118 @@
+import { PAGE_LIMIT_MAX, type RunStatus, type RunView } from '../contracts/index.js';
+import type { RunStoreContext } from './run-keys.js';
+import { parseRun } from './run-records.js';
+
+/**
+ * A tenant's runs, newest first (issue 13, `GET /v1/runs`): read from the tenant's index (a sorted
+ * set by submission time, written before each run's own script), each member's record read and
+ * filtered here. An index entry whose record is missing reads as absent; past
+ * {@link PRUNE_AFTER_MS} it is removed (a run whose submission is still in flight is not).
+ */
+
+/** An index entry this old without its record is a submission that never landed, or an expired run. */
+const PRUNE_AFTER_MS = 60_000;
+/** Index entries read per round trip while a filtered page fills. */
+const SCAN_BATCH = 200;
+
+export interface TenantRunQuery {
+  status?: RunStatus;
+  sessionId?: string;
+  profileId?: string;
+  /** Epoch ms, exclusive. */
+  createdAfterMs?: number;
+  /** Epoch ms, exclusive. */
+  createdBeforeMs?: number;
+  /** Where the page before ended (its `nextCursor`). */
+  cursor?: TenantRunCursor;
+  limit: number;
+}
+
+/** The last run of a page: its submission time and id (runs submitted in one ms order by id, descending). */
+export interface TenantRunCursor {
+  createdMs: number;
+  runId: string;
+}
+
+export interface TenantRunPage {
+  runs: RunView[];
+  nextCursor: TenantRunCursor | null;
+}
+
+const CURSOR = /^(\d{1,16})\.([A-Za-z0-9_]{1,64})$/;
+
+/** The cursor as the API shows it (`<created ms>.<run id>`), and back; undefined for anything else. */
+export function formatRunCursor(cursor: TenantRunCursor): string {
+  return `${cursor.createdMs}.${cursor.runId}`;
+}
+export function parseRunCursor(text: string): TenantRunCursor | undefined {
+  const match = CURSOR.exec(text);
+  return match?.[1] && match[2] ? { createdMs: Number(match[1]), runId: match[2] } : undefined;
+}
+
+function matches(run: RunView, query: TenantRunQuery): boolean {
+  if (query.status !== undefined && run.status !== query.status) return false;
+  if (query.sessionId !== undefined && run.session_id !== query.sessionId) return false;
+  if (query.profileId !== undefined && run.browser_profile_id !== query.profileId) return false;
+  return true;
+}
+
+/**
+ * One page of the tenant's runs. With a session filter, the session's own index is read instead of
+ * the tenant's (the same scores: submission ms); each record's tenant is compared either way.
+ */
+export async function listTenantRuns(
+  context: RunStoreContext,
+  tenant: string,
+  query: TenantRunQuery,
+): Promise<TenantRunPage> {
+  const { redis, keys } = context;
+  if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > PAGE_LIMIT_MAX)
+    throw new RangeError(`limit: expected 1 to ${PAGE_LIMIT_MAX}, got ${query.limit}`);
+  const indexKey =
+    query.sessionId !== undefined ? keys.sessionRuns(query.sessionId) : keys.tenantRuns(tenant);
+  const tenantIndex = query.sessionId === undefined;
+  const before = query.createdBeforeMs;
+  const cursor = query.cursor;
+  // The newest score a page may hold: below `created_before`, at most the cursor's.
+  let max: string = before !== undefined ? `(${before}` : '+inf';
+  if (cursor && (before === undefined || cursor.createdMs < before)) max = String(cursor.createdMs);
+  const min = query.createdAfterMs !== undefined ? `(${query.createdAfterMs}` : '-inf';
+  const runs: RunView[] = [];
+  let offset = 0;
+  for (;;) {
+    const flat = await redis.zrevrangebyscore(indexKey, max, min, 'WITHSCORES', 'LIMIT', offset, SCAN_BATCH);
+    const batch: TenantRunCursor[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2)
+      batch.push({ runId: String(flat[i]), createdMs: Number(flat[i + 1]) });
+    offset += batch.length;
+    // Within one ms Redis orders by id, descending here: the cursor's own and those before it were read.
+    const fresh = cursor
+      ? batch.filter((entry) => entry.createdMs < cursor.createdMs || entry.runId < cursor.runId)
+      : batch;
+    const pipeline = redis.pipeline();
+    for (const entry of fresh) pipeline.hgetall(keys.run(entry.runId));
+    const replies = fresh.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+    const missing: string[] = [];
+    for (const [index, entry] of fresh.entries()) {
+      const fields = (replies[index]?.[1] ?? {}) as Record<string, string>;
+      if (!fields.id) {
+        if (entry.createdMs < context.now() - PRUNE_AFTER_MS) missing.push(entry.runId);
+        continue;
+      }
+      if (fields.tenant !== tenant) continue;
+      const run = parseRun(fields)?.run;
+      if (!run || !matches(run, query)) continue;
+      runs.push(run);
+      if (runs.length === query.limit) {
+        if (missing.length > 0 && tenantIndex) await redis.zrem(indexKey, ...missing);
+        return { runs, nextCursor: { createdMs: entry.createdMs, runId: entry.runId } };
+      }
+    }
+    if (missing.length > 0 && tenantIndex) {
+      await redis.zrem(indexKey, ...missing);
+      // The entries after them moved up by as many places.
+      offset -= missing.length;
+    }
+    if (batch.length < SCAN_BATCH) return { runs, nextCursor: null };
+  }
+}
