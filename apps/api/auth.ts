@@ -1,11 +1,14 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { ApiError, type ApiKeyIdentity, type ApiKeyScope } from '../../libs/contracts/index.js';
-import type { RunStore } from '../../libs/store/index.js';
+import { csrfTokenMatches, type RunStore, type UiSession, type UiSessions } from '../../libs/store/index.js';
 import { type DoorKeeper, type FailedAuthLimiter, refuseCredential } from '../../libs/telemetry/index.js';
+import { CSRF_HEADER, changesState, sessionIdOf } from '../../libs/ui/index.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     identity?: ApiKeyIdentity;
+    /** Set when the request was let in by a run-page session cookie instead of a key (issue 13). */
+    uiSession?: UiSession;
   }
 }
 
@@ -84,12 +87,13 @@ function checksScope(route: RouteOptions): boolean {
  * valid key before anything else runs — unknown paths and router errors included — and every
  * such route must name its scope with {@link authenticate}, or the API does not start.
  */
-export function apiKeyDoors(store: RunStore, failures: FailedAuthLimiter): DoorKeeper {
+export function apiKeyDoors(store: RunStore, failures: FailedAuthLimiter, sessions?: UiSessions): DoorKeeper {
   return {
     refusal: API_KEY_REFUSAL,
     challenge: 'Bearer',
     failures,
     async verify(request) {
+      if (sessions && request.headers.authorization === undefined) return admitSession(request, sessions);
       const presented = presentedKey(request.headers.authorization ?? '');
       const identity = presented ? await store.resolveApiKey(presented) : undefined;
       if (!identity) return false;
@@ -98,4 +102,23 @@ export function apiKeyDoors(store: RunStore, failures: FailedAuthLimiter): DoorK
     },
     routeGuarded: checksScope,
   };
+}
+
+/**
+ * Issue 13: a run page's script calls the same /v1 routes with the session cookie instead of a key,
+ * as the key's identity, read afresh (a revoked key is refused). A state-changing call needs the
+ * session's CSRF token in `X-CSRF-Token` as well: a cookie rides along with any request another
+ * page makes the browser send, the token only with ours. Refused without it, whatever the route.
+ */
+async function admitSession(request: FastifyRequest, sessions: UiSessions): Promise<boolean> {
+  const sessionId = sessionIdOf(request.headers.cookie);
+  const session = sessionId ? await sessions.resolve(sessionId) : undefined;
+  if (!session) return false;
+  const header = request.headers[CSRF_HEADER];
+  const presented = typeof header === 'string' ? header : undefined;
+  if (changesState(request.method) && !csrfTokenMatches(session, presented))
+    throw new ApiError('unauthorized', 'a change made from a signed-in page must carry its X-CSRF-Token');
+  request.identity = session.identity;
+  request.uiSession = session;
+  return true;
 }

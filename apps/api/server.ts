@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
-import { RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import { RedisLeaseStore, RunStore, UiSessions } from '../../libs/store/index.js';
 import {
   FailedAuthLimiter,
   guardDoors,
@@ -15,6 +15,7 @@ import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../que
 import { apiKeyDoors } from './auth.js';
 import { registerDashboard } from './dashboard.js';
 import { DefaultAgents } from './default-agent.js';
+import { registerRunPages } from './pages/index.js';
 import { registerRateLimit } from './rate-limit.js';
 import { createRestServer } from './rest-server.js';
 import { registerV1Routes } from './routes/index.js';
@@ -60,9 +61,12 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     config.redis.keyPrefix,
     config.http.authFailuresPerMinute,
   );
-  guardDoors(app, apiKeyDoors(store, authFailures));
+  // Issue 13: the run pages' sessions; their cookie also opens the /v1 routes the pages' script calls.
+  const uiSessions = new UiSessions(redis, config.redis.keyPrefix);
+  guardDoors(app, apiKeyDoors(store, authFailures, uiSessions));
 
   await registerDashboard(app, { queue: runsQueue, store, authFailures });
+  await registerRunPages(app, { sessions: uiSessions, failures: authFailures });
 
   const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);
   // Issue 12, one lifecycle: every consequence of a transition a route causes goes through it.

@@ -1,0 +1,148 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ApprovalView, RunStep, RunView } from '../../../libs/contracts/index.js';
+import type { UiSession, UiSessions } from '../../../libs/store/index.js';
+import { type FailedAuthLimiter, markDoor, PUBLIC_ROUTE } from '../../../libs/telemetry/index.js';
+import {
+  PAGE_HEADERS,
+  PAGE_SCRIPT,
+  PAGE_SCRIPT_PATH,
+  PAGE_STYLE,
+  PAGE_STYLE_PATH,
+  type PageViewer,
+  RUN_LIST_FILTERS,
+  type RunListFilters,
+  renderRunPage,
+  renderRunsPage,
+} from '../../../libs/ui/index.js';
+import { pageSession, registerSignIn, toSignIn } from './signin.js';
+
+export interface PageDependencies {
+  sessions: UiSessions;
+  failures: FailedAuthLimiter;
+}
+
+function viewerOf(session: UiSession): PageViewer {
+  const { tenant, principal } = session.identity;
+  return { tenant, principal, csrfToken: session.csrfToken };
+}
+
+/**
+ * Reads a /v1 route as the signed-in person, through the server itself: the page sees exactly
+ * what the API answers that person (the tenant check, scopes, rate limits), never more.
+ */
+async function readAsViewer<T>(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  url: string,
+): Promise<{ ok: true; body: T } | { ok: false; status: number; message: string }> {
+  const answer = await app.inject({ method: 'GET', url, headers: { cookie: request.headers.cookie ?? '' } });
+  const body = answer.json();
+  if (answer.statusCode === 200) return { ok: true, body: body as T };
+  return {
+    ok: false,
+    status: answer.statusCode,
+    message: body?.error?.message ?? `answered ${answer.statusCode}`,
+  };
+}
+
+/** `GET /v1/runs`'s query from the page's filters; a time a person typed becomes epoch ms. */
+function runListQuery(filters: RunListFilters): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(filters)) {
+    if (!value) continue;
+    const isTime = name === 'created_after' || name === 'created_before';
+    const asMs = isTime && !/^\d+$/.test(value) ? Date.parse(`${value}Z`) : Number.NaN;
+    query.set(isTime ? `${name}_ms` : name, Number.isFinite(asMs) ? String(asMs) : value);
+  }
+  return query.toString();
+}
+
+/**
+ * The run pages (issue 13): `/runs`, `/runs/{id}`, the sign-in, and the pages' script and style.
+ * They have their own door: a visit without a session goes to the sign-in instead of a 401, and
+ * what they show they read from the /v1 routes as the session's key.
+ */
+export async function registerRunPages(app: FastifyInstance, deps: PageDependencies): Promise<void> {
+  await app.register(async (pages) => {
+    markDoor(pages, 'own');
+    await registerSignIn(pages, deps);
+
+    pages.get('/runs', async (request, reply) => {
+      const session = await pageSession(request, deps.sessions);
+      if (!session) return toSignIn(request, reply);
+      const query = request.query as Record<string, unknown>;
+      const filters: RunListFilters = {};
+      for (const name of [...RUN_LIST_FILTERS, 'cursor'] as const)
+        if (typeof query[name] === 'string' && query[name]) filters[name] = query[name] as string;
+      const list = await readAsViewer<{ runs: RunView[]; next_cursor: string | null }>(
+        pages,
+        request,
+        `/v1/runs?${runListQuery(filters)}`,
+      );
+      const page = renderRunsPage({
+        viewer: viewerOf(session),
+        filters,
+        runs: list.ok ? list.body.runs : [],
+        nextCursor: list.ok ? list.body.next_cursor : null,
+        ...(list.ok ? {} : { problem: list.message }),
+      });
+      return reply
+        .code(list.ok || list.status !== 422 ? 200 : 422)
+        .headers(PAGE_HEADERS)
+        .send(page);
+    });
+
+    pages.get('/runs/:id', async (request, reply) => {
+      const session = await pageSession(request, deps.sessions);
+      if (!session) return toSignIn(request, reply);
+      const runId = encodeURIComponent((request.params as { id: string }).id);
+      const run = await readAsViewer<RunView & { pending_approvals: ApprovalView[] }>(
+        pages,
+        request,
+        `/v1/runs/${runId}`,
+      );
+      if (!run.ok) {
+        // Another tenant's run, or none: the page says no more than the API would (404).
+        return reply
+          .code(run.status)
+          .headers(PAGE_HEADERS)
+          .send(
+            renderRunsPage({
+              viewer: viewerOf(session),
+              filters: {},
+              runs: [],
+              nextCursor: null,
+              problem: run.message,
+            }),
+          );
+      }
+      const steps = await readAsViewer<{ steps: RunStep[] }>(
+        pages,
+        request,
+        `/v1/runs/${runId}/steps?limit=100`,
+      );
+      const page = renderRunPage({
+        viewer: viewerOf(session),
+        run: run.body,
+        approvals: run.body.pending_approvals,
+        steps: steps.ok ? steps.body.steps : [],
+        ...(steps.ok ? {} : { stepsProblem: `Steps could not be read: ${steps.message}` }),
+      });
+      return reply.headers(PAGE_HEADERS).send(page);
+    });
+  });
+
+  // The script and the style are the same for everyone and hold nothing of a tenant's.
+  app.get(PAGE_SCRIPT_PATH, { config: PUBLIC_ROUTE }, async (_request, reply) =>
+    reply
+      .header('content-type', 'text/javascript; charset=utf-8')
+      .header('cache-control', 'no-cache')
+      .send(PAGE_SCRIPT),
+  );
+  app.get(PAGE_STYLE_PATH, { config: PUBLIC_ROUTE }, async (_request, reply) =>
+    reply
+      .header('content-type', 'text/css; charset=utf-8')
+      .header('cache-control', 'no-cache')
+      .send(PAGE_STYLE),
+  );
+}

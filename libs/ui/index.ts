@@ -1,0 +1,25 @@
+export {
+  escapeHtml,
+  formatDuration,
+  formatTime,
+  Html,
+  html,
+  PAGE_CSP,
+  PAGE_HEADERS,
+  PAGE_SCRIPT_PATH,
+  PAGE_STYLE_PATH,
+  type PageViewer,
+  pageLayout,
+  raw,
+} from './html.js';
+export { PAGE_SCRIPT, PAGE_STYLE } from './page-assets.js';
+export { artifactUrl, renderRunPage } from './run-page.js';
+export { RUN_LIST_FILTERS, type RunListFilters, renderRunsPage, renderSignInPage } from './runs-page.js';
+export {
+  CSRF_HEADER,
+  changesState,
+  clearedSessionCookie,
+  SESSION_COOKIE,
+  sessionCookie,
+  sessionIdOf,
+} from './session-cookie.js';

@@ -1,0 +1,112 @@
+/**
+ * The run pages' one script and one stylesheet, served as files by the API (the pages' policy
+ * allows no inline script or style). The script has no build step: it is the browser's own
+ * JavaScript, kept small. What it does:
+ * - Approve / Deny post to the same /v1 approval routes a key would, with the session's CSRF
+ *   token (from the page's meta tag) in `X-CSRF-Token`; the cookie is sent by the browser;
+ * - while the run may still act, it listens to the run's event stream (the cookie again) and on
+ *   each event fetches the page anew and swaps in its run section: the live frame (the newest
+ *   screenshot), the meters, the timeline and any approval, all rendered by the server.
+ */
+export const PAGE_SCRIPT = `'use strict';
+(() => {
+  const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
+  const LISTENED = ['run.claimed', 'run.resumed', 'run.parked', 'run.waiting', 'run.requeued', 'run.succeeded',
+    'run.failed', 'run.cancelled', 'run.retried', 'approval.requested', 'approval.approved', 'approval.denied',
+    'step.started', 'step.ended'];
+  let source;
+  let refreshing = false;
+  let again = false;
+
+  async function refresh() {
+    if (refreshing) { again = true; return; }
+    refreshing = true;
+    try {
+      do {
+        again = false;
+        const response = await fetch(location.href, { credentials: 'same-origin' });
+        if (!response.ok) return;
+        const doc = new DOMParser().parseFromString(await response.text(), 'text/html');
+        const next = doc.getElementById('run');
+        const current = document.getElementById('run');
+        if (!next || !current) return;
+        current.replaceWith(document.adoptNode(next));
+        bindDecisions(next);
+        if (next.dataset.live !== 'yes' && source) { source.close(); source = undefined; }
+      } while (again);
+    } finally {
+      refreshing = false;
+    }
+  }
+
+  function bindDecisions(root) {
+    for (const form of root.querySelectorAll('form.decide')) {
+      form.addEventListener('submit', async (event) => {
+        event.preventDefault();
+        const decision = event.submitter?.value === 'deny' ? 'deny' : 'approve';
+        const data = new FormData(form);
+        const minutes = Number(data.get('grant_minutes'));
+        const actions = Number(data.get('grant_actions'));
+        const body = decision === 'deny'
+          ? { reason: String(data.get('reason') || 'denied from the run page') }
+          : minutes > 0 && actions > 0 ? { grant: { duration_ms: minutes * 60000, max_actions: actions } } : {};
+        const problem = form.querySelector('.error');
+        for (const button of form.querySelectorAll('button')) button.disabled = true;
+        const response = await fetch('/v1/approvals/' + encodeURIComponent(form.dataset.approvalId) + '/' + decision, {
+          method: 'POST',
+          credentials: 'same-origin',
+          headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+          body: JSON.stringify(body),
+        });
+        if (!response.ok) {
+          const answer = await response.json().catch(() => ({}));
+          problem.textContent = answer?.error?.message ?? 'refused (' + response.status + ')';
+          problem.hidden = false;
+          for (const button of form.querySelectorAll('button')) button.disabled = false;
+          return;
+        }
+        await refresh();
+      });
+    }
+  }
+
+  bindDecisions(document);
+  const run = document.getElementById('run');
+  if (run && run.dataset.live === 'yes') {
+    source = new EventSource('/v1/runs/' + encodeURIComponent(run.dataset.runId) + '/events');
+    for (const type of LISTENED) source.addEventListener(type, () => void refresh());
+  }
+})();
+`;
+
+export const PAGE_STYLE = `body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }
+header { display: flex; gap: 1rem; align-items: center; padding: .6rem 1.2rem; background: #1d2330; color: #fff; }
+header a, header .brand { color: #fff; font-weight: 600; text-decoration: none; }
+header .viewer { margin-left: auto; opacity: .8; }
+main { max-width: 70rem; margin: 0 auto; padding: 1rem 1.2rem 3rem; }
+table.runs { width: 100%; border-collapse: collapse; background: #fff; }
+table.runs th, table.runs td { text-align: left; padding: .4rem .6rem; border-bottom: 1px solid #e3e6eb; }
+.filters, .signin { display: flex; flex-wrap: wrap; gap: .6rem; align-items: end; margin: .8rem 0; }
+.status { padding: .05rem .5rem; border-radius: .8rem; background: #e3e6eb; font-size: .85em; }
+.status-succeeded { background: #cdebd6; } .status-failed, .status-cancelled { background: #f4d0d0; }
+.status-running { background: #d3e3fa; } .status-parked { background: #fbe7b5; }
+dl.summary { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
+dl.summary dt { font-weight: 600; } dd { margin: 0; }
+.meters { display: grid; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); gap: .6rem; }
+.meters h2 { grid-column: 1 / -1; margin-bottom: 0; }
+.meter { background: #fff; padding: .5rem .7rem; border-radius: .4rem; display: grid; gap: .2rem; }
+.meter meter { width: 100%; }
+.approval { background: #fffaf0; border: 2px solid #e9b949; border-radius: .5rem; padding: .6rem 1rem; margin: .6rem 0; }
+.approval-shot, #live-frame { max-width: 100%; border: 1px solid #ccd; }
+.decide { display: flex; flex-wrap: wrap; gap: .6rem; align-items: end; }
+.decide fieldset { display: flex; gap: .6rem; }
+button.approve { background: #1f7a3d; color: #fff; } button.deny { background: #a32121; color: #fff; }
+button { border: 0; border-radius: .3rem; padding: .35rem .9rem; cursor: pointer; background: #2f4d8a; color: #fff; }
+ol.steps { list-style: none; padding: 0; }
+.step { background: #fff; border-radius: .4rem; padding: .5rem .8rem; margin: .4rem 0; }
+.step .kind { text-transform: uppercase; font-size: .75em; opacity: .7; }
+.step .duration { float: right; opacity: .7; }
+.step pre { white-space: pre-wrap; word-break: break-all; margin: .2rem 0; font-size: .85em; }
+.thumb { max-width: 20rem; border: 1px solid #ccd; display: block; }
+.error { color: #a32121; } .empty { opacity: .7; }
+`;

@@ -1,0 +1,134 @@
+import type { ApprovalView, RunStep, RunView } from '../contracts/index.js';
+import { formatDuration, formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
+
+/** Statuses after which a run changes no more: its page stops listening. */
+const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
+
+/** Where the API serves one of a run's artifacts (behind the tenant check, like every /v1 route). */
+export function artifactUrl(runId: string, name: string): string {
+  return `/v1/runs/${encodeURIComponent(runId)}/artifacts/${encodeURIComponent(name)}`;
+}
+
+function meter(label: string, used: number, limit: number | null, shown = String(used)): Html {
+  return html`<div class="meter"><span class="meter-label">${label}</span>
+${limit === null ? '' : html`<meter min="0" max="${limit}" value="${Math.min(used, limit)}" high="${limit * 0.8}"></meter>`}
+<span class="meter-value">${shown}${limit === null ? ' (no limit)' : html` of ${limit}`}</span></div>`;
+}
+
+function meters(run: RunView): Html {
+  const costUsd = (run.usage.cost_micro_usd / 1e6).toFixed(4);
+  const limitUsd = run.limits.max_cost_micro_usd === null ? null : run.limits.max_cost_micro_usd / 1e6;
+  return html`<section id="meters" class="meters"><h2>Usage</h2>
+${meter('Steps', run.usage.steps, run.limits.max_steps)}
+${meter('Model calls', run.usage.model_calls, run.limits.max_model_calls)}
+${meter('Tool calls', run.usage.tool_calls, run.limits.max_tool_calls)}
+${meter('Cost (USD)', run.usage.cost_micro_usd / 1e6, limitUsd, `$${costUsd}`)}</section>`;
+}
+
+function summary(run: RunView): Html {
+  const answer = (run.result as { answer?: unknown } | null)?.answer;
+  return html`<dl class="summary">
+<dt>Status</dt><dd><span id="run-status" class="status status-${run.status}">${run.status}</span>${
+    run.waiting_for ? html` (waiting for ${run.waiting_for})` : ''
+  }</dd>
+<dt>Session</dt><dd>${run.session_id}</dd><dt>Profile</dt><dd>${run.browser_profile_id ?? '—'}</dd>
+<dt>Attempt</dt><dd>${run.attempt}</dd>
+<dt>Created</dt><dd>${formatTime(run.created_at_ms)}</dd><dt>Ended</dt><dd>${formatTime(run.ended_at_ms)}</dd>
+${run.error ? html`<dt>Error</dt><dd class="error">${run.error.code}: ${run.error.message}</dd>` : ''}
+${answer !== undefined ? html`<dt>Answer</dt><dd class="answer">${String(answer)}</dd>` : ''}</dl>`;
+}
+
+/** The pending approval as the person deciding it needs it: what, where, and the outlined page. */
+function approvalCard(runId: string, approval: ApprovalView): Html {
+  const card = approval.card;
+  const element = card?.element ? `${card.element.role} “${card.element.name}”` : 'an element of the page';
+  return html`<article class="approval" data-approval-id="${approval.id}">
+<h3>Approve ${card?.action ?? approval.tool} on ${element}?</h3>
+<p class="where">Page: ${card?.page_title ? html`<b>${card.page_title}</b> ` : ''}<code class="page-url">${card?.page_url ?? 'unknown'}</code></p>
+${
+  card?.screenshot
+    ? html`<img class="approval-shot" src="${artifactUrl(runId, card.screenshot)}" alt="The page with the element to act on outlined">`
+    : html`<p class="empty">No screenshot of the page.</p>`
+}
+<details><summary>The call as recorded</summary><pre>${JSON.stringify(approval.arguments, null, 2)}</pre></details>
+<form class="decide" data-approval-id="${approval.id}">
+<fieldset><legend>Grant (optional): approve this and later actions of this run</legend>
+<label>For minutes <input type="number" name="grant_minutes" min="1" max="30"></label>
+<label>Actions <input type="number" name="grant_actions" min="1" max="200"></label></fieldset>
+<label>Reason to deny <input type="text" name="reason" maxlength="2000"></label>
+<button type="submit" name="decision" value="approve" class="approve">Approve</button>
+<button type="submit" name="decision" value="deny" class="deny">Deny</button>
+<p class="error" role="alert" hidden></p></form></article>`;
+}
+
+function stepRow(runId: string, step: RunStep): Html {
+  const tool = step.tool;
+  const model = step.model;
+  const outcome = tool?.outcome
+    ? tool.outcome.ok
+      ? 'ok'
+      : `${tool.outcome.code}: ${tool.outcome.message ?? ''}`
+    : step.status;
+  return html`<li class="step step-${step.kind}" data-step-id="${step.id}">
+<div class="step-head"><span class="kind">${step.kind}</span> <b>${tool?.name ?? 'model turn'}</b>
+<span class="outcome">${outcome}</span> <span class="duration">${formatDuration(step.duration_ms)}</span></div>
+${
+  model
+    ? html`<p>${model.input_tokens} in / ${model.output_tokens} out tokens, $${(model.cost_micro_usd / 1e6).toFixed(4)}; asked for ${
+        model.tool_calls.map((call) => call.name).join(', ') ||
+        (model.answered ? 'nothing: answered' : 'nothing')
+      }</p>`
+    : ''
+}
+${tool ? html`<pre class="arguments">${JSON.stringify(tool.arguments)}</pre>` : ''}
+${tool?.settle ? html`<p class="settle">Settled: ${JSON.stringify(tool.settle)}</p>` : ''}
+${tool?.postcondition ? html`<p class="postcondition">Postcondition: ${JSON.stringify(tool.postcondition)}</p>` : ''}
+${tool?.page ? html`<p class="page">${tool.page.title} <code>${tool.page.url}</code></p>` : ''}
+${
+  tool?.screenshot
+    ? html`<a href="${artifactUrl(runId, tool.screenshot)}"><img class="thumb" src="${artifactUrl(runId, tool.screenshot)}" alt="The page after ${tool.name}"></a>`
+    : ''
+}</li>`;
+}
+
+/**
+ * The run page: summary, meters, pending approvals, the live frame while the run may still act
+ * (the newest screenshot; the script swaps in each new one as `step.ended` says one exists), and
+ * the timeline. `data-run-id` and `data-live` tell the script whether to listen.
+ */
+export function renderRunPage(options: {
+  viewer: PageViewer;
+  run: RunView;
+  steps: readonly RunStep[];
+  approvals: readonly ApprovalView[];
+  /** Why no steps could be had, shown in the timeline's place. */
+  stepsProblem?: string;
+}): string {
+  const { run, steps } = options;
+  const live = !ENDED.has(run.status);
+  const latest = [...steps].reverse().find((step) => step.tool?.screenshot)?.tool?.screenshot;
+  const main = html`<div id="run" data-run-id="${run.id}" data-live="${live ? 'yes' : 'no'}">
+<h1>Run <code>${run.id}</code></h1>${summary(run)}${meters(run)}
+${
+  options.approvals.length > 0
+    ? html`<section id="approvals"><h2>Waiting for you</h2>${options.approvals.map((approval) => approvalCard(run.id, approval))}</section>`
+    : ''
+}
+${
+  live
+    ? html`<section id="live"><h2>Live view</h2>${
+        latest
+          ? html`<img id="live-frame" src="${artifactUrl(run.id, latest)}" data-frame="${latest}" alt="The run's page, latest frame">`
+          : html`<p id="live-frame-empty" class="empty">No frame yet.</p>`
+      }</section>`
+    : ''
+}
+<section id="timeline"><h2>Steps</h2>${
+    options.stepsProblem
+      ? html`<p class="error">${options.stepsProblem}</p>`
+      : steps.length === 0
+        ? html`<p class="empty">No steps yet.</p>`
+        : html`<ol class="steps">${steps.map((step) => stepRow(run.id, step))}</ol>`
+  }</section></div>`;
+  return pageLayout(`Run ${run.id}`, main, options.viewer);
+}

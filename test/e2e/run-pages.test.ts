@@ -1,0 +1,176 @@
+import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { launchTestBrowser } from '../fixtures/chromium.js';
+import { startTestFleet } from '../fixtures/fleet.js';
+import { uniquePrefix } from '../fixtures/redis.js';
+import { restClient } from '../fixtures/rest.js';
+
+/** Where the tests leave what the browser showed, for a person to look at (gitignored). */
+const SHOTS = 'test-output/ui';
+
+/**
+ * The run pages (issue 13) in real Chromium against the whole fleet: a person signs in with a key,
+ * lists runs, decides an approval from its card and watches a run work a page. The site is a real
+ * server: buttons that post a click, and pages slow enough that a run is seen while it works.
+ */
+describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
+  let fleet: FleetHandle;
+  let browser: Browser;
+  let site: Server;
+  let origin: string;
+  let base: string;
+  const { call, waitForStatus } = restClient(
+    () => fleet.urls.api,
+    () => fleet.apiKey,
+  );
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    site = createServer((request, response) => {
+      const path = request.url ?? '/';
+      if (request.method === 'POST') return void response.end('ok');
+      response.setHeader('content-type', 'text/html');
+      const slow = /\/slow\/(\d+)/.exec(path);
+      if (slow) {
+        // A page a second in coming, each its own colour: the live view has frames to tell apart.
+        const hue = Number(slow[1]) * 90;
+        return void setTimeout(
+          () =>
+            response.end(
+              `<!doctype html><title>Slow ${slow[1]}</title><body style="background:hsl(${hue},70%,60%)"><h1>Slow page ${slow[1]}</h1></body>`,
+            ),
+          1_000,
+        );
+      }
+      response.end(
+        `<!doctype html><title>Checkout</title><h1>Checkout</h1><p>Total: 12 EUR</p>
+<button onclick="fetch('pay', {method: 'POST'}).then(() => document.body.insertAdjacentHTML('beforeend', '<h2>Paid</h2>'))">Pay now</button>`,
+      );
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    [fleet, browser] = await Promise.all([startTestFleet(uniquePrefix('run-pages')), launchTestBrowser()]);
+    base = fleet.urls.api.replace(/\/v1$/, '');
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await fleet?.close();
+    await new Promise((resolve) => site?.close(resolve));
+  });
+
+  let profiles = 0;
+  /** Submits a scripted run on a new profile allowing the site; answers its id. */
+  async function submit(steps: unknown[], answer = 'Done.', key = fleet.apiKey): Promise<string> {
+    profiles += 1;
+    const profile = `pages-${profiles}`;
+    expect(
+      (await call('POST', '/v1/profiles', { id: profile, allowed_origins: [origin] }, { key })).status,
+    ).toBe(201);
+    const agent = await call(
+      'POST',
+      '/v1/agents',
+      {
+        model: 'scripted',
+        instructions: 'Work the page.',
+        tools: ['browser.navigate', 'browser.observe', 'browser.act'],
+      },
+      { key },
+    );
+    const session = await call(
+      'POST',
+      '/v1/sessions',
+      { agent_id: agent.body.id, browser_profile_id: profile },
+      { key },
+    );
+    const run = await call(
+      'POST',
+      `/v1/sessions/${session.body.id}/runs`,
+      { input: 'Work the page', script: { steps, answer } },
+      { key },
+    );
+    expect(run.status).toBe(201);
+    return run.body.id;
+  }
+
+  /** A fresh browser context signed in with `key` through the form; starts at `path`. */
+  async function signedIn(key: string, path = '/runs'): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${base}${path}`);
+    expect(new URL(page.url()).pathname).toBe('/signin');
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${base}${path}`);
+    return { context, page };
+  }
+
+  it('signs a person in with a key into an HttpOnly, SameSite=Strict cookie, and refuses a wrong key', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/runs`);
+    await page.getByLabel('API key').fill('lhk_not-a-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('not accepted');
+    await page.screenshot({ path: `${SHOTS}/signin-refused.png` });
+    expect(await context.cookies()).toEqual([]);
+
+    await page.getByLabel('API key').fill(fleet.apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${base}/runs`);
+    const [cookie] = await context.cookies();
+    expect(cookie).toMatchObject({ name: 'lh_session', httpOnly: true, sameSite: 'Strict', path: '/' });
+    expect(cookie?.value).not.toContain(fleet.apiKey);
+    const response = await page.goto(`${base}/runs`);
+    expect(response?.headers()['content-security-policy']).toBe(
+      "default-src 'self'; img-src 'self'; script-src 'self'; frame-ancestors 'none'",
+    );
+    await context.close();
+  });
+
+  it('refuses a signed-in change without its CSRF token, hides another tenant’s run, and ends with a revoked key', async () => {
+    const runId = await submit([{ tool: 'browser.navigate', url: `${origin}/checkout` }]);
+    await waitForStatus(runId, ['succeeded', 'failed']);
+    const { key: otherKey, identity } = await fleet.store.createApiKey({
+      tenant: 'other',
+      principal: 'olga',
+      scopes: ['runs:read', 'runs:write', 'approvals:write', 'admin'],
+    });
+    const { context, page } = await signedIn(fleet.apiKey);
+    const answers = await page.evaluate(async (id) => {
+      const token = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
+      const bare = await fetch(`/v1/runs/${id}/retry`, { method: 'POST' });
+      const wrong = await fetch(`/v1/runs/${id}/retry`, {
+        method: 'POST',
+        headers: { 'x-csrf-token': 'nope' },
+      });
+      const right = await fetch(`/v1/runs/${id}/retry`, {
+        method: 'POST',
+        headers: { 'x-csrf-token': token },
+      });
+      return {
+        bare: bare.status,
+        wrong: wrong.status,
+        right: right.status,
+        code: (await bare.json()).error.code,
+      };
+    }, runId);
+    // The run succeeded, so the retry the token lets through is answered 409 by the route, not the door.
+    expect(answers).toEqual({ bare: 401, wrong: 401, right: 409, code: 'unauthorized' });
+    await context.close();
+
+    const other = await signedIn(otherKey);
+    const visit = await other.page.goto(`${base}/runs/${runId}`);
+    expect(visit?.status()).toBe(404);
+    expect(await other.page.evaluate(async (id) => (await fetch(`/v1/runs/${id}`)).status, runId)).toBe(404);
+    await other.page.screenshot({ path: `${SHOTS}/other-tenant-404.png` });
+    expect(await fleet.store.revokeApiKey('other', identity.key_id)).toBe(true);
+    await other.page.goto(`${base}/runs`);
+    expect(new URL(other.page.url()).pathname).toBe('/signin');
+    await other.context.close();
+  });
+});
