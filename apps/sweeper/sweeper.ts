@@ -1,7 +1,9 @@
+import { LocalArtifactStore } from '../../libs/artifacts/index.js';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
 import {
+  ArtifactSweep,
   createSweeperMetrics,
   FailedJobWalk,
   SweepPass,
@@ -65,6 +67,12 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
     metrics: sweeperMetrics,
     log,
     reportError,
+    // Issue 13: the artifacts of runs whose records expired (the local folder until the bucket's
+    // store is wired here too).
+    artifacts: new ArtifactSweep({
+      artifacts: await new LocalArtifactStore(config.artifacts.dir).open(),
+      store,
+    }),
   });
   const task = new IntervalTask('sweeper', config.sweeper.intervalMs, () => pass.run(), log).start({
     runNow: true,

@@ -1,3 +1,4 @@
+export { ARTIFACT_SWEEP_EVERY_MS, ArtifactSweep, type ArtifactSweepDeps } from './artifact-sweep.js';
 export { type SweepErrorReporter, sweepErrorReporter } from './error-reporter.js';
 export {
   FAILED_JOB_SETTLE_MS,

@@ -14,6 +14,7 @@ import {
 import { type OrphanSweepDeps, sweepQueuedWithoutJob } from '../orphan-sweep.js';
 import { type ReclaimDeps, reclaimStalledRuns } from '../reclaim.js';
 import type { RunLifecycle } from '../run-lifecycle.js';
+import type { ArtifactSweep } from './artifact-sweep.js';
 import type { SweepErrorReporter } from './error-reporter.js';
 import type { FailedJobWalk } from './failed-job-walk.js';
 import type { SweeperMetrics } from './sweeper-metrics.js';
@@ -39,6 +40,8 @@ export interface SweepPassDeps {
   deadlineBatch?: number;
   /** Runs whose pending approvals are checked per pass, walking the deadline index. */
   staleApprovalBatch?: number;
+  /** Issue 13, retention: deletes the artifacts of runs whose records expired, when due. */
+  artifacts?: Pick<ArtifactSweep, 'sweepIfDue'>;
 }
 
 /**
@@ -69,6 +72,18 @@ export class SweepPass {
     await this.#staleApprovals();
     await this.#orphans();
     await this.#followUps();
+    await this.#artifacts();
+  }
+
+  async #artifacts(): Promise<void> {
+    const { artifacts, log } = this.#deps;
+    if (!artifacts) return;
+    try {
+      const deleted = await artifacts.sweepIfDue();
+      if (deleted.length > 0) log.info({ runs: deleted.length }, 'artifacts of expired runs deleted');
+    } catch (error) {
+      log.error({ err: error }, 'artifact sweep failed; it is tried again when next due');
+    }
   }
 
   /**
