@@ -13,5 +13,8 @@ runMain('api', async () => {
 
   const api = await startApi({ config, logger, metrics, redisUrl: config.redis.url ?? DEFAULT_REDIS_URL });
   shutdown.add('api', () => api.close());
-  logger.info({ url: api.url, docs: `${api.url}/docs`, dashboard: `${api.url}/admin/queues` }, 'api started');
+  logger.info(
+    { url: api.url, runs: `${api.url}/runs`, docs: `${api.url}/docs`, dashboard: `${api.url}/admin/queues` },
+    `api started; runs page ${api.url}/runs`,
+  );
 });

@@ -25,6 +25,8 @@ export interface FleetHandle {
   metrics: Metrics;
   urls: {
     api: string;
+    /** The runs page (issue 13): sign in with the API key below. */
+    runs: string;
     docs: string;
     dashboard: string;
     metrics: string;
@@ -112,6 +114,7 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
       metrics,
       urls: {
         api: `${api.url}/v1`,
+        runs: `${api.url}/runs`,
         docs: `${api.url}/docs`,
         dashboard: `${api.url}/admin/queues`,
         metrics: `${api.url}/metrics`,

@@ -23,6 +23,7 @@ runMain('fleet', async () => {
     [
       '',
       'Leasehold fleet is up: api, browser worker, run worker, sweeper.',
+      `  Runs page       ${urls.runs}   (sign in with the API key below)`,
       `  API             ${urls.api}`,
       `  API docs        ${urls.docs}`,
       `  Dashboard       ${urls.dashboard}`,
