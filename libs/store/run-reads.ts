@@ -17,9 +17,14 @@ export async function getRun(
   return parseRun(fields)?.run;
 }
 
+/** How long an index entry without its run may be a submission still in flight, in ms. */
+const SUBMISSION_IN_FLIGHT_MS = 60_000;
+
 /**
  * The session's runs in submission order. The session's index is written before each run's
- * script, so an entry whose run was never written is skipped.
+ * script, so an entry whose run was never written is skipped. An entry older than a submission in
+ * flight whose run is gone (expired with its retention, issue 13) is removed as it is met, so the
+ * index does not keep the run forever.
  */
 export async function listRuns(
   context: RunStoreContext,
@@ -27,8 +32,20 @@ export async function listRuns(
   sessionId: string,
 ): Promise<RunView[]> {
   if (!(await getSession(context, tenant, sessionId))) return [];
-  const ids = await context.redis.zrange(context.keys.sessionRuns(sessionId), 0, -1);
-  const runs = await Promise.all(ids.map((id) => getRun(context, id, tenant)));
+  const indexKey = context.keys.sessionRuns(sessionId);
+  const flat = await context.redis.zrange(indexKey, 0, -1, 'WITHSCORES');
+  const entries: Array<{ id: string; submittedAtMs: number }> = [];
+  for (let i = 0; i + 1 < flat.length; i += 2)
+    entries.push({ id: flat[i] as string, submittedAtMs: Number(flat[i + 1]) });
+  const runs = await Promise.all(entries.map((entry) => getRun(context, entry.id, tenant)));
+  const settledBeforeMs = context.now() - SUBMISSION_IN_FLIGHT_MS;
+  const gone = entries.filter((entry, i) => !runs[i] && entry.submittedAtMs < settledBeforeMs);
+  if (gone.length > 0) {
+    // A run of the tenant's own session that is unreadable still exists: only absent records go.
+    const exists = await Promise.all(gone.map((entry) => context.redis.exists(context.keys.run(entry.id))));
+    const absent = gone.filter((_, i) => exists[i] === 0).map((entry) => entry.id);
+    if (absent.length > 0) await context.redis.zrem(indexKey, ...absent);
+  }
   return runs.filter((run): run is RunView => run !== undefined);
 }
 

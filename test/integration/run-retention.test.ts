@@ -162,6 +162,25 @@ describe('a run expires a retention after its end, and only then', () => {
     expect(left).toBe(0);
   });
 
+  it("drops a run that expired from its session's index, and keeps one still being submitted", async () => {
+    const run = await submitStoreRun(store, sessionId);
+    ran(await store.cancelRun(TENANT, run.id));
+    // An entry whose run is not written yet: the index is written before the run's own script.
+    await redis.zadd(keys.sessionRuns(sessionId), Date.now() + 120_000, 'run_inflight');
+    await eventually(
+      () => redis.exists(keys.run(run.id)),
+      (count) => count === 0,
+      RETENTION_MS + 8_000,
+      200,
+    );
+    expect(await redis.zscore(keys.sessionRuns(sessionId), run.id)).not.toBeNull();
+    // Read two minutes on: the expired run's entry is older than any submission still in flight.
+    const later = new RunStore(redis, `${base}:`, () => Date.now() + 120_000, { retentionMs: RETENTION_MS });
+    expect((await later.listRuns(TENANT, sessionId)).map((listed) => listed.id)).not.toContain(run.id);
+    expect(await redis.zscore(keys.sessionRuns(sessionId), run.id)).toBeNull();
+    expect(await redis.zscore(keys.sessionRuns(sessionId), 'run_inflight')).not.toBeNull();
+  });
+
   it('prunes the pending index of approvals whose pointer expired', async () => {
     const short = new RunStore(redis, `${base}:`, Date.now, { retentionMs: 1 });
     const run = await submitStoreRun(short, sessionId);
