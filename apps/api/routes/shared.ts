@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { ArtifactStore } from '../../../libs/artifacts/index.js';
 import type { Config } from '../../../libs/config/index.js';
 import { recordIdSchema } from '../../../libs/contracts/index.js';
 import type { RunLifecycle } from '../../../libs/runtime/index.js';
@@ -21,6 +22,8 @@ export interface V1Dependencies {
    * cancel, parent resume, the end counted) is carried out here, never derived by a route.
    */
   lifecycle: RunLifecycle;
+  /** Issue 13: where runs' screenshots are read from (the same store the browser workers write). */
+  artifacts: ArtifactStore;
 }
 
 /** A route registrar's view of the server: schemas are zod, parsed on arrival. */
