@@ -24,6 +24,18 @@ export {
   runJobSchema,
 } from './runs.js';
 export {
+  createWebhooksQueue,
+  DEFAULT_WEBHOOK_RETRY,
+  WEBHOOKS_QUEUE,
+  type WebhookJob,
+  type WebhookJobResult,
+  type WebhookRetryPolicy,
+  type WebhooksQueue,
+  webhookJobId,
+  webhookJobOptions,
+  webhookJobSchema,
+} from './webhooks.js';
+export {
   closeWorker,
   createQueueWorker,
   handBack,

@@ -2,6 +2,7 @@ import type { Worker } from 'bullmq';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import type { IntervalTask } from '../../libs/lifecycle/index.js';
 import { fleetLifecycle, type LeaseUpkeepDeps } from '../../libs/runtime/index.js';
+import { startWebhookWorker } from '../../libs/runtime/webhooks/index.js';
 import {
   drainBoundMs,
   type ExecutionDeps,
@@ -95,6 +96,8 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     maxStalledCount: config.runWorker.maxStalledCount,
     logger: log,
   });
+  // Issue 13: the tenants' webhook deliveries are claimed beside the runs.
+  const webhooks = await startWebhookWorker({ config, redisUrl: options.redisUrl, redis, logger: log });
   const upkeep = startUpkeepTask({
     leases,
     runs: store,
@@ -114,7 +117,10 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
       closing ??= (async () => {
         // Stop claiming and finish (or hand back) what is in flight, then stop the upkeep: leases
         // of runs still in flight are kept until their executions end.
-        const outcome = await closeWorker(worker, drainBoundMs(config.shutdownTimeoutMs));
+        const [outcome] = await Promise.all([
+          closeWorker(worker, drainBoundMs(config.shutdownTimeoutMs)),
+          closeWorker(webhooks, drainBoundMs(config.shutdownTimeoutMs)),
+        ]);
         log.info({ outcome }, 'claim loop stopped');
         await upkeep.close();
         cancels.close();

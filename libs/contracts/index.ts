@@ -26,3 +26,4 @@ export { microUsdToUsd, usdToMicroUsd } from './money.js';
 export * from './run-lifecycle.js';
 export * from './run-steps.js';
 export * from './runs.js';
+export * from './webhooks.js';

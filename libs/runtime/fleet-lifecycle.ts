@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { enqueueExecution, type RunsQueue } from '../../queues/index.js';
+import { createWebhooksQueue } from '../../queues/webhooks.js';
 import {
   BrowserWorkerRegistry,
   FollowUpIndex,
@@ -7,8 +8,10 @@ import {
   RedisLeaseStore,
   type RunStore,
 } from '../store/index.js';
+import { WebhookStore } from '../store/webhooks.js';
 import type { LeaseReleaseDeps } from './lease-release.js';
 import { RunLifecycle } from './run-lifecycle.js';
+import { WebhookTeller } from './webhooks/teller.js';
 
 export interface FleetLifecycleOptions {
   redis: Redis;
@@ -25,7 +28,8 @@ export interface FleetLifecycleOptions {
 /**
  * The one run lifecycle of a fleet role (issue 12), built the same way by the API, the run
  * workers and the sweeper: its runs enqueued on the runs queue, leases released on the data
- * plane, profiles' lines and the follow-up index in the same Redis.
+ * plane, profiles' lines and the follow-up index in the same Redis; the tenants' webhooks told
+ * through the webhooks queue beside the runs queue (issue 13).
  */
 export function fleetLifecycle(options: FleetLifecycleOptions): RunLifecycle {
   const { redis, keyPrefix } = options;
@@ -42,6 +46,12 @@ export function fleetLifecycle(options: FleetLifecycleOptions): RunLifecycle {
     followUps: new FollowUpIndex(redis, keyPrefix),
     enqueue: (run) => enqueueExecution(options.queue, run),
     release,
+    webhooks: new WebhookTeller({
+      hooks: new WebhookStore(redis, keyPrefix),
+      // Same connection and prefix as the runs queue; it holds no timer of its own to close.
+      queue: createWebhooksQueue(redis, options.queue.opts.prefix ?? 'bull'),
+      approvals: options.store,
+    }),
     runEnded: options.runEnded,
     onError: options.onError,
   });

@@ -42,6 +42,16 @@ export interface FollowUpsPort {
   due(nowMs: number, count: number): Promise<Array<{ runId: string; execution: number }>>;
 }
 
+/**
+ * Issue 13, being told: the tenant's webhooks hear of a run's end and of the approvals a parked
+ * run waits on (`WebhookTeller` fits). Told from every follow-up, so at least once; each event is
+ * delivered once (its job id).
+ */
+export interface WebhookPort {
+  runEnded(run: RunView): Promise<void>;
+  runParked(run: RunView): Promise<void>;
+}
+
 /** How long after a transition the sweeper looks at a follow-up nobody carried out. */
 export const FOLLOW_UP_GRACE_MS = 60_000;
 
@@ -64,6 +74,8 @@ export interface RunLifecycleDeps {
   runEnded?(status: string, code: string | null, count?: number): void;
   /** Reports a consequence that failed; a later pass (upkeep, sweeper) carries it out again. */
   onError?(runId: string, error: unknown, what: string): void;
+  /** Tells the tenant's webhooks (issue 13); absent, nobody is told. */
+  webhooks?: WebhookPort | undefined;
 }
 
 /** What a transition caused: who ended the run counts its end. */
@@ -104,8 +116,24 @@ export class RunLifecycle {
         await this.cancel(run.tenant, run.waiting_on_run_id, 'its parent run was cancelled');
       await resumeParentOf({ store: this.#deps.store, enqueue: this.#deps.enqueue }, run);
     }
-    if (run.status !== 'running' && run.status !== 'parked')
+    // A telling that failed leaves the follow-up owed: the sweeper tells it again.
+    const told = await this.#tell(run);
+    if (told && run.status !== 'running' && run.status !== 'parked')
       await this.#deps.followUps?.settle(run.id, run.execution);
+  }
+
+  /** Tells the webhooks what `run`'s state calls for (an end, a park); false when that failed. */
+  async #tell(run: RunView): Promise<boolean> {
+    const webhooks = this.#deps.webhooks;
+    if (!webhooks) return true;
+    try {
+      if (runHasEnded(run.status)) await webhooks.runEnded(run);
+      else if (run.status === 'parked') await webhooks.runParked(run);
+      return true;
+    } catch (error) {
+      this.#deps.onError?.(run.id, error, 'telling the webhooks failed; the sweeper tells them again');
+      return false;
+    }
   }
 
   /**
@@ -127,6 +155,9 @@ export class RunLifecycle {
     for (const owed of await followUps.due(this.#now(), batchSize)) {
       const run = await this.#deps.store.getRun(owed.runId);
       if (run && run.execution === owed.execution && (run.status === 'running' || run.status === 'parked')) {
+        // A parked run's approvals are told again (once each by their job ids): its worker may
+        // have died between the park and its follow-up.
+        if (run.status === 'parked') await this.#tell(run);
         await followUps.postpone(owed, this.#now() + FOLLOW_UP_GRACE_MS);
         continue;
       }

@@ -2,11 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import { registerAgentRoutes } from './agents.js';
 import { registerApiKeyRoutes } from './api-keys.js';
 import { registerApprovalRoutes } from './approvals.js';
-import { registerArtifactRoutes } from './artifacts.js';
 import { registerProfileRoutes } from './profiles.js';
 import { registerRunRoutes } from './runs.js';
 import { registerSessionRoutes } from './sessions.js';
 import type { V1Dependencies } from './shared.js';
+import { registerWebhookRoutes } from './webhooks.js';
 
 export type { V1Dependencies } from './shared.js';
 
@@ -20,7 +20,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerAgentRoutes(app, deps);
   registerSessionRoutes(app, deps);
   registerRunRoutes(app, deps);
-  registerArtifactRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
+  registerWebhookRoutes(app, deps);
 }

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ArtifactStore } from '../../../libs/artifacts/index.js';
 import type { Config } from '../../../libs/config/index.js';
 import { recordIdSchema } from '../../../libs/contracts/index.js';
 import type { RunLifecycle } from '../../../libs/runtime/index.js';
 import type { RedisLeaseStore, RunStore } from '../../../libs/store/index.js';
+import type { WebhookStore } from '../../../libs/store/webhooks.js';
 import type { RunEventStreams } from '../../../libs/telemetry/index.js';
 import type { DefaultAgents } from '../default-agent.js';
 
@@ -22,8 +22,8 @@ export interface V1Dependencies {
    * cancel, parent resume, the end counted) is carried out here, never derived by a route.
    */
   lifecycle: RunLifecycle;
-  /** Issue 13: where runs' screenshots are read from (the same store the browser workers write). */
-  artifacts: ArtifactStore;
+  /** Issue 13: the tenants' webhooks and their delivery logs. */
+  webhooks: WebhookStore;
 }
 
 /** A route registrar's view of the server: schemas are zod, parsed on arrival. */

@@ -39,8 +39,10 @@ export async function endExecution(
     else await closeRetired(deps, run, leftovers.provider);
   } finally {
     // Done with the page: its consequences (the profile's turn passed, a parent resumed, the end
-    // counted) follow here. A parked run keeps its page and its turn.
-    if (after && doneWithPage(after)) await deps.lifecycle.followUp(after, { ended: after === ended });
+    // counted) follow here. A parked run keeps its page and its turn; its follow-up tells the
+    // webhooks of its approvals (issue 13).
+    if (after && (doneWithPage(after) || after.status === 'parked'))
+      await deps.lifecycle.followUp(after, { ended: after === ended });
   }
 }
 

@@ -1,0 +1,103 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import {
+  ApiError,
+  createdWebhookSchema,
+  createWebhookRequestSchema,
+  WEBHOOKS_PER_TENANT_MAX,
+  webhookDeliveryPageSchema,
+  webhookViewSchema,
+} from '../../../libs/contracts/index.js';
+import { checkWebhookUrl, WebhookAddressRefused } from '../../../libs/runtime/webhooks/index.js';
+import { authenticate, identityOf } from '../auth.js';
+import { idParams, typed, type V1Dependencies } from './shared.js';
+
+/**
+ * Webhooks (issue 13), behind the `admin` scope like API keys: an admin registers, lists and
+ * deletes its tenant's webhooks and reads each one's delivery log. The secret is shown once, in
+ * the answer that creates it; another tenant's webhook is answered 404.
+ */
+export function registerWebhookRoutes(
+  root: FastifyInstance,
+  deps: Pick<V1Dependencies, 'config' | 'store' | 'webhooks'>,
+): void {
+  const app = typed(root);
+  const { store, webhooks } = deps;
+
+  app.post(
+    '/v1/webhooks',
+    {
+      schema: {
+        tags: ['webhooks'],
+        summary:
+          "Register a webhook in the caller's tenant for approval.requested and run.ended; the secret is shown only in this answer",
+        body: createWebhookRequestSchema,
+        response: { 201: createdWebhookSchema },
+      },
+      preHandler: authenticate(store, 'admin'),
+    },
+    async (request, reply) => {
+      const { tenant } = identityOf(request);
+      const url = await checkWebhookUrl(request.body.url, deps.config.webhooks.allowPrivate).catch(
+        (error: unknown) => {
+          if (error instanceof WebhookAddressRefused)
+            throw new ApiError('validation_failed', `url: ${error.message}`);
+          throw error;
+        },
+      );
+      const created = await webhooks.create({ ...request.body, tenant, url });
+      if (!created)
+        throw new ApiError('conflict', `a tenant holds at most ${WEBHOOKS_PER_TENANT_MAX} webhooks`);
+      return reply.code(201).send(created);
+    },
+  );
+
+  app.get(
+    '/v1/webhooks',
+    {
+      schema: {
+        tags: ['webhooks'],
+        summary: "The caller's tenant's webhooks, oldest first (never a secret)",
+        response: { 200: z.object({ webhooks: z.array(webhookViewSchema) }) },
+      },
+      preHandler: authenticate(store, 'admin'),
+    },
+    async (request) => ({ webhooks: await webhooks.list(identityOf(request).tenant) }),
+  );
+
+  app.delete(
+    '/v1/webhooks/:id',
+    {
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Delete a webhook and its delivery log: deliveries not yet made are dropped',
+        params: idParams,
+      },
+      preHandler: authenticate(store, 'admin'),
+    },
+    async (request, reply) => {
+      if (!(await webhooks.delete(identityOf(request).tenant, request.params.id)))
+        throw new ApiError('not_found', `webhook ${request.params.id} not found`);
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    '/v1/webhooks/:id/deliveries',
+    {
+      schema: {
+        tags: ['webhooks'],
+        summary: "A webhook's delivery attempts, newest first (the last 100, kept a week)",
+        params: idParams,
+        response: { 200: webhookDeliveryPageSchema },
+      },
+      preHandler: authenticate(store, 'admin'),
+    },
+    async (request) => {
+      const { tenant } = identityOf(request);
+      if (!(await webhooks.get(tenant, request.params.id)))
+        throw new ApiError('not_found', `webhook ${request.params.id} not found`);
+      return { deliveries: await webhooks.deliveries(tenant, request.params.id) };
+    },
+  );
+}

@@ -1,0 +1,122 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { type Job, type Processor, UnrecoverableError } from 'bullmq';
+import { type WebhookJob, type WebhookJobResult, webhookJobSchema } from '../../../queues/webhooks.js';
+import type { WebhookRecord } from '../../contracts/index.js';
+import type { WebhookStore } from '../../store/webhooks.js';
+import { guardedLookup, isPrivateAddress, WebhookAddressRefused } from './address-guard.js';
+import { signWebhook } from './signature.js';
+
+export interface WebhookDeliveryDeps {
+  hooks: Pick<WebhookStore, 'get' | 'logDelivery'>;
+  /** `LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE`: deliver to loopback and private addresses too. */
+  allowPrivate: boolean;
+  /** How long a receiver has to answer, connection included (default 10 s). */
+  timeoutMs?: number;
+  /** Epoch ms (tests move it). */
+  clock?: () => number;
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+/** A receiver's answer is read only this far: only its status counts. */
+const ANSWER_READ_MAX_BYTES = 4_096;
+
+/** The answer of one attempt: the receiver's status, or why there was none. */
+type Attempt = { statusCode: number; error: null } | { statusCode: null; error: string; refused: boolean };
+
+/**
+ * The webhooks queue's processor (issue 13): POSTs the event, signed, to the webhook as it is
+ * stored now; logs every attempt; a 2xx is done, anything else throws so BullMQ retries it with
+ * backoff. A webhook deleted since is told nothing; a URL now on a refused address is not retried.
+ */
+export function webhookDeliveryProcessor(
+  deps: WebhookDeliveryDeps,
+): Processor<WebhookJob, WebhookJobResult, string> {
+  const clock = deps.clock ?? Date.now;
+  return async (job: Job<WebhookJob, WebhookJobResult, string>) => {
+    const { tenant, webhookId, event } = webhookJobSchema.parse(job.data);
+    const hook = await deps.hooks.get(tenant, webhookId);
+    if (!hook) return { status_code: null, skipped: 'webhook_deleted' };
+    const body = JSON.stringify(event);
+    const startedMs = clock();
+    const attempt = await post(
+      hook,
+      body,
+      {
+        'leasehold-event': event.type,
+        'leasehold-delivery': job.id ?? '',
+        'leasehold-signature': signWebhook(hook.secret, body, Math.floor(startedMs / 1000)),
+      },
+      deps,
+    );
+    const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
+    await deps.hooks.logDelivery(tenant, webhookId, {
+      delivery_id: job.id ?? '',
+      event_id: event.id,
+      event: event.type,
+      attempt: job.attemptsMade + 1,
+      ok,
+      status_code: attempt.statusCode,
+      error: attempt.error,
+      duration_ms: Math.max(0, clock() - startedMs),
+      at_ms: startedMs,
+    });
+    if (ok) return { status_code: attempt.statusCode };
+    const why = attempt.statusCode === null ? attempt.error : `the receiver answered ${attempt.statusCode}`;
+    if (attempt.statusCode === null && attempt.refused) throw new UnrecoverableError(why);
+    throw new Error(`webhook ${webhookId}: ${why}`);
+  };
+}
+
+/** One POST under one deadline; never throws. The address is checked on the way (after DNS). */
+function post(
+  hook: WebhookRecord,
+  body: string,
+  headers: Record<string, string>,
+  deps: WebhookDeliveryDeps,
+): Promise<Attempt> {
+  const url = new URL(hook.url);
+  const literal = url.hostname.replace(/^\[|\]$/g, '');
+  // A literal address is connected to without a lookup, so it is checked here.
+  if (!deps.allowPrivate && isIP(literal) && isPrivateAddress(literal))
+    return Promise.resolve({ statusCode: null, error: 'refused: a private address', refused: true });
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  const timeoutMs = deps.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return new Promise<Attempt>((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    const done = (attempt: Attempt) => {
+      clearTimeout(timer);
+      resolve(attempt);
+    };
+    const request = send(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          ...headers,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'user-agent': 'Leasehold-Webhooks/1',
+        },
+        ...(deps.allowPrivate ? {} : { lookup: guardedLookup }),
+      },
+      (response) => {
+        let read = 0;
+        response.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > ANSWER_READ_MAX_BYTES) response.destroy();
+        });
+        response.on('close', () => done({ statusCode: response.statusCode ?? 0, error: null }));
+        response.on('error', () => {});
+      },
+    );
+    // One deadline for the whole attempt (connection, answer), not an idle timeout.
+    timer = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    request.on('error', (error) => {
+      const refused = error instanceof WebhookAddressRefused;
+      done({ statusCode: null, error: refused ? 'refused: a private address' : error.message, refused });
+    });
+    request.end(body);
+  });
+}

@@ -1,0 +1,257 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Job, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../libs/config/index.js';
+import { type RunView, webhookEventSchema } from '../../libs/contracts/index.js';
+import { fleetLifecycle, type RunLifecycle } from '../../libs/runtime/index.js';
+import {
+  startWebhookWorker,
+  verifyWebhookSignature,
+  webhookDeliveryProcessor,
+} from '../../libs/runtime/webhooks/index.js';
+import { RunStore } from '../../libs/store/index.js';
+import { WebhookStore } from '../../libs/store/webhooks.js';
+import {
+  closeRedis,
+  closeWorker,
+  connectRedis,
+  createRunsQueue,
+  type RunsQueue,
+  type WebhookJob,
+  type WebhookJobResult,
+} from '../../queues/index.js';
+import { eventually } from '../fixtures/eventually.js';
+import { silentLogger } from '../fixtures/logger.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { createTestSession, ran, submitStoreRun } from '../fixtures/run-store.js';
+
+interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A receiver on 127.0.0.1 that answers each POST with the next status of `answers` (then 200). */
+async function startReceiver(
+  answers: number[] = [],
+): Promise<{ url: string; got: Received[]; server: Server }> {
+  const got: Received[] = [];
+  const server = createServer((request, response) => {
+    let body = '';
+    request.setEncoding('utf8');
+    request.on('data', (chunk: string) => {
+      body += chunk;
+    });
+    request.on('end', () => {
+      got.push({ headers: request.headers, body });
+      response.statusCode = answers.shift() ?? 200;
+      response.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/hook`, got, server };
+}
+
+const closeServer = (server: Server) => new Promise<void>((resolve) => server.close(() => resolve()));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('webhooks: signed deliveries of what the lifecycle tells, retried, once per event', () => {
+  const prefix = uniquePrefix('webhooks');
+  const config = loadConfig({
+    REDIS_URL: testRedisUrl(),
+    LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+    QUEUE_PREFIX: prefix,
+    LOG_LEVEL: 'silent',
+    LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE: 'true',
+  });
+  let redis: Redis;
+  let store: RunStore;
+  let hooks: WebhookStore;
+  let queue: RunsQueue;
+  let lifecycle: RunLifecycle;
+  let worker: Worker<WebhookJob, WebhookJobResult, string>;
+  const servers: Server[] = [];
+
+  beforeAll(async () => {
+    redis = await connectRedis(testRedisUrl(), 'worker', 'test-webhooks');
+    store = new RunStore(redis, `${prefix}:`);
+    hooks = new WebhookStore(redis, `${prefix}:`);
+    queue = createRunsQueue(redis, prefix);
+    lifecycle = fleetLifecycle({
+      redis,
+      keyPrefix: `${prefix}:`,
+      store,
+      queue,
+      dataPlaneToken: undefined,
+      runEnded: () => {},
+      onError: () => {},
+    });
+    worker = await startWebhookWorker({ config, redisUrl: testRedisUrl(), redis, logger: silentLogger() });
+  });
+  afterAll(async () => {
+    await closeWorker(worker, 5_000);
+    await queue.close();
+    for (const server of servers) await closeServer(server);
+    await deletePrefixedKeys(redis, prefix);
+    await closeRedis(redis);
+  });
+
+  async function receiverAndHook(tenant: string, answers: number[] = [], events?: string[]) {
+    const receiver = await startReceiver(answers);
+    servers.push(receiver.server);
+    const hook = await hooks.create({ tenant, url: receiver.url, events });
+    if (!hook) throw new Error('webhook not created');
+    return { ...receiver, hook };
+  }
+
+  /** A run of `tenant` ended by an API-style cancel through the lifecycle. */
+  async function cancelledRun(tenant: string): Promise<RunView> {
+    const session = await createTestSession(store, tenant, { instructions: 'x' });
+    const run = await submitStoreRun(store, session, { tenant });
+    const outcome = await lifecycle.cancel(tenant, run.id);
+    if (!outcome.ok) throw new Error(outcome.message);
+    return outcome.run;
+  }
+
+  it('signs each delivery so the receiver verifies it with the secret shown at creation', async () => {
+    const { got, hook } = await receiverAndHook('sig');
+    const run = await cancelledRun('sig');
+
+    const received = await eventually(
+      async () => got,
+      (list) => list.length > 0,
+      10_000,
+    );
+    expect(received).toHaveLength(1);
+    const [delivery] = received;
+    if (!delivery) throw new Error('no delivery');
+    const signature = String(delivery.headers['leasehold-signature']);
+    expect(signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(verifyWebhookSignature(hook.secret, delivery.body, signature)).toBe(true);
+    expect(verifyWebhookSignature(`${hook.secret}x`, delivery.body, signature)).toBe(false);
+    expect(verifyWebhookSignature(hook.secret, `${delivery.body} `, signature)).toBe(false);
+    expect(delivery.headers['leasehold-event']).toBe('run.ended');
+    expect(delivery.headers['leasehold-delivery']).toBe(`${hook.id}-${run.id}-a1-cancelled`);
+    const event = webhookEventSchema.parse(JSON.parse(delivery.body));
+    expect(event).toMatchObject({
+      type: 'run.ended',
+      tenant: 'sig',
+      run_id: run.id,
+      status: 'cancelled',
+      approval_id: null,
+      link: `/runs/${run.id}`,
+    });
+    const log = await eventually(
+      () => hooks.deliveries('sig', hook.id),
+      (list) => list.length > 0,
+      5_000,
+    );
+    expect(log).toMatchObject([{ attempt: 1, ok: true, status_code: 200, error: null, event: 'run.ended' }]);
+  });
+
+  it('retries a delivery the receiver answered 500, and logs both attempts', async () => {
+    const { got, hook } = await receiverAndHook('retry', [500]);
+    await cancelledRun('retry');
+
+    const received = await eventually(
+      async () => got,
+      (list) => list.length >= 2,
+      15_000,
+    );
+    expect(received).toHaveLength(2);
+    expect(received[1]?.body).toBe(received[0]?.body);
+    expect(received[1]?.headers['leasehold-delivery']).toBe(received[0]?.headers['leasehold-delivery']);
+    const log = await eventually(
+      () => hooks.deliveries('retry', hook.id),
+      (list) => list.length >= 2,
+      5_000,
+    );
+    expect(log.map(({ attempt, ok, status_code }) => ({ attempt, ok, status_code }))).toEqual([
+      { attempt: 2, ok: true, status_code: 200 },
+      { attempt: 1, ok: false, status_code: 500 },
+    ]);
+  });
+
+  it('delivers one run.ended per run end and one approval.requested per approval, however often the follow-up runs', async () => {
+    const all = await receiverAndHook('once');
+    const endsOnly = await receiverAndHook('once', [], ['run.ended']);
+    const other = await receiverAndHook('once-other');
+
+    const session = await createTestSession(store, 'once', { instructions: 'x' });
+    const run = await submitStoreRun(store, session, { tenant: 'once' });
+    ran(await store.claimRun(run.id, 1, 'w1'));
+    const { approvalId, transition } = await store.requestApproval(run.id, 'w1', {
+      invocationId: 'a1:1:0',
+      tool: 'browser.act',
+      arguments: { ref: 'e1' },
+    });
+    const parked = ran(transition);
+    await lifecycle.followUp(parked);
+    await lifecycle.followUp(parked);
+    const cancelled = await lifecycle.cancel('once', run.id);
+    if (!cancelled.ok) throw new Error(cancelled.message);
+    await lifecycle.followUpById(run.id);
+    await lifecycle.followUp(cancelled.run, { ended: true });
+
+    await eventually(
+      async () => all.got,
+      (list) => list.length >= 2,
+      10_000,
+    );
+    await eventually(
+      async () => endsOnly.got,
+      (list) => list.length >= 1,
+      10_000,
+    );
+    // Room for a second delivery of either event to arrive, were there one.
+    await sleep(1_500);
+    const events = all.got.map((delivery) => webhookEventSchema.parse(JSON.parse(delivery.body)));
+    expect(events.map(({ type, approval_id }) => ({ type, approval_id }))).toEqual([
+      { type: 'approval.requested', approval_id: approvalId },
+      { type: 'run.ended', approval_id: null },
+    ]);
+    expect(events[0]).toMatchObject({ run_id: run.id, status: 'parked', link: `/runs/${run.id}` });
+    expect(endsOnly.got).toHaveLength(1);
+    expect(other.got).toHaveLength(0);
+  });
+
+  it('refuses at delivery a URL that is, or resolves to, a private address unless allowed', async () => {
+    const receiver = await startReceiver();
+    servers.push(receiver.server);
+    const deliver = webhookDeliveryProcessor({ hooks, allowPrivate: false });
+    for (const url of [receiver.url, receiver.url.replace('127.0.0.1', 'localhost')]) {
+      const hook = await hooks.create({ tenant: 'guard', url });
+      if (!hook) throw new Error('webhook not created');
+      const run = await cancelledRun('guard-runs');
+      const job = {
+        id: `${hook.id}-${run.id}-a1-cancelled`,
+        attemptsMade: 0,
+        data: {
+          tenant: 'guard',
+          webhookId: hook.id,
+          event: {
+            id: `${run.id}-a1-cancelled`,
+            type: 'run.ended',
+            tenant: 'guard',
+            run_id: run.id,
+            status: 'cancelled',
+            error_code: null,
+            approval_id: null,
+            card: null,
+            at_ms: 1,
+            link: `/runs/${run.id}`,
+          },
+        },
+      } as unknown as Job<WebhookJob, WebhookJobResult, string>;
+      await expect(deliver(job, undefined, new AbortController().signal)).rejects.toMatchObject({
+        name: 'UnrecoverableError',
+      });
+      expect(await hooks.deliveries('guard', hook.id)).toMatchObject([
+        { ok: false, status_code: null, error: 'refused: a private address' },
+      ]);
+    }
+    expect(receiver.got).toHaveLength(0);
+  });
+});
