@@ -7,6 +7,7 @@ import { runJobId } from '../../queues/index.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { figure, percentile, report } from './report.js';
+import { measureRunBytes } from './run-bytes.js';
 
 const SUITE = 'runs';
 const RUNS = 400;
@@ -49,7 +50,18 @@ async function bullmqNoopJobsPerSecond(prefix: string): Promise<number> {
   return RUNS / seconds;
 }
 
+/** Issue 13: what a finished 10-step run keeps in Redis must stay at or under this. */
+const REDIS_BYTES_PER_RUN_TARGET = 20 * 1024;
+
 export default async function runsBench(): Promise<void> {
+  // Issue 13: first, on a fleet of its own, before the throughput runs load this machine.
+  const bytes = await measureRunBytes();
+  report(figure(SUITE, 'redis_bytes_per_run', bytes.totalBytes));
+  // Which key is heavy, for whoever must cut it (stderr: stdout carries only the figures).
+  process.stderr.write(
+    `redis_bytes_per_run: ${bytes.totalBytes} B for ${bytes.steps} steps (target ≤ ${REDIS_BYTES_PER_RUN_TARGET}): ${bytes.byKey.map(([key, size]) => `${key} ${size}`).join(', ')}\n`,
+  );
+
   const prefix = uniquePrefix('bench-runs');
   const baseline = await bullmqNoopJobsPerSecond(`${prefix}-raw`);
 
