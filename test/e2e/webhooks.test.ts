@@ -1,0 +1,135 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { type WebhookEvent, webhookEventSchema } from '../../libs/contracts/index.js';
+import { verifyWebhookSignature } from '../../libs/runtime/webhooks/index.js';
+import { eventually } from '../fixtures/eventually.js';
+import { startTestFleet } from '../fixtures/fleet.js';
+import { uniquePrefix } from '../fixtures/redis.js';
+import { restClient } from '../fixtures/rest.js';
+
+/**
+ * Being told (issue 13), through the whole fleet: a tenant's webhook hears that a scripted run on
+ * a real page waits for an approval, then that it ended, and that a run cancelled through the API
+ * ended — each once, each signed with the secret shown when the webhook was registered.
+ */
+describe('webhooks through the fleet: approval.requested and run.ended, signed, once each', {
+  timeout: 90_000,
+}, () => {
+  let fleet: FleetHandle;
+  const { call, waitForStatus } = restClient(
+    () => fleet.urls.api,
+    () => fleet.apiKey,
+  );
+  let site: Server;
+  let receiver: Server;
+  let origin: string;
+  let secret: string;
+  const told: Array<{ event: WebhookEvent; verified: boolean; delivery: string }> = [];
+
+  beforeAll(async () => {
+    site = createServer((_request, response) => {
+      response.setHeader('content-type', 'text/html');
+      response.end('<!doctype html><title>One button</title><h1>One button</h1><button>One</button>');
+    });
+    receiver = createServer((request, response) => {
+      let body = '';
+      request.setEncoding('utf8');
+      request.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      request.on('end', () => {
+        told.push({
+          event: webhookEventSchema.parse(JSON.parse(body)),
+          verified: verifyWebhookSignature(secret, body, String(request.headers['leasehold-signature'])),
+          delivery: String(request.headers['leasehold-delivery']),
+        });
+        response.end();
+      });
+    });
+    for (const server of [site, receiver])
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    // The receiver is on loopback: a fleet refuses it unless told this is a local receiver.
+    fleet = await startTestFleet(uniquePrefix('webhooks-e2e'), { LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE: 'true' });
+    const hook = await call('POST', '/v1/webhooks', {
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+    });
+    expect(hook.status).toBe(201);
+    secret = hook.body.secret;
+  });
+
+  afterAll(async () => {
+    await fleet?.close();
+    for (const server of [site, receiver]) await new Promise((resolve) => server?.close(resolve));
+  });
+
+  async function submit(name: string, steps: unknown[]): Promise<string> {
+    expect((await call('POST', '/v1/profiles', { id: name, allowed_origins: [origin] })).status).toBe(201);
+    const agent = await call('POST', '/v1/agents', {
+      model: 'scripted',
+      instructions: `Click ${name}.`,
+      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
+    });
+    const session = await call('POST', '/v1/sessions', { agent_id: agent.body.id, browser_profile_id: name });
+    const run = await call('POST', `/v1/sessions/${session.body.id}/runs`, {
+      input: `Click ${name}`,
+      script: {
+        steps: [{ tool: 'browser.navigate', url: `${origin}/${name}/` }, ...steps],
+        answer: 'Clicked.',
+      },
+    });
+    expect(run.status).toBe(201);
+    return run.body.id;
+  }
+
+  const toldOf = (runId: string) => told.filter((entry) => entry.event.run_id === runId);
+
+  it('tells a parked run’s approval, then its end, once each and signed', async () => {
+    const runId = await submit('told', [
+      { tool: 'browser.act', target: { role: 'button', name: 'One' }, action: 'click' },
+    ]);
+    const parked = await waitForStatus(runId, ['parked', 'succeeded', 'failed']);
+    expect(parked.status).toBe('parked');
+    const approvalId = parked.pending_approvals[0].id;
+
+    const asked = await eventually(
+      async () => toldOf(runId),
+      (list) => list.length >= 1,
+      15_000,
+    );
+    expect(asked.map((entry) => entry.event)).toMatchObject([
+      { type: 'approval.requested', approval_id: approvalId, status: 'parked', link: `/runs/${runId}` },
+    ]);
+
+    expect((await call('POST', `/v1/approvals/${approvalId}/approve`, {})).status).toBe(200);
+    expect((await waitForStatus(runId, ['succeeded', 'failed'])).status).toBe('succeeded');
+    const all = await eventually(
+      async () => toldOf(runId),
+      (list) => list.length >= 2,
+      15_000,
+    );
+    // Room for a second telling of either to arrive, were there one.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(toldOf(runId).map(({ event }) => [event.type, event.status])).toEqual([
+      ['approval.requested', 'parked'],
+      ['run.ended', 'succeeded'],
+    ]);
+    expect(all.every((entry) => entry.verified)).toBe(true);
+  });
+
+  it('tells the end of a run cancelled through the API', async () => {
+    const runId = await submit('cancelled', [
+      { tool: 'browser.act', target: { role: 'button', name: 'One' }, action: 'click' },
+    ]);
+    expect((await waitForStatus(runId, ['parked', 'succeeded', 'failed'])).status).toBe('parked');
+    expect((await call('POST', `/v1/runs/${runId}/cancel`)).status).toBeLessThan(300);
+    const ended = await eventually(
+      async () => toldOf(runId).filter((entry) => entry.event.type === 'run.ended'),
+      (list) => list.length >= 1,
+      15_000,
+    );
+    expect(ended.map((entry) => [entry.event.status, entry.verified])).toEqual([['cancelled', true]]);
+  });
+});
