@@ -64,10 +64,12 @@ export function renderRunsPage(options: {
     html`<h1>Runs</h1>${filterForm(filters)}
 ${options.problem ? html`<p class="error" role="alert">${options.problem}</p>` : ''}
 ${
-  runs.length === 0 && !options.problem
-    ? html`<p class="empty">No runs match.</p>`
-    : html`<table class="runs"><thead><tr><th>Run</th><th>Status</th><th>Created</th><th>Session</th><th>Profile</th><th>Steps</th></tr></thead>
+  runs.length > 0
+    ? html`<table class="runs"><thead><tr><th>Run</th><th>Status</th><th>Created</th><th>Session</th><th>Profile</th><th>Steps</th></tr></thead>
 <tbody>${rows}</tbody></table>`
+    : options.problem
+      ? ''
+      : html`<p class="empty">No runs match.</p>`
 }
 ${options.nextCursor ? html`<p><a class="next" href="/runs?${next.toString()}">Next page</a></p>` : ''}`,
     options.viewer,

@@ -173,4 +173,109 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
     expect(new URL(other.page.url()).pathname).toBe('/signin');
     await other.context.close();
   });
+
+  it('lists the tenant’s runs newest first on the runs page, and filters them by status', async () => {
+    const first = await submit([{ tool: 'browser.navigate', url: `${origin}/checkout` }]);
+    const second = await submit([
+      { tool: 'browser.navigate', url: `${origin}/nowhere-allowed` },
+      { tool: 'browser.navigate', url: 'http://example.invalid/' },
+    ]);
+    await waitForStatus(first, ['succeeded', 'failed']);
+    await waitForStatus(second, ['succeeded', 'failed']);
+    const { context, page } = await signedIn(fleet.apiKey);
+    const listed = await page
+      .locator('tr.run')
+      .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run-id')));
+    expect(listed.indexOf(second)).toBeGreaterThanOrEqual(0);
+    expect(listed.indexOf(second)).toBeLessThan(listed.indexOf(first));
+    await page.screenshot({ path: `${SHOTS}/runs-list.png`, fullPage: true });
+
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/status=failed/);
+    const failed = await page
+      .locator('tr.run')
+      .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run-id')));
+    expect(failed).toContain(second);
+    expect(failed).not.toContain(first);
+    await page.screenshot({ path: `${SHOTS}/runs-list-failed.png`, fullPage: true });
+    await context.close();
+  });
+
+  it('shows a parked run’s approval card with its outlined screenshot, and Approve resumes it to success with every step', async () => {
+    const runId = await submit(
+      [
+        { tool: 'browser.navigate', url: `${origin}/checkout` },
+        { tool: 'browser.observe' },
+        {
+          tool: 'browser.act',
+          target: { role: 'button', name: 'Pay now' },
+          action: 'click',
+          postcondition: { role: 'heading', name: 'Paid', wait_ms: 2_000 },
+        },
+      ],
+      'Paid.',
+    );
+    expect((await waitForStatus(runId, ['parked', 'succeeded', 'failed'])).status).toBe('parked');
+    const { context, page } = await signedIn(fleet.apiKey, `/runs/${runId}`);
+    const card = page.locator('article.approval');
+    await expect.poll(() => card.count()).toBe(1);
+    expect(await card.locator('h3').textContent()).toContain('button “Pay now”');
+    expect(await card.locator('.page-url').textContent()).toBe(`${origin}/checkout`);
+    const shot = card.locator('img.approval-shot');
+    await expect
+      .poll(() => shot.evaluate((image: HTMLImageElement) => image.complete && image.naturalWidth))
+      .toBeGreaterThan(0);
+    await page.screenshot({ path: `${SHOTS}/approval-card.png`, fullPage: true });
+
+    await card.getByRole('button', { name: 'Approve' }).click();
+    // No reload by the test: the page follows the run's events and shows its end itself.
+    await expect.poll(() => page.locator('#run-status').textContent(), { timeout: 45_000 }).toBe('succeeded');
+    expect(await page.locator('article.approval').count()).toBe(0);
+    expect(await page.locator('dd.answer').textContent()).toBe('Paid.');
+    const tools = await page.locator('li.step-tool b').allTextContents();
+    expect(tools).toEqual(['browser.navigate', 'browser.observe', 'browser.act']);
+    expect(await page.locator('li.step-model').count()).toBeGreaterThanOrEqual(3);
+    const thumbs = page.locator('li.step-tool img.thumb');
+    expect(await thumbs.count()).toBe(2);
+    for (const thumb of await thumbs.all())
+      await expect
+        .poll(() => thumb.evaluate((image: HTMLImageElement) => image.complete && image.naturalWidth))
+        .toBeGreaterThan(0);
+    await page.screenshot({ path: `${SHOTS}/run-succeeded.png`, fullPage: true });
+    await context.close();
+  });
+
+  it('updates the live view while a run works a page, without a reload', async () => {
+    const { context, page } = await signedIn(fleet.apiKey);
+    const runId = await submit(
+      [1, 2, 3, 4].map((n) => ({ tool: 'browser.navigate', url: `${origin}/slow/${n}` })),
+    );
+    await page.goto(`${base}/runs/${runId}`);
+    await page.evaluate(() => {
+      (window as unknown as { stayed: boolean }).stayed = true;
+    });
+    const frames = new Set<string>();
+    let shotTaken = false;
+    const until = Date.now() + 45_000;
+    while (Date.now() < until) {
+      const frame = await page
+        .locator('#live-frame')
+        .getAttribute('data-frame', { timeout: 1_000 })
+        .catch(() => null);
+      if (frame && !frames.has(frame)) {
+        frames.add(frame);
+        if (frames.size === 2 && !shotTaken) {
+          shotTaken = true;
+          await page.screenshot({ path: `${SHOTS}/live-view.png`, fullPage: true });
+        }
+      }
+      if ((await page.locator('#run-status').textContent()) === 'succeeded') break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(frames.size).toBeGreaterThanOrEqual(2);
+    expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
+    await expect.poll(() => page.locator('#run-status').textContent(), { timeout: 30_000 }).toBe('succeeded');
+    await context.close();
+  });
 });

@@ -1,5 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ApprovalView, RunStep, RunView } from '../../../libs/contracts/index.js';
+import type { FastifyInstance } from 'fastify';
+import type { ApprovalView, RunView } from '../../../libs/contracts/index.js';
 import type { UiSession, UiSessions } from '../../../libs/store/index.js';
 import { type FailedAuthLimiter, markDoor, PUBLIC_ROUTE } from '../../../libs/telemetry/index.js';
 import {
@@ -14,6 +14,7 @@ import {
   renderRunPage,
   renderRunsPage,
 } from '../../../libs/ui/index.js';
+import { readAsViewer, readStepsAsViewer, runListQuery } from './read-as-viewer.js';
 import { pageSession, registerSignIn, toSignIn } from './signin.js';
 
 export interface PageDependencies {
@@ -24,37 +25,6 @@ export interface PageDependencies {
 function viewerOf(session: UiSession): PageViewer {
   const { tenant, principal } = session.identity;
   return { tenant, principal, csrfToken: session.csrfToken };
-}
-
-/**
- * Reads a /v1 route as the signed-in person, through the server itself: the page sees exactly
- * what the API answers that person (the tenant check, scopes, rate limits), never more.
- */
-async function readAsViewer<T>(
-  app: FastifyInstance,
-  request: FastifyRequest,
-  url: string,
-): Promise<{ ok: true; body: T } | { ok: false; status: number; message: string }> {
-  const answer = await app.inject({ method: 'GET', url, headers: { cookie: request.headers.cookie ?? '' } });
-  const body = answer.json();
-  if (answer.statusCode === 200) return { ok: true, body: body as T };
-  return {
-    ok: false,
-    status: answer.statusCode,
-    message: body?.error?.message ?? `answered ${answer.statusCode}`,
-  };
-}
-
-/** `GET /v1/runs`'s query from the page's filters; a time a person typed becomes epoch ms. */
-function runListQuery(filters: RunListFilters): string {
-  const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(filters)) {
-    if (!value) continue;
-    const isTime = name === 'created_after' || name === 'created_before';
-    const asMs = isTime && !/^\d+$/.test(value) ? Date.parse(`${value}Z`) : Number.NaN;
-    query.set(isTime ? `${name}_ms` : name, Number.isFinite(asMs) ? String(asMs) : value);
-  }
-  return query.toString();
 }
 
 /**
@@ -116,11 +86,7 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
             }),
           );
       }
-      const steps = await readAsViewer<{ steps: RunStep[] }>(
-        pages,
-        request,
-        `/v1/runs/${runId}/steps?limit=100`,
-      );
+      const steps = await readStepsAsViewer(pages, request, runId);
       const page = renderRunPage({
         viewer: viewerOf(session),
         run: run.body,
