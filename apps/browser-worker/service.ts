@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Browser } from 'playwright-core';
-import { type ArtifactStore, LocalArtifactStore } from '../../libs/artifacts/index.js';
+import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
 import { launchChromium, resolveChromium } from '../../libs/browser/index.js';
 import type { Config } from '../../libs/config/index.js';
 import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../../libs/lease/http/index.js';
@@ -33,7 +33,7 @@ export interface BrowserWorkerOptions {
   caps?: LeaseCaps;
   /** Tests and benchmarks: another page factory over the launched browser. */
   pages?: (browser: Browser) => PageFactory;
-  /** Tests: another artifact store than the configured one. */
+  /** Another artifact store than the configured one (the fleet shares one among its roles; tests). */
   artifacts?: ArtifactStore;
 }
 
@@ -83,7 +83,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     const store = new RedisLeaseStore(redis, config.redis.keyPrefix);
     const pages = options.pages?.(browser) ?? new PlaywrightPageFactory(browser);
     // Issue 13: screenshots after navigate and act, under each lease's tenant and run.
-    const artifacts = options.artifacts ?? (await new LocalArtifactStore(config.artifacts.dir).open());
+    const artifacts = options.artifacts ?? (await openArtifactStore(config));
     const leases = new LeaseService({
       store,
       pages,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
 import type { Config } from '../../libs/config/index.js';
 import { withOverrides } from '../../libs/config/index.js';
 import { Shutdown } from '../../libs/lifecycle/index.js';
@@ -44,6 +45,8 @@ export interface FleetHandle {
   };
   /** The run store the API writes (tests make keys of other tenants with it). */
   store: RunStore;
+  /** Issue 13: the one artifact store every role writes, reads and sweeps. */
+  artifacts: ArtifactStore;
   /** An API key of tenant `dev` with every scope, made at start for this machine's user. */
   apiKey: string;
   /** A fleet operator key, made at start: it opens the dashboard and no tenant's records (issue 11.6). */
@@ -85,15 +88,19 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
       },
     });
     const roleOptions = { config, logger, metrics, redisUrl: redis.url };
+    // Issue 13: opened once and handed to each role, so the screenshots the browser worker writes
+    // are the ones the API serves and the sweeper expires.
+    const artifacts = await openArtifactStore(config);
 
-    const browserWorker = await startBrowserWorker(roleOptions);
+    const browserWorker = await startBrowserWorker({ ...roleOptions, artifacts });
     shutdown.add('browser-worker', () => browserWorker.close());
     const runWorker = await startRunWorker(roleOptions);
     shutdown.add('run-worker', () => runWorker.close());
-    const sweeper = await startSweeper(roleOptions);
+    const sweeper = await startSweeper({ ...roleOptions, artifacts });
     shutdown.add('sweeper', () => sweeper.close());
     const api = await startApi({
       ...roleOptions,
+      artifacts,
       extraReadiness: () => [...browserWorker.readiness(), ...runWorker.readiness(), ...sweeper.readiness()],
     });
     shutdown.add('api', () => api.close());
@@ -124,6 +131,7 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
       apiKey,
       operatorKey,
       store: api.store,
+      artifacts,
       roles: { runWorker, api, browserWorker },
       redisSource: redis.source,
       chromium: browserWorker.executablePath,

@@ -1,4 +1,5 @@
-import { loadConfig } from '../../libs/config/index.js';
+import { resolve } from 'node:path';
+import { type Config, loadConfig } from '../../libs/config/index.js';
 import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
 import { createLogger } from '../../libs/telemetry/index.js';
 import { startFleet } from './fleet.js';
@@ -8,6 +9,13 @@ const REDIS_SOURCES = {
   local: 'the local server',
   private: 'a private redis-server, stopped on exit',
 } as const;
+
+/** Where the run artifacts go: the bucket and its prefix, or the local folder. */
+function artifactsAt(config: Config): string {
+  const { s3, dir } = config.artifacts;
+  if (!s3) return `${resolve(dir)}   (local folder; LEASEHOLD_ARTIFACTS_S3_BUCKET for a bucket)`;
+  return `s3://${s3.bucket}/${s3.prefix}${s3.endpoint ? `   (at ${s3.endpoint})` : ''}`;
+}
 
 runMain('fleet', async () => {
   const config = loadConfig();
@@ -31,6 +39,7 @@ runMain('fleet', async () => {
       `  Health          ${urls.api.replace(/\/v1$/, '')}/healthz   ${urls.api.replace(/\/v1$/, '')}/readyz`,
       `  Browser worker  ${urls.browserWorker}   (Chromium: ${fleet.chromium})`,
       `  Redis           ${urls.redis}   (${REDIS_SOURCES[fleet.redisSource]})`,
+      `  Screenshots     ${artifactsAt(fleet.config)}`,
       `  API key         ${fleet.apiKey}   (tenant dev, every scope; new on each start)`,
       `  Dashboard key   ${fleet.operatorKey}   (fleet operator: the dashboard, no tenant's records)`,
       'Stop with Ctrl-C.',

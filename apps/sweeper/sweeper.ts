@@ -1,4 +1,4 @@
-import { LocalArtifactStore } from '../../libs/artifacts/index.js';
+import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
@@ -18,6 +18,8 @@ export interface SweeperOptions {
   logger: Logger;
   metrics: Metrics;
   redisUrl: string;
+  /** Issue 13: the store whose orphaned artifacts are swept; unset: opened from config. */
+  artifacts?: ArtifactStore;
 }
 
 export interface SweeperHandle {
@@ -67,10 +69,9 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
     metrics: sweeperMetrics,
     log,
     reportError,
-    // Issue 13: the artifacts of runs whose records expired (the local folder until the bucket's
-    // store is wired here too).
+    // Issue 13: the artifacts of runs whose records expired, in the store every role shares.
     artifacts: new ArtifactSweep({
-      artifacts: await new LocalArtifactStore(config.artifacts.dir).open(),
+      artifacts: options.artifacts ?? (await openArtifactStore(config)),
       store,
     }),
   });
