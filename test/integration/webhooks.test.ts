@@ -5,19 +5,21 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../libs/config/index.js';
 import { type RunView, webhookEventSchema } from '../../libs/contracts/index.js';
-import { fleetLifecycle, type RunLifecycle } from '../../libs/runtime/index.js';
+import { FOLLOW_UP_GRACE_MS, fleetLifecycle, RunLifecycle } from '../../libs/runtime/index.js';
 import {
   startWebhookWorker,
   verifyWebhookSignature,
+  WebhookTeller,
   webhookDeliveryProcessor,
 } from '../../libs/runtime/webhooks/index.js';
-import { RunStore } from '../../libs/store/index.js';
+import { FollowUpIndex, RunStore } from '../../libs/store/index.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import {
   closeRedis,
   closeWorker,
   connectRedis,
   createRunsQueue,
+  createWebhooksQueue,
   type RunsQueue,
   type WebhookJob,
   type WebhookJobResult,
@@ -215,6 +217,42 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
     expect(events[0]).toMatchObject({ run_id: run.id, status: 'parked', link: `/runs/${run.id}` });
     expect(endsOnly.got).toHaveLength(1);
     expect(other.got).toHaveLength(0);
+  });
+
+  it("tells a parked run's approval from the sweeper's look at a follow-up its worker never carried out", async () => {
+    const { got } = await receiverAndHook('swept');
+    let nowMs = Date.now();
+    const swept = new RunLifecycle({
+      store,
+      followUps: new FollowUpIndex(redis, `${prefix}:`),
+      enqueue: async () => {},
+      clock: () => nowMs,
+      webhooks: new WebhookTeller({
+        hooks,
+        queue: createWebhooksQueue(redis, prefix),
+        approvals: store,
+      }),
+    });
+    const session = await createTestSession(store, 'swept', { instructions: 'x' });
+    const run = await submitStoreRun(store, session, { tenant: 'swept' });
+    const claimed = ran(await store.claimRun(run.id, 1, 'w1'));
+    await swept.owe(claimed);
+    const { approvalId } = await store.requestApproval(run.id, 'w1', {
+      invocationId: 'a1:1:0',
+      tool: 'browser.act',
+      arguments: { ref: 'e1' },
+    });
+    // The worker died here: no follow-up. The sweeper looks once the grace has passed.
+    nowMs += FOLLOW_UP_GRACE_MS + 1;
+    await swept.sweepFollowUps();
+    const received = await eventually(
+      async () => got,
+      (list) => list.length > 0,
+      10_000,
+    );
+    expect(received.map((delivery) => JSON.parse(delivery.body))).toMatchObject([
+      { type: 'approval.requested', approval_id: approvalId, run_id: run.id },
+    ]);
   });
 
   it('refuses at delivery a URL that is, or resolves to, a private address unless allowed', async () => {
