@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { localPath } from '../../apps/api/pages/signin.js';
+import type { RunStep, RunView } from '../../libs/contracts/index.js';
+import { renderRunPage, renderRunsPage, sessionIdOf } from '../../libs/ui/index.js';
+
+const viewer = { tenant: 'dev', principal: 'dev', csrfToken: 'tok"en' };
+const HOSTILE = '<img src=x onerror=alert(1)>"\'&';
+
+function run(overrides: Partial<RunView> = {}): RunView {
+  return {
+    id: 'run_1',
+    tenant: 'dev',
+    principal: 'dev',
+    session_id: 'ses_1',
+    agent_id: 'agt_1',
+    agent_version: 'a'.repeat(64),
+    browser_profile_id: HOSTILE,
+    parent_run_id: null,
+    waiting_on_run_id: null,
+    status: 'succeeded',
+    attempt: 1,
+    execution: 1,
+    input: { text: 'x' },
+    limits: {
+      max_steps: 10,
+      max_model_calls: 10,
+      max_tool_calls: 10,
+      reserve_model_calls: 0,
+      reserve_tool_calls: 0,
+      max_cost_micro_usd: null,
+      cost_reserve_micro_usd: 0,
+      max_cost_usd: null,
+    },
+    usage: { steps: 2, model_calls: 2, tool_calls: 1, cost_micro_usd: 0 },
+    cancel_requested: false,
+    deadline_at_ms: 1,
+    created_at_ms: 1,
+    updated_at_ms: 1,
+    ended_at_ms: 2,
+    result: { answer: HOSTILE },
+    error: null,
+    waiting_for: null,
+    unverified: false,
+    unverified_error: null,
+    ...overrides,
+  };
+}
+
+const toolStep: RunStep = {
+  id: 'a1-t1-0',
+  run_id: 'run_1',
+  seq: 1,
+  attempt: 1,
+  turn: 1,
+  index: 0,
+  kind: 'tool',
+  status: 'ended',
+  started_at_ms: 1,
+  ended_at_ms: 2,
+  duration_ms: 1,
+  model: null,
+  tool: {
+    name: 'browser.navigate',
+    invocation_id: 'i',
+    arguments: { url: HOSTILE },
+    outcome: { ok: false, code: 'x', message: HOSTILE },
+    settle: null,
+    postcondition: null,
+    page: { url: HOSTILE, title: HOSTILE },
+    screenshot: 'shot-1.jpg',
+    approval_id: null,
+  },
+};
+
+describe('the run pages’ HTML', () => {
+  it('escapes every value a run, a step or a page title brings, so none becomes markup', () => {
+    const page = renderRunPage({ viewer, run: run(), steps: [toolStep], approvals: [] });
+    expect(page).not.toContain('<img src=x');
+    expect(page).toContain('&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;');
+    expect(page).toContain('content="tok&quot;en"');
+    expect(page).not.toMatch(/<script>|<style>| style=/);
+    const list = renderRunsPage({
+      viewer,
+      runs: [run()],
+      filters: { session_id: HOSTILE },
+      nextCursor: HOSTILE,
+    });
+    expect(list).not.toContain('<img src=x');
+  });
+
+  it('shows the live view only while a run may still act', () => {
+    expect(
+      renderRunPage({
+        viewer,
+        run: run({ status: 'running', ended_at_ms: null }),
+        steps: [toolStep],
+        approvals: [],
+      }),
+    ).toContain('id="live-frame" src="/v1/runs/run_1/artifacts/shot-1.jpg"');
+    expect(renderRunPage({ viewer, run: run(), steps: [toolStep], approvals: [] })).not.toContain(
+      'live-frame',
+    );
+  });
+
+  it('sends a signed-in person back only to a path of this site', () => {
+    expect(localPath('/runs/run_1?x=1')).toBe('/runs/run_1?x=1');
+    for (const elsewhere of [
+      '//evil.example/',
+      '/\\evil.example',
+      'https://evil.example/',
+      'javascript:alert(1)',
+      undefined,
+    ])
+      expect(localPath(elsewhere)).toBe('/runs');
+  });
+
+  it('reads the session id from a Cookie header among other cookies', () => {
+    expect(sessionIdOf('a=1; lh_session=abc; b=2')).toBe('abc');
+    expect(sessionIdOf('lh_session_x=abc')).toBeUndefined();
+  });
+});
