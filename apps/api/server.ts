@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
 import { RedisLeaseStore, RunStore, UiSessions } from '../../libs/store/index.js';
@@ -30,6 +31,8 @@ export interface ApiOptions {
   redisUrl: string;
   /** Readiness of other roles sharing this process (the fleet). */
   extraReadiness?: () => ReadinessCheck[];
+  /** Issue 13: the store run artifacts are read from; unset: opened from config (the fleet shares one). */
+  artifacts?: ArtifactStore;
 }
 
 export interface ApiHandle {
@@ -48,6 +51,8 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const { config, logger, metrics } = options;
   // Issue 11.13: in production, no token and browser tools not switched off stops the start here.
   const browserTools = browserToolsState(config);
+  // Issue 13: a store that cannot be opened (no folder, no bucket) stops the start here.
+  const artifacts = options.artifacts ?? (await openArtifactStore(config));
   const redis = await connectRedis(options.redisUrl, 'producer', 'api');
   const runsQueue = createRunsQueue(redis, config.redis.queuePrefix);
   const unwatch = metrics.watchQueue(RUNS_QUEUE, () => runsQueue.getJobCounts());
@@ -90,7 +95,16 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   );
   const defaultAgents = new DefaultAgents(store, config);
   const webhooks = new WebhookStore(redis, config.redis.keyPrefix);
-  registerV1Routes(app, { config, store, profiles, defaultAgents, eventStreams, lifecycle, webhooks });
+  registerV1Routes(app, {
+    config,
+    store,
+    profiles,
+    defaultAgents,
+    eventStreams,
+    lifecycle,
+    webhooks,
+    artifacts,
+  });
 
   registerOpsRoutes(app, metrics.registry, () => [
     { name: `browser_tools:${browserTools}`, check: async () => true },

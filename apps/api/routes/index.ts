@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { registerAgentRoutes } from './agents.js';
 import { registerApiKeyRoutes } from './api-keys.js';
 import { registerApprovalRoutes } from './approvals.js';
+import { registerArtifactRoutes } from './artifacts.js';
 import { registerProfileRoutes } from './profiles.js';
 import { registerRunRoutes } from './runs.js';
 import { registerSessionRoutes } from './sessions.js';
@@ -20,6 +21,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerAgentRoutes(app, deps);
   registerSessionRoutes(app, deps);
   registerRunRoutes(app, deps);
+  registerArtifactRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
   registerWebhookRoutes(app, deps);

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { ArtifactStore } from '../../../libs/artifacts/index.js';
 import type { Config } from '../../../libs/config/index.js';
 import { recordIdSchema } from '../../../libs/contracts/index.js';
 import type { RunLifecycle } from '../../../libs/runtime/index.js';
@@ -24,6 +25,8 @@ export interface V1Dependencies {
   lifecycle: RunLifecycle;
   /** Issue 13: the tenants' webhooks and their delivery logs. */
   webhooks: WebhookStore;
+  /** Issue 13: where runs' screenshots are read from (the same store the browser workers write). */
+  artifacts: ArtifactStore;
 }
 
 /** A route registrar's view of the server: schemas are zod, parsed on arrival. */
