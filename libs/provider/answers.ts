@@ -4,7 +4,9 @@ import {
   type BrowserObservation,
   browserObservationSchema,
   type LeaseView,
+  type PageArtifacts,
   type ProfileView,
+  pageArtifactsSchema,
 } from '../contracts/index.js';
 
 /**
@@ -55,11 +57,18 @@ export const pageAnswerSchema = z.object({
   lease: leaseViewSchema,
   observation: browserObservationSchema,
   evidence_key: z.string().nullable(),
+  /** Issue 13: after navigate and act, what the browser worker captured (names only). */
+  artifacts: pageArtifactsSchema.optional(),
 });
+
+/** The answer of a preview (issue 13): the lease as it is and the outlined screenshot, if one was had. */
+export const previewAnswerSchema = z.object({ lease: leaseViewSchema, artifacts: pageArtifactsSchema });
 
 /** A page call's result inside the run side. The evidence key is for the platform, never the model. */
 export interface PageCallResult {
   lease: LeaseView;
   observation: BrowserObservation;
   evidenceKey: string | null;
+  /** Issue 13: the settled page's screenshot after navigate and act; empty for observe. */
+  artifacts: PageArtifacts;
 }

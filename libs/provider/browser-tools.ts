@@ -4,6 +4,7 @@ import {
   type BrowserObservation,
   navigateArgsSchema,
   observeArgsSchema,
+  type PageArtifacts,
 } from '../contracts/index.js';
 import { ANSWER_MARGIN_MS } from './client.js';
 import { ProviderError } from './errors.js';
@@ -37,6 +38,8 @@ export interface BrowserToolResult {
   observation: BrowserObservation;
   /** For the platform (breaker, evidence), never shown to the model nor stored in a result. */
   evidenceKey: string | null;
+  /** Issue 13: what the browser worker captured beside the answer (never shown to the model). */
+  artifacts: PageArtifacts;
 }
 
 /**
@@ -115,8 +118,9 @@ async function markDispatched(name: BrowserToolName, limits: BrowserToolLimits, 
 function toResult(result: {
   observation: BrowserObservation;
   evidenceKey: string | null;
+  artifacts: PageArtifacts;
 }): BrowserToolResult {
-  return { observation: result.observation, evidenceKey: result.evidenceKey };
+  return { observation: result.observation, evidenceKey: result.evidenceKey, artifacts: result.artifacts };
 }
 
 function assertNever(value: never): never {

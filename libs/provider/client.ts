@@ -4,6 +4,7 @@ import type {
   AcquireLease,
   createProfileSchema,
   LeaseView,
+  PageArtifacts,
   ProfileRef,
   ProfileView,
 } from '../contracts/index.js';
@@ -12,6 +13,7 @@ import {
   leaseViewSchema,
   type PageCallResult,
   pageAnswerSchema,
+  previewAnswerSchema,
   profileListSchema,
   profileViewSchema,
 } from './answers.js';
@@ -241,7 +243,32 @@ export class DataPlaneClient {
       signal: limits.signal,
     });
     const parsed = this.#parse(operation, pageAnswerSchema, answer.body);
-    return { lease: parsed.lease, observation: parsed.observation, evidenceKey: parsed.evidence_key };
+    return {
+      lease: parsed.lease,
+      observation: parsed.observation,
+      evidenceKey: parsed.evidence_key,
+      artifacts: parsed.artifacts ?? {},
+    };
+  }
+
+  /**
+   * Issue 13 (approval cards): the element of an observed revision outlined on the page, stored by
+   * the browser worker; answers its artifact name, if the capture succeeded. Not an effect.
+   */
+  async preview(
+    profile: ProfileRef,
+    leaseId: string,
+    args: { revision: string; element: string },
+    limits: CallLimits = {},
+  ): Promise<PageArtifacts> {
+    const answer = await this.#send({
+      operation: 'preview',
+      method: 'POST',
+      path: `${leasePath(profile, leaseId)}/preview`,
+      body: { args },
+      ...leaseLimits(limits),
+    });
+    return this.#parse('preview', previewAnswerSchema, answer.body).artifacts;
   }
 
   #parse<T extends z.ZodType>(operation: DataPlaneOperation, schema: T, body: unknown): z.output<T> {

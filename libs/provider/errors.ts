@@ -17,7 +17,9 @@ export type DataPlaneOperation =
   | 'close'
   | 'navigate'
   | 'observe'
-  | 'act';
+  | 'act'
+  /** Issue 13: an approval card's outlined screenshot; not an effect. */
+  | 'preview';
 
 export const EFFECT_OPERATIONS: ReadonlySet<DataPlaneOperation> = new Set(['navigate', 'act']);
 

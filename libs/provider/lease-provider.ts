@@ -1,4 +1,4 @@
-import type { AcquireLease, LeaseScope, LeaseView, ProfileRef } from '../contracts/index.js';
+import type { AcquireLease, LeaseScope, LeaseView, PageArtifacts, ProfileRef } from '../contracts/index.js';
 import {
   type AcquireRetryPolicy,
   acquireWithRetry,
@@ -199,6 +199,20 @@ export class BrowserLeaseProvider {
     return this.#call('act', limits, (client, lease) =>
       client.act(this.#profileOf(lease), lease.leaseId, lease.sequence + 1, args, limits),
     );
+  }
+
+  /**
+   * Issue 13 (approval cards): the held lease's page with an observed element outlined. Not an
+   * effect, so no trust rule applies: a failure is the caller's to shrug off (the card goes
+   * without its screenshot) and the lease is kept. Without a held lease there is nothing to show.
+   */
+  async preview(
+    args: { revision: string; element: string },
+    limits: CallLimits = {},
+  ): Promise<PageArtifacts> {
+    const held = this.#held;
+    if (!held || held.expiresAtMs <= this.#clock()) return {};
+    return this.#client(held.workerUrl).preview(this.#profileOf(held), held.leaseId, args, limits);
   }
 
   /**

@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { actArgsSchema, navigateArgsSchema, observeArgsSchema } from '../contracts/index.js';
+import {
+  actArgsSchema,
+  navigateArgsSchema,
+  observeArgsSchema,
+  type PageArtifacts,
+} from '../contracts/index.js';
 import {
   BROWSER_TOOL_NAMES,
   type BrowserLeaseProvider,
@@ -40,12 +45,21 @@ function isBrowserTool(name: string): name is BrowserToolName {
  */
 export class BrowserToolExecutor implements ToolExecutor {
   lastEvidenceKey: string | null = null;
+  /** Issue 13: what the last call captured (the settled page's screenshot), until taken. */
+  lastArtifacts: PageArtifacts = {};
 
   /** The last call's evidence key, once: a failed call leaves none (ADR-0130 d7). */
   takeEvidenceKey(): string | null {
     const key = this.lastEvidenceKey;
     this.lastEvidenceKey = null;
     return key;
+  }
+
+  /** The last call's artifacts, once (like the evidence key): a failed call leaves none. */
+  takeArtifacts(): PageArtifacts {
+    const artifacts = this.lastArtifacts;
+    this.lastArtifacts = {};
+    return artifacts;
   }
 
   constructor(
@@ -68,6 +82,7 @@ export class BrowserToolExecutor implements ToolExecutor {
     },
   ): Promise<ToolOutcome> {
     this.lastEvidenceKey = null;
+    this.lastArtifacts = {};
     if (!isBrowserTool(call.name))
       return { ok: false, code: 'invalid_arguments', message: `no tool named ${call.name}` };
     if (!this.provider)
@@ -90,6 +105,7 @@ export class BrowserToolExecutor implements ToolExecutor {
         { beforeDispatch: context.beforeDispatch },
       );
       this.lastEvidenceKey = result.evidenceKey;
+      this.lastArtifacts = result.artifacts;
       return { ok: true, result: { observation: result.observation } };
     } catch (error) {
       // Issue 12: a call cut short by the worker's shutdown is not the tool's outcome: the

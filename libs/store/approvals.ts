@@ -1,4 +1,5 @@
 import {
+  type ApprovalCard,
   type ApprovalView,
   GRANT_MAX_ACTIONS,
   GRANT_MAX_DURATION_MS,
@@ -28,6 +29,8 @@ export interface ApprovalRequest {
   invocationId: string;
   tool: string;
   arguments: unknown;
+  /** Issue 13: what the person deciding sees (element, action, page, outlined screenshot). */
+  card?: ApprovalCard | null;
 }
 
 export type ApprovalDecision =
@@ -85,6 +88,7 @@ export async function requestApproval(
     JSON.stringify(request.arguments ?? null),
     now,
     context.retentionMs,
+    JSON.stringify(request.card ?? null),
   );
   const transition = toTransition<'parked' | 'cancelled'>(runId, reply, 'running');
   if (!transition.ok) {

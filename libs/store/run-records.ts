@@ -1,6 +1,7 @@
 import {
   ApiError,
   type ApprovalView,
+  approvalCardSchema,
   approvalViewSchema,
   type GrantView,
   grantViewSchema,
@@ -129,6 +130,8 @@ interface StoredApproval {
   decided_by?: string;
   reason?: string;
   grant_id?: string;
+  /** Issue 13: the card as JSON; absent on approvals written before it. */
+  card?: string;
 }
 
 export function parseApproval(json: string): ApprovalView {
@@ -146,6 +149,8 @@ export function parseApproval(json: string): ApprovalView {
     decided_by: stored.decided_by ?? null,
     reason: stored.reason ?? null,
     grant_id: stored.grant_id ?? null,
+    // A card that does not read as one shows as none rather than hiding the approval.
+    card: approvalCardSchema.safeParse(jsonOrNull(stored.card)).data ?? null,
   });
 }
 

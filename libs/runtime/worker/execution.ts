@@ -10,6 +10,7 @@ import {
   runExecution,
   type ToolPolicy,
 } from '../index.js';
+import { buildApprovalCard } from './approval-card.js';
 import { delegateToChild } from './children.js';
 import type { ExecutionDeps } from './execution-deps.js';
 import { closeOwnLease, endExecution } from './execution-end.js';
@@ -52,10 +53,18 @@ export async function executeRun(
     },
     async park(invocation) {
       await deps.faults?.('approval.request');
+      // Issue 13: the card shows what will be acted on; a field that cannot be had stays null.
+      const card = await buildApprovalCard(
+        invocation,
+        () => port.loadTranscript(),
+        provider,
+        run.deadline_at_ms,
+      );
       const { approvalId, transition } = await deps.store.requestApproval(run.id, ownerToken, {
         invocationId: invocation.id,
         tool: invocation.call.name,
         arguments: invocation.call.args,
+        card,
       });
       refusedUnlessOk(transition, 'park');
       if (transition.detail === 'cancelled') cancelledHere = transition.run;

@@ -13,6 +13,7 @@
     ARGV[2] approval id   ARGV[3] invocation id   ARGV[4] tool   ARGV[5] the call's arguments (JSON)
     ARGV[6] now (epoch ms)
     ARGV[7] the retention (ms) of a run that ends cancelled here
+    ARGV[8] the approval card (JSON; issue 13), kept as given for the person deciding
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', 'parked' | 'cancelled', fields}
@@ -30,7 +31,8 @@ local now = tonumber(ARGV[6])
 local cancelled = f[5] == "1"
 local approval = {
   id = ARGV[2], run_id = f[7], tenant = f[6], invocation_id = ARGV[3], tool = ARGV[4],
-  arguments = ARGV[5], status = cancelled and "expired" or "pending", created_at = now}
+  arguments = ARGV[5], status = cancelled and "expired" or "pending", created_at = now,
+  card = ARGV[8]}
 if cancelled then approval.decided_at = now end
 redis.call("HSET", KEYS[3], ARGV[2], cjson.encode(approval))
 local data = {previous = "running", attempt = tonumber(f[3]), execution = tonumber(f[4])}

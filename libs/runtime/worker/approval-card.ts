@@ -1,0 +1,83 @@
+import type { ApprovalCard, PageArtifacts } from '../../contracts/index.js';
+import type { Invocation } from '../index.js';
+import type { TranscriptEntry } from '../model.js';
+
+/** Longest the park waits for the outlined screenshot; past it the card goes without one. */
+export const CARD_PREVIEW_BOUND_MS = 5_000;
+
+interface ObservedPage {
+  revision?: unknown;
+  url?: unknown;
+  title?: unknown;
+  elements?: unknown;
+}
+
+/** Where a card's screenshot comes from: the run's lease provider (the page the act would touch). */
+export interface CardPreview {
+  preview(
+    args: { revision: string; element: string },
+    limits: { deadlineMs: number },
+  ): Promise<PageArtifacts>;
+}
+
+/**
+ * What an approval shows the person deciding it (issue 13): the target's role and name and the
+ * page's URL and title from the transcript's observation of the revision the act names (the page
+ * the model saw), and the page itself with the target outlined. Each field that cannot be had is
+ * null; nothing here fails the park.
+ */
+export async function buildApprovalCard(
+  invocation: Invocation,
+  transcript: () => Promise<readonly TranscriptEntry[]>,
+  page: CardPreview | undefined,
+  deadlineMs: number,
+): Promise<ApprovalCard> {
+  const args = (invocation.call.args ?? {}) as Record<string, unknown>;
+  const card: ApprovalCard = {
+    element: null,
+    action: typeof args.action === 'string' ? args.action : null,
+    page_url: null,
+    page_title: null,
+    screenshot: null,
+  };
+  const revision = typeof args.revision === 'string' ? args.revision : undefined;
+  const ref = typeof args.element === 'string' ? args.element : undefined;
+  if (invocation.call.name !== 'browser.act' || revision === undefined || ref === undefined) return card;
+  try {
+    const observation = observationOf(await transcript(), revision);
+    if (observation) {
+      card.page_url = typeof observation.url === 'string' ? observation.url : null;
+      card.page_title = typeof observation.title === 'string' ? observation.title : null;
+      const element = Array.isArray(observation.elements)
+        ? (observation.elements as Array<{ ref?: unknown; role?: unknown; name?: unknown }>).find(
+            (candidate) => candidate?.ref === ref,
+          )
+        : undefined;
+      if (element && typeof element.role === 'string')
+        card.element = { role: element.role, name: typeof element.name === 'string' ? element.name : '' };
+    }
+  } catch {
+    // An unreadable transcript leaves the card's page fields null.
+  }
+  try {
+    const shot = await page?.preview(
+      { revision, element: ref },
+      { deadlineMs: Math.min(deadlineMs, Date.now() + CARD_PREVIEW_BOUND_MS) },
+    );
+    card.screenshot = shot?.screenshot ?? null;
+  } catch {
+    // The page changed, the lease went or the worker is away: the card goes without its picture.
+  }
+  return card;
+}
+
+/** The latest successful tool result whose observation carries `revision` (as secret-args.ts reads it). */
+function observationOf(transcript: readonly TranscriptEntry[], revision: string): ObservedPage | undefined {
+  for (let index = transcript.length - 1; index >= 0; index -= 1) {
+    const entry = transcript[index];
+    if (entry?.kind !== 'tool' || !entry.outcome.ok) continue;
+    const observation = (entry.outcome.result as { observation?: ObservedPage } | undefined)?.observation;
+    if (observation?.revision === revision) return observation;
+  }
+  return undefined;
+}
