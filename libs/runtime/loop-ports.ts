@@ -1,4 +1,4 @@
-import type { PageArtifacts, RunErrorCode } from '../contracts/index.js';
+import type { PageArtifacts, RunErrorCode, RunStep, StepOutcome } from '../contracts/index.js';
 import type { LoopBreaker } from './breaker.js';
 import type { CostLimits, ModelPrice } from './cost.js';
 import type { DelegateStep } from './delegation.js';
@@ -12,8 +12,8 @@ export type InvocationState =
   | { state: 'new' }
   | { state: 'started' }
   | { state: 'awaiting_approval'; approvalId: string }
-  | { state: 'approved' }
-  | { state: 'denied'; message: string }
+  | { state: 'approved'; approvalId?: string }
+  | { state: 'denied'; message: string; approvalId?: string }
   | { state: 'dispatched' }
   | { state: 'completed'; outcome: ToolOutcome }
   | { state: 'outcome_unknown' };
@@ -25,6 +25,17 @@ export interface Invocation {
   index: number;
   call: ToolCall;
 }
+
+/**
+ * One step record as the loop writes it (issue 13): the port names it (`a<attempt>-m<turn>`,
+ * `a<attempt>-t<turn>-<index>`) and the store gives it its `seq`.
+ */
+export type StepWrite = Omit<RunStep, 'id' | 'run_id' | 'attempt' | 'seq'> & {
+  /** Write only a step not yet recorded (a call's `started`, sent before the ledger answers). */
+  onlyIfAbsent?: boolean;
+  /** The outcome the step's event tells where the record has none (a model turn's failure). */
+  eventOutcome?: StepOutcome;
+};
 
 /**
  * The run as the loop sees it: its transcript, usage, ledger and status, each change durable before
@@ -51,6 +62,13 @@ export interface RunPort {
    * with the call's last acquisition error: its stable code and its message, which carries no secret.
    */
   markUnverified?(invocation: Invocation, error: { code: string; message: string }): Promise<void>;
+  /**
+   * Issue 13: writes a step record and its `step.started` / `step.ended` event. Refused as not the
+   * owner, the run was lost (as the transcript's refusal); an ended step is final (a rewrite is
+   * dropped). A `waiting_approval` mark the park's approval no longer fences (decided, or the run
+   * cancelled meanwhile) is dropped too: the execution that answers the call writes the step on.
+   */
+  recordStep?(step: StepWrite): Promise<void>;
   /** The loop breaker's stored state (ADR-0130 d7): never an evidence key, only digests of them. */
   loadBreakerState?(): Promise<unknown>;
   saveBreakerState?(state: unknown): Promise<void>;

@@ -1,3 +1,4 @@
+import type { StepOutcome } from '../contracts/index.js';
 import {
   type CostLimits,
   callCostMicroUsd,
@@ -17,6 +18,7 @@ import {
   type TranscriptEntry,
 } from './model.js';
 import { type ArgumentSealer, recordTurn } from './secret-args.js';
+import { ModelStepWriter, OK_STEP } from './step-writers.js';
 
 /**
  * One model turn of an execution (DESIGN §4.3): the cancel flag, the deadline and the limits
@@ -47,6 +49,10 @@ export async function takeModelTurn(
   if (costVerdict && !costVerdict.allowed)
     return { kind: 'failed', code: costVerdict.reason, detail: costVerdict.detail, step };
   const toolsAllowed = verdict.toolsAllowed && (costVerdict?.toolsAllowed ?? true);
+  // Issue 13: the turn's step starts as the call goes out, its write in flight beside the call
+  // (off its critical path); awaited before the step's end is written, so the two keep their order.
+  const modelStep = new ModelStepWriter(run, clock, step);
+  const started = modelStep.started();
   let response: Awaited<ReturnType<Model['call']>>;
   try {
     response = await model.call(
@@ -65,36 +71,28 @@ export async function takeModelTurn(
       },
     );
   } catch (error) {
+    await started.written();
     throwIfAborted(options.signal);
     if (error instanceof ModelError) {
       const billed = error.usage;
       const billedCost = billed && options.price ? callCostMicroUsd(options.price, billed) : 0;
-      if (billed) await run.recordModelCall(billed, billedCost);
-      if (error instanceof ModelBudgetExceeded)
-        return { kind: 'failed', code: 'budget_exceeded', detail: error.message, step };
-      // ADR-0130 d1: usage is checked again when it is recorded, a failed call's billed attempts too.
-      const crossed =
-        options.price && options.costLimits
-          ? checkCostAfterCall(options.costLimits, spentMicroUsd + billedCost, options.price)
-          : undefined;
-      if (crossed && !crossed.ok)
-        return { kind: 'failed', code: crossed.reason, detail: crossed.detail, step };
-      const late = clock() >= options.deadlineMs;
-      return late
-        ? {
-            kind: 'failed',
-            code: 'deadline_exceeded',
-            detail: 'the run passed its deadline during a model call',
-            step,
-          }
-        : { kind: 'failed', code: 'model_error', detail: error.message, step };
+      const end = failedCall(error, billedCost, spentMicroUsd, options, clock, step);
+      await Promise.all([
+        billed ? run.recordModelCall(billed, billedCost) : undefined,
+        modelStep.ended(billed, billedCost, [], false, failureOf(end)),
+      ]);
+      return end;
     }
     throw error;
   }
+  await started.written();
   const callCost = options.price ? callCostMicroUsd(options.price, response.usage) : 0;
   const refusal = budgetRefusal(options, verdict, spentMicroUsd + callCost, response.toolCalls.length, step);
   if (refusal) {
-    await run.recordModelCall(response.usage, callCost);
+    await Promise.all([
+      run.recordModelCall(response.usage, callCost),
+      modelStep.ended(response.usage, callCost, response.toolCalls, false, failureOf(refusal)),
+    ]);
     return refusal;
   }
   // Issue 11: secret arguments are recorded as `[secret]`; only the dispatched call carries them.
@@ -113,8 +111,19 @@ export async function takeModelTurn(
     ...(response.failedStep ? { failedStep: response.failedStep } : {}),
   };
   transcript.push(entry);
+  const failed = response.failedStep;
   // Sent back to back, in this order, on one connection: one round trip, the same order as two.
-  await Promise.all([run.recordModelCall(response.usage, callCost), run.appendTranscript(entry)]);
+  await Promise.all([
+    run.recordModelCall(response.usage, callCost),
+    run.appendTranscript(entry),
+    modelStep.ended(
+      response.usage,
+      callCost,
+      recorded.toolCalls,
+      !failed && recorded.toolCalls.length === 0,
+      failed ? { ok: false, code: failed.code, message: failed.message } : OK_STEP,
+    ),
+  ]);
   if (response.failedStep) {
     // Issue 12: a step that could not name its call fails the run with its code, at this turn,
     // unless it may fail; then the turn is spent and the script goes on.
@@ -186,4 +195,39 @@ function sealTurnSecrets(
   const sealed: Record<string, string> = {};
   for (const [callId, values] of secrets) sealed[callId] = sealer ? sealer.seal(callId, values) : '';
   return sealed;
+}
+
+/**
+ * The end a failed model call forces: the budget its attempts were refused by, the cost limit its
+ * billed attempts crossed (ADR-0130 d1: usage is checked again when it is recorded, a failed call's
+ * billed attempts too), the deadline it ran past, else `model_error`.
+ */
+function failedCall(
+  error: ModelError,
+  billedCost: number,
+  spentMicroUsd: number,
+  options: RunLoopOptions,
+  clock: () => number,
+  step: number,
+): ExecutionEnd {
+  if (error instanceof ModelBudgetExceeded)
+    return { kind: 'failed', code: 'budget_exceeded', detail: error.message, step };
+  const crossed =
+    options.price && options.costLimits
+      ? checkCostAfterCall(options.costLimits, spentMicroUsd + billedCost, options.price)
+      : undefined;
+  if (crossed && !crossed.ok) return { kind: 'failed', code: crossed.reason, detail: crossed.detail, step };
+  return clock() >= options.deadlineMs
+    ? {
+        kind: 'failed',
+        code: 'deadline_exceeded',
+        detail: 'the run passed its deadline during a model call',
+        step,
+      }
+    : { kind: 'failed', code: 'model_error', detail: error.message, step };
+}
+
+/** A turn's end as its step's event tells it (the model step's record has usage, not codes). */
+function failureOf(end: ExecutionEnd): StepOutcome {
+  return end.kind === 'failed' ? { ok: false, code: end.code, message: end.detail } : OK_STEP;
 }

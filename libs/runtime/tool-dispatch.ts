@@ -7,6 +7,7 @@ import type { ExecutionEnd, Invocation, LoopContext, RunLoopOptions } from './lo
 import type { ToolCall, ToolOutcome, TranscriptEntry } from './model.js';
 import { resolveDeferredCall, searchDeferredTools, TOOL_CALL_NAME, TOOL_SEARCH_NAME } from './roster.js';
 import { revealCall } from './secret-args.js';
+import { ToolStepWriter } from './step-writers.js';
 
 const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
 
@@ -77,9 +78,12 @@ export async function answerToolCalls(
     if (await run.cancelRequested()) return { kind: 'cancelled' };
     // A deferred tool is called through `tool.call`; the call it names is the one that runs and counts.
     const deferred = asked.name === TOOL_CALL_NAME ? resolveDeferredCall(context.plan, asked) : undefined;
+    // Issue 13: each call is a step, written beside the writes already there (one round trip).
+    const stepOf = (named: ToolCall) =>
+      new ToolStepWriter(run, clock, step, index, named, run.invocationId(step, index));
     if (deferred && !deferred.ok) {
       const outcome: ToolOutcome = { ok: false, code: deferred.code, message: deferred.message };
-      await answer(asked, outcome);
+      await Promise.all([answer(asked, outcome), stepOf(asked).ended(outcome, null)]);
       const end = endedBy(asked, outcome);
       if (end) return end;
       continue;
@@ -92,16 +96,20 @@ export async function answerToolCalls(
         description,
         parameters,
       }));
-      await answer(asked, { ok: true, result: { tools: found } });
+      const outcome: ToolOutcome = { ok: true, result: { tools: found } };
+      await Promise.all([answer(asked, outcome), stepOf(call).ended(outcome, null)]);
       continue;
     }
     const invocation: Invocation = { id: run.invocationId(step, index), step, index, call };
     const invocationId = invocation.id;
-    const known = await run.startInvocation(invocation);
+    const steps = stepOf(call);
+    // `started` goes with the ledger's start; a step recorded already (a replay) is left as it is.
+    const [known] = await Promise.all([run.startInvocation(invocation), steps.startedIfNew()]);
     switch (known.state) {
       case 'completed': {
         breaker?.recordReplayed(invocation);
-        await answer(asked, known.outcome);
+        // An ended step stays as its execution wrote it; this one ends a step a crash left open.
+        await Promise.all([answer(asked, known.outcome), steps.ended(known.outcome, null)]);
         const end = endedBy(asked, known.outcome);
         if (end) return end;
         continue;
@@ -116,7 +124,7 @@ export async function answerToolCalls(
           message: 'the call was dispatched before the run was interrupted; its effect is unknown',
         };
         await run.completeInvocation(invocation, outcome);
-        await answer(asked, outcome);
+        await Promise.all([answer(asked, outcome), steps.ended(outcome, null)]);
         const end = endedBy(asked, outcome);
         if (end) return end;
         continue;
@@ -124,7 +132,7 @@ export async function answerToolCalls(
       case 'denied': {
         const outcome: ToolOutcome = { ok: false, code: 'approval_denied', message: known.message };
         await run.completeInvocation(invocation, outcome);
-        await answer(asked, outcome);
+        await Promise.all([answer(asked, outcome), steps.decidedBy(known.approvalId).ended(outcome, null)]);
         const end = endedBy(asked, outcome);
         if (end) return end;
         continue;
@@ -135,12 +143,13 @@ export async function answerToolCalls(
       case 'started': {
         const admitted = admit(breaker, invocation);
         if (admitted) {
-          await saveBreaker();
+          await Promise.all([saveBreaker(), steps.ended(refusedBy(admitted), null)]);
           return admitted;
         }
         if (call.name === DELEGATE_TOOL_NAME) {
           // Saved while the run is still this worker's: delegating may move it to waiting_child.
           await saveBreaker();
+          const delegatedAtMs = clock();
           const delegated: DelegateStep = policy.delegate
             ? await policy.delegate(invocation)
             : {
@@ -152,20 +161,32 @@ export async function answerToolCalls(
           await run.completeInvocation(invocation, delegated.outcome);
           breaker?.complete(invocation, null);
           await saveBreaker();
-          await answer(asked, delegated.outcome);
+          await Promise.all([
+            answer(asked, delegated.outcome),
+            steps.ended(delegated.outcome, clock() - delegatedAtMs),
+          ]);
           const end = endedBy(asked, delegated.outcome);
           if (end) return end;
           continue;
         }
         if (await policy.needsApproval(invocation)) {
           await saveBreaker();
-          return { kind: 'parked', approvalId: await policy.park(invocation) };
+          const approvalId = await policy.park(invocation);
+          // After the park, which cleared the owner: the store lets this mark in for its approval.
+          await steps.waitingApproval(approvalId);
+          return { kind: 'parked', approvalId };
         }
         break;
       }
       case 'approved': {
+        steps.decidedBy(known.approvalId);
         const admitted = admit(breaker, invocation);
-        if (admitted) return admitted;
+        if (admitted) {
+          await steps.ended(refusedBy(admitted), null);
+          return admitted;
+        }
+        // Let through by its approval, the call runs now: its step says so.
+        await steps.started();
         break;
       }
       default:
@@ -176,6 +197,7 @@ export async function answerToolCalls(
       clock() + (options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS),
     );
     const sent = dispatchedCall(call, transcript, options, context);
+    const executedAtMs = clock();
     const outcome: ToolOutcome = sent
       ? await tools.execute(sent, {
           invocationId,
@@ -190,10 +212,18 @@ export async function answerToolCalls(
         };
     // ADR-0130 d7: the evidence key goes to the breaker only, never into what is stored.
     const evidenceKey = tools.takeEvidenceKey?.() ?? null;
+    const durationMs = clock() - executedAtMs;
+    // Issue 13: the settled page's screenshot, by name; handed over once, like the evidence key.
+    const artifacts = tools.takeArtifacts?.();
     breaker?.complete(invocation, outcome.ok ? evidenceKey : null);
-    // Ledger, breaker, transcript: sent back to back in this order, one round trip. A crash between
-    // them leaves the same prefix written as one after another would.
-    await Promise.all([run.completeInvocation(invocation, outcome), saveBreaker(), answer(asked, outcome)]);
+    // Ledger, breaker, transcript, step: sent back to back in this order, one round trip. A crash
+    // between them leaves the same prefix written as one after another would.
+    await Promise.all([
+      run.completeInvocation(invocation, outcome),
+      saveBreaker(),
+      answer(asked, outcome),
+      steps.ended(outcome, durationMs, artifacts),
+    ]);
     if (!outcome.ok && outcome.unverified)
       await run.markUnverified?.(invocation, { code: outcome.code, message: outcome.message });
     const end = endedBy(asked, outcome);
@@ -207,6 +237,13 @@ export async function answerToolCalls(
     });
   }
   return undefined;
+}
+
+/** A refusal that ends the run before its call was sent, as the call's step tells it. */
+function refusedBy(end: ExecutionEnd): ToolOutcome {
+  return end.kind === 'failed'
+    ? { ok: false, code: end.code, message: end.detail }
+    : { ok: false, code: end.kind, message: 'the call was not sent' };
 }
 
 /** The breaker's refusal of a call about to be sent (the fifth identical one), as the run's end. */

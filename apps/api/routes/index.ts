@@ -4,6 +4,7 @@ import { registerApiKeyRoutes } from './api-keys.js';
 import { registerApprovalRoutes } from './approvals.js';
 import { registerArtifactRoutes } from './artifacts.js';
 import { registerProfileRoutes } from './profiles.js';
+import { registerRunStepRoutes } from './run-steps.js';
 import { registerRunRoutes } from './runs.js';
 import { registerSessionRoutes } from './sessions.js';
 import type { V1Dependencies } from './shared.js';
@@ -21,6 +22,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerAgentRoutes(app, deps);
   registerSessionRoutes(app, deps);
   registerRunRoutes(app, deps);
+  registerRunStepRoutes(app, deps);
   registerArtifactRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerApiKeyRoutes(app, deps);

@@ -1,4 +1,4 @@
-import type { RunView } from '../../contracts/index.js';
+import { modelStepId, type RunView, toolStepId } from '../../contracts/index.js';
 import type { RunStore } from '../../store/index.js';
 import { TranscriptWriteRefused } from '../../store/run-transcript.js';
 import type {
@@ -9,6 +9,7 @@ import type {
   ToolOutcome,
   TranscriptEntry,
 } from '../index.js';
+import type { StepWrite } from '../loop-ports.js';
 import type { ExecutionDeps } from './execution-deps.js';
 import { RunLost, refusedUnlessOk } from './run-lost.js';
 
@@ -86,6 +87,26 @@ export class StoreRunPort implements RunPort {
     return this.#addUsage({ steps: 1, model_calls: 1, cost_micro_usd: costMicroUsd });
   }
 
+  /** Issue 13: the step under its stable id; refused as not the owner, the run was lost. */
+  async recordStep(write: StepWrite): Promise<void> {
+    const { onlyIfAbsent, eventOutcome, ...step } = write;
+    const { id: runId, attempt } = this.run;
+    const id =
+      step.kind === 'model'
+        ? modelStepId(attempt, step.turn)
+        : toolStepId(attempt, step.turn, step.index ?? 0);
+    await this.deps.faults?.('step.record');
+    const written = await this.deps.store.recordStep(
+      this.ownerToken,
+      { ...step, id, run_id: runId, attempt },
+      { ...(onlyIfAbsent ? { onlyIfAbsent } : {}), ...(eventOutcome ? { eventOutcome } : {}) },
+    );
+    // A parked call's mark met its approval decided, or the run cancelled, first: the next
+    // execution writes the step on (or the run has ended), so nothing is lost by dropping it.
+    if (!written.ok && step.status === 'waiting_approval') return;
+    refusedUnlessOk(written, 'step');
+  }
+
   async loadBreakerState(): Promise<unknown> {
     await this.deps.faults?.('loop_state.load');
     return this.deps.store.loadLoopState(this.run.id);
@@ -138,9 +159,9 @@ export class StoreRunPort implements RunPort {
         break;
     }
     if (approval?.status === 'pending') return { state: 'awaiting_approval', approvalId: approval.id };
-    if (approval?.status === 'approved') return { state: 'approved' };
+    if (approval?.status === 'approved') return { state: 'approved', approvalId: approval.id };
     if (approval?.status === 'denied')
-      return { state: 'denied', message: approval.reason ?? 'denied by the owner' };
+      return { state: 'denied', message: approval.reason ?? 'denied by the owner', approvalId: approval.id };
     return { state: 'started' };
   }
 

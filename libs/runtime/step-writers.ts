@@ -1,0 +1,192 @@
+import {
+  conditionResultSchema,
+  type PageArtifacts,
+  type RunStep,
+  type StepOutcome,
+  settleResultSchema,
+} from '../contracts/index.js';
+import type { RunPort, StepWrite } from './loop-ports.js';
+import type { ModelUsage, ToolCall, ToolOutcome } from './model.js';
+
+type ToolStep = NonNullable<RunStep['tool']>;
+
+/** A tool outcome as a step tells it: `ok`, or its stable code and message. */
+export function stepOutcomeOf(outcome: ToolOutcome): StepOutcome {
+  return outcome.ok
+    ? { ok: true, code: null, message: null }
+    : { ok: false, code: outcome.code, message: outcome.message };
+}
+
+/**
+ * What a step shows of the page a call answered with: how it settled, its postcondition, its url
+ * and title — as the model saw them in the observation. Each is kept only when it has the
+ * contract's shape, so a tool of another kind never makes a step unreadable.
+ */
+function pageDetails(outcome: ToolOutcome): Pick<ToolStep, 'settle' | 'postcondition' | 'page'> {
+  const observation = outcome.ok
+    ? (outcome.result as { observation?: Record<string, unknown> } | null)?.observation
+    : undefined;
+  if (!observation || typeof observation !== 'object')
+    return { settle: null, postcondition: null, page: null };
+  const settle = settleResultSchema.safeParse(observation.settle);
+  const condition = conditionResultSchema.safeParse(observation.condition);
+  const { url, title } = observation;
+  return {
+    settle: settle.success ? settle.data : null,
+    postcondition: condition.success ? condition.data : null,
+    page: typeof url === 'string' && typeof title === 'string' ? { url, title } : null,
+  };
+}
+
+/**
+ * The step record of one tool call (issue 13), written through the run port as the call goes:
+ * `started` when it is about to run, `waiting_approval` once parked, `ended` with its outcome. The
+ * arguments are the RECORDED call's — the transcript's, where a secret reads `[secret]` — never the
+ * dispatched one's.
+ */
+export class ToolStepWriter {
+  readonly #startedAtMs: number;
+  #approvalId: string | null = null;
+
+  constructor(
+    private readonly run: RunPort,
+    private readonly clock: () => number,
+    private readonly turn: number,
+    private readonly index: number,
+    private readonly recorded: ToolCall,
+    private readonly invocationId: string,
+  ) {
+    this.#startedAtMs = clock();
+  }
+
+  #tool(outcome: ToolOutcome | null, artifacts: PageArtifacts | undefined): ToolStep {
+    return {
+      name: this.recorded.name,
+      invocation_id: this.invocationId,
+      arguments: this.recorded.args as ToolStep['arguments'],
+      outcome: outcome ? stepOutcomeOf(outcome) : null,
+      ...(outcome ? pageDetails(outcome) : { settle: null, postcondition: null, page: null }),
+      screenshot: artifacts?.screenshot ?? null,
+      approval_id: this.#approvalId,
+    };
+  }
+
+  #write(status: RunStep['status'], tool: ToolStep, durationMs: number | null, onlyIfAbsent = false) {
+    const endedAtMs = status === 'ended' ? this.clock() : null;
+    return (
+      this.run.recordStep?.({
+        kind: 'tool',
+        turn: this.turn,
+        index: this.index,
+        status,
+        started_at_ms: this.#startedAtMs,
+        ended_at_ms: endedAtMs,
+        duration_ms: durationMs,
+        model: null,
+        tool,
+        ...(onlyIfAbsent ? { onlyIfAbsent } : {}),
+      }) ?? Promise.resolve()
+    );
+  }
+
+  /** The approval the call waits on or was decided by; kept on every later write of the step. */
+  decidedBy(approvalId: string | undefined): this {
+    if (approvalId) this.#approvalId = approvalId;
+    return this;
+  }
+
+  /** `started`, only when the step is not recorded yet (sent beside the ledger's start). */
+  startedIfNew(): Promise<void> {
+    return this.#write('started', this.#tool(null, undefined), null, true);
+  }
+
+  /** `started` again: a call let through by its approval runs now. */
+  started(): Promise<void> {
+    return this.#write('started', this.#tool(null, undefined), null);
+  }
+
+  waitingApproval(approvalId: string): Promise<void> {
+    this.#approvalId = approvalId;
+    return this.#write('waiting_approval', this.#tool(null, undefined), null);
+  }
+
+  /** `ended` with the outcome; `durationMs` is the call's own time, null for a call answered without running. */
+  ended(outcome: ToolOutcome, durationMs: number | null, artifacts?: PageArtifacts): Promise<void> {
+    return this.#write('ended', this.#tool(outcome, artifacts), durationMs);
+  }
+}
+
+export const OK_STEP: StepOutcome = { ok: true, code: null, message: null };
+const NO_USAGE: ModelUsage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
+
+/**
+ * The step record of one model turn (issue 13): `started` as the call goes out, `ended` with its
+ * usage, cost and the calls it asked for (names only: their arguments are on the tool steps).
+ */
+export class ModelStepWriter {
+  readonly #startedAtMs: number;
+
+  constructor(
+    private readonly run: RunPort,
+    private readonly clock: () => number,
+    private readonly turn: number,
+  ) {
+    this.#startedAtMs = clock();
+  }
+
+  #write(write: Pick<StepWrite, 'status' | 'model' | 'eventOutcome'>): Promise<void> {
+    const endedAtMs = write.status === 'ended' ? this.clock() : null;
+    return (
+      this.run.recordStep?.({
+        kind: 'model',
+        turn: this.turn,
+        index: null,
+        started_at_ms: this.#startedAtMs,
+        ended_at_ms: endedAtMs,
+        duration_ms: endedAtMs === null ? null : endedAtMs - this.#startedAtMs,
+        tool: null,
+        ...write,
+      }) ?? Promise.resolve()
+    );
+  }
+
+  /**
+   * Sends `started` now and answers a handle whose `written()` throws what the write met (a lost
+   * run) once awaited: caught at once, so a refusal met while the model call runs is no unhandled
+   * rejection.
+   */
+  started(): { written(): Promise<void> } {
+    const failure = this.#write({ status: 'started', model: null }).then(
+      () => undefined,
+      (error: unknown) => ({ error }),
+    );
+    return {
+      async written() {
+        const met = await failure;
+        if (met) throw met.error;
+      },
+    };
+  }
+
+  ended(
+    usage: ModelUsage | undefined,
+    costMicroUsd: number,
+    toolCalls: readonly ToolCall[],
+    answered: boolean,
+    outcome: StepOutcome,
+  ): Promise<void> {
+    const { inputTokens, cachedInputTokens, outputTokens } = usage ?? NO_USAGE;
+    return this.#write({
+      status: 'ended',
+      model: {
+        input_tokens: inputTokens,
+        cached_input_tokens: cachedInputTokens,
+        output_tokens: outputTokens,
+        cost_micro_usd: costMicroUsd,
+        tool_calls: toolCalls.map(({ id, name }) => ({ id, name })),
+        answered,
+      },
+      eventOutcome: outcome,
+    });
+  }
+}
