@@ -5,7 +5,7 @@ import { formatTime, type Html, html, type PageViewer, pageLayout } from './html
 export const RUN_LIST_FILTERS = [
   'status',
   'session_id',
-  'browser_profile_id',
+  'profile_id',
   'created_after',
   'created_before',
 ] as const;
@@ -34,8 +34,8 @@ function filterForm(filters: RunListFilters): Html {
     (status) =>
       html`<option value="${status}"${filters.status === status ? html` selected` : ''}>${status}</option>`,
   )}</select></label>
-${text('session_id', 'Session')}${text('browser_profile_id', 'Profile')}
-${text('created_after', 'Created after', 'datetime-local')}${text('created_before', 'Created before', 'datetime-local')}
+${text('session_id', 'Session')}${text('profile_id', 'Profile')}
+${text('created_after', 'Created after (UTC)', 'datetime-local')}${text('created_before', 'Created before (UTC)', 'datetime-local')}
 <button type="submit">Filter</button></form>`;
 }
 

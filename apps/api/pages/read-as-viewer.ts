@@ -33,7 +33,7 @@ export function runListQuery(filters: RunListFilters): string {
     if (!value) continue;
     const isTime = name === 'created_after' || name === 'created_before';
     const asMs = isTime && !/^\d+$/.test(value) ? Date.parse(`${value}Z`) : Number.NaN;
-    query.set(isTime ? `${name}_ms` : name, Number.isFinite(asMs) ? String(asMs) : value);
+    query.set(name, Number.isFinite(asMs) ? String(asMs) : value);
   }
   return query.toString();
 }
