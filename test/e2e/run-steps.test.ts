@@ -2,8 +2,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { closeRedis, connectRedis } from '../../queues/index.js';
 import { startTestFleet } from '../fixtures/fleet.js';
-import { uniquePrefix } from '../fixtures/redis.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 
 const PASSWORD = 'corr3ct-h0rse-Battery-77';
@@ -41,6 +42,7 @@ function startLoginSite(): Promise<{ server: Server; origin: string }> {
  * `step.started` / `step.ended`. The runs list pages and filters one tenant's runs only.
  */
 describe('steps and the runs list through the fleet', { timeout: 120_000 }, () => {
+  const prefix = uniquePrefix('run-steps');
   let fleet: FleetHandle;
   let site: Awaited<ReturnType<typeof startLoginSite>>;
   let otherKey: string;
@@ -53,7 +55,7 @@ describe('steps and the runs list through the fleet', { timeout: 120_000 }, () =
 
   beforeAll(async () => {
     site = await startLoginSite();
-    fleet = await startTestFleet(uniquePrefix('run-steps'));
+    fleet = await startTestFleet(prefix);
     ({ key: otherKey } = await fleet.store.createApiKey({
       tenant: 'other-tenant',
       principal: 'mallory',
@@ -64,6 +66,9 @@ describe('steps and the runs list through the fleet', { timeout: 120_000 }, () =
   afterAll(async () => {
     await fleet?.close();
     await new Promise((resolve) => site?.server.close(resolve));
+    const redis = await connectRedis(testRedisUrl(), 'worker', 'test-run-steps-cleanup');
+    await deletePrefixedKeys(redis, prefix);
+    await closeRedis(redis);
   });
 
   async function submit(steps: unknown[], answer: string): Promise<string> {
