@@ -34,7 +34,7 @@ export function sessionCookie(sessionId: string, maxAgeMs: number, secure: boole
     'HttpOnly',
     'SameSite=Strict',
     'Path=/',
-    `Max-Age=${Math.max(0, Math.floor(maxAgeMs / 1000))}`,
+    `Max-Age=${Math.max(0, Math.round(maxAgeMs / 1000))}`,
   ];
   if (secure) parts.push('Secure');
   return parts.join('; ');

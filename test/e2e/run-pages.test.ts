@@ -132,6 +132,40 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
     await context.close();
   });
 
+  it('marks the cookie Secure behind a TLS proxy, and signs out only with the page’s CSRF token', async () => {
+    const signIn = await fetch(`${base}/signin`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https' },
+      body: new URLSearchParams({ key: fleet.apiKey, next: '//evil.example/' }).toString(),
+    });
+    expect(signIn.status).toBe(303);
+    expect(signIn.headers.get('location')).toBe('/runs');
+    const setCookie = signIn.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(
+      /^lh_session=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=\/; Max-Age=43200; Secure$/,
+    );
+    const cookie = setCookie.split(';')[0] ?? '';
+    const runsPage = await fetch(`${base}/runs`, { headers: { cookie }, redirect: 'manual' });
+    expect(runsPage.status).toBe(200);
+    const csrf = /name="csrf-token" content="([^"]+)"/.exec(await runsPage.text())?.[1] ?? '';
+
+    const signOut = (token?: string) =>
+      fetch(`${base}/signout`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(token ? { csrf_token: token } : {}).toString(),
+      });
+    expect((await signOut()).status).toBe(401);
+    expect((await fetch(`${base}/v1/runs`, { headers: { cookie } })).status).toBe(200);
+    expect((await signOut(csrf)).status).toBe(303);
+    expect((await fetch(`${base}/v1/runs`, { headers: { cookie } })).status).toBe(401);
+    expect(
+      (await fetch(`${base}/runs`, { headers: { cookie }, redirect: 'manual' })).headers.get('location'),
+    ).toBe('/signin?next=%2Fruns');
+  });
+
   it('refuses a signed-in change without its CSRF token, hides another tenant’s run, and ends with a revoked key', async () => {
     const runId = await submit([{ tool: 'browser.navigate', url: `${origin}/checkout` }]);
     await waitForStatus(runId, ['succeeded', 'failed']);

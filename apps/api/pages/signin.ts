@@ -26,6 +26,17 @@ export async function pageSession(
   return sessionId ? sessions.resolve(sessionId) : undefined;
 }
 
+/**
+ * Whether the person reached us over https: directly, or through a TLS proxy that says so. The
+ * proxy's header is taken on trust only to add `Secure`, which a false claim cannot abuse: it
+ * would only keep the cookie off a plain-http connection.
+ */
+function overHttps(request: FastifyRequest): boolean {
+  const forwarded = request.headers['x-forwarded-proto'];
+  const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
+  return request.protocol === 'https' || first === 'https';
+}
+
 /** Sends an unsigned-in visit to the sign-in, to come back where it was going. */
 export function toSignIn(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return reply.redirect(`/signin?next=${encodeURIComponent(localPath(request.url))}`, 303);
@@ -69,7 +80,7 @@ export async function registerSignIn(
     const cookie = sessionCookie(
       opened.sessionId,
       opened.session.expiresAtMs - Date.now(),
-      request.protocol === 'https',
+      overHttps(request),
     );
     return reply.header('set-cookie', cookie).redirect(next, 303);
   });
@@ -87,8 +98,6 @@ export async function registerSignIn(
           .send(renderSignInPage({ next: '/runs', error: 'Sign-out refused: the page was not ours.' }));
       await deps.sessions.close(sessionId);
     }
-    return reply
-      .header('set-cookie', clearedSessionCookie(request.protocol === 'https'))
-      .redirect('/signin', 303);
+    return reply.header('set-cookie', clearedSessionCookie(overHttps(request))).redirect('/signin', 303);
   });
 }
