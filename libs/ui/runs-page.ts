@@ -9,7 +9,7 @@ export const RUN_LIST_FILTERS = [
   'created_after',
   'created_before',
 ] as const;
-export type RunListFilters = Partial<Record<(typeof RUN_LIST_FILTERS)[number] | 'cursor', string>>;
+export type RunListFilters = Partial<Record<(typeof RUN_LIST_FILTERS)[number] | 'cursor' | 'limit', string>>;
 
 /** The sign-in form: the key goes in a password field and leaves only in the POST body. */
 export function renderSignInPage(options: { next: string; error?: string }): string {

@@ -233,6 +233,19 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
     expect(failed).toContain(second);
     expect(failed).not.toContain(first);
     await page.screenshot({ path: `${SHOTS}/runs-list-failed.png`, fullPage: true });
+
+    // A page of one, then the next page by its link, which keeps the page's other settings.
+    await page.goto(`${base}/runs?limit=1`);
+    const firstPage = await page
+      .locator('tr.run')
+      .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run-id')));
+    await page.getByRole('link', { name: 'Next page' }).click();
+    await page.waitForURL(/cursor=/);
+    const secondPage = await page
+      .locator('tr.run')
+      .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run-id')));
+    expect([...firstPage, ...secondPage]).toEqual([second, first]);
+    expect(new URL(page.url()).searchParams.get('limit')).toBe('1');
     await context.close();
   });
 

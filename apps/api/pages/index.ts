@@ -42,7 +42,7 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
       if (!session) return toSignIn(request, reply);
       const query = request.query as Record<string, unknown>;
       const filters: RunListFilters = {};
-      for (const name of [...RUN_LIST_FILTERS, 'cursor'] as const)
+      for (const name of [...RUN_LIST_FILTERS, 'cursor', 'limit'] as const)
         if (typeof query[name] === 'string' && query[name]) filters[name] = query[name] as string;
       const list = await readAsViewer<{ runs: RunView[]; next_cursor: string | null }>(
         pages,
