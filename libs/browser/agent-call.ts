@@ -49,6 +49,14 @@ export class PageAgentWorld {
     return answer.value as T;
   }
 
+  /**
+   * Evaluates a self-contained expression in the agent's world (not through the agent): for the
+   * platform's own short watches, such as the screenshot's mutation sentinel. Same rules as calls.
+   */
+  run<T>(expression: string): Promise<T> {
+    return this.evaluate<T>(expression);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -118,3 +118,64 @@ export class PageCapture {
     return scale < 1 ? { clip: { x: 0, y: 0, width: size.width, height: size.height, scale } } : {};
   }
 }
+
+const SENTINEL = '__leaseholdShotWatch';
+
+/**
+ * A screenshot of the settled page taken while the page settles (issue 13: the act's path may
+ * grow by at most 40 ms, and a capture alone costs more on a loaded host). When the DOM-quiet watch
+ * begins, a mutation sentinel is armed in the agent's world (a MutationObserver: the DOM is shared,
+ * the page's scripts cannot see it) and the capture starts. If the page then settles with the
+ * sentinel untouched, the DOM the capture painted is the one the observation reads, and the
+ * capture is used; any mutation, a new document or a failure discards it and the page is captured
+ * again after settling, beside the observation.
+ */
+export class SettledCapture {
+  #attempt = 0;
+  #early: { id: number; shot: Promise<Capture> } | undefined;
+
+  constructor(
+    private readonly capture: PageCapture,
+    private readonly world: { run<T>(expression: string): Promise<T> },
+    private readonly untilMs: number,
+    private readonly signal: AbortSignal | undefined,
+  ) {}
+
+  /** The DOM-quiet watch begins: arm the sentinel, then capture (a later watch replaces both). */
+  begin(): void {
+    this.#attempt += 1;
+    const id = this.#attempt;
+    const shot = this.world
+      .run<boolean>(
+        `(() => { const old = globalThis[${JSON.stringify(SENTINEL)}]; if (old) old.observer.disconnect();
+          const watch = { id: ${id}, mutated: false };
+          watch.observer = new MutationObserver(() => { watch.mutated = true; });
+          watch.observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+          globalThis[${JSON.stringify(SENTINEL)}] = watch; return true; })()`,
+      )
+      .then(() => this.capture.viewport(this.untilMs, this.signal));
+    shot.catch(() => undefined);
+    this.#early = { id, shot };
+  }
+
+  /** After settling: the early capture if the DOM did not change since it began, else a fresh one. */
+  async settled(): Promise<Capture> {
+    const early = this.#early;
+    this.#early = undefined;
+    if (early) {
+      try {
+        const shot = await early.shot;
+        const clean = await this.world.run<boolean>(
+          `(() => { const watch = globalThis[${JSON.stringify(SENTINEL)}];
+            const clean = !!watch && watch.id === ${early.id} && !watch.mutated;
+            if (watch) { watch.observer.disconnect(); delete globalThis[${JSON.stringify(SENTINEL)}]; }
+            return clean; })()`,
+        );
+        if (clean === true && shot.ok) return shot;
+      } catch {
+        // A sentinel in a document that is gone, or a failed capture: capture again below.
+      }
+    }
+    return this.capture.viewport(this.untilMs, this.signal);
+  }
+}

@@ -21,7 +21,7 @@ import {
 } from './observation.js';
 import { Operation, type OperationLimits, within } from './operation.js';
 import { originAllowed, originOf } from './origin-guard.js';
-import { type Capture, PageCapture } from './page-capture.js';
+import { type Capture, PageCapture, SettledCapture } from './page-capture.js';
 import { type BlockedCounts, ContextFence } from './page-fence.js';
 import type { TargetAnswer, TargetPath } from './page-script/page-agent.js';
 import { RequestTracker } from './request-tracker.js';
@@ -179,11 +179,12 @@ export class PageEngine {
       throw new BrowserToolError('provider_unavailable', 'the navigation failed', false, { cause: error });
     }
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
-    const settle = await settlePage(this.page, this.agent, this.tracker, op);
+    const shot = this.settledCapture(options, op);
+    const settle = await settlePage(this.page, this.agent, this.tracker, op, shot?.begin.bind(shot));
     this.onSettle?.('navigate', settle);
     const [outcome, capture] = await Promise.all([
       captureObservation(this.agent, this.revisions, op, { offset: 0, settle }),
-      this.captureIf(options, op),
+      shot?.settled(),
     ]);
     return withCapture(this.withBlocked(outcome, blockedBefore), capture);
   }
@@ -250,7 +251,8 @@ export class PageEngine {
     }
     // ADR-0130 d6: the settled page is returned; no earlier reference survives the action.
     this.revisions.current = null;
-    const settle = await settlePage(this.page, this.agent, this.tracker, op);
+    const shot = this.settledCapture(options, op);
+    const settle = await settlePage(this.page, this.agent, this.tracker, op, shot?.begin.bind(shot));
     this.onSettle?.('act', settle);
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
     const read = () => captureObservation(this.agent, this.revisions, op, { offset: 0, settle });
@@ -260,8 +262,8 @@ export class PageEngine {
       const postcondition = args.postcondition;
       const [outcome, capture] =
         postcondition === undefined
-          ? await Promise.all([read(), this.captureIf(options, op)])
-          : [await observeUntil(read, postcondition, op), await this.captureIf(options, op)];
+          ? await Promise.all([read(), shot?.settled()])
+          : [await observeUntil(read, postcondition, op), await shot?.settled()];
       return withCapture(this.withBlocked(outcome, blockedBefore), capture);
     } catch (error) {
       // ADR-0159: evidence lost after an action leaves its outcome unknown.
@@ -276,8 +278,11 @@ export class PageEngine {
     }
   }
 
-  private captureIf(options: EffectOptions, op: Operation): Promise<Capture | undefined> {
-    return options.screenshot ? this.capture.viewport(op.deadlineMs, op.signal) : Promise.resolve(undefined);
+  /** Issue 13: the settled page's screenshot, begun while the page settles (see SettledCapture). */
+  private settledCapture(options: EffectOptions, op: Operation): SettledCapture | undefined {
+    return options.screenshot
+      ? new SettledCapture(this.capture, this.agent, op.deadlineMs, op.signal)
+      : undefined;
   }
 
   private navigationBlockedSince(before: BlockedCounts): boolean {
