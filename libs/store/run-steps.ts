@@ -25,6 +25,74 @@ export interface StepWriteOptions {
 
 export type StepWriteOutcome = { ok: true; written: boolean; seq: number } | RunRefusal;
 
+const STEP_ID = /^a(\d+)-(?:m(\d+)|t(\d+)-(\d+))$/;
+
+/** The ledger's name of a tool call (`<run>-a<attempt>-s<turn>-i<index>`), as the run worker gives it. */
+function derivedInvocationId(runId: string, attempt: number, turn: number, index: number): string {
+  return `${runId}-a${attempt}-s${turn}-i${index}`;
+}
+
+/** Drops the fields whose value is null: the reader puts them back. */
+function withoutNulls<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, field]) => field !== null)) as Partial<T>;
+}
+
+/**
+ * The record as stored (issue 13: `redis_bytes_per_run`): what its id, its key and its run already
+ * say is left out — the id, run id, attempt, kind, turn and index, a tool call's invocation id
+ * where it is the ledger's own — and so is every null field. {@link expandStep} puts them back.
+ */
+function compactStep(step: Omit<StepRecord, 'started_at_ms' | 'status'>): Record<string, unknown> {
+  const { id: _id, run_id: _run, attempt, kind: _kind, turn, index, model, tool, ...times } = step;
+  const stored: Record<string, unknown> = withoutNulls(times);
+  if (model) stored.model = model;
+  if (tool) {
+    const { invocation_id: invocationId, ...rest } = tool;
+    stored.tool = {
+      ...withoutNulls(rest),
+      ...(invocationId !== derivedInvocationId(step.run_id, attempt, turn, index ?? 0)
+        ? { invocation_id: invocationId }
+        : {}),
+    };
+  }
+  return stored;
+}
+
+/** A stored record back in its whole shape, from its id and its run. */
+function expandStep(runId: string, stepId: string, stored: Record<string, unknown>): unknown {
+  const match = STEP_ID.exec(stepId);
+  if (!match) return stored;
+  const attempt = Number(match[1]);
+  const turn = Number(match[2] ?? match[3]);
+  const index = match[2] === undefined ? Number(match[4]) : null;
+  const tool = stored.tool as Record<string, unknown> | undefined;
+  return {
+    id: stepId,
+    run_id: runId,
+    attempt,
+    kind: index === null ? 'model' : 'tool',
+    turn,
+    index,
+    ended_at_ms: null,
+    duration_ms: null,
+    model: null,
+    ...stored,
+    tool: tool
+      ? {
+          invocation_id: derivedInvocationId(runId, attempt, turn, index ?? 0),
+          arguments: null,
+          outcome: null,
+          settle: null,
+          postcondition: null,
+          page: null,
+          screenshot: null,
+          approval_id: null,
+          ...tool,
+        }
+      : null,
+  };
+}
+
 /** The event's data: names and codes only, small; the step itself is read from `GET …/steps`. */
 function stepEventData(step: StepRecord, eventOutcome: StepOutcome | undefined): Record<string, unknown> {
   const outcome = step.tool?.outcome ?? eventOutcome ?? null;
@@ -54,6 +122,7 @@ export async function recordStep(
 ): Promise<StepWriteOutcome> {
   const { keys } = context;
   const { started_at_ms: startedAtMs, status, ...rest } = step;
+  if (!STEP_ID.test(step.id)) throw new RangeError(`a step id such as a1-m2 or a1-t2-0, got "${step.id}"`);
   const fence = status === 'waiting_approval' ? step.tool : null;
   if (status === 'waiting_approval' && !fence?.approval_id)
     throw new RangeError(`step ${step.id}: a step waiting on its approval names the approval`);
@@ -67,7 +136,7 @@ export async function recordStep(
     step.id,
     status,
     Math.trunc(startedAtMs),
-    JSON.stringify(rest),
+    JSON.stringify(compactStep(rest)),
     options.onlyIfAbsent ? 1 : 0,
     fence?.approval_id ?? '',
     fence?.invocation_id ?? '',
@@ -109,7 +178,8 @@ export async function listSteps(
     // An id in the order whose record is gone (expired apart): skipped, as the indexes are elsewhere.
     if (json === null) return;
     try {
-      steps.push(runStepSchema.parse(JSON.parse(json)));
+      const id = pageIds[index] ?? '';
+      steps.push(runStepSchema.parse(expandStep(runId, id, JSON.parse(json))));
     } catch (error) {
       throw unreadableRecord('step', `${runId}/${pageIds[index]}`, error);
     }

@@ -228,6 +228,17 @@ describe('the run store: step records (issue 13)', () => {
     expect(await store.recordStep('', parkedMark)).toMatchObject({ ok: false, code: 'wrong_status' });
   });
 
+  it('stores a step without what its id and its run already say, and reads it back whole', async () => {
+    const run = await runningRun('w');
+    const step = toolStep(run, 1, 0, 'ended', 2_000);
+    await store.recordStep('w', step);
+    const stored = (await redis.hget(`${prefix}{run:${run.id}}:steps`, 'a1-t1-0')) ?? '';
+    expect(stored).not.toContain(run.id);
+    expect(stored).not.toContain('"settle"');
+    expect(stored.length).toBeLessThan(JSON.stringify(step).length - 100);
+    expect((await store.listSteps(run.id, 0, 10)).steps[0]).toEqual({ ...step, seq: 1 });
+  });
+
   it('pages through many steps with a cursor, at most 100 a page', async () => {
     const run = await runningRun('w');
     for (let turn = 1; turn <= 130; turn += 1)

@@ -19,7 +19,7 @@
     ARGV[1] the owner token       ARGV[2] step id
     ARGV[3] status: started | waiting_approval | ended
     ARGV[4] started at (epoch ms), used when the step is new
-    ARGV[5] the rest of the record (JSON object, without seq, started_at_ms and status)
+    ARGV[5] the rest of the record (JSON object, without seq, started_at_ms and status; may be {})
     ARGV[6] 1: write only a step not yet recorded
     ARGV[7] approval id, ARGV[8] invocation id (the parked mark's fence; '' otherwise)
     ARGV[9] the event's data (flat JSON object; the script adds seq)
@@ -27,7 +27,7 @@
 
   Output: {'ok', seq} | {'unchanged', seq} | {'not_found' | 'wrong_status' | 'not_owner', status}
 
-  The stored JSON starts `{"seq":N,"started_at_ms":M,"status":"S",`, so this script reads those
+  The stored JSON starts `{"seq":N,"started_at_ms":M,"status":"S"`, so this script reads those
   three back with an anchored match and never re-encodes a record (cjson would turn `[]` into `{}`).
 ]]
 --- @include "includes/emit.lua"
@@ -53,7 +53,7 @@ local stored = redis.call("HGET", KEYS[3], ARGV[2])
 local seq, startedAt
 if stored then
   local storedSeq, storedStart, storedStatus =
-    string.match(stored, '^{"seq":(%d+),"started_at_ms":(%d+),"status":"([a-z_]+)",')
+    string.match(stored, '^{"seq":(%d+),"started_at_ms":(%d+),"status":"([a-z_]+)"')
   if storedStatus == "ended" or ARGV[6] == "1" then return {"unchanged", tonumber(storedSeq)} end
   seq, startedAt = storedSeq, storedStart
 else
@@ -61,9 +61,10 @@ else
   startedAt = ARGV[4]
 end
 
+local rest = string.sub(ARGV[5], 2)
 redis.call("HSET", KEYS[3], ARGV[2],
-  '{"seq":' .. seq .. ',"started_at_ms":' .. startedAt .. ',"status":"' .. status .. '",' ..
-  string.sub(ARGV[5], 2))
+  '{"seq":' .. seq .. ',"started_at_ms":' .. startedAt .. ',"status":"' .. status .. '"' ..
+  (rest == "}" and "" or ",") .. rest)
 local data = cjson.decode(ARGV[9])
 data.seq = tonumber(seq)
 data.status = status
