@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderLock, ProfileTurns, RedisLeaseStore, RunStore, withScripts } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { WebhookStore } from '../../libs/store/webhooks.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
@@ -191,6 +192,10 @@ describe('every store script touches one hash slot (issue 12: the store works on
     expect((await turns.waitForProfile(waiter.id, 'w6', behind)).ok).toBe(true);
     await turns.pass(profile, holder.id);
     ran(await turns.wake(waiter.id));
+
+    // Issue 13: a tenant's webhook, registered under its cap.
+    const hooks = new WebhookStore(redis, prefix, () => nowMs);
+    expect(await hooks.create({ tenant: TENANT, url: 'https://hooks.example.com/leasehold' })).toBeDefined();
 
     const split = calls.filter((call) => new Set(call.keys.map(hashTag)).size > 1);
     expect(split).toEqual([]);
