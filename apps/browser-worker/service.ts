@@ -1,57 +1,14 @@
-import type { FastifyInstance } from 'fastify';
-import type { Browser } from 'playwright-core';
-import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
+import { openArtifactStore } from '../../libs/artifacts/index.js';
 import { launchChromium, resolveChromium } from '../../libs/browser/index.js';
-import type { Config } from '../../libs/config/index.js';
 import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../../libs/lease/http/index.js';
-import {
-  createScreenshotFailures,
-  type LeaseCaps,
-  LeaseService,
-  type LeaseStore,
-  type PageFactory,
-  PlaywrightPageFactory,
-} from '../../libs/lease/index.js';
+import { LeaseService, PlaywrightPageFactory } from '../../libs/lease/index.js';
 import { IntervalTask, Shutdown } from '../../libs/lifecycle/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore } from '../../libs/store/index.js';
-import {
-  createLeaseMetrics,
-  FailedAuthLimiter,
-  type Logger,
-  type Metrics,
-  type ReadinessCheck,
-} from '../../libs/telemetry/index.js';
+import { createLeaseMetrics, FailedAuthLimiter, type ReadinessCheck } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
+import type { BrowserWorkerHandle, BrowserWorkerOptions } from './handle.js';
 
-export interface BrowserWorkerOptions {
-  config: Config;
-  logger: Logger;
-  metrics: Metrics;
-  redisUrl: string;
-  /** Tests: a clock to cross lease caps without sleeping, and caps of their own. */
-  clock?: () => number;
-  caps?: LeaseCaps;
-  /** Tests and benchmarks: another page factory over the launched browser. */
-  pages?: (browser: Browser) => PageFactory;
-  /** Another artifact store than the configured one (the fleet shares one among its roles; tests). */
-  artifacts?: ArtifactStore;
-}
-
-export interface BrowserWorkerHandle {
-  app: FastifyInstance;
-  leases: LeaseService;
-  store: LeaseStore;
-  pages: PageFactory;
-  /** Issue 13: where the pages' screenshots go. */
-  artifacts: ArtifactStore;
-  browser: Browser;
-  /** The Chromium binary this worker launched. */
-  executablePath: string;
-  /** The data-plane URL (http://host:port). */
-  url: string;
-  readiness(): ReadinessCheck[];
-  close(): Promise<void>;
-}
+export type { BrowserWorkerHandle, BrowserWorkerOptions } from './handle.js';
 
 /**
  * The browser worker: Chromium, the lease service over it, and the authenticated data plane
@@ -84,6 +41,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     const pages = options.pages?.(browser) ?? new PlaywrightPageFactory(browser);
     // Issue 13: screenshots after navigate and act, under each lease's tenant and run.
     const artifacts = options.artifacts ?? (await openArtifactStore(config));
+    const leaseMetrics = createLeaseMetrics(metrics.registry);
     const leases = new LeaseService({
       store,
       pages,
@@ -91,10 +49,10 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       pinnedProfiles,
       sealKey,
       logger: log,
-      metrics: createLeaseMetrics(metrics.registry),
+      metrics: leaseMetrics,
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.caps ? { caps: options.caps } : {}),
-      artifacts: { store: artifacts, failures: createScreenshotFailures(metrics.registry), log },
+      artifacts: { store: artifacts, failures: leaseMetrics.screenshotFailures, log },
     });
     const revoked = await leases.revokeOrphans();
     if (revoked > 0) log.warn({ revoked }, 'revoked leases whose pages a previous run of this worker held');

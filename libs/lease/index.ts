@@ -1,6 +1,5 @@
 export { DataPlaneError } from './errors.js';
 export {
-  createScreenshotFailures,
   type LeaseArtifacts,
   screenshotName,
   storeCapture,

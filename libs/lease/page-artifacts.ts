@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ArtifactStore } from '../artifacts/index.js';
 import type { Capture } from '../browser/index.js';
 import type { LeaseScope, PageArtifacts } from '../contracts/index.js';
-import { Counter, type Registry } from '../telemetry/index.js';
+import type { Counter } from '../telemetry/index.js';
 
 /**
  * Where the browser worker puts what its pages capture (issue 13): the artifact store, under the
@@ -12,20 +12,9 @@ import { Counter, type Registry } from '../telemetry/index.js';
  */
 export interface LeaseArtifacts {
   store: ArtifactStore;
+  /** `LeaseMetrics.screenshotFailures`: `stage` capture or store. */
   failures: Counter<'stage'>;
   log?: Logger;
-}
-
-/** `stage`: `capture` (the page gave no image in time or at all) or `store` (the write failed). */
-export function createScreenshotFailures(registry: Registry): Counter<'stage'> {
-  const existing = registry.getSingleMetric('leasehold_screenshot_failures_total');
-  if (existing) return existing as Counter<'stage'>;
-  return new Counter({
-    name: 'leasehold_screenshot_failures_total',
-    help: 'Screenshots after navigate and act, or of approval previews, that could not be captured or stored, by stage.',
-    labelNames: ['stage'],
-    registers: [registry],
-  });
 }
 
 /** A fresh artifact name for a JPEG screenshot (random: a name reveals nothing and never collides). */

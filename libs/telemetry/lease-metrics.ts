@@ -8,11 +8,19 @@ export interface LeaseMetrics {
   acquireSeconds: Histogram<'result'>;
   expiryCloses: Counter;
   sequenceRefusals: Counter;
+  /** Issue 13: `stage` capture (the page gave no image) or store (the write failed). */
+  screenshotFailures: Counter<'stage'>;
 }
 
 export function createLeaseMetrics(registry: Registry): LeaseMetrics {
   const registers = [registry];
   return {
+    screenshotFailures: new Counter({
+      name: 'leasehold_screenshot_failures_total',
+      help: 'Screenshots after navigate and act, or of approval previews, that could not be captured or stored, by stage.',
+      labelNames: ['stage'],
+      registers,
+    }),
     liveLeases: new Gauge({
       name: 'leasehold_leases_live',
       help: 'Leases whose pages this worker holds.',

@@ -1,0 +1,36 @@
+import type { FastifyInstance } from 'fastify';
+import type { Browser } from 'playwright-core';
+import type { ArtifactStore } from '../../libs/artifacts/index.js';
+import type { Config } from '../../libs/config/index.js';
+import type { LeaseCaps, LeaseService, LeaseStore, PageFactory } from '../../libs/lease/index.js';
+import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
+
+export interface BrowserWorkerOptions {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  redisUrl: string;
+  /** Tests: a clock to cross lease caps without sleeping, and caps of their own. */
+  clock?: () => number;
+  caps?: LeaseCaps;
+  /** Tests and benchmarks: another page factory over the launched browser. */
+  pages?: (browser: Browser) => PageFactory;
+  /** Another artifact store than the configured one (the fleet shares one among its roles; tests). */
+  artifacts?: ArtifactStore;
+}
+
+export interface BrowserWorkerHandle {
+  app: FastifyInstance;
+  leases: LeaseService;
+  store: LeaseStore;
+  pages: PageFactory;
+  /** Issue 13: where the pages' screenshots go. */
+  artifacts: ArtifactStore;
+  browser: Browser;
+  /** The Chromium binary this worker launched. */
+  executablePath: string;
+  /** The data-plane URL (http://host:port). */
+  url: string;
+  readiness(): ReadinessCheck[];
+  close(): Promise<void>;
+}
