@@ -109,7 +109,7 @@ export async function answerToolCalls(
       case 'completed': {
         breaker?.recordReplayed(invocation);
         // An ended step stays as its execution wrote it; this one ends a step a crash left open.
-        await Promise.all([answer(asked, known.outcome), steps.ended(known.outcome, null)]);
+        await Promise.all([answer(asked, replayed(known.outcome)), steps.ended(known.outcome, null)]);
         const end = endedBy(asked, known.outcome);
         if (end) return end;
         continue;
@@ -237,6 +237,25 @@ export async function answerToolCalls(
     });
   }
   return undefined;
+}
+
+/**
+ * A completed call answered from the ledger (a crash came between its ledger and transcript
+ * writes). The ledger keeps a browser call's page, not its observation (issue 13), so the answer
+ * tells the model to look again before acting on that page.
+ */
+function replayed(outcome: ToolOutcome): ToolOutcome {
+  const result = outcome.ok
+    ? (outcome.result as { page?: unknown; observation?: unknown } | undefined)
+    : undefined;
+  if (!result?.page || result.observation !== undefined) return outcome;
+  return {
+    ok: true,
+    result: {
+      ...result,
+      note: 'this call completed before the run was interrupted and its page was not kept: observe the page before acting on it',
+    },
+  };
 }
 
 /** A refusal that ends the run before its call was sent, as the call's step tells it. */

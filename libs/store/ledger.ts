@@ -27,6 +27,21 @@ export type LedgerOutcome =
     }
   | RunRefusal;
 
+/**
+ * What the ledger keeps of a call's result (issue 13: `redis_bytes_per_run`). The transcript holds
+ * the answer the model read; the ledger's copy is for a replay after a crash between the two
+ * writes, a retry's note of earlier effects (it reads ok and code) and whoever lists the ledger. A
+ * browser call's observation is the page as it was then, the heaviest part of a run: the ledger
+ * keeps its URL and title only, and a replayed call tells the model to observe again.
+ */
+export function keptResult(result: unknown): unknown {
+  const outcome = result as { ok?: unknown; result?: { observation?: unknown } } | null;
+  const observation = outcome?.ok === true ? outcome.result?.observation : undefined;
+  if (typeof observation !== 'object' || observation === null) return result;
+  const { url, title } = observation as { url?: unknown; title?: unknown };
+  return { ok: true, result: { page: { url, title } } };
+}
+
 export async function recordInvocation(
   context: RunStoreContext,
   runId: string,
@@ -51,7 +66,7 @@ export async function recordInvocation(
     record.index,
     record.state,
     record.tool,
-    record.result === undefined ? '' : JSON.stringify(record.result),
+    record.result === undefined ? '' : JSON.stringify(keptResult(record.result)),
     context.now(),
   );
   if (code === 'recorded' || code === 'unchanged' || code === 'refused') {

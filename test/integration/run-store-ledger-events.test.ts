@@ -82,6 +82,39 @@ describe('the run store: the invocation ledger and run events', () => {
     expect((await store.getRun(run.id))?.usage.tool_calls).toBe(1);
   });
 
+  it("keeps a browser call's page, not its observation: the transcript holds what the model read (issue 13)", async () => {
+    const run = await runningRun('w');
+    const act = { step: 1, index: 0, tool: 'browser.act' };
+    await store.recordInvocation(run.id, 'w', { ...act, state: 'started' });
+    const observation = {
+      url: 'https://shop.example/cart',
+      title: 'Cart',
+      text: 'Cart\nTwo items'.repeat(40),
+      text_truncated: false,
+      revision: 'r1',
+      settle: null,
+      elements: [{ ref: 'e1', role: 'button', name: 'Pay', state: {} }],
+      window: { offset: 0, count: 1 },
+    };
+    const done = await store.recordInvocation(run.id, 'w', {
+      ...act,
+      state: 'completed',
+      result: { ok: true, result: { observation } },
+    });
+    expect(done.ok && done.entry?.result).toEqual({
+      ok: true,
+      result: { page: { url: 'https://shop.example/cart', title: 'Cart' } },
+    });
+    const failed = { ok: false, code: 'element_not_found', message: 'no e9 in revision r1' };
+    await store.recordInvocation(run.id, 'w', { ...act, index: 1, state: 'started' });
+    await store.recordInvocation(run.id, 'w', { ...act, index: 1, state: 'completed', result: failed });
+    const results = (await store.listInvocations(run.id)).map((entry) => entry.result);
+    expect(results).toEqual([
+      { ok: true, result: { page: { url: 'https://shop.example/cart', title: 'Cart' } } },
+      failed,
+    ]);
+  });
+
   it('never sets a dispatched invocation back to started, so a resumed run sees the effect may have happened', async () => {
     const run = await runningRun('first');
     const act = { step: 2, index: 1, tool: 'browser.act' };

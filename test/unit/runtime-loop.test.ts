@@ -148,3 +148,32 @@ describe('one execution of the run loop', () => {
     });
   });
 });
+
+describe('a call the ledger shows completed, answered again after a crash', () => {
+  it('tells the model to observe again when the ledger kept the page and not its observation (issue 13)', async () => {
+    const run = new MemoryRun();
+    const tools = new RecordingTools();
+    const navigateOnly = scriptSchema.parse({
+      steps: [{ tool: 'browser.navigate', url: 'https://shop.test/' }],
+      answer: 'there',
+    });
+    // The crash came between the ledger's completion and the transcript's answer.
+    run.transcript.push({
+      kind: 'model',
+      toolCalls: [{ id: 'call_1', name: 'browser.navigate', args: { url: 'https://shop.test/' } }],
+    });
+    run.ledger.set(run.invocationId(1, 0), {
+      state: 'completed',
+      outcome: { ok: true, result: { page: { url: 'https://shop.test/', title: 'Shop' } } },
+    });
+    await execute(run, tools, { model: new ScriptedModel(navigateOnly) });
+    expect(tools.sent).toEqual([]);
+    const answer = run.transcript.find((entry) => entry.kind === 'tool');
+    expect(answer).toMatchObject({
+      kind: 'tool',
+      outcome: { ok: true, result: { page: { url: 'https://shop.test/', title: 'Shop' } } },
+    });
+    const note = (answer as { outcome: { result: { note?: string } } }).outcome.result.note;
+    expect(note).toMatch(/observe/);
+  });
+});
