@@ -5,6 +5,7 @@ import { indexRetriedRun, reindexFromRecord } from './run-deadlines.js';
 import type { RunStoreContext } from './run-keys.js';
 import { getRun } from './run-reads.js';
 import { runScriptKeys } from './run-retention.js';
+import { readTranscript } from './run-transcript.js';
 import { type RunTransition, toTransition } from './run-transition.js';
 
 /**
@@ -53,10 +54,7 @@ async function freshTranscript(context: RunStoreContext, run: RunView): Promise<
   const transcripts = new Map<number, unknown[]>();
   for (let attempt = 1; attempt <= run.attempt; attempt += 1) {
     const key = attempt === run.attempt ? keys.transcript(run.id) : keys.attemptTranscript(run.id, attempt);
-    transcripts.set(
-      attempt,
-      (await redis.lrange(key, 0, -1)).map((entry) => JSON.parse(entry) as unknown),
-    );
+    transcripts.set(attempt, await readTranscript<unknown>(redis, key));
   }
   const effects = earlierEffects(await listInvocations(context, run.id), transcripts);
   const note = retryNote(run.attempt + 1, effects);

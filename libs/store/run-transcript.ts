@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { type EarlierEffect, LeaseholdError } from '../contracts/index.js';
+import { LeaseholdError } from '../contracts/index.js';
+import { packJson, unpackJson } from './packed-json.js';
 import { withScripts } from './scripts.js';
 
 /** A transcript longer than this is refused: the step limits end a run long before it. */
@@ -10,7 +11,7 @@ interface TranscriptCommands {
   appendTranscript(
     runKey: string,
     transcriptKey: string,
-    ...argv: Array<string | number>
+    ...argv: Array<string | number | Buffer>
   ): Promise<Array<string | number>>;
 }
 
@@ -21,7 +22,8 @@ export class TranscriptWriteRefused extends LeaseholdError<'not_owner' | 'too_lo
 
 /**
  * A run's transcript (the model's context: input, model turns, tool results) as a Redis list beside
- * the run's record, so a run parked or crashed resumes with it in any worker. Entries are JSON.
+ * the run's record, so a run parked or crashed resumes with it in any worker. Entries are JSON,
+ * a large one deflated (`packed-json.ts`, issue 13): every read of the key goes through here.
  */
 export class RunTranscripts {
   readonly #redis: Redis & TranscriptCommands;
@@ -41,7 +43,7 @@ export class RunTranscripts {
   }
 
   async load<T>(runId: string): Promise<T[]> {
-    return (await this.#redis.lrange(this.#key(runId), 0, -1)).map((entry) => JSON.parse(entry) as T);
+    return readTranscript<T>(this.#redis, this.#key(runId));
   }
 
   /**
@@ -49,8 +51,7 @@ export class RunTranscripts {
    * the current attempt's is `load`. Empty for an attempt that never wrote one.
    */
   async loadAttempt<T>(runId: string, attempt: number): Promise<T[]> {
-    const key = `${this.prefix}{run:${runId}}:transcript:a${attempt}`;
-    return (await this.#redis.lrange(key, 0, -1)).map((entry) => JSON.parse(entry) as T);
+    return readTranscript<T>(this.#redis, `${this.prefix}{run:${runId}}:transcript:a${attempt}`);
   }
 
   /**
@@ -65,7 +66,7 @@ export class RunTranscripts {
         this.#key(runId),
         ownerToken,
         MAX_TRANSCRIPT_ENTRIES,
-        ...entries.map((entry) => JSON.stringify(entry)),
+        ...entries.map(packJson),
       )
     ).map(String);
     if (status === 'not_owner')
@@ -82,6 +83,14 @@ export class RunTranscripts {
 
   /** Seeds a new run's transcript with its input (before any worker owns it). */
   async seed(runId: string, entry: unknown): Promise<void> {
-    await this.#redis.rpush(this.#key(runId), JSON.stringify(entry));
+    await this.#redis.rpush(this.#key(runId), packJson(entry));
   }
+}
+
+/**
+ * A transcript key's entries, packed or plain (`packed-json.ts`): for the store's own readers that
+ * hold the key rather than a {@link RunTranscripts} (a retry reads every attempt's).
+ */
+export async function readTranscript<T>(redis: Redis, key: string): Promise<T[]> {
+  return (await redis.lrangeBuffer(key, 0, -1)).map((entry) => unpackJson<T>(entry));
 }
