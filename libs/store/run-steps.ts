@@ -93,19 +93,18 @@ function expandStep(runId: string, stepId: string, stored: Record<string, unknow
   };
 }
 
-/** The event's data: names and codes only, small; the step itself is read from `GET …/steps`. */
+/**
+ * The event's data (issue 13: `redis_bytes_per_run`, a run's events are mostly step events): the
+ * step's id, its tool, its outcome's code (null when it succeeded) and its screenshot's name. The
+ * rest is the step's own record, read from `GET …/steps`.
+ */
 function stepEventData(step: StepRecord, eventOutcome: StepOutcome | undefined): Record<string, unknown> {
   const outcome = step.tool?.outcome ?? eventOutcome ?? null;
   return {
     step_id: step.id,
-    kind: step.kind,
-    turn: step.turn,
-    index: step.index,
     ...(step.tool ? { tool: step.tool.name } : {}),
-    ...(outcome ? { ok: outcome.ok, code: outcome.code } : {}),
+    ...(outcome ? { code: outcome.ok ? null : outcome.code } : {}),
     ...(step.tool?.screenshot ? { screenshot: step.tool.screenshot } : {}),
-    ...(step.tool?.approval_id ? { approval_id: step.tool.approval_id } : {}),
-    ...(step.duration_ms !== null ? { duration_ms: step.duration_ms } : {}),
   };
 }
 

@@ -22,7 +22,7 @@
     ARGV[5] the rest of the record (JSON object, without seq, started_at_ms and status; may be {})
     ARGV[6] 1: write only a step not yet recorded
     ARGV[7] approval id, ARGV[8] invocation id (the parked mark's fence; '' otherwise)
-    ARGV[9] the event's data (flat JSON object; the script adds seq)
+    ARGV[9] the event's data (flat JSON object: step id, tool, outcome code, screenshot)
     ARGV[10] now (epoch ms)
 
   Output: {'ok', seq} | {'unchanged', seq} | {'not_found' | 'wrong_status' | 'not_owner', status}
@@ -66,7 +66,5 @@ redis.call("HSET", KEYS[3], ARGV[2],
   '{"seq":' .. seq .. ',"started_at_ms":' .. startedAt .. ',"status":"' .. status .. '"' ..
   (rest == "}" and "" or ",") .. rest)
 local data = cjson.decode(ARGV[9])
-data.seq = tonumber(seq)
-data.status = status
 emit(status == "ended" and "step.ended" or "step.started", tonumber(ARGV[10]), data)
 return {"ok", tonumber(seq)}
