@@ -27,8 +27,11 @@ const SEED = 0x1ea5e;
 const REQUESTS = 10_500;
 const CONCURRENCY = 16;
 
-/** Pages for browsers, not JSON routes: their errors may be HTML. */
-const NON_JSON_ROUTE = /^\/(docs|admin\/queues)(\/|$)/;
+/**
+ * Pages for browsers, not JSON routes: their errors may be HTML. Issue 13 adds the runs pages and
+ * their sign-in form (a refused key answers the form again, 401, for a person to read).
+ */
+const NON_JSON_ROUTE = /^\/(docs|admin\/queues|signin|signout|runs|ui)(\/|$)/;
 
 interface Target {
   server: 'api' | 'data-plane';
@@ -416,6 +419,10 @@ describe('a seeded fuzz of both servers', () => {
   }, 180_000);
 });
 
-/** Keys that change by design while requests arrive: the browser worker heartbeat and the per-key rate-limit window. */
+/**
+ * Keys that change by design while requests arrive: the browser worker heartbeat, the per-key
+ * rate-limit window, and (issue 13) the failed-authentication count of the sign-in form, whose body
+ * carries the key: a fuzzed body is a wrong key, counted against the address as at every door.
+ */
 // BullMQ's own stall-check timestamp is rewritten by the workers on their own clock, not by requests.
-const EPHEMERAL = /:(browser-worker:[^:]+|rate-limit:[^:]+|runs:stalled-check)$/;
+const EPHEMERAL = /:(browser-worker:[^:]+|rate-limit:[^:]+|runs:stalled-check|auth-failures:[^:]+)$/;
