@@ -1,4 +1,5 @@
 import { PAGE_LIMIT_MAX, type RunStep, runStepSchema, type StepOutcome } from '../contracts/index.js';
+import { packJson, unpackJson } from './packed-json.js';
 import type { RunStoreContext } from './run-keys.js';
 import { unreadableRecord } from './run-records.js';
 import { isRefusalCode, type RunRefusal, refusal } from './run-transition.js';
@@ -56,6 +57,23 @@ function compactStep(step: Omit<StepRecord, 'started_at_ms' | 'status'>): Record
     };
   }
   return stored;
+}
+
+/**
+ * A stored record's fields: the script's line `<seq> <started_at_ms> <status>`, then the rest as
+ * {@link compactStep} left it, packed or plain (`packed-json.ts`); or, stored before issue 13 packed
+ * them, one JSON object.
+ */
+function storedStep(stored: Buffer): Record<string, unknown> {
+  if (stored[0] === '{'.charCodeAt(0)) return JSON.parse(stored.toString('utf8')) as Record<string, unknown>;
+  const newline = stored.indexOf(0x0a);
+  const [seq, startedAtMs, status] = stored.subarray(0, newline).toString('latin1').split(' ');
+  return {
+    seq: Number(seq),
+    started_at_ms: Number(startedAtMs),
+    status,
+    ...unpackJson<Record<string, unknown>>(stored.subarray(newline + 1)),
+  };
 }
 
 /** A stored record back in its whole shape, from its id and its run. */
@@ -135,7 +153,8 @@ export async function recordStep(
     step.id,
     status,
     Math.trunc(startedAtMs),
-    JSON.stringify(compactStep(rest)),
+    // Packed, it may be bytes: ioredis sends a Buffer as it is (scripts.ts types arguments as text).
+    packJson(compactStep(rest)) as string,
     options.onlyIfAbsent ? 1 : 0,
     fence?.approval_id ?? '',
     fence?.invocation_id ?? '',
@@ -171,14 +190,14 @@ export async function listSteps(
   const ids = await context.redis.lrange(context.keys.stepOrder(runId), afterSeq, afterSeq + limit);
   const pageIds = ids.slice(0, limit);
   if (pageIds.length === 0) return { steps: [], nextCursor: null };
-  const records = await context.redis.hmget(context.keys.steps(runId), ...pageIds);
+  const records = await context.redis.hmgetBuffer(context.keys.steps(runId), ...pageIds);
   const steps: RunStep[] = [];
-  records.forEach((json, index) => {
+  records.forEach((stored, index) => {
     // An id in the order whose record is gone (expired apart): skipped, as the indexes are elsewhere.
-    if (json === null) return;
+    if (stored === null) return;
     try {
       const id = pageIds[index] ?? '';
-      steps.push(runStepSchema.parse(expandStep(runId, id, JSON.parse(json))));
+      steps.push(runStepSchema.parse(expandStep(runId, id, storedStep(stored))));
     } catch (error) {
       throw unreadableRecord('step', `${runId}/${pageIds[index]}`, error);
     }

@@ -138,6 +138,31 @@ describe('the run store: step records (issue 13)', () => {
     ]);
   });
 
+  it("stores a step's record packed, smaller than its JSON, and reads it back whole (issue 13: redis_bytes_per_run)", async () => {
+    const run = await runningRun('w');
+    const base = toolStep(run, 1, 0, 'ended', 2_000);
+    const step: StepRecord = {
+      ...base,
+      tool: {
+        ...(base.tool as NonNullable<StepRecord['tool']>),
+        arguments: { revision: 'r1', element: 'e2', action: 'click', list: [] },
+        settle: { result: 'dom_quiet', elapsed_ms: 348 },
+        postcondition: { result: 'satisfied', scope: 'observation_window', observations: 1, elapsed_ms: 5 },
+      },
+    };
+    await store.recordStep('w', step);
+    const stored = await redis.hgetBuffer(`${prefix}{run:${run.id}}:steps`, step.id);
+    expect(stored?.length).toBeLessThan(JSON.stringify(step).length / 2);
+    const [read] = (await store.listSteps(run.id, 0, 10)).steps;
+    expect(read).toEqual({ ...step, seq: 1 });
+    // Written again, the ended step stays as it was: the script still reads its seq and status.
+    expect(await store.recordStep('w', { ...step, started_at_ms: 9_000 })).toEqual({
+      ok: true,
+      written: false,
+      seq: 1,
+    });
+  });
+
   it('keeps an ended step as it is: a replay writes nothing and tells nothing', async () => {
     const run = await runningRun('w');
     await store.recordStep('w', toolStep(run, 1, 0, 'ended', 2_000));

@@ -19,7 +19,7 @@
     ARGV[1] the owner token       ARGV[2] step id
     ARGV[3] status: started | waiting_approval | ended
     ARGV[4] started at (epoch ms), used when the step is new
-    ARGV[5] the rest of the record (JSON object, without seq, started_at_ms and status; may be {})
+    ARGV[5] the rest of the record (JSON object or packed, without seq, started_at_ms and status)
     ARGV[6] 1: write only a step not yet recorded
     ARGV[7] approval id, ARGV[8] invocation id (the parked mark's fence; '' otherwise)
     ARGV[9] the event's data (flat JSON object: step id, tool, outcome code, screenshot)
@@ -27,8 +27,9 @@
 
   Output: {'ok', seq} | {'unchanged', seq} | {'not_found' | 'wrong_status' | 'not_owner', status}
 
-  The stored JSON starts `{"seq":N,"started_at_ms":M,"status":"S"`, so this script reads those
-  three back with an anchored match and never re-encodes a record (cjson would turn `[]` into `{}`).
+  A stored record is a line `<seq> <started_at_ms> <status>` and then the rest as the caller sent
+  it (issue 13: JSON, or packed by packed-json.ts, binary): this script reads the three back with
+  an anchored match and never decodes the rest (cjson would turn `[]` into `{}`).
 ]]
 --- @include "includes/emit.lua"
 --- @include "includes/owner-fence.lua"
@@ -52,8 +53,12 @@ end
 local stored = redis.call("HGET", KEYS[3], ARGV[2])
 local seq, startedAt
 if stored then
-  local storedSeq, storedStart, storedStatus =
-    string.match(stored, '^{"seq":(%d+),"started_at_ms":(%d+),"status":"([a-z_]+)"')
+  local storedSeq, storedStart, storedStatus = string.match(stored, '^(%d+) (%d+) ([a-z_]+)\n')
+  if not storedSeq then
+    -- A record stored whole as JSON, before issue 13 packed them.
+    storedSeq, storedStart, storedStatus =
+      string.match(stored, '^{"seq":(%d+),"started_at_ms":(%d+),"status":"([a-z_]+)"')
+  end
   if storedStatus == "ended" or ARGV[6] == "1" then return {"unchanged", tonumber(storedSeq)} end
   seq, startedAt = storedSeq, storedStart
 else
@@ -61,10 +66,7 @@ else
   startedAt = ARGV[4]
 end
 
-local rest = string.sub(ARGV[5], 2)
-redis.call("HSET", KEYS[3], ARGV[2],
-  '{"seq":' .. seq .. ',"started_at_ms":' .. startedAt .. ',"status":"' .. status .. '"' ..
-  (rest == "}" and "" or ",") .. rest)
+redis.call("HSET", KEYS[3], ARGV[2], seq .. " " .. startedAt .. " " .. status .. "\n" .. ARGV[5])
 local data = cjson.decode(ARGV[9])
 emit(status == "ended" and "step.ended" or "step.started", tonumber(ARGV[10]), data)
 return {"ok", tonumber(seq)}
