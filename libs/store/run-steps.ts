@@ -113,15 +113,16 @@ function expandStep(runId: string, stepId: string, stored: Record<string, unknow
 
 /**
  * The event's data (issue 13: `redis_bytes_per_run`, a run's events are mostly step events): the
- * step's id, its tool, its outcome's code (null when it succeeded) and its screenshot's name. The
- * rest is the step's own record, read from `GET …/steps`.
+ * step's id; its tool when it starts; when it ends, its outcome's code if it failed (no code: it
+ * succeeded) and its screenshot's name. Each said once: the rest is the step's own record, read
+ * from `GET …/steps`.
  */
 function stepEventData(step: StepRecord, eventOutcome: StepOutcome | undefined): Record<string, unknown> {
   const outcome = step.tool?.outcome ?? eventOutcome ?? null;
   return {
     step_id: step.id,
-    ...(step.tool ? { tool: step.tool.name } : {}),
-    ...(outcome ? { code: outcome.ok ? null : outcome.code } : {}),
+    ...(step.tool && step.status !== 'ended' ? { tool: step.tool.name } : {}),
+    ...(outcome && !outcome.ok ? { code: outcome.code } : {}),
     ...(step.tool?.screenshot ? { screenshot: step.tool.screenshot } : {}),
   };
 }
