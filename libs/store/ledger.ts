@@ -1,6 +1,6 @@
-import type { InvocationState, LedgerEntry } from '../contracts/index.js';
+import { type InvocationState, type LedgerEntry, ledgerEntrySchema } from '../contracts/index.js';
 import type { RunStoreContext } from './run-keys.js';
-import { parseLedgerEntry } from './run-records.js';
+import { unreadableRecord } from './run-records.js';
 import { isRefusalCode, type RunRefusal, refusal } from './run-transition.js';
 
 /**
@@ -58,7 +58,8 @@ export async function recordInvocation(
       `an invocation's step and index are non-negative integers, got ${record.step}/${record.index}`,
     );
   }
-  const [code, detail, entry] = await context.redis.recordInvocation(
+  // The script answers the entry's field too (scripts.ts types the first three).
+  const [code, detail, entry, field] = (await context.redis.recordInvocation(
     context.keys.run(runId),
     context.keys.ledger(runId),
     ownerToken,
@@ -68,9 +69,9 @@ export async function recordInvocation(
     record.tool,
     record.result === undefined ? '' : JSON.stringify(keptResult(record.result)),
     context.now(),
-  );
+  )) as unknown as [string, string, string, string | undefined];
   if (code === 'recorded' || code === 'unchanged' || code === 'refused') {
-    return { ok: true, code, entry: entry ? parseLedgerEntry(entry) : undefined };
+    return { ok: true, code, entry: entry ? ledgerEntry(runId, String(field), entry) : undefined };
   }
   if (isRefusalCode(code)) return refusal(runId, code, detail, 'running');
   throw new Error(`recordInvocation answered ${code}`);
@@ -82,9 +83,37 @@ export async function listInvocations(
   runId: string,
   attempt?: number,
 ): Promise<LedgerEntry[]> {
-  const values = await context.redis.hvals(context.keys.ledger(runId));
-  return values
-    .map(parseLedgerEntry)
+  const fields = await context.redis.hgetall(context.keys.ledger(runId));
+  return Object.entries(fields)
+    .map(([field, json]) => ledgerEntry(runId, field, json))
     .filter((entry) => attempt === undefined || entry.attempt === attempt)
     .sort((a, b) => a.attempt - b.attempt || a.step - b.step || a.index - b.index);
+}
+
+/** The field of an invocation: `a<attempt>:<step>:<index>`. */
+const LEDGER_FIELD = /^a(\d+):(\d+):(\d+)$/;
+
+/**
+ * An entry as stored, with what its field and run say put back (attempt, step, index and the
+ * invocation id `<run>-a<attempt>-s<step>-i<index>`, as the run worker names a call). An entry stored
+ * whole, before issue 13, reads as it was.
+ */
+function ledgerEntry(runId: string, field: string, json: string): LedgerEntry {
+  try {
+    const match = LEDGER_FIELD.exec(field);
+    const [attempt, step, index] = [match?.[1], match?.[2], match?.[3]].map(Number);
+    const stored = JSON.parse(json) as Record<string, unknown>;
+    return ledgerEntrySchema.parse({
+      invocation_id: `${runId}-a${attempt}-s${step}-i${index}`,
+      attempt,
+      step,
+      index,
+      ...stored,
+      result: typeof stored.result === 'string' && stored.result !== '' ? JSON.parse(stored.result) : null,
+      started_at_ms: stored.started_at,
+      updated_at_ms: stored.updated_at,
+    });
+  } catch (error) {
+    throw unreadableRecord('invocation', `${runId}/${field}`, error);
+  }
 }

@@ -108,6 +108,10 @@ describe('the run store: the invocation ledger and run events', () => {
     const failed = { ok: false, code: 'element_not_found', message: 'no e9 in revision r1' };
     await store.recordInvocation(run.id, 'w', { ...act, index: 1, state: 'started' });
     await store.recordInvocation(run.id, 'w', { ...act, index: 1, state: 'completed', result: failed });
+    // What the field already says (attempt, step, index) and the name built from it are not stored.
+    const stored = await redis.hget(`${prefix}{run:${run.id}}:ledger`, 'a1:1:0');
+    expect(stored).not.toContain(run.id);
+    expect(JSON.parse(stored ?? '{}')).not.toHaveProperty('step');
     const results = (await store.listInvocations(run.id)).map((entry) => entry.result);
     expect(results).toEqual([
       { ok: true, result: { page: { url: 'https://shop.example/cart', title: 'Cart' } } },

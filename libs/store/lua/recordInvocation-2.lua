@@ -17,13 +17,16 @@
     ARGV[6] the result (JSON text; '' for none)
     ARGV[7] now (epoch ms)
 
-  Output: { code, detail, the entry (JSON) }
-    {'recorded', state, entry}
-    {'unchanged', state, entry}     it already had that state
-    {'refused', current state, entry}  the ledger never moves back
+  Output: { code, detail, the entry (JSON), its field }
+    {'recorded', state, entry, field}
+    {'unchanged', state, entry, field}     it already had that state
+    {'refused', current state, entry, field}  the ledger never moves back
+
+  An entry stores its tool, state, result and times; its attempt, step, index and invocation id
+  are its field's and run's (issue 13: redis_bytes_per_run), and the reader puts them back.
     {'not_found' | 'wrong_status' | 'not_owner', run status, ''}
 ]]
-local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt", "id")
+local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt")
 if not f[1] then return {"not_found", "", ""} end
 if f[1] ~= "running" then return {"wrong_status", f[1], ""} end
 if f[2] ~= ARGV[1] then return {"not_owner", f[1], ""} end
@@ -43,20 +46,18 @@ local raw = redis.call("HGET", KEYS[2], field)
 if not raw then
   if state ~= "started" then return {"refused", "absent", ""} end
   local entry = cjson.encode({
-    invocation_id = f[4] .. "-a" .. f[3] .. "-s" .. ARGV[2] .. "-i" .. ARGV[3],
-    attempt = tonumber(f[3]), step = tonumber(ARGV[2]), index = tonumber(ARGV[3]),
     tool = ARGV[5], state = state, result = ARGV[6], started_at = now, updated_at = now})
   redis.call("HSET", KEYS[2], field, entry)
   redis.call("HINCRBY", KEYS[1], "tool_calls", 1)
-  return {"recorded", state, entry}
+  return {"recorded", state, entry, field}
 end
 
 local entry = cjson.decode(raw)
-if entry.state == state then return {"unchanged", state, raw} end
-if not forward[entry.state][state] then return {"refused", entry.state, raw} end
+if entry.state == state then return {"unchanged", state, raw, field} end
+if not forward[entry.state][state] then return {"refused", entry.state, raw, field} end
 entry.state = state
 entry.updated_at = now
 if ARGV[6] ~= "" then entry.result = ARGV[6] end
 local encoded = cjson.encode(entry)
 redis.call("HSET", KEYS[2], field, encoded)
-return {"recorded", state, encoded}
+return {"recorded", state, encoded, field}
