@@ -6,6 +6,7 @@ import type { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { type RigRunSide, startRigRunSide, submitTestRun } from '../fixtures/execute-run.js';
 import { ACT_PATH, type LeaseRig, NAVIGATE_PATH, OBSERVE_PATH } from '../fixtures/lease-rig.js';
 import { uniquePrefix } from '../fixtures/redis.js';
+import { storedText } from '../fixtures/stored-text.js';
 
 /** Every value stored under `prefix`, whatever its type, as one text. */
 async function everythingStored(redis: Redis, prefix: string): Promise<{ keys: string[]; text: string }> {
@@ -14,8 +15,12 @@ async function everythingStored(redis: Redis, prefix: string): Promise<{ keys: s
   for (const key of keys) {
     const type = await redis.type(key);
     if (type === 'string') values.push(await redis.get(key));
-    else if (type === 'hash') values.push(await redis.hgetall(key));
-    else if (type === 'list') values.push(await redis.lrange(key, 0, -1));
+    // Packed values inflated (issue 13): the scan reads what they hold.
+    else if (type === 'hash')
+      values.push(
+        Object.entries(await redis.hgetallBuffer(key)).map(([field, value]) => [field, storedText(value)]),
+      );
+    else if (type === 'list') values.push((await redis.lrangeBuffer(key, 0, -1)).map(storedText));
     else if (type === 'set') values.push(await redis.smembers(key));
     else if (type === 'zset') values.push(await redis.zrange(key, 0, -1, 'WITHSCORES'));
     else if (type === 'stream') values.push(await redis.xrange(key, '-', '+'));

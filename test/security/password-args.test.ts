@@ -11,6 +11,7 @@ import { latestObservation, type ModelServer, startModelServer } from '../fixtur
 import { writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
+import { storedText } from '../fixtures/stored-text.js';
 
 const PASSWORD = 'hunter2-Sw0rdf1sh-4242';
 
@@ -50,8 +51,16 @@ async function storedValues(redis: Redis, prefix: string): Promise<Map<string, s
   for (const key of await redis.keys(`${prefix}*`)) {
     const type = await redis.type(key);
     if (type === 'string') values.set(key, (await redis.getBuffer(key))?.toString('latin1') ?? '');
-    else if (type === 'hash') values.set(key, JSON.stringify(await redis.hgetall(key)));
-    else if (type === 'list') values.set(key, JSON.stringify(await redis.lrange(key, 0, -1)));
+    // Packed values inflated (issue 13): the scan reads what they hold.
+    else if (type === 'hash')
+      values.set(
+        key,
+        JSON.stringify(
+          Object.entries(await redis.hgetallBuffer(key)).map(([field, value]) => [field, storedText(value)]),
+        ),
+      );
+    else if (type === 'list')
+      values.set(key, JSON.stringify((await redis.lrangeBuffer(key, 0, -1)).map(storedText)));
     else if (type === 'set') values.set(key, JSON.stringify(await redis.smembers(key)));
     else if (type === 'zset') values.set(key, JSON.stringify(await redis.zrange(key, 0, -1, 'WITHSCORES')));
     else if (type === 'stream') values.set(key, JSON.stringify(await redis.xrange(key, '-', '+')));
