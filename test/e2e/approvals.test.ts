@@ -85,11 +85,10 @@ describe('approvals and task grants through REST, on a real page', { timeout: 60
       const outcome = entry.result as {
         ok: boolean;
         code?: string;
-        result?: { observation?: { condition?: { result?: string } } };
+        // Issue 13: the ledger keeps an act's page and postcondition, not its observation.
+        result?: { condition?: { result?: string } };
       } | null;
-      return outcome?.ok
-        ? (outcome.result?.observation?.condition?.result ?? 'none')
-        : (outcome?.code ?? entry.state);
+      return outcome?.ok ? (outcome.result?.condition?.result ?? 'none') : (outcome?.code ?? entry.state);
     });
   }
 

@@ -95,7 +95,9 @@ describe('the run store: the invocation ledger and run events', () => {
       settle: null,
       elements: [{ ref: 'e1', role: 'button', name: 'Pay', state: {} }],
       window: { offset: 0, count: 1 },
+      condition: { result: 'satisfied', scope: 'observation_window', observations: 1, elapsed_ms: 5 },
     };
+    const condition = observation.condition;
     const done = await store.recordInvocation(run.id, 'w', {
       ...act,
       state: 'completed',
@@ -103,7 +105,7 @@ describe('the run store: the invocation ledger and run events', () => {
     });
     expect(done.ok && done.entry?.result).toEqual({
       ok: true,
-      result: { page: { url: 'https://shop.example/cart', title: 'Cart' } },
+      result: { page: { url: 'https://shop.example/cart', title: 'Cart' }, condition },
     });
     const failed = { ok: false, code: 'element_not_found', message: 'no e9 in revision r1' };
     await store.recordInvocation(run.id, 'w', { ...act, index: 1, state: 'started' });
@@ -114,7 +116,7 @@ describe('the run store: the invocation ledger and run events', () => {
     expect(JSON.parse(stored ?? '{}')).not.toHaveProperty('step');
     const results = (await store.listInvocations(run.id)).map((entry) => entry.result);
     expect(results).toEqual([
-      { ok: true, result: { page: { url: 'https://shop.example/cart', title: 'Cart' } } },
+      { ok: true, result: { page: { url: 'https://shop.example/cart', title: 'Cart' }, condition } },
       failed,
     ]);
   });
