@@ -106,10 +106,8 @@ describe('a scripted run through REST, on a real page', () => {
     const act = (await fleet.store.listInvocations(submitted.body.id)).find(
       (entry) => entry.tool === 'browser.act',
     );
-    expect(act?.result).toMatchObject({
-      ok: true,
-      result: { observation: { condition: { result: 'satisfied' } } },
-    });
+    // Issue 13: the ledger keeps the act's page and postcondition; the transcript, its observation.
+    expect(act?.result).toMatchObject({ ok: true, result: { condition: { result: 'satisfied' } } });
 
     // The worker seals and closes the lease right after it writes the run's end.
     const sealedBy = Date.now() + 10_000;
