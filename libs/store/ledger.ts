@@ -32,16 +32,24 @@ export type LedgerOutcome =
  * the answer the model read; the ledger's copy is for a replay after a crash between the two
  * writes, a retry's note of earlier effects (it reads ok and code) and whoever lists the ledger. A
  * browser call's observation is the page as it was then, the heaviest part of a run: the ledger
- * keeps its URL and title and an act's postcondition, and a replayed call tells the model to observe
+ * keeps its URL and title and an act's postcondition result, and a replayed call tells the model to observe
  * again.
  */
 export function keptResult(result: unknown): unknown {
   const outcome = result as { ok?: unknown; result?: { observation?: unknown } } | null;
   const observation = outcome?.ok === true ? outcome.result?.observation : undefined;
   if (typeof observation !== 'object' || observation === null) return result;
-  const { url, title, condition } = observation as { url?: unknown; title?: unknown; condition?: unknown };
-  // An act's postcondition stays: whether the page showed what the act waited for is how it ended.
-  return { ok: true, result: { page: { url, title }, ...(condition ? { condition } : {}) } };
+  const { url, title, condition } = observation as {
+    url?: unknown;
+    title?: unknown;
+    condition?: { result?: unknown };
+  };
+  // An act's postcondition result stays: whether the page showed what the act waited for is how it
+  // ended (its scope and timings are in the act's step record).
+  return {
+    ok: true,
+    result: { page: { url, title }, ...(condition ? { condition: { result: condition.result } } : {}) },
+  };
 }
 
 export async function recordInvocation(

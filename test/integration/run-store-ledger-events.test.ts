@@ -97,7 +97,7 @@ describe('the run store: the invocation ledger and run events', () => {
       window: { offset: 0, count: 1 },
       condition: { result: 'satisfied', scope: 'observation_window', observations: 1, elapsed_ms: 5 },
     };
-    const condition = observation.condition;
+    const condition = { result: 'satisfied' };
     const done = await store.recordInvocation(run.id, 'w', {
       ...act,
       state: 'completed',
