@@ -109,7 +109,10 @@ export async function answerToolCalls(
       case 'completed': {
         breaker?.recordReplayed(invocation);
         // An ended step stays as its execution wrote it; this one ends a step a crash left open.
-        await Promise.all([answer(asked, replayed(known.outcome)), steps.ended(known.outcome, null)]);
+        await Promise.all([
+          answer(asked, replayed(known.outcome, call.name)),
+          steps.ended(known.outcome, null),
+        ]);
         const end = endedBy(asked, known.outcome);
         if (end) return end;
         continue;
@@ -241,18 +244,17 @@ export async function answerToolCalls(
 
 /**
  * A completed call answered from the ledger (a crash came between its ledger and transcript
- * writes). The ledger keeps a browser call's page, not its observation (issue 13), so the answer
- * tells the model to look again before acting on that page.
+ * writes). The ledger keeps whether a browser call succeeded, not the page it saw (issue 13), so
+ * the answer tells the model to look again before acting on that page.
  */
-function replayed(outcome: ToolOutcome): ToolOutcome {
-  const result = outcome.ok
-    ? (outcome.result as { page?: unknown; observation?: unknown } | undefined)
-    : undefined;
-  if (!result?.page || result.observation !== undefined) return outcome;
+function replayed(outcome: ToolOutcome, tool: string): ToolOutcome {
+  if (!outcome.ok || !tool.startsWith('browser.')) return outcome;
+  const result = outcome.result as { observation?: unknown } | undefined;
+  if (result?.observation !== undefined) return outcome;
   return {
     ok: true,
     result: {
-      ...result,
+      ...(typeof result === 'object' && result !== null ? result : {}),
       note: 'this call completed before the run was interrupted and its page was not kept: observe the page before acting on it',
     },
   };

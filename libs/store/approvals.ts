@@ -227,6 +227,15 @@ export async function decideApproval(
 }
 
 /** Uses one action of a live grant of the run, by its owner; refused once expired by time or count. */
+/**
+ * The name a grant's `charged` set keeps an invocation under: its id without the run's, which the
+ * grant (kept with its run) says already (issue 13: `redis_bytes_per_run`). A grant charged under
+ * full ids before reads as uncharged for calls it charged; at worst such a call is charged again.
+ */
+function chargedName(runId: string, invocationId: string): string {
+  return invocationId.startsWith(`${runId}-`) ? invocationId.slice(runId.length + 1) : invocationId;
+}
+
 export async function consumeGrant(
   context: RunStoreContext,
   runId: string,
@@ -239,7 +248,7 @@ export async function consumeGrant(
     context.keys.grants(runId),
     ownerToken,
     context.now(),
-    invocationId,
+    chargedName(runId, invocationId),
   );
   if (code === 'ok') {
     const [used, max, expiresAt] = values.map(Number);

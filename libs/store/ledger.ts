@@ -29,27 +29,17 @@ export type LedgerOutcome =
 
 /**
  * What the ledger keeps of a call's result (issue 13: `redis_bytes_per_run`). The transcript holds
- * the answer the model read; the ledger's copy is for a replay after a crash between the two
- * writes, a retry's note of earlier effects (it reads ok and code) and whoever lists the ledger. A
- * browser call's observation is the page as it was then, the heaviest part of a run: the ledger
- * keeps its URL and title and an act's postcondition result, and a replayed call tells the model to observe
- * again.
+ * the answer the model read and the step record the page, settle and postcondition a person reads;
+ * the ledger's copy is for a replay after a crash between the ledger and transcript writes, and for
+ * a retry's note of earlier effects (it reads ok and code). Of a successful browser call it keeps
+ * that it succeeded — a replayed call tells the model to observe again — so an entry fits in 64
+ * bytes and the run's ledger stays in Redis's compact hash encoding.
  */
 export function keptResult(result: unknown): unknown {
   const outcome = result as { ok?: unknown; result?: { observation?: unknown } } | null;
   const observation = outcome?.ok === true ? outcome.result?.observation : undefined;
   if (typeof observation !== 'object' || observation === null) return result;
-  const { url, title, condition } = observation as {
-    url?: unknown;
-    title?: unknown;
-    condition?: { result?: unknown };
-  };
-  // An act's postcondition result stays: whether the page showed what the act waited for is how it
-  // ended (its scope and timings are in the act's step record).
-  return {
-    ok: true,
-    result: { page: { url, title }, ...(condition ? { condition: { result: condition.result } } : {}) },
-  };
+  return { ok: true };
 }
 
 export async function recordInvocation(
@@ -104,24 +94,40 @@ export async function listInvocations(
 const LEDGER_FIELD = /^a(\d+):(\d+):(\d+)$/;
 
 /**
- * An entry as stored, with what its field and run say put back (attempt, step, index and the
- * invocation id `<run>-a<attempt>-s<step>-i<index>`, as the run worker names a call). An entry stored
- * whole, before issue 13, reads as it was.
+ * A stored entry's line: `<state>,<started_at>,<ms from start to its last update>,<tool>`, then
+ * `\n` and the result's JSON.
  */
-function ledgerEntry(runId: string, field: string, json: string): LedgerEntry {
+const LEDGER_LINE = /^([a-z_]+),(\d+),(\d+),([^\n]*)(?:\n([\s\S]*))?$/;
+
+/**
+ * An entry as stored, with what its field and run say put back (attempt, step, index and the
+ * invocation id `<run>-a<attempt>-s<step>-i<index>`, as the run worker names a call). Stored as a
+ * line (`lua/recordInvocation-2.lua`); an entry stored as JSON before issue 13 reads as it was.
+ */
+function ledgerEntry(runId: string, field: string, stored: string): LedgerEntry {
   try {
     const match = LEDGER_FIELD.exec(field);
     const [attempt, step, index] = [match?.[1], match?.[2], match?.[3]].map(Number);
-    const stored = JSON.parse(json) as Record<string, unknown>;
+    const identity = { invocation_id: `${runId}-a${attempt}-s${step}-i${index}`, attempt, step, index };
+    const line = LEDGER_LINE.exec(stored);
+    if (line) {
+      const [, state, startedAt, updatedAfter, tool, result] = line;
+      return ledgerEntrySchema.parse({
+        ...identity,
+        tool,
+        state,
+        result: result ? JSON.parse(result) : null,
+        started_at_ms: Number(startedAt),
+        updated_at_ms: Number(startedAt) + Number(updatedAfter),
+      });
+    }
+    const json = JSON.parse(stored) as Record<string, unknown>;
     return ledgerEntrySchema.parse({
-      invocation_id: `${runId}-a${attempt}-s${step}-i${index}`,
-      attempt,
-      step,
-      index,
-      ...stored,
-      result: typeof stored.result === 'string' && stored.result !== '' ? JSON.parse(stored.result) : null,
-      started_at_ms: stored.started_at,
-      updated_at_ms: stored.updated_at,
+      ...identity,
+      ...json,
+      result: typeof json.result === 'string' && json.result !== '' ? JSON.parse(json.result) : null,
+      started_at_ms: json.started_at,
+      updated_at_ms: json.updated_at,
     });
   } catch (error) {
     throw unreadableRecord('invocation', `${runId}/${field}`, error);

@@ -1,3 +1,4 @@
+import { packJson, unpackJson } from './packed-json.js';
 import type { RunStoreContext } from './run-keys.js';
 
 /**
@@ -5,10 +6,13 @@ import type { RunStoreContext } from './run-keys.js';
  * record stays small; a resumed execution reads it back in any worker.
  */
 
-/** The stored state, or undefined before any was saved. */
+/**
+ * The stored state, or undefined before any was saved. Issue 13 (`redis_bytes_per_run`): stored
+ * packed (`packed-json.ts`) — its digests and invocation ids deflate well; plain JSON still reads.
+ */
 export async function loadLoopState(context: RunStoreContext, runId: string): Promise<unknown> {
-  const text = await context.redis.get(context.keys.loopState(runId));
-  return text ? JSON.parse(text) : undefined;
+  const stored = await context.redis.getBuffer(context.keys.loopState(runId));
+  return stored && stored.length > 0 ? unpackJson(stored) : undefined;
 }
 
 /** Saves the state, by the run's owner only; a lost run refuses (`ok: false`). */
@@ -22,7 +26,7 @@ export async function saveLoopState(
     context.keys.run(runId),
     context.keys.loopState(runId),
     ownerToken,
-    JSON.stringify(state),
+    packJson(state),
   );
   return { ok: code === 'ok' };
 }

@@ -211,7 +211,9 @@ export function parseEvent([id, flat]: [string, string[]]): RunEvent {
   return runEventSchema.parse({
     id,
     type: fields.type,
-    at_ms: Number(fields.at),
+    // Issue 13: an event's time is its id's milliseconds, unless the id had to be Redis's own
+    // (`includes/emit.lua`): then `at` says it.
+    at_ms: fields.at === undefined ? Number(id.slice(0, id.indexOf('-'))) : Number(fields.at),
     data: jsonOrNull(fields.data) ?? {},
   });
 }

@@ -58,7 +58,8 @@ export interface ScriptCommands {
   retryRun(numberOfKeys: number, ...keysAndArgs: Arg[]): Promise<[string, string, Array<string | number>]>;
   addUsage(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
   markUnverified(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
-  saveLoopState(runKey: string, loopKey: string, ...argv: Arg[]): Promise<[string, string?]>;
+  /** `argv`: the owner token, then the state as `packJson` stored it (a Buffer when deflated). */
+  saveLoopState(runKey: string, loopKey: string, ...argv: Array<Arg | Buffer>): Promise<[string, string?]>;
   appendEvent(runKey: string, eventsKey: string, ...argv: Arg[]): Promise<[string, string]>;
   recordInvocation(runKey: string, ledgerKey: string, ...argv: Arg[]): Promise<[string, string, string]>;
   /** KEYS: the script's own, then the run's other keys (`+` file: the count goes first). */

@@ -17,7 +17,6 @@ local f = redis.call("HMGET", KEYS[1], "status", "owner", "events_cap")
 if not f[1] then return {"not_found", ""} end
 if f[1] ~= "running" then return {"wrong_status", f[1]} end
 if f[2] ~= ARGV[1] then return {"not_owner", f[1]} end
-local id = redis.call("XADD", KEYS[2], "MAXLEN", tonumber(f[3]) or 10000, "*",
-  "type", ARGV[2], "at", ARGV[4], "data", ARGV[3])
+local id = appendToStream(KEYS[2], tonumber(f[3]) or 10000, ARGV[2], math.floor(tonumber(ARGV[4])), ARGV[3])
 notifyRunEvents()
 return {"ok", id}

@@ -45,7 +45,7 @@ best.used = best.used + 1
 if not best.charged then best.charged = {} end
 best.charged[ARGV[3]] = true
 redis.call("HSET", KEYS[3], best.id, cjson.encode(best))
-redis.call("XADD", KEYS[2], "MAXLEN", tonumber(f[4]) or 10000, "*", "type", "grant.used", "at", now,
-  "data", cjson.encode({grant_id = best.id, used = best.used, max_actions = best.max_actions}))
+appendToStream(KEYS[2], tonumber(f[4]) or 10000, "grant.used", math.floor(tonumber(now)),
+  cjson.encode({grant_id = best.id, used = best.used, max_actions = best.max_actions}))
 notifyRunEvents()
 return {"ok", best.id, {best.used, best.max_actions, best.expires_at}}

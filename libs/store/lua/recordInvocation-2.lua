@@ -40,24 +40,53 @@ local forward = {
 local state = ARGV[4]
 if not forward[state] then return redis.error_reply("recordInvocation: unknown state " .. state) end
 
+--[[
+  An entry is a line, `<state>,<started_at>,<ms from start to its last update>,<tool>`, then `\n`
+  and the result's JSON
+  when it has one (issue 13: a successful call's entry fits in 64 bytes, so the ledger stays in
+  Redis's compact hash encoding). An entry stored as JSON before reads too.
+]]
+local function decodeEntry(raw)
+  if string.sub(raw, 1, 1) == "{" then
+    local e = cjson.decode(raw)
+    return {state = e.state, started = e.started_at, updated = e.updated_at, tool = e.tool,
+      result = e.result or ""}
+  end
+  local state, started, after, rest = string.match(raw, "^([%a_]+),(%d+),(%d+),(.*)$")
+  local tool, result = rest, ""
+  local newline = string.find(rest, "\n", 1, true)
+  if newline then
+    tool = string.sub(rest, 1, newline - 1)
+    result = string.sub(rest, newline + 1)
+  end
+  return {state = state, started = tonumber(started), updated = tonumber(started) + tonumber(after),
+    tool = tool, result = result}
+end
+
+local function encodeEntry(e)
+  local line = e.state .. "," .. string.format("%.0f", e.started) .. "," ..
+    string.format("%.0f", e.updated - e.started) .. "," .. e.tool
+  if e.result ~= "" then line = line .. "\n" .. e.result end
+  return line
+end
+
 local field = "a" .. f[3] .. ":" .. ARGV[2] .. ":" .. ARGV[3]
 local now = tonumber(ARGV[7])
 local raw = redis.call("HGET", KEYS[2], field)
 if not raw then
   if state ~= "started" then return {"refused", "absent", ""} end
-  local entry = cjson.encode({
-    tool = ARGV[5], state = state, result = ARGV[6], started_at = now, updated_at = now})
+  local entry = encodeEntry({tool = ARGV[5], state = state, result = ARGV[6], started = now, updated = now})
   redis.call("HSET", KEYS[2], field, entry)
   redis.call("HINCRBY", KEYS[1], "tool_calls", 1)
   return {"recorded", state, entry, field}
 end
 
-local entry = cjson.decode(raw)
+local entry = decodeEntry(raw)
 if entry.state == state then return {"unchanged", state, raw, field} end
 if not forward[entry.state][state] then return {"refused", entry.state, raw, field} end
 entry.state = state
-entry.updated_at = now
+entry.updated = now
 if ARGV[6] ~= "" then entry.result = ARGV[6] end
-local encoded = cjson.encode(entry)
+local encoded = encodeEntry(entry)
 redis.call("HSET", KEYS[2], field, encoded)
 return {"recorded", state, encoded, field}

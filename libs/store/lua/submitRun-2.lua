@@ -43,7 +43,7 @@ redis.call("HSET", KEYS[1],
 -- Issue 12: when it was submitted, to the µs of this server's clock: its place in its profile's line.
 local clock = redis.call("TIME")
 redis.call("HSET", KEYS[1], "submitted_us", clock[1] .. string.format("%06d", tonumber(clock[2])))
-redis.call("XADD", KEYS[2], "MAXLEN", tonumber(ARGV[15]), "*", "type", "run.submitted", "at", now,
-  "data", cjson.encode({status = "queued", attempt = 1, execution = 1}))
+appendToStream(KEYS[2], tonumber(ARGV[15]), "run.submitted", math.floor(now),
+  cjson.encode({status = "queued", attempt = 1, execution = 1}))
 notifyRunEvents()
 return {"created", "", redis.call("HGETALL", KEYS[1])}

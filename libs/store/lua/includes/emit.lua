@@ -13,8 +13,20 @@ local function notifyRunEvents()
   redis.call("SPUBLISH", string.sub(KEYS[2], 1, -string.len(":events") - 1) .. ":notify", "")
 end
 
+--[[
+  Appends one event; answers its stream id. Issue 13 (redis_bytes_per_run): the event's time is
+  the id's own milliseconds (`<now>-*`), so an entry carries no `at` field. Only when the stream's
+  last id is already later than `now` (another process's clock ahead of this one, a test's clock
+  set back) is the id Redis's and `at` written beside it; the reader takes `at` when there is one.
+]]
+local function appendToStream(key, cap, kind, now, dataJson)
+  local id = redis.pcall("XADD", key, "MAXLEN", cap, now .. "-*", "type", kind, "data", dataJson)
+  if type(id) == "string" then return id end
+  return redis.call("XADD", key, "MAXLEN", cap, "*", "type", kind, "at", now, "data", dataJson)
+end
+
 local function emit(kind, now, data)
   local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
-  redis.call("XADD", KEYS[2], "MAXLEN", cap, "*", "type", kind, "at", now, "data", cjson.encode(data))
+  appendToStream(KEYS[2], cap, kind, math.floor(tonumber(now)), cjson.encode(data))
   notifyRunEvents()
 end
