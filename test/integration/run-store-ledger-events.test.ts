@@ -30,8 +30,9 @@ describe('the run store: the invocation ledger and run events', () => {
     await closeRedis(redis);
   });
 
-  async function runningRun(owner: string): Promise<RunView> {
-    const { run } = await store.submitRun({
+  /** A run claimed by `owner`, through `on` (a store with a clock of its own) or the file's store. */
+  async function runningRun(owner: string, on: RunStore = store): Promise<RunView> {
+    const { run } = await on.submitRun({
       tenant: TENANT,
       principal: 'alice',
       sessionId,
@@ -39,7 +40,7 @@ describe('the run store: the invocation ledger and run events', () => {
       limits: TEST_RUN_LIMITS,
       timeoutMs: 60_000,
     });
-    return ran(await store.claimRun(run.id, 1, owner));
+    return ran(await on.claimRun(run.id, 1, owner));
   }
 
   it('moves an invocation forward from started to dispatched to completed, idempotently', async () => {
@@ -137,15 +138,7 @@ describe('the run store: the invocation ledger and run events', () => {
   it('keeps an entry in 64 bytes and reads its times back (issue 13: redis_bytes_per_run)', async () => {
     let clock = 1_800_000_000_000;
     const timed = new RunStore(redis, prefix, () => clock, { eventsCap: EVENTS_CAP });
-    const { run } = await timed.submitRun({
-      tenant: TENANT,
-      principal: 'alice',
-      sessionId,
-      input: {},
-      limits: TEST_RUN_LIMITS,
-      timeoutMs: 60_000,
-    });
-    ran(await timed.claimRun(run.id, 1, 'w'));
+    const run = await runningRun('w', timed);
     const call = { step: 1, index: 0, tool: 'browser.navigate' };
     await timed.recordInvocation(run.id, 'w', { ...call, state: 'started' });
     clock += 1_234;
@@ -169,15 +162,7 @@ describe('the run store: the invocation ledger and run events', () => {
   it("tells an event's time by its stream id, and by its own field when the clock went back", async () => {
     let clock = 1_800_000_000_000;
     const timed = new RunStore(redis, prefix, () => clock, { eventsCap: EVENTS_CAP });
-    const { run } = await timed.submitRun({
-      tenant: TENANT,
-      principal: 'alice',
-      sessionId,
-      input: {},
-      limits: TEST_RUN_LIMITS,
-      timeoutMs: 60_000,
-    });
-    ran(await timed.claimRun(run.id, 1, 'w'));
+    const run = await runningRun('w', timed);
     clock -= 5_000; // another process's clock, behind the stream's last id
     await timed.appendEvent(run.id, 'w', 'message', { text: 'late clock' });
     const events = await timed.readEvents(run.id);
