@@ -2,7 +2,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
+import {
+  idemKey,
+  leaseOwnProfile,
+  startTestBrowserWorker,
+  type TestBrowserWorker,
+} from '../fixtures/browser-worker.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /** Navigate and act on a lease: fenced by the action sequence, counted server-side. */
@@ -37,22 +42,8 @@ describe('effects on a lease', () => {
 
   /** A lease on a profile of its own (one per test, so tests never contend). */
   async function lease(runId: string): Promise<Lease> {
-    const profileId = `effects-${runId}`;
-    await worker.call('POST', '/v1/tenants/t1/profiles', {
-      body: { id: profileId, tenant: 't1', principal: 'owner', allowed_origins: [origin] },
-    });
-    const answer = await worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
-      idempotencyKey: idemKey(),
-      body: {
-        tenant: 't1',
-        principal: 'owner',
-        run_id: runId,
-        attempt: 1,
-        requested_expires_at_ms: Date.now() + 600_000,
-      },
-    });
-    expect(answer.status).toBe(201);
-    return { profileId, leaseId: answer.body.lease_id as string };
+    const { profileId, leaseId } = await leaseOwnProfile(worker, 'effects', runId, origin);
+    return { profileId, leaseId };
   }
 
   interface Lease {

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  idemKey,
+  leaseOwnProfile,
   startTestBrowserWorker,
   TEST_TOKEN,
   type TestBrowserWorker,
@@ -59,22 +59,7 @@ describe('screenshots of a lease’s page', () => {
   });
 
   async function lease(runId: string): Promise<string> {
-    const profileId = `shots-${runId}`;
-    await worker.call('POST', '/v1/tenants/t1/profiles', {
-      body: { id: profileId, tenant: 't1', principal: 'owner', allowed_origins: [origin] },
-    });
-    const answer = await worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
-      idempotencyKey: idemKey(),
-      body: {
-        tenant: 't1',
-        principal: 'owner',
-        run_id: runId,
-        attempt: 1,
-        requested_expires_at_ms: Date.now() + 600_000,
-      },
-    });
-    expect(answer.status).toBe(201);
-    return `/v1/tenants/t1/profiles/${profileId}/leases/${answer.body.lease_id as string}`;
+    return (await leaseOwnProfile(worker, 'shots', runId, origin)).path;
   }
 
   /** Decodes a JPEG in Chromium: its size and the RGB of the given pixels. */
