@@ -5,6 +5,7 @@ import { indexRetriedRun, reindexFromRecord } from './run-deadlines.js';
 import type { RunStoreContext } from './run-keys.js';
 import { getRun } from './run-reads.js';
 import { runScriptKeys } from './run-retention.js';
+import { keepRunIndexes } from './run-submit.js';
 import { readTranscript } from './run-transcript.js';
 import { type RunTransition, toTransition } from './run-transition.js';
 
@@ -26,6 +27,10 @@ export async function retryRun(
   // Indexed at its new deadline before the script sets it (see run-deadlines.ts).
   const indexed = await indexRetriedRun(context, runId, tenant, now);
   const { redis, keys } = context;
+  // The retried run lives on: so do the indexes that list it (see keepRunIndexes).
+  const indexes = redis.pipeline();
+  keepRunIndexes(indexes, context, tenant, failed.session_id, failed.deadline_at_ms - failed.created_at_ms);
+  await indexes.exec();
   // The script refuses (`stale_execution`) if another retry moved the attempt since the read.
   // It holds every key the run owns, the new attempt's archive included: the failed run's keys
   // were set to expire at its end, and the retry keeps them again (issue 13).

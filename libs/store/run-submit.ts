@@ -59,6 +59,27 @@ export function idempotentRunId(tenant: string, sessionId: string, idempotencyKe
  * Stores a run `queued` (attempt 1, execution 1). Throws `not_found` for a session the tenant
  * does not have, `idempotency_conflict` for a key reused with another input.
  */
+/** The longest a run may be given to run (`timeout_ms` of `POST /v1/sessions/{id}/runs`). */
+const LONGEST_RUN_MS = 24 * 3_600_000;
+
+/**
+ * Issue 13 (retention): the tenant's and the session's runs indexes live as long as the runs they
+ * list may — the longest run and then the retention, from the latest submission or retry — so an
+ * index nobody writes to any more expires with the last of its runs. Members of expired runs are
+ * pruned by the readers before that.
+ */
+export function keepRunIndexes(
+  pipeline: { pexpire(key: string, ms: number): unknown },
+  context: RunStoreContext,
+  tenant: string,
+  sessionId: string,
+  timeoutMs: number,
+): void {
+  const lifetimeMs = Math.max(LONGEST_RUN_MS, timeoutMs) + context.retentionMs;
+  pipeline.pexpire(context.keys.tenantRuns(tenant), lifetimeMs);
+  pipeline.pexpire(context.keys.sessionRuns(sessionId), lifetimeMs);
+}
+
 export async function submitRun(context: RunStoreContext, input: SubmitRun): Promise<SubmitOutcome> {
   const { redis, keys } = context;
   const session =
@@ -96,6 +117,7 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
   // submitted here too, so it is listed as well.
   pipeline.zadd(keys.tenantRuns(input.tenant), 'NX', now, runId);
   pipeline.zadd(keys.sessionRuns(session.id), 'NX', now, runId);
+  keepRunIndexes(pipeline, context, input.tenant, session.id, input.timeoutMs);
   indexSubmittedRun(pipeline, keys, runId, now + input.timeoutMs);
   pipeline.submitRun(
     keys.run(runId),

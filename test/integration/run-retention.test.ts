@@ -181,6 +181,21 @@ describe('a run expires a retention after its end, and only then', () => {
     expect(await redis.zscore(keys.sessionRuns(sessionId), 'run_inflight')).not.toBeNull();
   });
 
+  it("gives the tenant's and the session's runs indexes an end: the longest run and the retention, renewed by a retry", async () => {
+    const lifetimeMs = 24 * 3_600_000 + RETENTION_MS;
+    const run = await submitStoreRun(store, sessionId);
+    for (const key of [keys.tenantRuns(TENANT), keys.sessionRuns(sessionId)]) {
+      const ttl = await redis.pttl(key);
+      expect(ttl).toBeGreaterThan(lifetimeMs - 60_000);
+      expect(ttl).toBeLessThanOrEqual(lifetimeMs);
+    }
+    ran(await store.claimRun(run.id, 1, 'w'));
+    ran(await store.finishRun(run.id, 'w', { status: 'failed', code: 'model_error', message: 'down' }));
+    await redis.pexpire(keys.tenantRuns(TENANT), 10_000);
+    ran(await store.retryRun(TENANT, run.id));
+    expect(await redis.pttl(keys.tenantRuns(TENANT))).toBeGreaterThan(lifetimeMs - 60_000);
+  });
+
   it('prunes the pending index of approvals whose pointer expired', async () => {
     const short = new RunStore(redis, `${base}:`, Date.now, { retentionMs: 1 });
     const run = await submitStoreRun(short, sessionId);
