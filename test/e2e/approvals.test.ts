@@ -79,17 +79,15 @@ describe('approvals and task grants through REST, on a real page', { timeout: 60
     ['one', 'two', 'three'].map((button) => clicks.get(`/${name}/click/${button}`) ?? 0);
 
   /** How each `browser.act` of the run ended in its ledger: its postcondition, or its error code. */
+  /** Each act's postcondition result, as its step record tells it (or its failure's code). */
   async function actOutcomes(runId: string): Promise<string[]> {
-    const acts = (await fleet.store.listInvocations(runId)).filter((entry) => entry.tool === 'browser.act');
-    return acts.map((entry) => {
-      const outcome = entry.result as {
-        ok: boolean;
-        code?: string;
-        // Issue 13: the ledger keeps an act's page and postcondition, not its observation.
-        result?: { condition?: { result?: string } };
-      } | null;
-      return outcome?.ok ? (outcome.result?.condition?.result ?? 'none') : (outcome?.code ?? entry.state);
-    });
+    const { steps } = await fleet.store.listSteps(runId, 0, 100);
+    return steps
+      .filter((step) => step.tool?.name === 'browser.act')
+      .map(({ tool, status }) => {
+        if (!tool?.outcome) return status;
+        return tool.outcome.ok ? (tool.postcondition?.result ?? 'none') : (tool.outcome.code ?? 'failed');
+      });
   }
 
   /** The run's events as its Server-Sent Events stream gives them (it ends once the run has ended). */

@@ -106,8 +106,11 @@ describe('a scripted run through REST, on a real page', () => {
     const act = (await fleet.store.listInvocations(submitted.body.id)).find(
       (entry) => entry.tool === 'browser.act',
     );
-    // Issue 13: the ledger keeps the act's page and postcondition; the transcript, its observation.
-    expect(act?.result).toMatchObject({ ok: true, result: { condition: { result: 'satisfied' } } });
+    // Issue 13: the ledger keeps that the act succeeded; its step, the postcondition a person reads.
+    expect(act?.result).toEqual({ ok: true });
+    const { steps } = await fleet.store.listSteps(submitted.body.id, 0, 100);
+    const actStep = steps.find((step) => step.tool?.name === 'browser.act');
+    expect(actStep?.tool?.postcondition?.result).toBe('satisfied');
 
     // The worker seals and closes the lease right after it writes the run's end.
     const sealedBy = Date.now() + 10_000;
