@@ -87,6 +87,9 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     executions: executionsCounter(metrics.registry),
     ...(options.faults ? { faults: options.faults } : {}),
   });
+  // Issue 13: the tenants' webhook deliveries are claimed beside the runs. Started first: once the
+  // runs worker below claims, a stop must find every part of this role there to close.
+  const webhooks = await startWebhookWorker({ config, redisUrl: options.redisUrl, redis, logger: log });
   const worker = await createQueueWorker<RunJob, RunJobResult>(RUNS_QUEUE, processor, {
     redisUrl: options.redisUrl,
     prefix: config.redis.queuePrefix,
@@ -96,8 +99,6 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     maxStalledCount: config.runWorker.maxStalledCount,
     logger: log,
   });
-  // Issue 13: the tenants' webhook deliveries are claimed beside the runs.
-  const webhooks = await startWebhookWorker({ config, redisUrl: options.redisUrl, redis, logger: log });
   const upkeep = startUpkeepTask({
     leases,
     runs: store,
