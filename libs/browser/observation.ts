@@ -119,6 +119,7 @@ function toObservation(capture: Capture, revision: string, settle: SettleResult 
     settle,
     elements: capture.elements,
     window,
+    ...(capture.scroll ? { scroll: capture.scroll } : {}),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { ElementHandle, FrameLocator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { ZodError } from 'zod';
 import {
   type ActArgs,
@@ -10,8 +10,9 @@ import {
   observeArgsSchema,
   type SettleResult,
 } from '../contracts/index.js';
-import { literal, PageAgentWorld } from './agent-call.js';
-import { BrowserToolError, isNavigationTeardown } from './errors.js';
+import { dispatch, targetFor } from './act-target.js';
+import { PageAgentWorld } from './agent-call.js';
+import { BrowserToolError } from './errors.js';
 import {
   captureObservation,
   observeUntil,
@@ -23,7 +24,6 @@ import { Operation, type OperationLimits, within } from './operation.js';
 import { originAllowed, originOf } from './origin-guard.js';
 import { type Capture, PageCapture, SettledCapture } from './page-capture.js';
 import { type BlockedCounts, ContextFence } from './page-fence.js';
-import type { TargetAnswer, TargetPath } from './page-script/page-agent.js';
 import { RequestTracker } from './request-tracker.js';
 import { settlePage } from './settle.js';
 
@@ -119,7 +119,7 @@ export class PageEngine {
       if (args.revision !== this.revisions.current) {
         throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
       }
-      const target = await this.targetFor({ ...args, action: 'click' }, op, 'outline');
+      const target = await targetFor(this.page, this.agent, { ...args, action: 'click' }, op, 'outline');
       try {
         const box = await target.element.boundingBox();
         if (!box) throw new BrowserToolError('element_not_found', `element ${args.element} is not visible`);
@@ -221,7 +221,7 @@ export class PageEngine {
     if (args.revision !== this.revisions.current) {
       throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
     }
-    const target = await this.targetFor(args, op);
+    const target = await targetFor(this.page, this.agent, args, op);
     try {
       await op.beforeDispatch('the action');
     } catch (error) {
@@ -304,116 +304,6 @@ export class PageEngine {
     if (blocked.popups + blocked.frames + blocked.subresources === 0) return outcome;
     return { ...outcome, observation: { ...outcome.observation, blocked } };
   }
-
-  /** The refusals that come before dispatch: stale revision, unknown element, disallowed action. */
-  private async targetFor(
-    args: ActArgs,
-    op: Operation,
-    /** What the page agent checks the element for: the action, or `outline` (any enabled element). */
-    checkAs: string = args.action,
-  ): Promise<{ element: ElementHandle<Element>; selectBy: SelectBy }> {
-    const call = `check(${literal(args.revision)}, ${literal(args.element)}, ${literal(checkAs)}, ${literal(args.text ?? null)})`;
-    let answer: TargetAnswer;
-    try {
-      const checked = await within(this.agent.call<TargetAnswer>(call), op.deadlineMs, op.signal);
-      if (!checked.done)
-        throw new BrowserToolError('provider_unavailable', 'the call ended before the action', true);
-      answer = checked.value;
-    } catch (error) {
-      if (error instanceof BrowserToolError) throw error;
-      if (isNavigationTeardown(error)) {
-        throw new BrowserToolError('page_changed', 'the page changed document; observe again', false, {
-          cause: error,
-        });
-      }
-      throw error;
-    }
-    const verdict = answer.verdict;
-    if (verdict === 'page_changed') {
-      throw new BrowserToolError('page_changed', 'the page no longer holds that revision; observe again');
-    }
-    if (verdict.startsWith('action_not_allowed:')) {
-      throw new BrowserToolError(
-        'action_not_allowed',
-        `${args.action} is not allowed: ${verdict.slice('action_not_allowed:'.length)}`,
-      );
-    }
-    if (verdict === 'element_not_found' || answer.path === null) {
-      throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
-    }
-    const selectBy: SelectBy = verdict === 'ok:value' ? 'value' : 'label';
-    const element = await this.elementHandle(answer.path, args, op);
-    return { element, selectBy };
-  }
-
-  /**
-   * A handle on the checked element, found by its structural path in Playwright's own utility
-   * world (issue 11.12): page code can neither patch the lookup nor hand over another element.
-   * Playwright's actionability checks then run in the element's own frame.
-   */
-  private async elementHandle(
-    path: TargetPath,
-    args: ActArgs,
-    op: Operation,
-  ): Promise<ElementHandle<Element>> {
-    let scope: Pick<FrameLocator, 'locator' | 'frameLocator'> = this.page;
-    for (const frame of path.frames) scope = scope.frameLocator(`css:light=${frame}`);
-    const locator = scope.locator(`css:light=${path.selector}`);
-    const notFound = () =>
-      new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
-    try {
-      // The page agent found it a moment ago. One that is gone is told at once; one that is there
-      // gets the act's own time to answer (a renderer slow under load is not a missing element:
-      // the chaos test saw a 1 s bound end runs element_not_found on a page that had the button).
-      if ((await locator.count()) === 0) throw notFound();
-      const handle = await locator.elementHandle({ timeout: Math.max(1, op.remainingMs()) });
-      if (handle) return handle as ElementHandle<Element>;
-    } catch (error) {
-      if (error instanceof BrowserToolError) throw error;
-      // The act's time ran out while the page did not answer: nothing was dispatched.
-      op.throwIfEnded('the element could be reached');
-    }
-    throw notFound();
-  }
-}
-
-type SelectBy = 'label' | 'value';
-
-async function dispatch(
-  element: ElementHandle<Element>,
-  args: ActArgs,
-  selectBy: SelectBy,
-  op: Operation,
-): Promise<void> {
-  const timeout = Math.max(1, op.remainingMs());
-  const text = args.text ?? '';
-  // Playwright's actionability checks (visible, stable, enabled, receiving events) stay on.
-  const action = (() => {
-    switch (args.action) {
-      case 'click':
-        return element.click({ timeout });
-      case 'fill':
-        return element.fill(text, { timeout });
-      case 'select':
-        return element.selectOption(selectBy === 'label' ? { label: text } : { value: text }, { timeout });
-      case 'press':
-        return element.press(text, { timeout });
-      case 'check':
-        return element.check({ timeout });
-      case 'uncheck':
-        return element.uncheck({ timeout });
-      default: {
-        const unknown: never = args.action;
-        throw new BrowserToolError('invalid_arguments', `unknown action ${String(unknown)}`);
-      }
-    }
-  })();
-  const done = await within(
-    Promise.resolve(action).then(() => true),
-    op.deadlineMs,
-    op.signal,
-  );
-  if (!done.done) throw new Error('the action did not complete before the call ended');
 }
 
 function withCapture(outcome: ToolOutcome, capture: Capture | undefined): EffectOutcome {

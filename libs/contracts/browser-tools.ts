@@ -1,17 +1,43 @@
 import { z } from 'zod';
 
 /**
- * The three browser tools, contract 1.2.0 (DESIGN §6, ADR-0159): arguments as the model sends them
- * and the observation every tool returns. The evidence key is not here on purpose: the platform
- * computes it beside the observation and never shows it to the model (ADR-0130 d7).
+ * The three browser tools, contract 1.3.0 (DESIGN §6, ADR-0159, issue 14): arguments as the model
+ * sends them and the observation every tool returns. The evidence key is not here on purpose: the
+ * platform computes it beside the observation and never shows it to the model (ADR-0130 d7).
+ *
+ * 1.3.0 is additive over 1.2.0: the observation may carry `tabs`, `scroll` and `dialog`, an element
+ * its `input_type` and more state (`values`, `min`, `max`), and act takes `labels` (a multiple
+ * select) and the dialog actions `accept` / `dismiss`. A 1.2.0 caller's arguments mean what they
+ * meant; what it does not know of the answer it may ignore.
  */
-export const BROWSER_TOOLS_CONTRACT_VERSION = '1.2.0';
+export const BROWSER_TOOLS_CONTRACT_VERSION = '1.3.0';
+/** The earlier contract versions a caller may still speak (their arguments are a subset). */
+export const BROWSER_TOOLS_COMPATIBLE_VERSIONS = ['1.2.0', '1.3.0'] as const;
+
+/** Issue 14: the reference an open dialog (alert, confirm, prompt) is acted on by. */
+export const DIALOG_REF = 'dialog';
+/** Issue 14: how many pages (tabs) one lease keeps open at most; the oldest is closed first. */
+export const MAX_TABS_PER_LEASE = 4;
 
 /** ADR-0159: a predicate waits 0–5,000 ms, 2,000 ms unless the model says otherwise. */
 export const PREDICATE_WAIT_MS_MAX = 5_000;
 export const PREDICATE_WAIT_MS_DEFAULT = 2_000;
 
-export const BROWSER_ACTIONS = ['click', 'fill', 'select', 'press', 'check', 'uncheck'] as const;
+/**
+ * `accept` and `dismiss` answer the open dialog (element {@link DIALOG_REF}; `accept` on a prompt
+ * takes `text`). `select` takes `text` (one option's label or value) or `labels` (a multiple
+ * select: every label to choose). `fill` on a date, time, month or week field takes its ISO form.
+ */
+export const BROWSER_ACTIONS = [
+  'click',
+  'fill',
+  'select',
+  'press',
+  'check',
+  'uncheck',
+  'accept',
+  'dismiss',
+] as const;
 export type BrowserAction = (typeof BROWSER_ACTIONS)[number];
 
 /** An exact, bounded control role and name with optional state: no selector, pattern or script. */
@@ -60,6 +86,8 @@ export const actArgsSchema = z.strictObject({
   element: z.string().min(1).max(32),
   action: z.enum(BROWSER_ACTIONS),
   text: z.string().max(4_096).optional(),
+  /** `select` on a multiple select: the labels of every option to choose (others are unchosen). */
+  labels: z.array(z.string().max(512)).min(1).max(64).optional(),
   postcondition: predicateSchema.optional(),
 });
 export type ActArgs = z.output<typeof actArgsSchema>;
@@ -77,16 +105,35 @@ export const elementStateSchema = z.strictObject({
   checked: z.union([z.boolean(), z.literal('mixed')]).optional(),
   expanded: z.boolean().optional(),
   selected: z.boolean().optional(),
+  /**
+   * A text-like field's value (a date in its ISO form), a single select's chosen option label, a
+   * slider's, spin button's, meter's or progress bar's current value, a contenteditable's text.
+   */
   value: z.string().optional(),
+  /** Issue 14: a multiple select's chosen option labels, in the list's order. */
+  values: z.array(z.string()).optional(),
+  /** Issue 14: a range's bounds (slider, spin button, meter, progress bar) where it has them. */
+  min: z.number().optional(),
+  max: z.number().optional(),
   /** Issue 11: a password or one-time-code field says whether it holds a value, never the value. */
   value_present: z.boolean().optional(),
 });
 export type ElementState = z.output<typeof elementStateSchema>;
 
+/**
+ * One visible control. `role` is the one Playwright's `getByRole` finds it by (issue 14: password,
+ * date, time and color inputs and contenteditable regions are textboxes, a file input a button).
+ */
 export const observedElementSchema = z.strictObject({
   ref: z.string(),
   role: z.string(),
   name: z.string(),
+  /**
+   * Issue 14: an `<input>`'s type where the role alone does not say what to type (password, date,
+   * time, datetime-local, month, week, color, email, url, tel, search, file); absent otherwise.
+   * A `file` input is observed but cannot be acted on.
+   */
+  input_type: z.string().optional(),
   state: elementStateSchema,
 });
 export type ObservedElement = z.output<typeof observedElementSchema>;
@@ -122,6 +169,44 @@ export const browserObservationSchema = z.strictObject({
   elements: z.array(observedElementSchema),
   window: observationWindowSchema,
   condition: conditionResultSchema.optional(),
+  /**
+   * Issue 14: the page's scroll position and size, in CSS pixels, so a model knows there is more
+   * above or below the viewport (acting on an element scrolls it into view first).
+   */
+  scroll: z
+    .strictObject({
+      x: z.number().int().nonnegative(),
+      y: z.number().int().nonnegative(),
+      width: z.number().int().nonnegative(),
+      height: z.number().int().nonnegative(),
+      viewport_width: z.number().int().nonnegative(),
+      viewport_height: z.number().int().nonnegative(),
+    })
+    .optional(),
+  /**
+   * Issue 14: the lease's pages. The observation describes the current one (`index`, 0 the first);
+   * `event` says the call opened a new tab (which became current) or that the current tab closed
+   * and the previous one is current again. Absent while the lease has one page and nothing changed.
+   */
+  tabs: z
+    .strictObject({
+      count: z.number().int().positive(),
+      index: z.number().int().nonnegative(),
+      event: z.enum(['opened', 'closed']).nullable(),
+    })
+    .optional(),
+  /**
+   * Issue 14: a dialog the page opened and nobody answered yet. Act on it with element
+   * `dialog` and action `accept` (with `text` for a prompt) or `dismiss`; until then the page
+   * waits. Absent when none is open.
+   */
+  dialog: z
+    .strictObject({
+      type: z.enum(['alert', 'confirm', 'prompt', 'beforeunload']),
+      message: z.string(),
+      default_value: z.string().optional(),
+    })
+    .optional(),
   /**
    * Issue 11: what the origin fence blocked during this call besides a navigation (which fails
    * `url_disallowed`): popups closed before they loaded, child frames, subresources. Absent when none.

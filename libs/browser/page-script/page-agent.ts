@@ -23,12 +23,17 @@ export interface CapturedElement {
   ref: string;
   role: string;
   name: string;
+  /** Issue 14: an input's type where the role does not say it (see observedElementSchema). */
+  input_type?: string;
   state: {
     disabled?: boolean;
     checked?: boolean | 'mixed';
     expanded?: boolean;
     selected?: boolean;
     value?: string;
+    values?: string[];
+    min?: number;
+    max?: number;
     /** A secret field (password, one-time code): whether it holds a value, never the value. */
     value_present?: boolean;
   };
@@ -44,6 +49,15 @@ export interface Capture {
   visibleSeen: number;
   candidatesChecked: number;
   candidateLimitReached: boolean;
+  /** Issue 14: the top document's scroll position and size (CSS pixels). */
+  scroll?: {
+    x: number;
+    y: number;
+    width: number;
+    height: number;
+    viewport_width: number;
+    viewport_height: number;
+  };
 }
 
 /**
