@@ -29,6 +29,8 @@ export const scriptStepSchema = z.discriminatedUnion('tool', [
     target: targetSchema,
     action: actArgsSchema.shape.action,
     text: z.string().optional(),
+    /** Issue 14: `select` on a multiple select names every option to choose. */
+    labels: actArgsSchema.shape.labels,
     postcondition: actArgsSchema.shape.postcondition,
   }),
   /** Starts a child run with its own script; the parent waits for its end. */
@@ -128,6 +130,7 @@ export class ScriptedModel implements Model {
             element: element.ref,
             action: act.action,
             ...(act.text !== undefined ? { text: act.text } : {}),
+            ...(act.labels !== undefined ? { labels: act.labels } : {}),
             ...(act.postcondition !== undefined ? { postcondition: act.postcondition } : {}),
           },
         };
