@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   actArgsSchema,
+  BROWSER_TOOLS_CONTRACT_VERSION,
   navigateArgsSchema,
   observeArgsSchema,
   type PageArtifacts,
@@ -15,22 +16,27 @@ import {
 import { ExecutionInterrupted, type ToolExecutor } from './loop.js';
 import type { ToolCall, ToolDefinition, ToolOutcome } from './model.js';
 
-/** The three browser tools as the model sees them (contract 1.2.0). */
+/**
+ * Issue 14: each description ends with the contract version, so what reaches the model (the
+ * adapters send a description as it is) says which contract its arguments and answers follow.
+ */
+const CONTRACT_NOTE = ` (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION})`;
+
+/** The three browser tools as the model sees them (contract {@link BROWSER_TOOLS_CONTRACT_VERSION}). */
 export const BROWSER_TOOL_DEFINITIONS: readonly ToolDefinition[] = Object.freeze([
   {
     name: 'browser.navigate',
-    description: "Open a URL of the profile's allowed origins; returns the settled page.",
+    description: `Open a URL of the profile's allowed origins; returns the settled page.${CONTRACT_NOTE}`,
     parameters: z.toJSONSchema(navigateArgsSchema) as Record<string, unknown>,
   },
   {
     name: 'browser.observe',
-    description: 'Read the page as it is: visible elements with references, text, and a revision.',
+    description: `Read the page as it is: visible elements with references, text, and a revision.${CONTRACT_NOTE}`,
     parameters: z.toJSONSchema(observeArgsSchema, { unrepresentable: 'any' }) as Record<string, unknown>,
   },
   {
     name: 'browser.act',
-    description:
-      'Act on one element of an observation by its revision and reference; returns the settled page, whose revision you may act on again.',
+    description: `Act on one element of an observation by its revision and reference; returns the settled page, whose revision you may act on again.${CONTRACT_NOTE}`,
     parameters: z.toJSONSchema(actArgsSchema) as Record<string, unknown>,
   },
 ]);
@@ -70,6 +76,11 @@ export class BrowserToolExecutor implements ToolExecutor {
 
   definitions(): readonly ToolDefinition[] {
     return this.provider ? BROWSER_TOOL_DEFINITIONS : [];
+  }
+
+  /** Issue 14: the contract version of the browser tools this execution offers; null when it offers none. */
+  contractVersion(): string | null {
+    return this.provider ? BROWSER_TOOLS_CONTRACT_VERSION : null;
   }
 
   async execute(
