@@ -224,6 +224,11 @@ export const runViewSchema = z.object({
   /** ADR-0177: an acquisition's bounded retry was exhausted in this run; stays true whatever its end. */
   unverified: z.boolean().default(false),
   unverified_error: unverifiedErrorSchema.nullable().default(null),
+  /**
+   * Issue 14: the contract version of the browser tools the run's model was offered (`1.3.0`), as
+   * its latest execution that offered them noted it; null for a run offered no browser tools.
+   */
+  browser_tools_version: z.string().max(32).nullable().optional(),
 });
 export type RunView = z.output<typeof runViewSchema>;
 

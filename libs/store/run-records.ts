@@ -108,6 +108,8 @@ function parseRunFields(fields: Record<string, string>): StoredRun {
       : null,
     unverified: fields.unverified === '1',
     unverified_error: jsonOrNull(fields.unverified_error),
+    // Issue 14: noted by an execution that offered browser tools; absent on every other run.
+    browser_tools_version: fields.browser_tools || null,
   });
   return { run, ownerToken: fields.owner ?? '' };
 }

@@ -83,7 +83,7 @@ import {
 } from './run-steps.js';
 import { type SubmitOutcome, type SubmitRun, submitRun } from './run-submit.js';
 import type { RunRefusal, RunTransition } from './run-transition.js';
-import { addUsage, markUnverified } from './run-usage.js';
+import { addUsage, markUnverified, noteBrowserTools } from './run-usage.js';
 import { withScripts } from './scripts.js';
 import { listTenantRuns, type TenantRunPage, type TenantRunQuery } from './tenant-runs.js';
 
@@ -328,6 +328,13 @@ export class RunStore {
    */
   markUnverified(runId: string, ownerToken: string, error: UnverifiedError): Promise<RunTransition> {
     return markUnverified(this.#context, runId, ownerToken, error);
+  }
+  /**
+   * Issue 14: notes the contract version of the browser tools a running run's execution offers,
+   * by its owner; the run view shows the latest as `browser_tools_version`.
+   */
+  noteBrowserTools(runId: string, ownerToken: string, version: string): Promise<RunTransition> {
+    return noteBrowserTools(this.#context, runId, ownerToken, version);
   }
   /** The run loop's stored state (the loop breaker's snapshot), or undefined before any was saved. */
   loadLoopState(runId: string): Promise<unknown> {

@@ -3,8 +3,9 @@ import type { RunStoreContext } from './run-keys.js';
 import { type RunTransition, toTransition } from './run-transition.js';
 
 /**
- * What a running run's owner adds to its record as it goes: usage (steps, calls, cost) and the
- * unverified mark (ADR-0177). Owner-fenced like every write to a running run.
+ * What a running run's owner adds to its record as it goes: usage (steps, calls, cost), the
+ * unverified mark (ADR-0177) and the browser tools' version (issue 14). Owner-fenced like every
+ * write to a running run.
  */
 
 /** Adds to a running run's usage, by its owner. Cost in integer micro-USD. */
@@ -36,6 +37,25 @@ export async function markUnverified(
     context.keys.run(runId),
     ownerToken,
     JSON.stringify(unverifiedErrorSchema.parse(error)),
+    context.now(),
+  );
+  return toTransition(runId, reply, 'running');
+}
+
+/**
+ * Issue 14: notes on a running run, by its owner, the contract version of the browser tools its
+ * execution offers (`1.3.0`); the run view shows the latest as `browser_tools_version`.
+ */
+export async function noteBrowserTools(
+  context: RunStoreContext,
+  runId: string,
+  ownerToken: string,
+  version: string,
+): Promise<RunTransition> {
+  const reply = await context.redis.noteBrowserTools(
+    context.keys.run(runId),
+    ownerToken,
+    version,
     context.now(),
   );
   return toTransition(runId, reply, 'running');

@@ -58,6 +58,7 @@ export interface ScriptCommands {
   retryRun(numberOfKeys: number, ...keysAndArgs: Arg[]): Promise<[string, string, Array<string | number>]>;
   addUsage(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
   markUnverified(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
+  noteBrowserTools(runKey: string, ...argv: Arg[]): Promise<[string, string, Array<string | number>]>;
   /** `argv`: the owner token, then the state as `packJson` stored it (a Buffer when deflated). */
   saveLoopState(runKey: string, loopKey: string, ...argv: Array<Arg | Buffer>): Promise<[string, string?]>;
   appendEvent(runKey: string, eventsKey: string, ...argv: Arg[]): Promise<[string, string]>;

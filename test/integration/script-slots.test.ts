@@ -133,6 +133,7 @@ describe('every store script touches one hash slot (issue 12: the store works on
       code: 'provider_unavailable',
       message: 'gone',
     });
+    await store.noteBrowserTools(first.id, 'w1', '1.3.0');
     await store.saveLoopState(first.id, 'w1', { calls: [] });
     await transcripts.append(first.id, 'w1', { kind: 'model', text: 'hi' });
     await store.appendEvent(first.id, 'w1', 'message', {});

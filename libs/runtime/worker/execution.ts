@@ -41,6 +41,15 @@ export async function executeRun(
   const provider = leaseProvider(deps, run, ownerToken);
   const tools = new BrowserToolExecutor(provider, run.deadline_at_ms);
   const port = new StoreRunPort(deps, run, ownerToken);
+  // Issue 14: a run records the contract version of the browser tools its model is offered.
+  const toolsVersion = tools.contractVersion();
+  if (toolsVersion && run.browser_tools_version !== toolsVersion) {
+    await deps.faults?.('tools.note');
+    refusedUnlessOk(
+      await deps.store.noteBrowserTools(run.id, ownerToken, toolsVersion),
+      'browser tools version',
+    );
+  }
   // A park or a wait that met a cancel ends the run in its own transition: this execution's end.
   let cancelledHere: RunView | undefined;
   const policy: ToolPolicy = {
