@@ -19,6 +19,8 @@ export interface FleetOptions {
   metrics?: Metrics;
   /** Where a local Redis is looked for when REDIS_URL is unset (tests point it elsewhere). */
   localRedisUrl?: string;
+  /** Test-only: the run worker's execution fault hook (see `ExecutionDeps.faults`). */
+  faults?: Parameters<typeof startRunWorker>[0]['faults'];
 }
 
 export interface FleetHandle {
@@ -94,7 +96,10 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
 
     const browserWorker = await startBrowserWorker({ ...roleOptions, artifacts });
     shutdown.add('browser-worker', () => browserWorker.close());
-    const runWorker = await startRunWorker(roleOptions);
+    const runWorker = await startRunWorker({
+      ...roleOptions,
+      ...(options.faults ? { faults: options.faults } : {}),
+    });
     shutdown.add('run-worker', () => runWorker.close());
     const sweeper = await startSweeper({ ...roleOptions, artifacts });
     shutdown.add('sweeper', () => sweeper.close());

@@ -8,7 +8,7 @@ export interface LeaseReleaseDeps {
     getLease(
       profile: ProfileRef,
       leaseId: string,
-    ): Promise<{ providerRef: string; scope: { run_id: string } } | undefined>;
+    ): Promise<{ providerRef: string; scope: { run_id: string; attempt: number } } | undefined>;
   };
   workers: { list(): Promise<Array<{ id: string; url: string }>> };
   dataPlaneToken: string;
@@ -17,11 +17,13 @@ export interface LeaseReleaseDeps {
 /**
  * Closes the live lease a run holds on its profile, if any — sealed, since the run is done with the
  * page (ADR-0127 d4, d6). Used where an execution's own end does not reach: a cancel of a run
- * that is not running, and the sweeper's reclaim. A lease of another run is left alone.
+ * that is not running, and the sweeper's reclaim. A lease of another run is left alone, and so is
+ * one of another attempt of this run: the follow-up of attempt 1's end may come after a retry's
+ * attempt 2 acquired its own page (CI saw attempt 2 fail `lease_expired` there).
  */
 export async function releaseRunLease(
   deps: LeaseReleaseDeps,
-  run: { id: string; tenant: string; browser_profile_id: string | null },
+  run: { id: string; tenant: string; attempt: number; browser_profile_id: string | null },
   { seal = true }: { seal?: boolean } = {},
 ): Promise<'closed' | 'none'> {
   if (!run.browser_profile_id) return 'none';
@@ -30,7 +32,7 @@ export async function releaseRunLease(
   const leaseId = await deps.leases.liveLeaseId(profile);
   if (!leaseId) return 'none';
   const lease = await deps.leases.getLease(profile, leaseId);
-  if (!lease || lease.scope.run_id !== run.id) return 'none';
+  if (!lease || lease.scope.run_id !== run.id || lease.scope.attempt !== run.attempt) return 'none';
   const worker = (await deps.workers.list()).find((candidate) => candidate.id === lease.providerRef);
   // A worker that is gone took the page with it; its restart revokes the lease, or it expires.
   if (!worker) return 'none';

@@ -59,6 +59,8 @@ describe('a retried run starts clean (issue 12)', () => {
   let site: Awaited<ReturnType<typeof startFlakySite>>;
   let redis: Redis;
   let transcripts: RunTranscripts;
+  /** Set by a test: the next execution end waits this long before it closes its page. */
+  let slowLeaseCloseMs = 0;
   const { call, waitForStatus, boundSession } = restClient(
     () => fleet.urls.api,
     () => fleet.apiKey,
@@ -66,7 +68,18 @@ describe('a retried run starts clean (issue 12)', () => {
 
   beforeAll(async () => {
     site = await startFlakySite();
-    fleet = await startTestFleet(prefix);
+    fleet = await startTestFleet(
+      prefix,
+      {},
+      {
+        faults: async (point) => {
+          if (point !== 'lease.close' || slowLeaseCloseMs === 0) return;
+          const delayMs = slowLeaseCloseMs;
+          slowLeaseCloseMs = 0;
+          await new Promise((resolve) => setTimeout(resolve, delayMs));
+        },
+      },
+    );
     redis = new Redis(testRedisUrl());
     transcripts = new RunTranscripts(redis, `${prefix}:`);
   });
@@ -116,7 +129,11 @@ describe('a retried run starts clean (issue 12)', () => {
 
     // Attempt 2 starts its script again: it loads the page (now ready) and asks to click.
     const parked = await waitForStatus(runId, ['parked', 'failed', 'succeeded']);
-    expect(parked).toMatchObject({ status: 'parked', attempt: 2 });
+    expect({ status: parked.status, attempt: parked.attempt, error: parked.error }).toEqual({
+      status: 'parked',
+      attempt: 2,
+      error: null,
+    });
     expect(site.loads()).toBe(2);
     const approved = await call('POST', `/v1/approvals/${parked.pending_approvals[0].id}/approve`, {});
     expect(approved.status).toBe(200);
@@ -152,5 +169,44 @@ describe('a retried run starts clean (issue 12)', () => {
       'browser.navigate',
       'browser.act',
     ]);
+  });
+
+  it('starts attempt 2 clean while attempt 1 is still closing its page', async () => {
+    // Under load the retry can come between attempt 1's end and its lease's close: attempt 2 then
+    // meets the page attempt 1 still holds. CI saw attempt 2 fail there.
+    const slowSite = await startFlakySite();
+    try {
+      const sessionId = await boundSession({
+        profileId: 'flaky-slow-close',
+        origin: slowSite.origin,
+        instructions: 'Continue.',
+      });
+      slowLeaseCloseMs = 3_000;
+      const submitted = await call('POST', `/v1/sessions/${sessionId}/runs`, {
+        input: 'Continue on the flaky page',
+        script: {
+          steps: [
+            { tool: 'browser.navigate', url: `${slowSite.origin}/flaky` },
+            { tool: 'browser.act', target: { role: 'button', name: 'Continue' }, action: 'click' },
+          ],
+          answer: 'Continued.',
+        },
+      });
+      const runId: string = submitted.body.id;
+      const first = await waitForStatus(runId, ['failed', 'succeeded']);
+      expect(first).toMatchObject({ status: 'failed', attempt: 1 });
+      const retried = await call('POST', `/v1/runs/${runId}/retry`, {});
+      expect(retried.status).toBe(200);
+      const parked = await waitForStatus(runId, ['parked', 'failed', 'succeeded']);
+      expect({ status: parked.status, attempt: parked.attempt, error: parked.error }).toEqual({
+        status: 'parked',
+        attempt: 2,
+        error: null,
+      });
+      expect(slowSite.loads()).toBe(2);
+    } finally {
+      slowLeaseCloseMs = 0;
+      await new Promise((resolve) => slowSite.server.close(resolve));
+    }
   });
 });
