@@ -4,7 +4,12 @@ import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../
 import { LeaseService, PlaywrightPageFactory } from '../../libs/lease/index.js';
 import { IntervalTask, Shutdown } from '../../libs/lifecycle/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore } from '../../libs/store/index.js';
-import { createLeaseMetrics, FailedAuthLimiter, type ReadinessCheck } from '../../libs/telemetry/index.js';
+import {
+  createLeaseMetrics,
+  FailedAuthLimiter,
+  type ReadinessCheck,
+  recordSettle,
+} from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import type { BrowserWorkerHandle, BrowserWorkerOptions } from './handle.js';
 
@@ -38,10 +43,13 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     const redis = await connectRedis(options.redisUrl, 'worker', `browser-worker-${workerId}`);
     held.add('redis', () => closeRedis(redis));
     const store = new RedisLeaseStore(redis, config.redis.keyPrefix);
-    const pages = options.pages?.(browser) ?? new PlaywrightPageFactory(browser);
+    const leaseMetrics = createLeaseMetrics(metrics.registry);
+    // Issue 14 (ADR-0159): every settle of a lease's page is counted by tool and result.
+    const pages =
+      options.pages?.(browser) ??
+      new PlaywrightPageFactory(browser, { onSettle: recordSettle(leaseMetrics, log) });
     // Issue 13: screenshots after navigate and act, under each lease's tenant and run.
     const artifacts = options.artifacts ?? (await openArtifactStore(config));
-    const leaseMetrics = createLeaseMetrics(metrics.registry);
     const leases = new LeaseService({
       store,
       pages,

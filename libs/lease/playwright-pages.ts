@@ -5,6 +5,7 @@ import {
   flushPageCookies,
   type OperationLimits,
   PageEngine,
+  type PageEngineOptions,
 } from '../browser/index.js';
 import type { PageFactory, PageResult, PageSession } from './pages.js';
 
@@ -15,7 +16,11 @@ import type { PageFactory, PageResult, PageSession } from './pages.js';
 export class PlaywrightPageFactory implements PageFactory {
   readonly #contexts = new Set<BrowserContext>();
 
-  constructor(private readonly browser: Browser) {}
+  constructor(
+    private readonly browser: Browser,
+    /** Issue 14: told every settle of every lease's page (the browser worker counts them). */
+    private readonly options: { onSettle?: PageEngineOptions['onSettle'] } = {},
+  ) {}
 
   openContexts(): number {
     return this.#contexts.size;
@@ -37,6 +42,7 @@ export class PlaywrightPageFactory implements PageFactory {
         allowedOrigins: input.allowedOrigins,
         frameOrigins: input.frameOrigins,
         subresources: input.subresources,
+        ...(this.options.onSettle ? { onSettle: this.options.onSettle } : {}),
       });
       return new PlaywrightPageSession(context, engine);
     } catch (error) {

@@ -17,7 +17,12 @@ export {
   reshapeErrorAnswers,
   sendFrameworkError,
 } from './http-errors.js';
-export { createLeaseMetrics, type LeaseMetrics } from './lease-metrics.js';
+export {
+  createLeaseMetrics,
+  type LeaseMetrics,
+  recordSettle,
+  type SettleOutcome,
+} from './lease-metrics.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
 export {
   Counter,

@@ -10,6 +10,10 @@ export interface LeaseMetrics {
   sequenceRefusals: Counter;
   /** Issue 13: `stage` capture (the page gave no image) or store (the write failed). */
   screenshotFailures: Counter<'stage'>;
+  /** Issue 14 (ADR-0159): settles after navigate and act, by tool and result (`dom_quiet`, `bound_expired`). */
+  settles: Counter<'tool' | 'result'>;
+  /** Issue 14: how long each settle took, by tool. */
+  settleSeconds: Histogram<'tool'>;
 }
 
 export function createLeaseMetrics(registry: Registry): LeaseMetrics {
@@ -54,5 +58,44 @@ export function createLeaseMetrics(registry: Registry): LeaseMetrics {
       help: 'Navigate or act calls refused before dispatch for a sequence that was not the next one.',
       registers,
     }),
+    settles: new Counter({
+      name: 'leasehold_settle_total',
+      help: 'Settles after navigate and act, by tool and result (dom_quiet, or bound_expired at the 2 s bound).',
+      labelNames: ['tool', 'result'],
+      registers,
+    }),
+    // ADR-0159: a settle takes at least the 0.3 s quiet window and at most the 2 s bound.
+    settleSeconds: new Histogram({
+      name: 'leasehold_settle_seconds',
+      help: 'Time from a navigate or act to its settled page, by tool.',
+      labelNames: ['tool'],
+      buckets: [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 1.5, 2, 3],
+      registers,
+    }),
+  };
+}
+
+/** A settle as the page engine tells it (`SettleResult` of the browser tools contract). */
+export interface SettleOutcome {
+  result: string;
+  elapsed_ms: number;
+}
+
+/**
+ * Issue 14: what a page engine's `onSettle` is given: counts each settle and, at debug, logs one
+ * line with its tool, result and time. Never throws (the engine calls it mid-operation).
+ */
+export function recordSettle(
+  metrics: Pick<LeaseMetrics, 'settles' | 'settleSeconds'>,
+  log?: { debug(fields: Record<string, unknown>, message: string): void },
+): (tool: string, settle: SettleOutcome) => void {
+  return (tool, settle) => {
+    try {
+      metrics.settles.inc({ tool, result: settle.result });
+      metrics.settleSeconds.observe({ tool }, settle.elapsed_ms / 1000);
+      log?.debug({ tool, settle: settle.result, elapsed_ms: settle.elapsed_ms }, 'page settled');
+    } catch {
+      // A metric or log line lost is not worth failing the page's call over.
+    }
   };
 }

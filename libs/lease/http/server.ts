@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { BROWSER_TOOLS_COMPATIBLE_VERSIONS, BROWSER_TOOLS_CONTRACT_VERSION } from '../../contracts/index.js';
 import {
   createHttpServer,
   type FailedAuthLimiter,
@@ -8,9 +9,15 @@ import {
   type Registry,
   registerOpsRoutes,
 } from '../../telemetry/index.js';
-import type { LeaseService, LeaseStore } from '../index.js';
+import { DataPlaneError, type LeaseService, type LeaseStore } from '../index.js';
 import { registerDataPlaneRoutes } from './routes.js';
 import { presentsToken } from './token.js';
+
+/**
+ * Issue 14: the header a caller may name the browser tools contract it speaks by (`1.2.0`). A
+ * caller that names none is served as one of the current contract.
+ */
+export const BROWSER_TOOLS_HEADER = 'leasehold-browser-tools';
 
 /** JSON body ceiling of the data plane (DESIGN §5); a larger body is answered 413. */
 export const DATA_PLANE_BODY_LIMIT_BYTES = 64 * 1024;
@@ -44,13 +51,35 @@ export function createDataPlaneServer(options: DataPlaneServerOptions): FastifyI
     verify: async (request) => presentsToken(request, token),
     failures: options.failures,
   });
+  refuseUnknownContracts(app);
   registerDataPlaneRoutes(app, options.leases, options.store);
   const { worker } = options;
   app.get('/v1/worker', async () => ({
     id: worker.id,
     pinned_profiles: worker.pinnedProfiles,
     browser_version: worker.browserVersion,
+    // Issue 14: the contract this worker's page routes speak, and the earlier ones it still takes.
+    browser_tools_contract: BROWSER_TOOLS_CONTRACT_VERSION,
+    browser_tools_compatible: BROWSER_TOOLS_COMPATIBLE_VERSIONS,
   }));
   registerOpsRoutes(app, options.metrics, options.readiness);
   return app;
+}
+
+/**
+ * Issue 14: a caller that names a browser tools contract this worker does not take is refused
+ * before anything is done (after the token check, which runs on request); one that names a
+ * compatible version (1.2.0: its arguments are a subset) is served as any other.
+ */
+function refuseUnknownContracts(app: FastifyInstance): void {
+  const taken: readonly string[] = BROWSER_TOOLS_COMPATIBLE_VERSIONS;
+  app.addHook('preHandler', async (request) => {
+    const spoken = request.headers[BROWSER_TOOLS_HEADER];
+    if (spoken === undefined || (typeof spoken === 'string' && taken.includes(spoken))) return;
+    throw new DataPlaneError(
+      'invalid_arguments',
+      `${BROWSER_TOOLS_HEADER}: this worker speaks browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION} and takes ${taken.join(', ')}; the caller named ${JSON.stringify(String(spoken).slice(0, 32))}`,
+      { field: BROWSER_TOOLS_HEADER },
+    );
+  });
 }
