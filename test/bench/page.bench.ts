@@ -47,6 +47,24 @@ function page5000(): string {
 <div id="hidden">${hidden}</div><main>${sections}</main></body></html>`;
 }
 
+/**
+ * `page5000` with half its sections inside open shadow roots (issue 14): sections 50–99 are each
+ * a custom element whose declarative open shadow root holds the section, so half the visible
+ * controls are reached only by walking shadow roots, the way design systems render them.
+ */
+function shadowPage5000(): string {
+  const light = page5000();
+  const sections = light.match(/<section>.*?<\/section>/g) ?? [];
+  const shadowed = sections
+    .map((section, s) =>
+      s < sections.length / 2
+        ? section
+        : `<shadow-section><template shadowrootmode="open">${section}</template></shadow-section>`,
+    )
+    .join('');
+  return light.replace(/<main>.*<\/main>/s, `<main>${shadowed}</main>`).replace('Five thousand', 'Shadow');
+}
+
 function limits(): OperationLimits {
   return { deadlineMs: Date.now() + 30_000 };
 }
@@ -113,7 +131,7 @@ async function actFigures(browser: Browser, server: PageServer): Promise<void> {
   );
 }
 
-async function observeFigures(browser: Browser, server: PageServer): Promise<void> {
+async function observeFigures(browser: Browser, server: PageServer): Promise<number> {
   const url = server.addPage('bench-5000.html', page5000());
   const page: Page = await browser.newPage();
   const engine = await PageEngine.create(page, { allowedOrigins: [server.origin] });
@@ -169,6 +187,42 @@ async function observeFigures(browser: Browser, server: PageServer): Promise<voi
   report(figure(SUITE, 'observe_5000_chars', chars));
   report(figure(SUITE, 'aria_snapshot_5000_p50_ms', percentile(aria, 50)));
   report(figure(SUITE, 'aria_snapshot_5000_chars', ariaChars));
+  return observeP50;
+}
+
+/**
+ * `observe_shadow_5000_p50_ms`: the same page with half its controls in open shadow roots,
+ * observed the same way; target ≤ 1.5× `observe_5000_p50_ms` (issue 14). The visible elements
+ * both pages yield are printed, so a figure bought by not walking the shadow roots shows.
+ */
+async function observeShadowFigure(browser: Browser, server: PageServer, observeP50: number): Promise<void> {
+  const lightUrl = server.url('/pages/bench-5000.html');
+  const url = server.addPage('bench-shadow-5000.html', shadowPage5000());
+  const page: Page = await browser.newPage();
+  const engine = await PageEngine.create(page, { allowedOrigins: [server.origin] });
+  const light = (await engine.navigate({ url: lightUrl }, limits())).observation.window.visible_seen;
+  await engine.navigate({ url }, limits());
+  const shadowHosts = await page.evaluate('document.querySelectorAll("shadow-section").length');
+  const observed: number[] = [];
+  let visibleSeen = 0;
+  for (let i = 0; i < OBSERVE_SAMPLES; i += 1) {
+    observed.push(
+      await timed(async () => {
+        visibleSeen = (await engine.observe({}, limits())).observation.window.visible_seen;
+      }),
+    );
+  }
+  console.error(
+    `shadow page: ${String(shadowHosts)} shadow roots; visible_seen ${visibleSeen} (light page ${light})`,
+  );
+  await engine.close();
+  await page.close();
+  report(
+    figure(SUITE, 'observe_shadow_5000_p50_ms', percentile(observed, 50), {
+      metric: 'observe_5000_p50_ms',
+      value: observeP50,
+    }),
+  );
 }
 
 /** `npm run bench -- page`: the page engine's figures of issue 4, each beside its baseline. */
@@ -176,7 +230,8 @@ export default async function pageBench(): Promise<void> {
   const [browser, server] = await Promise.all([launchTestBrowser(), PageServer.start()]);
   try {
     await actFigures(browser, server);
-    await observeFigures(browser, server);
+    const observeP50 = await observeFigures(browser, server);
+    await observeShadowFigure(browser, server, observeP50);
   } finally {
     await browser.close();
     await server.close();
