@@ -4,6 +4,7 @@ import {
   type ActArgs,
   type ActArgsInput,
   actArgsSchema,
+  DIALOG_REF,
   type NavigateArgs,
   navigateArgsSchema,
   type ObserveArgsInput,
@@ -11,7 +12,7 @@ import {
   type SettleResult,
 } from '../contracts/index.js';
 import { dispatch, targetFor } from './act-target.js';
-import { PageAgentWorld } from './agent-call.js';
+import { noDialog, observeWithDialog } from './dialogs.js';
 import { BrowserToolError } from './errors.js';
 import {
   captureObservation,
@@ -22,10 +23,13 @@ import {
 } from './observation.js';
 import { Operation, type OperationLimits, within } from './operation.js';
 import { originAllowed, originOf } from './origin-guard.js';
-import { type Capture, PageCapture, SettledCapture } from './page-capture.js';
+import { type Capture, SettledCapture } from './page-capture.js';
 import { type BlockedCounts, ContextFence } from './page-fence.js';
-import { RequestTracker } from './request-tracker.js';
 import { settlePage } from './settle.js';
+import { PageBundle, TabStack } from './tabs.js';
+
+/** A password typed by an act is struck from dialog messages from this length on (as the page agent does). */
+const SECRET_MATCH_MIN_CHARS = 3;
 
 export interface PageEngineOptions {
   /** The profile's allowed origins (`https://example.com`); top-level navigations elsewhere are blocked. */
@@ -51,45 +55,54 @@ export interface EffectOptions {
 export type EffectOutcome = ToolOutcome & { capture?: Capture };
 
 /**
- * The three browser tools of contract 1.2.0 over one Playwright page (DESIGN §6): navigate, observe
- * and act, each giving back the observation and, beside it, the platform's evidence key. Calls on
- * one page run one at a time. Create it right after the page: requests are tracked from then on.
+ * The three browser tools of contract 1.3.0 over the pages of one lease (DESIGN §6): navigate,
+ * observe and act, each giving back the observation and, beside it, the platform's evidence key.
+ * Calls run one at a time, on the current tab (issue 14: a page the leased page opens on an allowed
+ * origin becomes current; see {@link TabStack}). Create it right after the page: requests are
+ * tracked from then on.
  */
 export class PageEngine {
   private readonly revisions: RevisionState = { current: null };
-  private readonly capture: PageCapture;
+  /** Issue 14: what acts typed into secret fields, struck from dialog messages (the page cannot be asked). */
+  private readonly secrets = new Set<string>();
+  /** The secret fields of the current revision, by reference. */
+  private secretRefs = new Set<string>();
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
 
   private constructor(
-    readonly page: Page,
-    private readonly tracker: RequestTracker,
+    private readonly tabs: TabStack,
     private readonly fence: ContextFence,
-    private readonly agent: PageAgentWorld,
     private readonly onSettle: PageEngineOptions['onSettle'],
-  ) {
-    this.capture = new PageCapture(page);
-  }
+  ) {}
 
   /**
    * One engine per browser context (one lease): the fence covers every page and frame of the
    * page's context, popups included (issue 11), and is removed by {@link close}.
    */
   static async create(page: Page, options: PageEngineOptions): Promise<PageEngine> {
-    // Tracking starts before the first await so no request of the page is missed.
-    const tracker = new RequestTracker(page);
+    // The bundle's tracking starts before its first await so no request of the page is missed.
+    const first = PageBundle.open(page);
     let fence: ContextFence | undefined;
-    let agent: PageAgentWorld | undefined;
     try {
       fence = await ContextFence.install(page, options);
-      agent = await PageAgentWorld.open(page);
-      return new PageEngine(page, tracker, fence, agent, options.onSettle);
+      const revisions: { engine?: PageEngine } = {};
+      const tabs = new TabStack(await first, fence, () => {
+        // A tab opened or closed: no reference of the page before it holds (issue 14).
+        if (revisions.engine) revisions.engine.revisions.current = null;
+      });
+      revisions.engine = new PageEngine(tabs, fence, options.onSettle);
+      return revisions.engine;
     } catch (error) {
-      tracker.close();
-      await agent?.close();
+      await (await first.catch(() => undefined))?.close();
       await fence?.close();
       throw error;
     }
+  }
+
+  /** The page the engine observes and acts on now (issue 14: the newest open tab). */
+  get page(): Page {
+    return this.tabs.current.page;
   }
 
   /** `browser.navigate {url}`: the settled page at the new URL. */
@@ -112,6 +125,7 @@ export class PageEngine {
   /**
    * Issue 13 (approval cards): the viewport with the element of `revision` outlined, for the person
    * deciding an act on it. Not an effect: nothing is dispatched and the page is left as it was.
+   * An open dialog has no box to outline and blocks the page: no capture then.
    */
   preview(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture> {
     return this.serially(async () => {
@@ -119,24 +133,24 @@ export class PageEngine {
       if (args.revision !== this.revisions.current) {
         throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
       }
-      const target = await targetFor(this.page, this.agent, { ...args, action: 'click' }, op, 'outline');
+      const bundle = this.tabs.current;
+      if (args.element === DIALOG_REF || bundle.dialogs.open !== null) return { ok: false, reason: 'error' };
+      const target = await targetFor(bundle.page, bundle.agent, { ...args, action: 'click' }, op, 'outline');
       try {
         const box = await target.element.boundingBox();
         if (!box) throw new BrowserToolError('element_not_found', `element ${args.element} is not visible`);
-        return await this.capture.outlined(box, op.deadlineMs, op.signal);
+        return await bundle.capture.outlined(box, op.deadlineMs, op.signal);
       } finally {
         await target.element.dispose().catch(() => undefined);
       }
     });
   }
 
-  /** Stops tracking and guarding; the page itself belongs to the caller. Idempotent. */
+  /** Stops tracking and guarding every tab; the pages themselves belong to the caller. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.tracker.close();
-    await this.capture.close();
-    await this.agent.close();
+    await this.tabs.close();
     await this.fence.close();
   }
 
@@ -161,13 +175,18 @@ export class PageEngine {
       throw new BrowserToolError('url_disallowed', "the URL's origin is not in the profile's allowed list");
     }
     op.throwIfEnded('the navigation');
+    const bundle = this.tabs.current;
     await op.beforeDispatch('the navigation');
     this.revisions.current = null;
     const blockedBefore = this.fence.blocked();
+    // Leaving the page answers its open dialog; a navigation would otherwise wait for it.
+    if (bundle.dialogs.open !== null)
+      await bundle.dialogs.answer('dismiss', undefined).catch(() => undefined);
     try {
-      const response = this.page.goto(args.url, { waitUntil: 'commit', timeout: op.remainingMs() });
-      const committed = await within(response, op.deadlineMs, op.signal);
-      if (!committed.done) {
+      const response = bundle.page.goto(args.url, { waitUntil: 'commit', timeout: op.remainingMs() });
+      // A beforeunload dialog holds the navigation: the page is observed with it, to be answered.
+      const committed = await within(response, op.deadlineMs, untilDialog(op, bundle));
+      if (!committed.done && bundle.dialogs.open === null) {
         throw new BrowserToolError(
           'provider_unavailable',
           'the navigation did not commit before the call ended',
@@ -179,12 +198,10 @@ export class PageEngine {
       throw new BrowserToolError('provider_unavailable', 'the navigation failed', false, { cause: error });
     }
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
-    const shot = this.settledCapture(options, op);
-    const settle = await settlePage(this.page, this.agent, this.tracker, op, shot?.begin.bind(shot));
-    this.onSettle?.('navigate', settle);
+    const settled = await this.settleEffect('navigate', op, options);
     const [outcome, capture] = await Promise.all([
-      captureObservation(this.agent, this.revisions, op, { offset: 0, settle }),
-      shot?.settled(),
+      this.read(settled.bundle, op, 0, settled.settle),
+      settled.shot?.(),
     ]);
     return withCapture(this.withBlocked(outcome, blockedBefore), capture);
   }
@@ -193,6 +210,8 @@ export class PageEngine {
     args: ReturnType<typeof observeArgsSchema.parse>,
     op: Operation,
   ): Promise<ToolOutcome> {
+    // A tab that opened after the last call is current now (issue 14).
+    await this.tabs.openingSettled(op);
     let offset = 0;
     if (args.continuation !== undefined) {
       const position = parseContinuation(args.continuation);
@@ -206,7 +225,8 @@ export class PageEngine {
       }
       offset = position.offset;
     }
-    const read = () => captureObservation(this.agent, this.revisions, op, { offset, settle: null });
+    const bundle = this.tabs.current;
+    const read = () => this.read(bundle, op, offset, null);
     return args.wait_for === undefined ? read() : observeUntil(read, args.wait_for, op);
   }
 
@@ -217,21 +237,95 @@ export class PageEngine {
     ) {
       throw new BrowserToolError('invalid_arguments', `${args.action} needs text`);
     }
+    const answersDialog = args.action === 'accept' || args.action === 'dismiss';
+    if (answersDialog !== (args.element === DIALOG_REF)) {
+      throw new BrowserToolError(
+        'invalid_arguments',
+        `accept and dismiss answer the dialog (element "${DIALOG_REF}"), and only they do`,
+      );
+    }
     op.throwIfEnded('the action');
     if (args.revision !== this.revisions.current) {
       throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
     }
-    const target = await targetFor(this.page, this.agent, args, op);
+    const bundle = this.tabs.current;
+    const blockedBefore = this.fence.blocked();
+    if (answersDialog) {
+      await this.answerDialog(bundle, args, op);
+    } else {
+      await this.dispatchOn(bundle, args, op);
+    }
+    // ADR-0130 d6: the settled page is returned; no earlier reference survives the action.
+    this.revisions.current = null;
+    const settled = await this.settleEffect('act', op, options);
+    if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
+    const read = () => this.read(settled.bundle, op, 0, settled.settle);
+    try {
+      // The screenshot is the settled page the answer's observation describes: taken beside that
+      // observation (one read), or after the postcondition's polls end on theirs.
+      const postcondition = args.postcondition;
+      const [outcome, capture] =
+        postcondition === undefined
+          ? await Promise.all([read(), settled.shot?.()])
+          : [await observeUntil(read, postcondition, op), await settled.shot?.()];
+      return withCapture(this.withBlocked(outcome, blockedBefore), capture);
+    } catch (error) {
+      // ADR-0159: evidence lost after an action leaves its outcome unknown.
+      throw new BrowserToolError(
+        'outcome_unknown',
+        `the page after the ${args.action} could not be read`,
+        false,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+
+  /** Issue 14: `accept` / `dismiss` on the open dialog, an effect like any act. */
+  private async answerDialog(bundle: PageBundle, args: ActArgs, op: Operation): Promise<void> {
+    const action = args.action as 'accept' | 'dismiss';
+    if (bundle.dialogs.open === null) throw noDialog(action);
+    await op.beforeDispatch('the answer to the dialog');
+    try {
+      await bundle.dialogs.answer(action, args.text);
+    } catch (error) {
+      if (error instanceof BrowserToolError) throw error;
+      throw new BrowserToolError('outcome_unknown', `the ${action} may or may not have taken effect`, false, {
+        cause: error,
+      });
+    }
+  }
+
+  private async dispatchOn(bundle: PageBundle, args: ActArgs, op: Operation): Promise<void> {
+    if (bundle.dialogs.open !== null) {
+      throw new BrowserToolError(
+        'action_not_allowed',
+        `${args.action} is not allowed: a dialog is open; accept or dismiss it first`,
+      );
+    }
+    const target = await targetFor(bundle.page, bundle.agent, args, op);
     try {
       await op.beforeDispatch('the action');
     } catch (error) {
       await target.element.dispose().catch(() => undefined);
       throw error;
     }
-    const blockedBefore = this.fence.blocked();
+    if (args.action === 'fill' && this.secretRefs.has(args.element) && args.text !== undefined) {
+      if (args.text.length >= SECRET_MATCH_MIN_CHARS) this.secrets.add(args.text);
+    }
     try {
-      await dispatch(target.element, args, target.selectBy, op);
+      // A dialog the action opens blocks it until answered: the action reached the page then.
+      await dispatch(
+        target.element,
+        args,
+        target.selectBy,
+        new Operation({ deadlineMs: op.deadlineMs, signal: untilDialog(op, bundle) }),
+      );
     } catch (error) {
+      if (bundle.dialogs.open !== null && !op.signal?.aborted) return;
+      // A tab the action closed (window.close() in its handler) took it: the previous tab is observed.
+      if (bundle.page.isClosed() && this.tabs.current !== bundle) return;
       if (error instanceof BrowserToolError) throw error;
       // Playwright refuses an unknown key name before sending anything.
       if (args.action === 'press' && error instanceof Error && /Unknown key/i.test(error.message)) {
@@ -249,39 +343,103 @@ export class PageEngine {
     } finally {
       await target.element.dispose().catch(() => undefined);
     }
-    // ADR-0130 d6: the settled page is returned; no earlier reference survives the action.
-    this.revisions.current = null;
-    const shot = this.settledCapture(options, op);
-    const settle = await settlePage(this.page, this.agent, this.tracker, op, shot?.begin.bind(shot));
-    this.onSettle?.('act', settle);
-    if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
-    const read = () => captureObservation(this.agent, this.revisions, op, { offset: 0, settle });
-    try {
-      // The screenshot is the settled page the answer's observation describes: taken beside that
-      // observation (one read), or after the postcondition's polls end on theirs.
-      const postcondition = args.postcondition;
-      const [outcome, capture] =
-        postcondition === undefined
-          ? await Promise.all([read(), shot?.settled()])
-          : [await observeUntil(read, postcondition, op), await shot?.settled()];
-      return withCapture(this.withBlocked(outcome, blockedBefore), capture);
-    } catch (error) {
-      // ADR-0159: evidence lost after an action leaves its outcome unknown.
-      throw new BrowserToolError(
-        'outcome_unknown',
-        `the page after the ${args.action} could not be read`,
-        false,
-        {
-          cause: error,
-        },
-      );
+  }
+
+  /**
+   * ADR-0159's settle after an effect, on the page the effect left current: a tab the effect
+   * opened is waited for (inside the call's deadline), becomes current and is settled itself
+   * (issue 14). With the settle comes the screenshot, when asked for, of that same page.
+   */
+  private async settleEffect(
+    tool: 'navigate' | 'act',
+    op: Operation,
+    options: EffectOptions,
+  ): Promise<{
+    bundle: PageBundle;
+    settle: SettleResult;
+    shot: (() => Promise<Capture | undefined>) | undefined;
+  }> {
+    let bundle = this.tabs.current;
+    let shot = this.settledCapture(bundle, options, op);
+    let settle = await this.settleOn(bundle, op, shot);
+    await this.tabs.openingSettled(op);
+    if (bundle !== this.tabs.current) {
+      bundle = this.tabs.current;
+      shot = this.settledCapture(bundle, options, op);
+      settle = await this.settleOn(bundle, op, shot);
     }
+    this.onSettle?.(tool, settle);
+    const settledBundle = bundle;
+    const settledShot = shot;
+    // A page held by a dialog cannot be painted: no screenshot then (the capture would wait for it).
+    const take = settledShot
+      ? () => (settledBundle.dialogs.open === null ? settledShot.settled() : Promise.resolve(undefined))
+      : undefined;
+    return { bundle, settle, shot: take };
+  }
+
+  /** Settles `bundle`'s page; a dialog open or opening ends it at once (waiting would call into the page). */
+  private async settleOn(
+    bundle: PageBundle,
+    op: Operation,
+    shot: SettledCapture | undefined,
+  ): Promise<SettleResult> {
+    if (bundle.dialogs.open !== null) return { result: 'bound_expired', elapsed_ms: 0 };
+    const settleOp = new Operation({ deadlineMs: op.deadlineMs, signal: untilDialog(op, bundle) });
+    return settlePage(bundle.page, bundle.agent, bundle.tracker, settleOp, shot?.begin.bind(shot));
+  }
+
+  /**
+   * One observation of `bundle`'s page, with the tabs (issue 14). While a dialog is open the page
+   * is read without calling into it; a dialog that opens during a capture cuts the capture short.
+   */
+  private async read(
+    bundle: PageBundle,
+    op: Operation,
+    offset: number,
+    settle: SettleResult | null,
+  ): Promise<ToolOutcome> {
+    let outcome: ToolOutcome;
+    if (bundle.dialogs.open === null) {
+      try {
+        const readOp = new Operation({ deadlineMs: op.deadlineMs, signal: untilDialog(op, bundle) });
+        outcome = await captureObservation(bundle.agent, this.revisions, readOp, { offset, settle });
+      } catch (error) {
+        if (bundle.dialogs.open === null || op.signal?.aborted) throw error;
+        outcome = await this.readWithDialog(bundle, op, settle);
+      }
+    } else {
+      outcome = await this.readWithDialog(bundle, op, settle);
+    }
+    this.secretRefs = new Set(
+      outcome.observation.elements
+        .filter((element) => element.state.value_present !== undefined)
+        .map((element) => element.ref),
+    );
+    const tabs = this.tabs.observed();
+    return tabs ? { ...outcome, observation: { ...outcome.observation, tabs } } : outcome;
+  }
+
+  private readWithDialog(
+    bundle: PageBundle,
+    op: Operation,
+    settle: SettleResult | null,
+  ): Promise<ToolOutcome> {
+    return observeWithDialog(bundle.page, bundle.dialogs, this.revisions, {
+      settle,
+      untilMs: op.deadlineMs,
+      secrets: this.secrets,
+    });
   }
 
   /** Issue 13: the settled page's screenshot, begun while the page settles (see SettledCapture). */
-  private settledCapture(options: EffectOptions, op: Operation): SettledCapture | undefined {
+  private settledCapture(
+    bundle: PageBundle,
+    options: EffectOptions,
+    op: Operation,
+  ): SettledCapture | undefined {
     return options.screenshot
-      ? new SettledCapture(this.capture, this.agent, op.deadlineMs, op.signal)
+      ? new SettledCapture(bundle.capture, bundle.agent, op.deadlineMs, op.signal)
       : undefined;
   }
 
@@ -304,6 +462,12 @@ export class PageEngine {
     if (blocked.popups + blocked.frames + blocked.subresources === 0) return outcome;
     return { ...outcome, observation: { ...outcome.observation, blocked } };
   }
+}
+
+/** The call's signal, also aborted when `bundle`'s page opens a dialog (issue 14). */
+function untilDialog(op: Operation, bundle: PageBundle): AbortSignal {
+  const opened = bundle.dialogs.openedSignal();
+  return op.signal ? AbortSignal.any([op.signal, opened]) : opened;
 }
 
 function withCapture(outcome: ToolOutcome, capture: Capture | undefined): EffectOutcome {

@@ -42,6 +42,7 @@ interface FrameGuard {
 interface HeldPopup {
   request: Request;
   allowed: boolean;
+  heldAtMs: number;
 }
 
 /**
@@ -66,19 +67,32 @@ export class ContextFence {
   private readonly pending = new Set<Promise<unknown>>();
   private readonly counts: BlockedCounts = { navigation: 0, popup: 0, frame: 0, subresource: 0 };
   private closed = false;
-  private readonly onPage = (page: Page) => this.track(this.adopt(page));
+  /** Issue 14: whose blocked top-level navigations fail the call (`navigation`) rather than count as `popup`. */
+  private current: Page;
+  private pageListener: NewPageListener | undefined;
+  private readonly onPage = (page: Page) => {
+    const adopted = this.adopt(page);
+    this.track(adopted);
+    this.pageListener?.(
+      page,
+      adopted.catch(() => false),
+    );
+  };
   private readonly onRoute = (route: Route) => this.track(this.route(route));
   private readonly onWebSocket = (socket: WebSocketRoute) => this.webSocket(socket);
 
   private constructor(
     private readonly context: BrowserContext,
-    private readonly primary: Page,
+    primary: Page,
     readonly policy: FencePolicy,
-  ) {}
+  ) {
+    this.current = primary;
+  }
 
   /**
-   * Fences `primary`'s context. A blocked top-level navigation of `primary` counts as a
-   * `navigation` (its call fails `url_disallowed`); one of any other page counts as a `popup`.
+   * Fences `primary`'s context. A blocked top-level navigation of `primary` (or of the page
+   * {@link follow} names later) counts as a `navigation` (its call fails `url_disallowed`); one of
+   * any other page counts as a `popup`.
    */
   static async install(primary: Page, options: FenceOptions): Promise<ContextFence> {
     const context = primary.context();
@@ -91,6 +105,31 @@ export class ContextFence {
     if (fence.policy.subresources !== null) await context.routeWebSocket(/.*/, fence.onWebSocket);
     await fence.guard(primary);
     return fence;
+  }
+
+  /**
+   * Issue 14: the page the lease now observes and acts on (its current tab). Its blocked top-level
+   * navigations count as `navigation`; every other page's as `popup`.
+   */
+  follow(page: Page): void {
+    this.current = page;
+  }
+
+  /**
+   * Issue 14: told of every new page of the context as it appears, with whether the fence kept it —
+   * true once it is guarded and its held first navigation (if any) was sent on and committed; false
+   * when it was closed for its origin or that navigation failed. One listener; never rejects.
+   */
+  onNewPage(listener: NewPageListener): void {
+    this.pageListener = listener;
+  }
+
+  /**
+   * Issue 14: how many new pages held since `sinceMs` Playwright has not named yet — a tab on its
+   * way, which the call that opened it waits for.
+   */
+  popupsHeldSince(sinceMs: number): number {
+    return this.heldPopups.filter((held) => held.heldAtMs >= sinceMs).length;
   }
 
   /** A snapshot of the blocked counts. */
@@ -172,7 +211,7 @@ export class ContextFence {
   }
 
   private count(kind: BlockedKind, page?: Page): void {
-    this.counts[kind === 'navigation' && page !== this.primary ? 'popup' : kind] += 1;
+    this.counts[kind === 'navigation' && page !== this.current ? 'popup' : kind] += 1;
   }
 
   /** Keeps a background decision owned by the fence, so close() can wait for it; never rejects. */
@@ -193,7 +232,7 @@ export class ContextFence {
       // Issue 11.2: a new page's first navigation, before Playwright names the page.
       const allowed = fenceAllows(this.policy, 'page', request.url());
       if (!allowed) this.count('popup');
-      this.heldPopups.push({ request, allowed });
+      this.heldPopups.push({ request, allowed, heldAtMs: Date.now() });
       // A popup its opener closes before Playwright reports it is never matched: forget the oldest.
       if (this.heldPopups.length > HELD_POPUPS_LIMIT) this.heldPopups.shift();
       // BlockedByClient commits an error page, which is what makes Playwright report the page.
@@ -247,15 +286,24 @@ export class ContextFence {
     socket.close({ code: 1008, reason: 'blocked' }).catch(() => undefined);
   }
 
-  /** Guards a new page; a popup whose first navigation was held back is closed or sent on. */
-  private async adopt(page: Page): Promise<void> {
+  /**
+   * Guards a new page; a popup whose first navigation was held back is closed or sent on. True
+   * when the page stays: guarded and, if held, committed on its allowed first navigation.
+   */
+  private async adopt(page: Page): Promise<boolean> {
     await this.guard(page);
     const index = this.heldPopups.findIndex((held) => pageOf(held.request) === page);
-    if (index === -1) return;
+    if (index === -1) return true;
     const [held] = this.heldPopups.splice(index, 1);
+    // Its later held navigations (the opener moved it on before it was named) were blocked and
+    // counted already; none is sent on, so none is left waiting (issue 14: tabs wait for held ones).
+    for (let at = this.heldPopups.length - 1; at >= 0; at -= 1) {
+      const later = this.heldPopups[at];
+      if (later && pageOf(later.request) === page) this.heldPopups.splice(at, 1);
+    }
     if (!held?.allowed) {
       await page.close();
-      return;
+      return false;
     }
     const request = held.request;
     if (request.method() !== 'GET') {
@@ -269,8 +317,12 @@ export class ContextFence {
     }
     const referer = request.headers().referer;
     await page.goto(request.url(), { waitUntil: 'commit', ...(referer ? { referer } : {}) });
+    return true;
   }
 }
+
+/** Issue 14: a new page of the context, and whether the fence keeps it (see {@link ContextFence.onNewPage}). */
+export type NewPageListener = (page: Page, kept: Promise<boolean>) => void;
 
 /** The page a request belongs to; null for a new page's first navigation, undefined for a worker's. */
 function pageOf(request: Request): Page | null | undefined {
