@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DIALOG_MESSAGE_LIMIT_CHARS } from '../../libs/browser/dialogs.js';
 import type { PageEngine } from '../../libs/browser/index.js';
 import { type BrowserObservation, DIALOG_REF } from '../../libs/contracts/index.js';
 import { EngineHarness, limits, ref } from './harness.js';
@@ -13,6 +14,12 @@ beforeAll(async () => {
      <button type="button" onclick="alert('Saved, mind the gap'); say('after the alert')">Alert</button>
      <button type="button" onclick="say(confirm('Delete everything?') ? 'deleted' : 'kept')">Confirm</button>
      <button type="button" onclick="say('hello ' + prompt('Your name?', 'nobody'))">Prompt</button>`,
+  );
+  harness.server.addPage(
+    'dialog-secret.html',
+    `<!doctype html><title>Sign in</title>
+     <label>Password <input type="password" id="pw"></label>
+     <button type="button" onclick="alert('You typed ' + document.getElementById('pw').value + ' ' + 'x'.repeat(400))">Reveal</button>`,
   );
   harness.server.addPage(
     'dialog-on-load.html',
@@ -128,6 +135,39 @@ describe('dialogs (issue 14)', () => {
     expect(observation.title).toBe('Welcome');
     const accepted = (await answer(engine, observation, 'accept')).observation;
     expect(accepted.text).toContain('After the welcome');
+  });
+
+  it('clips a long message and strikes a password the run typed from it', async () => {
+    const { engine } = await harness.engine();
+    const signIn = (await engine.navigate({ url: harness.url('/pages/dialog-secret.html') }, limits()))
+      .observation;
+    const filled = (
+      await engine.act(
+        { revision: signIn.revision, element: ref(signIn, 'Password'), action: 'fill', text: 'hunter22' },
+        limits(),
+      )
+    ).observation;
+    const held = await click(engine, filled, 'Reveal');
+    expect(held.dialog?.message).toMatch(/^You typed \[secret\] x+$/);
+    expect(held.dialog?.message).toHaveLength(DIALOG_MESSAGE_LIMIT_CHARS);
+    expect(JSON.stringify(held)).not.toContain('hunter22');
+  });
+
+  it('answers an act asked for a screenshot while a dialog holds the page, without one', async () => {
+    const { engine, observation } = await buttonsPage();
+    const held = await engine.act(
+      { revision: observation.revision, element: ref(observation, 'Alert'), action: 'click' },
+      limits(),
+      { screenshot: true },
+    );
+    expect(held.observation.dialog?.type).toBe('alert');
+    expect(held.capture).toBeUndefined();
+    const accepted = await engine.act(
+      { revision: held.observation.revision, element: DIALOG_REF, action: 'accept' },
+      limits(),
+      { screenshot: true },
+    );
+    expect(accepted.capture?.ok).toBe(true);
   });
 
   it('dismisses a dialog nobody answered when the engine closes, so the page goes on', async () => {
