@@ -55,8 +55,10 @@ describe('a browser worker restart during a queued run', { timeout: 90_000 }, ()
   });
 
   afterAll(async () => {
-    await restarted?.close();
+    // The fleet first: its run worker may still be closing the run's lease on the restarted
+    // worker, which must be there to answer (CI once saw this hook pass its minute the other way).
     await fleet?.close();
+    await restarted?.close();
     await new Promise((resolve) => site?.close(resolve));
   });
 
