@@ -22,6 +22,12 @@ beforeAll(async () => {
      <button type="button" onclick="alert('You typed ' + document.getElementById('pw').value + ' ' + 'x'.repeat(400))">Reveal</button>`,
   );
   harness.server.addPage(
+    'dialog-leaving.html',
+    `<!doctype html><title>Unsaved</title><p id="log">draft</p>
+     <script>addEventListener('beforeunload', (event) => { event.preventDefault(); event.returnValue = ''; });</script>
+     <button type="button" onclick="document.getElementById('log').textContent = 'edited'">Edit</button>`,
+  );
+  harness.server.addPage(
     'dialog-on-load.html',
     `<!doctype html><html><head><title>Welcome</title></head><body><p>Before</p>
      <script>alert('Welcome aboard')</script><p>After the welcome</p></body></html>`,
@@ -168,6 +174,27 @@ describe('dialogs (issue 14)', () => {
       { screenshot: true },
     );
     expect(accepted.capture?.ok).toBe(true);
+  });
+
+  it('shows the beforeunload dialog a navigation meets, and goes on or stays as it is answered', async () => {
+    const { engine } = await harness.engine();
+    const draft = (await engine.navigate({ url: harness.url('/pages/dialog-leaving.html') }, limits()))
+      .observation;
+    // A page asks before it is left only once a person has used it.
+    await click(engine, draft, 'Edit');
+    const asked = (await engine.navigate({ url: harness.url('/pages/second.html') }, limits())).observation;
+    expect(asked.dialog?.type).toBe('beforeunload');
+    expect(asked.url).toBe(harness.url('/pages/dialog-leaving.html'));
+    const stayed = (await answer(engine, asked, 'dismiss')).observation;
+    expect(stayed.url).toBe(harness.url('/pages/dialog-leaving.html'));
+    expect(stayed.text).toContain('edited');
+
+    const askedAgain = (await engine.navigate({ url: harness.url('/pages/second.html') }, limits()))
+      .observation;
+    expect(askedAgain.dialog?.type).toBe('beforeunload');
+    const left = (await answer(engine, askedAgain, 'accept')).observation;
+    expect(left.url).toBe(harness.url('/pages/second.html'));
+    expect(left.dialog).toBeUndefined();
   });
 
   it('dismisses a dialog nobody answered when the engine closes, so the page goes on', async () => {

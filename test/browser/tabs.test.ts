@@ -102,6 +102,22 @@ describe('tabs (issue 14)', () => {
     expect(reopened.tabs?.event).toBe('opened');
   });
 
+  it('returns to the previous tab when the current one crashes', async () => {
+    const { engine, page } = await harness.engine();
+    const first = (await engine.navigate({ url: harness.url('/pages/tab-opener.html') }, limits()))
+      .observation;
+    await click(engine, first, 'Open the second');
+    const crashed = engine.page;
+    expect(crashed).not.toBe(page);
+    const session = await crashed.context().newCDPSession(crashed);
+    await session.send('Page.crash').catch(() => undefined);
+    await expect.poll(() => engine.page).toBe(page);
+    const after = (await engine.observe({}, limits())).observation;
+    expect(after.title).toBe('Opener');
+    expect(after.tabs).toEqual({ count: 1, index: 0, event: 'closed' });
+    expect(crashed.isClosed()).toBe(true);
+  });
+
   it(`keeps at most ${MAX_TABS_PER_LEASE} tabs, closing the oldest when one more opens`, async () => {
     const { engine, page } = await harness.engine();
     let current = (await engine.navigate({ url: harness.url('/pages/tab-chain.html?n=1') }, limits()))
