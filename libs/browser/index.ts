@@ -6,8 +6,8 @@ export {
   resolveChromium,
 } from './chromium.js';
 export { COOKIE_FLUSH_BOUND_MS, flushPageCookies } from './cookie-flush.js';
-export { BrowserToolError } from './errors.js';
 export { DIALOG_MESSAGE_LIMIT_CHARS } from './dialogs.js';
+export { BrowserToolError } from './errors.js';
 export { evidenceKey } from './evidence-key.js';
 export {
   CANDIDATE_LIMIT,
