@@ -199,8 +199,11 @@ describe('a scripted run signs in, and the password stays in the script', { time
     expect(stored).toHaveLength(3);
     expect(JSON.stringify(stored)).not.toContain(PASSWORD);
 
-    // The run's own view, and every log line the fleet wrote at debug.
-    expect(JSON.stringify((await call('GET', `/v1/runs/${runId}`)).body)).not.toContain(PASSWORD);
+    // The run's own view, but for its input (the script as submitted), and every log line the
+    // fleet wrote at debug.
+    const { input, ...view } = (await call('GET', `/v1/runs/${runId}`)).body;
+    expect(JSON.stringify(input)).toContain(PASSWORD);
+    expect(JSON.stringify(view)).not.toContain(PASSWORD);
     expect(logLines.length).toBeGreaterThan(0);
     expect(logLines.filter((line) => line.includes(PASSWORD))).toEqual([]);
 
