@@ -62,7 +62,6 @@ export type EffectOutcome = ToolOutcome & { capture?: Capture };
  * tracked from then on.
  */
 export class PageEngine {
-  private readonly revisions: RevisionState = { current: null };
   /** Issue 14: what acts typed into secret fields, struck from dialog messages (the page cannot be asked). */
   private readonly secrets = new Set<string>();
   /** The secret fields of the current revision, by reference. */
@@ -73,6 +72,7 @@ export class PageEngine {
   private constructor(
     private readonly tabs: TabStack,
     private readonly fence: ContextFence,
+    private readonly revisions: RevisionState,
     private readonly onSettle: PageEngineOptions['onSettle'],
   ) {}
 
@@ -86,13 +86,12 @@ export class PageEngine {
     let fence: ContextFence | undefined;
     try {
       fence = await ContextFence.install(page, options);
-      const revisions: { engine?: PageEngine } = {};
+      const revisions: RevisionState = { current: null };
       const tabs = new TabStack(await first, fence, () => {
         // A tab opened or closed: no reference of the page before it holds (issue 14).
-        if (revisions.engine) revisions.engine.revisions.current = null;
+        revisions.current = null;
       });
-      revisions.engine = new PageEngine(tabs, fence, options.onSettle);
-      return revisions.engine;
+      return new PageEngine(tabs, fence, revisions, options.onSettle);
     } catch (error) {
       await (await first.catch(() => undefined))?.close();
       await fence?.close();
