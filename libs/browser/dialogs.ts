@@ -4,7 +4,7 @@ import type { BrowserObservation, SettleResult } from '../contracts/index.js';
 import { BrowserToolError } from './errors.js';
 import { evidenceKey } from './evidence-key.js';
 import type { RevisionState, ToolOutcome } from './observation.js';
-import { within } from './operation.js';
+import { Operation, within } from './operation.js';
 
 /** Issue 14: a dialog's message is shown clipped to this many characters. */
 export const DIALOG_MESSAGE_LIMIT_CHARS = 200;
@@ -77,6 +77,23 @@ export class DialogWatch {
   }
 
   /**
+   * Issue 14: `accept` / `dismiss` as an act — an effect like any other: refused before the
+   * caller's effect watermark when no dialog is open, and of unknown outcome when the answer fails.
+   */
+  async answerAsAct(action: 'accept' | 'dismiss', text: string | undefined, op: Operation): Promise<void> {
+    if (this.#open === null) throw noDialog(action);
+    await op.beforeDispatch('the answer to the dialog');
+    try {
+      await this.answer(action, text);
+    } catch (error) {
+      if (error instanceof BrowserToolError) throw error;
+      throw new BrowserToolError('outcome_unknown', `the ${action} may or may not have taken effect`, false, {
+        cause: error,
+      });
+    }
+  }
+
+  /**
    * The page's title from the browser, which keeps it while the page's scripts are blocked
    * (`page.title()` evaluates in the page and would wait for the dialog); '' when it cannot say.
    */
@@ -105,6 +122,19 @@ export class DialogWatch {
     this.#session = undefined;
     await (await session?.catch(() => undefined))?.detach().catch(() => undefined);
   }
+}
+
+/**
+ * The call's operation, also ended when the page opens a dialog (issue 14): a wait that would call
+ * into the page (settling, capturing, an action Playwright holds until the dialog is answered)
+ * stops then instead of running out the call's deadline.
+ */
+export function untilDialog(op: Operation, dialogs: DialogWatch): Operation {
+  const opened = dialogs.openedSignal();
+  return new Operation({
+    deadlineMs: op.deadlineMs,
+    signal: op.signal ? AbortSignal.any([op.signal, opened]) : opened,
+  });
 }
 
 export function noDialog(action: string): BrowserToolError {

@@ -12,7 +12,7 @@ import {
   type SettleResult,
 } from '../contracts/index.js';
 import { dispatch, targetFor } from './act-target.js';
-import { noDialog, observeWithDialog } from './dialogs.js';
+import { observeWithDialog, untilDialog } from './dialogs.js';
 import { BrowserToolError } from './errors.js';
 import {
   captureObservation,
@@ -184,7 +184,7 @@ export class PageEngine {
     try {
       const response = bundle.page.goto(args.url, { waitUntil: 'commit', timeout: op.remainingMs() });
       // A beforeunload dialog holds the navigation: the page is observed with it, to be answered.
-      const committed = await within(response, op.deadlineMs, untilDialog(op, bundle));
+      const committed = await within(response, op.deadlineMs, untilDialog(op, bundle.dialogs).signal);
       if (!committed.done && bundle.dialogs.open === null) {
         throw new BrowserToolError(
           'provider_unavailable',
@@ -250,7 +250,7 @@ export class PageEngine {
     const bundle = this.tabs.current;
     const blockedBefore = this.fence.blocked();
     if (answersDialog) {
-      await this.answerDialog(bundle, args, op);
+      await bundle.dialogs.answerAsAct(args.action as 'accept' | 'dismiss', args.text, op);
     } else {
       await this.dispatchOn(bundle, args, op);
     }
@@ -281,21 +281,6 @@ export class PageEngine {
     }
   }
 
-  /** Issue 14: `accept` / `dismiss` on the open dialog, an effect like any act. */
-  private async answerDialog(bundle: PageBundle, args: ActArgs, op: Operation): Promise<void> {
-    const action = args.action as 'accept' | 'dismiss';
-    if (bundle.dialogs.open === null) throw noDialog(action);
-    await op.beforeDispatch('the answer to the dialog');
-    try {
-      await bundle.dialogs.answer(action, args.text);
-    } catch (error) {
-      if (error instanceof BrowserToolError) throw error;
-      throw new BrowserToolError('outcome_unknown', `the ${action} may or may not have taken effect`, false, {
-        cause: error,
-      });
-    }
-  }
-
   private async dispatchOn(bundle: PageBundle, args: ActArgs, op: Operation): Promise<void> {
     if (bundle.dialogs.open !== null) {
       throw new BrowserToolError(
@@ -315,12 +300,7 @@ export class PageEngine {
     }
     try {
       // A dialog the action opens blocks it until answered: the action reached the page then.
-      await dispatch(
-        target.element,
-        args,
-        target.selectBy,
-        new Operation({ deadlineMs: op.deadlineMs, signal: untilDialog(op, bundle) }),
-      );
+      await dispatch(target.element, args, target.selectBy, untilDialog(op, bundle.dialogs));
     } catch (error) {
       if (bundle.dialogs.open !== null && !op.signal?.aborted) return;
       // A tab the action closed (window.close() in its handler) took it: the previous tab is observed.
@@ -384,13 +364,14 @@ export class PageEngine {
     shot: SettledCapture | undefined,
   ): Promise<SettleResult> {
     if (bundle.dialogs.open !== null) return { result: 'bound_expired', elapsed_ms: 0 };
-    const settleOp = new Operation({ deadlineMs: op.deadlineMs, signal: untilDialog(op, bundle) });
+    const settleOp = untilDialog(op, bundle.dialogs);
     return settlePage(bundle.page, bundle.agent, bundle.tracker, settleOp, shot?.begin.bind(shot));
   }
 
   /**
    * One observation of `bundle`'s page, with the tabs (issue 14). While a dialog is open the page
    * is read without calling into it; a dialog that opens during a capture cuts the capture short.
+   * A tab that opened or closed during the capture made another page current: that one is read.
    */
   private async read(
     bundle: PageBundle,
@@ -398,17 +379,12 @@ export class PageEngine {
     offset: number,
     settle: SettleResult | null,
   ): Promise<ToolOutcome> {
-    let outcome: ToolOutcome;
-    if (bundle.dialogs.open === null) {
-      try {
-        const readOp = new Operation({ deadlineMs: op.deadlineMs, signal: untilDialog(op, bundle) });
-        outcome = await captureObservation(bundle.agent, this.revisions, readOp, { offset, settle });
-      } catch (error) {
-        if (bundle.dialogs.open === null || op.signal?.aborted) throw error;
-        outcome = await this.readWithDialog(bundle, op, settle);
-      }
-    } else {
-      outcome = await this.readWithDialog(bundle, op, settle);
+    let outcome = await this.readPage(bundle, op, offset, settle);
+    if (bundle !== this.tabs.current) {
+      const current = this.tabs.current;
+      outcome = await this.readPage(current, op, 0, settle);
+      // Switched again meanwhile: this revision is not the current page's.
+      if (current !== this.tabs.current) this.revisions.current = null;
     }
     this.secretRefs = new Set(
       outcome.observation.elements
@@ -417,6 +393,22 @@ export class PageEngine {
     );
     const tabs = this.tabs.observed();
     return tabs ? { ...outcome, observation: { ...outcome.observation, tabs } } : outcome;
+  }
+
+  private async readPage(
+    bundle: PageBundle,
+    op: Operation,
+    offset: number,
+    settle: SettleResult | null,
+  ): Promise<ToolOutcome> {
+    if (bundle.dialogs.open !== null) return this.readWithDialog(bundle, op, settle);
+    try {
+      const readOp = untilDialog(op, bundle.dialogs);
+      return await captureObservation(bundle.agent, this.revisions, readOp, { offset, settle });
+    } catch (error) {
+      if (bundle.dialogs.open === null || op.signal?.aborted) throw error;
+      return this.readWithDialog(bundle, op, settle);
+    }
   }
 
   private readWithDialog(
@@ -461,12 +453,6 @@ export class PageEngine {
     if (blocked.popups + blocked.frames + blocked.subresources === 0) return outcome;
     return { ...outcome, observation: { ...outcome.observation, blocked } };
   }
-}
-
-/** The call's signal, also aborted when `bundle`'s page opens a dialog (issue 14). */
-function untilDialog(op: Operation, bundle: PageBundle): AbortSignal {
-  const opened = bundle.dialogs.openedSignal();
-  return op.signal ? AbortSignal.any([op.signal, opened]) : opened;
 }
 
 function withCapture(outcome: ToolOutcome, capture: Capture | undefined): EffectOutcome {
