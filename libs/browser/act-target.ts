@@ -3,7 +3,7 @@ import type { ActArgs } from '../contracts/index.js';
 import { literal, type PageAgentWorld } from './agent-call.js';
 import { BrowserToolError, isNavigationTeardown } from './errors.js';
 import { type Operation, within } from './operation.js';
-import type { TargetAnswer, TargetPath } from './page-script/page-agent.js';
+import type { ElementPath, TargetAnswer, TargetPath } from './page-script/page-agent.js';
 
 /**
  * Where an act lands: the page agent checks the observed element (revision, reference, whether it
@@ -25,7 +25,7 @@ export async function targetFor(
   /** What the page agent checks the element for: the action, or `outline` (any enabled element). */
   checkAs: string = args.action,
 ): Promise<ActTarget> {
-  const call = `check(${literal(args.revision)}, ${literal(args.element)}, ${literal(checkAs)}, ${literal(args.text ?? null)})`;
+  const call = `check(${literal(args.revision)}, ${literal(args.element)}, ${literal(checkAs)}, ${literal(args.text ?? null)}, ${literal(args.labels ?? null)})`;
   let answer: TargetAnswer;
   try {
     const checked = await within(agent.call<TargetAnswer>(call), op.deadlineMs, op.signal);
@@ -54,7 +54,7 @@ export async function targetFor(
   if (verdict === 'element_not_found' || answer.path === null) {
     throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
   }
-  const selectBy: SelectBy = verdict === 'ok:value' ? 'value' : 'label';
+  const selectBy: SelectBy = verdict === 'ok:value' ? 'value' : verdict === 'ok:labels' ? 'labels' : 'label';
   const element = await elementHandle(page, answer.path, args, op);
   return { element, selectBy };
 }
@@ -71,8 +71,8 @@ async function elementHandle(
   op: Operation,
 ): Promise<ElementHandle<Element>> {
   let scope: Pick<FrameLocator, 'locator' | 'frameLocator'> = page;
-  for (const frame of path.frames) scope = scope.frameLocator(`css:light=${frame}`);
-  const locator = scope.locator(`css:light=${path.selector}`);
+  for (const frame of path.frames) scope = scope.frameLocator(playwrightSelector(frame));
+  const locator = scope.locator(playwrightSelector(path.element));
   const notFound = () =>
     new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
   try {
@@ -90,7 +90,26 @@ async function elementHandle(
   throw notFound();
 }
 
-export type SelectBy = 'label' | 'value';
+/**
+ * A light-DOM path goes to `css:light=`, which cannot be redirected into a shadow root; a path
+ * across open shadow roots to `css=`, which pierces them (issue 14; see ElementPath for why each
+ * of its steps is unique).
+ */
+function playwrightSelector(path: ElementPath): string {
+  return `${path.pierce ? 'css' : 'css:light'}=${path.selector}`;
+}
+
+/** How `select` names its options: one label, one value, or every label of a multiple select. */
+export type SelectBy = 'label' | 'value' | 'labels';
+
+function selectOptions(
+  args: ActArgs,
+  selectBy: SelectBy,
+): { label: string }[] | { value: string } | { label: string } {
+  const text = args.text ?? '';
+  if (selectBy === 'labels') return (args.labels ?? []).map((label) => ({ label }));
+  return selectBy === 'label' ? { label: text } : { value: text };
+}
 
 export async function dispatch(
   element: ElementHandle<Element>,
@@ -108,7 +127,7 @@ export async function dispatch(
       case 'fill':
         return element.fill(text, { timeout });
       case 'select':
-        return element.selectOption(selectBy === 'label' ? { label: text } : { value: text }, { timeout });
+        return element.selectOption(selectOptions(args, selectBy), { timeout });
       case 'press':
         return element.press(text, { timeout });
       case 'check':

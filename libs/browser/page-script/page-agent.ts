@@ -6,8 +6,15 @@
  * or the DOM-quiet watch (ADR-0159). Element references live in a closure, keyed by revision, as
  * weak references.
  */
-import { computeAccessibleName, getRole } from 'dom-accessibility-api';
+import { computeAccessibleName } from 'dom-accessibility-api';
 import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
+import { type ElementState, inputType, isSecretField, roleOf, stateOf } from './roles.js';
+import { type Root, rootsWithin, walkComposed } from './shadow.js';
+import { type TargetPath, targetPath } from './target-path.js';
+import { type TargetCheck, verdictFor } from './verdict.js';
+
+export type { ElementPath, TargetPath } from './target-path.js';
+export type { TargetCheck } from './verdict.js';
 
 export interface CaptureRequest {
   revision: string;
@@ -25,18 +32,7 @@ export interface CapturedElement {
   name: string;
   /** Issue 14: an input's type where the role does not say it (see observedElementSchema). */
   input_type?: string;
-  state: {
-    disabled?: boolean;
-    checked?: boolean | 'mixed';
-    expanded?: boolean;
-    selected?: boolean;
-    value?: string;
-    values?: string[];
-    min?: number;
-    max?: number;
-    /** A secret field (password, one-time code): whether it holds a value, never the value. */
-    value_present?: boolean;
-  };
+  state: ElementState;
 }
 
 export interface Capture {
@@ -60,30 +56,11 @@ export interface Capture {
   };
 }
 
-/**
- * Where Playwright finds an element for the action: structural selectors (`:root > :nth-child(2)
- * > …`) of each same-origin frame from the top document down, then of the element in its own
- * document. Playwright resolves them in its own utility world, so page code cannot redirect them.
- */
-export interface TargetPath {
-  frames: string[];
-  selector: string;
-}
-
 /** The verdict on an action's target and, when it may go ahead, where the target is. */
 export interface TargetAnswer {
   verdict: TargetCheck;
   path: TargetPath | null;
 }
-
-/** Why an element may not take an action, checked before anything is dispatched. */
-export type TargetCheck =
-  | 'ok'
-  | 'ok:label'
-  | 'ok:value'
-  | 'page_changed'
-  | 'element_not_found'
-  | `action_not_allowed:${string}`;
 
 /** Nodes that can be controls or landmarks a model acts on or reads by name. */
 const CANDIDATE_SELECTOR = [
@@ -105,19 +82,10 @@ const CANDIDATE_SELECTOR = [
   'h5',
   'h6',
   'img[alt]:not([alt=""])',
+  'meter',
+  'progress',
 ].join(',');
 const FRAME_SELECTOR = 'iframe,frame';
-
-const TEXT_INPUT_TYPES = new Set(['', 'text', 'search', 'email', 'url', 'tel', 'number']);
-const FILLABLE_INPUT_TYPES = new Set([
-  ...TEXT_INPUT_TYPES,
-  'password',
-  'date',
-  'time',
-  'datetime-local',
-  'month',
-  'week',
-]);
 
 interface Registry {
   revision: string;
@@ -147,84 +115,66 @@ function sameOriginDocument(frame: Element): Document | null {
   }
 }
 
-/** Visible candidates in document order, frames of the same origin inlined at their position. */
+/**
+ * Visible candidates in composed order: open shadow roots after their host, frames of the same
+ * origin at their position. The candidate bound holds across all of them.
+ */
 function collectVisible(limit: number): { visible: Element[]; checked: number; limitReached: boolean } {
   const visible: Element[] = [];
   let checked = 0;
   let limitReached = false;
-  const walk = (doc: Document): void => {
-    for (const element of doc.querySelectorAll(`${CANDIDATE_SELECTOR},${FRAME_SELECTOR}`)) {
-      if (element.localName === 'iframe' || element.localName === 'frame') {
-        const inner = sameOriginDocument(element);
-        if (inner && isVisible(element)) walk(inner);
-        if (limitReached) return;
-        continue;
-      }
-      if (checked === limit) {
-        limitReached = true;
-        return;
-      }
-      checked += 1;
-      if (isVisible(element)) visible.push(element);
+  const visit = (element: Element): boolean => {
+    if (element.localName === 'iframe' || element.localName === 'frame') {
+      const inner = sameOriginDocument(element);
+      return inner && isVisible(element) ? walkComposed(inner, CANDIDATES_AND_FRAMES, visit) : true;
     }
+    if (checked === limit) {
+      limitReached = true;
+      return false;
+    }
+    checked += 1;
+    if (isVisible(element)) visible.push(element);
+    return true;
   };
-  walk(document);
+  walkComposed(document, CANDIDATES_AND_FRAMES, visit);
   return { visible, checked, limitReached };
+}
+
+const CANDIDATES_AND_FRAMES = `${CANDIDATE_SELECTOR},${FRAME_SELECTOR}`;
+
+/** Every root of `doc` (the document and its open shadow roots) and of its same-origin frames. */
+function allRoots(doc: Document, onlyVisibleFrames: boolean): Root[] {
+  const roots: Root[] = [];
+  for (const root of rootsWithin(doc)) {
+    roots.push(root);
+    for (const frame of root.querySelectorAll(FRAME_SELECTOR)) {
+      const inner = sameOriginDocument(frame);
+      if (inner && (!onlyVisibleFrames || isVisible(frame)))
+        roots.push(...allRoots(inner, onlyVisibleFrames));
+    }
+  }
+  return roots;
 }
 
 function clip(text: string, limit: number): string {
   return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
 }
 
-function ariaBoolean(element: Element, name: string): boolean | undefined {
-  const value = element.getAttribute(name);
-  if (value === 'true') return true;
-  if (value === 'false') return false;
-  return undefined;
-}
-
-function isDisabled(element: Element): boolean {
-  if (element.matches(':disabled')) return true;
-  return element.closest('[aria-disabled="true"]') !== null;
-}
-
-/** By tag name, not instanceof: elements of a same-origin frame come from another realm. */
-function isInput(element: Element): element is HTMLInputElement {
-  return element.localName === 'input';
-}
-
-/** `autocomplete` tokens that mark a text field as holding a secret. */
-const SECRET_AUTOCOMPLETE = /\b(current-password|new-password|one-time-code)\b/i;
-
-/**
- * Issue 11: a password field — or a field the page marks as one for a password or one-time
- * code — holds a secret whose value never leaves the browser.
- */
-function isSecretField(element: Element): element is HTMLInputElement {
-  if (!isInput(element)) return false;
-  return element.type.toLowerCase() === 'password' || SECRET_AUTOCOMPLETE.test(element.autocomplete);
-}
-
 /** Secrets shorter than this are not looked for in other strings: they would match by chance. */
 const SECRET_MATCH_MIN_CHARS = 3;
 
 /**
- * The values of the document's secret fields (and its same-origin frames'), to be struck from
+ * The values of the document's secret fields (and its open shadow roots' and same-origin frames'), to be struck from
  * everything else the observation reports: an accessible name computed from content, another
  * field's value, the text, the title or the URL may repeat them.
  */
 function secretValues(): string[] {
   const values = new Set<string>();
-  const walk = (doc: Document): void => {
-    for (const element of doc.querySelectorAll('input')) {
+  for (const root of allRoots(document, false)) {
+    for (const element of root.querySelectorAll('input')) {
       if (isSecretField(element) && element.value.length >= SECRET_MATCH_MIN_CHARS) values.add(element.value);
     }
-    for (const frame of doc.querySelectorAll(FRAME_SELECTOR)) {
-      const inner = sameOriginDocument(frame);
-      if (inner) walk(inner);
-    }
-  };
-  walk(document);
+  }
   // Longest first, so a secret that contains another is struck whole.
   return [...values].sort((a, b) => b.length - a.length);
 }
@@ -237,68 +187,59 @@ function redact(text: string, secrets: readonly string[]): string {
   return result;
 }
 
-function stateOf(element: Element, nameLimit: number): CapturedElement['state'] {
-  const state: CapturedElement['state'] = {};
-  if (isDisabled(element)) state.disabled = true;
-  if (isSecretField(element)) {
-    state.value_present = element.value.length > 0;
-  } else if (isInput(element)) {
-    const type = element.type.toLowerCase();
-    if (type === 'checkbox' || type === 'radio') {
-      state.checked = element.indeterminate ? 'mixed' : element.checked;
-    } else if (TEXT_INPUT_TYPES.has(type)) {
-      state.value = clip(element.value, nameLimit);
-    }
-  } else if (element.localName === 'textarea') {
-    state.value = clip((element as HTMLTextAreaElement).value, nameLimit);
-  } else if (element.localName === 'select') {
-    const select = element as HTMLSelectElement;
-    state.value = clip(select.selectedOptions[0]?.label ?? '', nameLimit);
-  } else {
-    const checked = element.getAttribute('aria-checked');
-    if (checked === 'true' || checked === 'false') state.checked = checked === 'true';
-    else if (checked === 'mixed') state.checked = 'mixed';
-  }
-  const expanded = ariaBoolean(element, 'aria-expanded');
-  if (expanded !== undefined) state.expanded = expanded;
-  else if (element.localName === 'details') state.expanded = (element as HTMLDetailsElement).open;
-  else if (element.localName === 'summary' && element.parentElement?.localName === 'details') {
-    state.expanded = (element.parentElement as HTMLDetailsElement).open;
-  }
-  const selected = ariaBoolean(element, 'aria-selected');
-  if (selected !== undefined) state.selected = selected;
-  return state;
+function normalizeText(raw: string): string {
+  return raw
+    .replace(/[ \t\f\v\u00a0]+/g, ' ')
+    .replace(/\s*\n\s*/g, '\n')
+    .trim();
 }
 
-function roleOf(element: Element): string {
-  return getRole(element) ?? 'generic';
+/**
+ * The rendered text of a root. A document's body's innerText leaves out its shadow roots' text,
+ * so each open shadow root adds its own: the innerText of its rendered children (a child that is
+ * not rendered, such as a <style>, would answer its source instead, so it is left out).
+ */
+function renderedText(root: Root): string {
+  // biome-ignore lint/performance/useDomNodeTextContent: innerText is the rendered text; textContent would include hidden nodes.
+  if (root.nodeType === Node.DOCUMENT_NODE) return (root as Document).body?.innerText ?? '';
+  const parts: string[] = [];
+  for (const child of root.children) {
+    // biome-ignore lint/performance/useDomNodeTextContent: as above.
+    if (child.checkVisibility()) parts.push((child as HTMLElement).innerText ?? '');
+  }
+  return parts.join('\n');
 }
 
+/** The page's rendered text: each document's, then its open shadow roots', then its frames'. */
 function visibleText(limit: number): { text: string; truncated: boolean } {
   const parts: string[] = [];
   let length = 0;
-  const add = (doc: Document): void => {
-    if (length > limit) return;
-    // biome-ignore lint/performance/useDomNodeTextContent: innerText is the rendered text; textContent would include hidden nodes.
-    const raw = doc.body?.innerText ?? '';
-    const text = raw
-      .replace(/[ \t\f\v\u00a0]+/g, ' ')
-      .replace(/\s*\n\s*/g, '\n')
-      .trim();
+  for (const root of allRoots(document, true)) {
+    if (length > limit) break;
+    const text = normalizeText(renderedText(root));
     if (text) {
       parts.push(text);
       length += text.length + 1;
     }
-    for (const frame of doc.querySelectorAll(FRAME_SELECTOR)) {
-      const inner = sameOriginDocument(frame);
-      if (inner && isVisible(frame)) add(inner);
-    }
-  };
-  add(document);
+  }
   const joined = parts.join('\n');
   return joined.length <= limit
     ? { text: joined, truncated: false }
     : { text: joined.slice(0, limit), truncated: true };
+}
+
+/** The top document's scroll position and size, in whole CSS pixels. */
+function scrollOf(): NonNullable<Capture['scroll']> {
+  const page = document.documentElement;
+  const whole = (value: number) => Math.max(0, Math.round(value));
+  return {
+    x: whole(window.scrollX),
+    y: whole(window.scrollY),
+    width: whole(Math.max(page.scrollWidth, document.body?.scrollWidth ?? 0)),
+    height: whole(Math.max(page.scrollHeight, document.body?.scrollHeight ?? 0)),
+    viewport_width: whole(window.innerWidth),
+    viewport_height: whole(window.innerHeight),
+  };
 }
 
 function capture(request: CaptureRequest): Capture {
@@ -313,7 +254,14 @@ function capture(request: CaptureRequest): Capture {
     const state = stateOf(element, request.nameLimit);
     if (state.value !== undefined) state.value = redact(state.value, secrets);
     const name = redact(computeAccessibleName(element, { getComputedStyle: styleOf }).trim(), secrets);
-    return { ref, role: roleOf(element), name: clip(name, request.nameLimit), state };
+    const type = inputType(element);
+    return {
+      ref,
+      role: roleOf(element),
+      name: clip(name, request.nameLimit),
+      ...(type === undefined ? {} : { input_type: type }),
+      state,
+    };
   });
   // The new revision replaces the old one: its references are released here (ADR-0130 d8).
   registry = { revision: request.revision, refs };
@@ -328,6 +276,7 @@ function capture(request: CaptureRequest): Capture {
     visibleSeen: visible.length,
     candidatesChecked: checked,
     candidateLimitReached: limitReached,
+    scroll: scrollOf(),
   };
 }
 
@@ -338,84 +287,33 @@ function lookup(revision: string, ref: string): Element | 'page_changed' | 'elem
   return element;
 }
 
-function isEditable(element: Element): boolean {
-  if (isInput(element)) {
-    return FILLABLE_INPUT_TYPES.has(element.type.toLowerCase()) && !element.readOnly;
-  }
-  if (element.localName === 'textarea') return !(element as HTMLTextAreaElement).readOnly;
-  return (element as HTMLElement).isContentEditable === true;
-}
-
-function isCheckable(element: Element): boolean {
-  if (isInput(element)) {
-    const type = element.type.toLowerCase();
-    return type === 'checkbox' || type === 'radio';
-  }
-  return ['checkbox', 'radio', 'switch', 'menuitemcheckbox', 'menuitemradio'].includes(roleOf(element));
-}
-
-/** The structural selector of `element` within its own document; null inside a shadow root. */
-function structuralPath(element: Element): string | null {
-  const steps: string[] = [];
-  const root = element.ownerDocument.documentElement;
-  let node = element;
-  while (node !== root) {
-    const parent = node.parentElement;
-    if (!parent) return null;
-    steps.push(`:nth-child(${Array.prototype.indexOf.call(parent.children, node) + 1})`);
-    node = parent;
-  }
-  steps.push(':root');
-  return steps.reverse().join(' > ');
-}
-
-function targetPath(element: Element): TargetPath | null {
-  const selector = structuralPath(element);
-  if (selector === null) return null;
-  const frames: string[] = [];
-  let doc = element.ownerDocument;
-  while (doc !== document) {
-    const frame = doc.defaultView?.frameElement;
-    const framePath = frame ? structuralPath(frame) : null;
-    if (!frame || framePath === null) return null;
-    frames.unshift(framePath);
-    doc = frame.ownerDocument;
-  }
-  return { frames, selector };
-}
-
 /**
  * The refusals of ADR-0130 d6 / DESIGN §6, decided before anything is dispatched, and where the
  * target is when the action may go ahead: one round trip, so the path is the checked element's.
  */
-function check(revision: string, ref: string, action: string, text: string | null): TargetAnswer {
-  const verdict = verdictOn(revision, ref, action, text);
+function check(
+  revision: string,
+  ref: string,
+  action: string,
+  text: string | null,
+  labels: readonly string[] | null = null,
+): TargetAnswer {
+  const verdict = verdictOn(revision, ref, action, text, labels);
   if (!verdict.startsWith('ok')) return { verdict, path: null };
   const element = lookup(revision, ref);
   const path = typeof element === 'string' ? null : targetPath(element);
   return path === null ? { verdict: 'element_not_found', path: null } : { verdict, path };
 }
 
-function verdictOn(revision: string, ref: string, action: string, text: string | null): TargetCheck {
+function verdictOn(
+  revision: string,
+  ref: string,
+  action: string,
+  text: string | null,
+  labels: readonly string[] | null,
+): TargetCheck {
   const element = lookup(revision, ref);
-  if (typeof element === 'string') return element;
-  if (isDisabled(element)) return 'action_not_allowed:the element is disabled';
-  switch (action) {
-    case 'fill':
-      return isEditable(element) ? 'ok' : 'action_not_allowed:the element is not editable';
-    case 'select': {
-      if (element.localName !== 'select') return 'action_not_allowed:the element is not a list box';
-      const options = [...(element as HTMLSelectElement).options];
-      if (options.some((option) => option.label === text)) return 'ok:label';
-      if (options.some((option) => option.value === text)) return 'ok:value';
-      return 'action_not_allowed:the list box has no option with that label or value';
-    }
-    case 'check':
-    case 'uncheck':
-      return isCheckable(element) ? 'ok' : 'action_not_allowed:the element cannot be checked';
-    default:
-      return 'ok';
-  }
+  return typeof element === 'string' ? element : verdictFor(element, action, text, labels);
 }
 
 /** Forgets every reference: a capture that timed out may have left them half-made (ADR-0159). */
@@ -441,15 +339,13 @@ function waitQuiet(quietMs: number, timeoutMs: number): Promise<boolean> {
       quietTimer = setTimeout(() => finish(true), quietMs);
     };
     const observer = new MutationObserver(restart);
-    const watch = (doc: Document): void => {
-      observer.observe(doc, { subtree: true, childList: true, attributes: true, characterData: true });
-      for (const frame of doc.querySelectorAll(FRAME_SELECTOR)) {
-        const inner = sameOriginDocument(frame);
-        if (inner) watch(inner);
-      }
-    };
-    // Same-origin frames are part of the observation, so their mutations count too.
-    watch(document);
+    // Same-origin frames and open shadow roots are part of the observation, so their mutations
+    // count too; an observer on a document does not see into its shadow roots, so each root is
+    // observed. A shadow root attached after the watch began is not: its first mutations go
+    // unseen until the host's own tree changes (acceptable: the watch is a settle heuristic).
+    for (const root of allRoots(document, false)) {
+      observer.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });
+    }
     const boundTimer = setTimeout(() => finish(false), Math.max(0, timeoutMs));
     restart();
   });
