@@ -202,6 +202,20 @@ describe('open shadow roots (issue 14)', () => {
     expect(byName(seen, 'Shadow field').state).toEqual({ value: 'inside' });
   });
 
+  it('settles only when the mutations inside a shadow root stop', async () => {
+    const { engine } = await harness.engine();
+    const { observation } = await engine.navigate(
+      { url: harness.url('/pages/shadow-ticker.html') },
+      limits(),
+    );
+    const acted = await engine.act(
+      { revision: observation.revision, element: ref(observation, 'Start ticking'), action: 'click' },
+      limits(),
+    );
+    expect(acted.observation.settle?.result).toBe('dom_quiet');
+    expect(acted.observation.text).toContain('ticked 8');
+  });
+
   it('acts in a same-origin frame as before', async () => {
     const { act, page } = await everyControl();
     await act('Inside frame', { action: 'click' });

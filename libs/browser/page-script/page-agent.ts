@@ -9,7 +9,7 @@
 import { computeAccessibleName } from 'dom-accessibility-api';
 import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
 import { type ElementState, inputType, isSecretField, roleOf, stateOf } from './roles.js';
-import { type Root, rootsWithin, walkComposed } from './shadow.js';
+import { type PageScan, type Root, scanPage, walkComposed } from './shadow.js';
 import { type TargetPath, targetPath } from './target-path.js';
 import { type TargetCheck, verdictFor } from './verdict.js';
 
@@ -115,18 +115,29 @@ function sameOriginDocument(frame: Element): Document | null {
   }
 }
 
+/** The page's roots, open shadow roots and same-origin frames included, found in one pass. */
+function scan(): PageScan {
+  return scanPage(document, { frameDocument: sameOriginDocument, isVisible, isSecret: isSecretField });
+}
+
+const CANDIDATES_AND_FRAMES = `${CANDIDATE_SELECTOR},${FRAME_SELECTOR}`;
+
 /**
  * Visible candidates in composed order: open shadow roots after their host, frames of the same
  * origin at their position. The candidate bound holds across all of them.
  */
-function collectVisible(limit: number): { visible: Element[]; checked: number; limitReached: boolean } {
+function collectVisible(
+  page: PageScan,
+  limit: number,
+): { visible: Element[]; checked: number; limitReached: boolean } {
   const visible: Element[] = [];
   let checked = 0;
   let limitReached = false;
+  const hostsOf = (root: Root) => page.hosts.get(root) ?? [];
   const visit = (element: Element): boolean => {
     if (element.localName === 'iframe' || element.localName === 'frame') {
       const inner = sameOriginDocument(element);
-      return inner && isVisible(element) ? walkComposed(inner, CANDIDATES_AND_FRAMES, visit) : true;
+      return inner && isVisible(element) ? walkComposed(inner, CANDIDATES_AND_FRAMES, hostsOf, visit) : true;
     }
     if (checked === limit) {
       limitReached = true;
@@ -136,24 +147,8 @@ function collectVisible(limit: number): { visible: Element[]; checked: number; l
     if (isVisible(element)) visible.push(element);
     return true;
   };
-  walkComposed(document, CANDIDATES_AND_FRAMES, visit);
+  walkComposed(document, CANDIDATES_AND_FRAMES, hostsOf, visit);
   return { visible, checked, limitReached };
-}
-
-const CANDIDATES_AND_FRAMES = `${CANDIDATE_SELECTOR},${FRAME_SELECTOR}`;
-
-/** Every root of `doc` (the document and its open shadow roots) and of its same-origin frames. */
-function allRoots(doc: Document, onlyVisibleFrames: boolean): Root[] {
-  const roots: Root[] = [];
-  for (const root of rootsWithin(doc)) {
-    roots.push(root);
-    for (const frame of root.querySelectorAll(FRAME_SELECTOR)) {
-      const inner = sameOriginDocument(frame);
-      if (inner && (!onlyVisibleFrames || isVisible(frame)))
-        roots.push(...allRoots(inner, onlyVisibleFrames));
-    }
-  }
-  return roots;
 }
 
 function clip(text: string, limit: number): string {
@@ -164,16 +159,14 @@ function clip(text: string, limit: number): string {
 const SECRET_MATCH_MIN_CHARS = 3;
 
 /**
- * The values of the document's secret fields (and its open shadow roots' and same-origin frames'), to be struck from
- * everything else the observation reports: an accessible name computed from content, another
- * field's value, the text, the title or the URL may repeat them.
+ * The values of the page's secret fields (open shadow roots' and same-origin frames' too), to be
+ * struck from everything else the observation reports: an accessible name computed from content,
+ * another field's value, the text, the title or the URL may repeat them.
  */
-function secretValues(): string[] {
+function secretValues(page: PageScan): string[] {
   const values = new Set<string>();
-  for (const root of allRoots(document, false)) {
-    for (const element of root.querySelectorAll('input')) {
-      if (isSecretField(element) && element.value.length >= SECRET_MATCH_MIN_CHARS) values.add(element.value);
-    }
+  for (const input of page.secretInputs) {
+    if (input.value.length >= SECRET_MATCH_MIN_CHARS) values.add(input.value);
   }
   // Longest first, so a secret that contains another is struck whole.
   return [...values].sort((a, b) => b.length - a.length);
@@ -211,11 +204,12 @@ function renderedText(root: Root): string {
 }
 
 /** The page's rendered text: each document's, then its open shadow roots', then its frames'. */
-function visibleText(limit: number): { text: string; truncated: boolean } {
+function visibleText(page: PageScan, limit: number): { text: string; truncated: boolean } {
   const parts: string[] = [];
   let length = 0;
-  for (const root of allRoots(document, true)) {
+  for (const root of page.roots) {
     if (length > limit) break;
+    if (page.unrendered.has(root)) continue;
     const text = normalizeText(renderedText(root));
     if (text) {
       parts.push(text);
@@ -243,11 +237,12 @@ function scrollOf(): NonNullable<Capture['scroll']> {
 }
 
 function capture(request: CaptureRequest): Capture {
-  const { visible, checked, limitReached } = collectVisible(request.candidateLimit);
+  const page = scan();
+  const { visible, checked, limitReached } = collectVisible(page, request.candidateLimit);
   const offset = Math.min(request.offset, visible.length);
   const windowElements = visible.slice(offset, offset + request.windowSize);
   const refs = new Map<string, WeakRef<Element>>();
-  const secrets = secretValues();
+  const secrets = secretValues(page);
   const elements: CapturedElement[] = windowElements.map((element, index) => {
     const ref = `e${offset + index + 1}`;
     refs.set(ref, new WeakRef(element));
@@ -265,7 +260,7 @@ function capture(request: CaptureRequest): Capture {
   });
   // The new revision replaces the old one: its references are released here (ADR-0130 d8).
   registry = { revision: request.revision, refs };
-  const { text, truncated } = visibleText(request.textLimit);
+  const { text, truncated } = visibleText(page, request.textLimit);
   return {
     url: redact(location.href, secrets),
     title: redact(document.title, secrets),
@@ -343,7 +338,7 @@ function waitQuiet(quietMs: number, timeoutMs: number): Promise<boolean> {
     // count too; an observer on a document does not see into its shadow roots, so each root is
     // observed. A shadow root attached after the watch began is not: its first mutations go
     // unseen until the host's own tree changes (acceptable: the watch is a settle heuristic).
-    for (const root of allRoots(document, false)) {
+    for (const root of scan().roots) {
       observer.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });
     }
     const boundTimer = setTimeout(() => finish(false), Math.max(0, timeoutMs));
