@@ -19,7 +19,7 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
   let site: ControlsSite;
   let browser: Browser;
   let fleet: FleetHandle;
-  const { call, waitForStatus, boundSession } = restClient(
+  const { call, waitForStatus } = restClient(
     () => fleet.urls.api,
     () => fleet.apiKey,
   );
@@ -92,11 +92,13 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
           ];
         }),
       );
-      expect(seen).toEqual(
-        Object.fromEntries(
-          expected.map(([name, role, state, inputType]) => [name, { role, input_type: inputType, state }]),
-        ),
-      );
+      expect
+        .soft(seen)
+        .toEqual(
+          Object.fromEntries(
+            expected.map(([name, role, state, inputType]) => [name, { role, input_type: inputType, state }]),
+          ),
+        );
 
       // Every observed element, whatever it is, is the one element getByRole finds by its role
       // and exact name (in the page or its frame), with the same checked, selected, expanded and
@@ -121,7 +123,7 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
         if (count !== 1)
           unmatched.push({ role: element.role, name: element.name, state: element.state, count });
       }
-      expect(unmatched).toEqual([]);
+      expect.soft(unmatched).toEqual([]);
 
       // The submit button is 5,000 px down: the observation says the page is longer than the view.
       expect(observation.scroll?.height).toBeGreaterThan(5_000);
@@ -161,7 +163,8 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
       fill('textbox', NAMES.month, '2026-12'),
       fill('textbox', NAMES.week, '2026-W52'),
       fill('textbox', NAMES.color, '#3366ff'),
-      fill('slider', NAMES.range, '75'),
+      // A slider moves by its keys, as a person moves it: End is its maximum.
+      act('slider', NAMES.range, 'press', { text: 'End' }),
       fill('searchbox', NAMES.search, 'lace'),
       fill('textbox', NAMES.tel, '+44 20 7946 0000'),
       fill('textbox', NAMES.url, 'https://example.com/'),
@@ -179,11 +182,23 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
       act('button', 'Close this tab', 'click', { postcondition: 'Order form' }),
       act('button', NAMES.submit, 'click', { postcondition: 'Order received' }),
     ];
-    const sessionId = await boundSession({
-      profileId: 'every-control',
-      origin: site.origin,
+    // A custom agent takes run_defaults (32 steps, 24 model calls), and a scripted model given no
+    // tools past its budget answers at once: this form's 28 calls need an agent allowing them.
+    expect(
+      (await call('POST', '/v1/profiles', { id: 'every-control', allowed_origins: [site.origin] })).status,
+    ).toBe(201);
+    const agent = await call('POST', '/v1/agents', {
+      model: 'scripted',
       instructions: 'Fill in the order form.',
+      tools: ['browser.navigate', 'browser.observe', 'browser.act'],
+      limits: { max_steps: 100, max_model_calls: 60, max_tool_calls: 60 },
     });
+    expect(agent.status).toBe(201);
+    const session = await call('POST', '/v1/sessions', {
+      agent_id: agent.body.id,
+      browser_profile_id: 'every-control',
+    });
+    const sessionId = session.body.id as string;
     const submitted = await call('POST', `/v1/sessions/${sessionId}/runs`, {
       input: 'Fill in the order form',
       script: { steps, answer: 'Ordered.' },
@@ -201,9 +216,12 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
       run = await waitForStatus(runId, ['parked', 'succeeded', 'failed'], 120_000);
     }
     expect({ status: run.status, error: run.error ?? null }).toEqual({ status: 'succeeded', error: null });
+    const { steps: recorded } = (await call('GET', `/v1/runs/${runId}/steps?limit=100`)).body;
+    const calls = recorded.filter((step: { tool?: unknown }) => step.tool);
+    expect(calls).toHaveLength(steps.length);
 
-    expect(site.coupons).toEqual(['XMAS10']);
-    expect(site.confirmations).toEqual(['confirmed']);
+    expect.soft(site.coupons).toEqual(['XMAS10']);
+    expect.soft(site.confirmations).toEqual(['confirmed']);
     expect(site.orders).toHaveLength(1);
     const order = site.orders[0] as URLSearchParams;
     const fields = Object.fromEntries(
@@ -220,7 +238,7 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
       billing_month: ['2026-12'],
       billing_week: ['2026-W52'],
       colour: ['#3366ff'],
-      volume: ['75'],
+      volume: ['100'],
       search_terms: ['lace'],
       phone: ['+44 20 7946 0000'],
       website: ['https://example.com/'],
@@ -236,11 +254,8 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
       frame_note: ['Happy holidays'],
     });
 
-    // The tab's opening and closing and the scroll to the far button read back from the steps.
-    const { steps: recorded } = (await call('GET', `/v1/runs/${runId}/steps?limit=100`)).body;
-    const acts = recorded.filter((step: { tool?: { name: string } }) => step.tool?.name === 'browser.act');
-    expect(acts).toHaveLength(steps.length - 1);
-    expect(acts.at(-1).tool).toMatchObject({
+    // The far button's act waited for the page its submit led to.
+    expect(calls.at(-1).tool).toMatchObject({
       postcondition: { result: 'satisfied' },
       page: { title: 'Received' },
     });
