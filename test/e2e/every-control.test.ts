@@ -1,11 +1,14 @@
+import { Redis } from 'ioredis';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { PageEngine } from '../../libs/browser/index.js';
+import type { TranscriptEntry } from '../../libs/runtime/index.js';
+import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { launchTestBrowser } from '../fixtures/chromium.js';
 import { type ControlsSite, CONTROL_NAMES as NAMES, startControlsSite } from '../fixtures/controls-site.js';
 import { startTestFleet } from '../fixtures/fleet.js';
-import { uniquePrefix } from '../fixtures/redis.js';
+import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 
 const limits = () => ({ deadlineMs: Date.now() + 30_000 });
@@ -19,6 +22,8 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
   let site: ControlsSite;
   let browser: Browser;
   let fleet: FleetHandle;
+  let redis: Redis;
+  const prefix = uniquePrefix('every-control');
   const { call, waitForStatus } = restClient(
     () => fleet.urls.api,
     () => fleet.apiKey,
@@ -28,11 +33,13 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
     [site, browser, fleet] = await Promise.all([
       startControlsSite(),
       launchTestBrowser(),
-      startTestFleet(uniquePrefix('every-control')),
+      startTestFleet(prefix),
     ]);
+    redis = new Redis(testRedisUrl());
   });
 
   afterAll(async () => {
+    redis?.disconnect();
     await fleet?.close();
     await browser?.close();
     await site?.close();
@@ -252,6 +259,23 @@ describe('every control on a page, observed and acted on (issue 14)', { timeout:
       attachment: [''],
       coupon: ['XMAS10'],
       frame_note: ['Happy holidays'],
+    });
+
+    // The link's act says a tab opened and became current; closing it handed back to the form.
+    const observed = (await new RunTranscripts(redis, `${prefix}:`).load<TranscriptEntry>(runId)).flatMap(
+      (entry) =>
+        entry.kind === 'tool' && entry.outcome.ok
+          ? [(entry.outcome.result as { observation: { title: string; tabs?: unknown } }).observation]
+          : [],
+    );
+    const stepOf = (name: string) => steps.findIndex((step) => 'target' in step && step.target.name === name);
+    expect(observed[stepOf(NAMES.newTabLink)]).toMatchObject({
+      title: 'Confirm',
+      tabs: { count: 2, index: 1, event: 'opened' },
+    });
+    expect(observed[stepOf('Close this tab')]).toMatchObject({
+      title: 'Every control',
+      tabs: { count: 1, index: 0, event: 'closed' },
     });
 
     // The far button's act waited for the page its submit led to.
