@@ -230,11 +230,14 @@ export class PageEngine {
   }
 
   private async actNow(args: ActArgs, op: Operation, options: EffectOptions): Promise<EffectOutcome> {
-    if (
-      (args.action === 'fill' || args.action === 'select' || args.action === 'press') &&
-      args.text === undefined
-    ) {
+    if ((args.action === 'fill' || args.action === 'press') && args.text === undefined) {
       throw new BrowserToolError('invalid_arguments', `${args.action} needs text`);
+    }
+    if (args.action === 'select' && (args.text === undefined) === (args.labels === undefined)) {
+      throw new BrowserToolError(
+        'invalid_arguments',
+        'select needs text (one option) or labels (a multiple select), not both',
+      );
     }
     const answersDialog = args.action === 'accept' || args.action === 'dismiss';
     if (answersDialog !== (args.element === DIALOG_REF)) {

@@ -130,7 +130,8 @@ export const observedElementSchema = z.strictObject({
   name: z.string(),
   /**
    * Issue 14: an `<input>`'s type where the role alone does not say what to type (password, date,
-   * time, datetime-local, month, week, color, email, url, tel, search, file); absent otherwise.
+   * time, datetime-local, month, week, color, email, url, tel, search, number, range, file);
+   * absent otherwise.
    * A `file` input is observed but cannot be acted on.
    */
   input_type: z.string().optional(),

@@ -245,7 +245,7 @@ models:
           { tool: 'browser.navigate', url: `${site.origin}/` },
           {
             tool: 'browser.act',
-            target: { role: 'generic', name: 'Password' },
+            target: { role: 'textbox', name: 'Password' },
             action: 'fill',
             text: scripted,
           },
