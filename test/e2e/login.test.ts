@@ -1,14 +1,11 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FleetHandle, startFleet } from '../../apps/fleet/fleet.js';
-import { loadConfig } from '../../libs/config/index.js';
+import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import type { TranscriptEntry } from '../../libs/runtime/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { startTestFleet } from '../fixtures/fleet.js';
 import { type LoginSite, startLoginSite } from '../fixtures/login-site.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
@@ -52,7 +49,6 @@ describe('a scripted run signs in, and the password stays in the script', { time
   let fleet: FleetHandle;
   let site: LoginSite;
   let redis: Redis;
-  let artifactsDir: string;
   const { call, waitForStatus, boundSession } = restClient(
     () => fleet.urls.api,
     () => fleet.apiKey,
@@ -60,34 +56,24 @@ describe('a scripted run signs in, and the password stays in the script', { time
 
   beforeAll(async () => {
     site = await startLoginSite({ ada: PASSWORD });
-    artifactsDir = await mkdtemp(join(tmpdir(), 'lh-login-'));
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
         logLines.push(chunk.toString('utf8'));
         done();
       },
     });
-    fleet = await startFleet({
-      config: loadConfig({
-        REDIS_URL: testRedisUrl(),
-        LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-        QUEUE_PREFIX: prefix,
-        PORT: '0',
-        BROWSER_WORKER_PORT: '0',
-        LOG_LEVEL: 'debug',
-        LEASEHOLD_ARTIFACTS_DIR: artifactsDir,
-        ...(process.env.BROWSER_EXECUTABLE ? { BROWSER_EXECUTABLE: process.env.BROWSER_EXECUTABLE } : {}),
-      }),
+    fleet = await startTestFleet(
+      prefix,
+      { LOG_LEVEL: 'debug' },
       // No redaction of our own: whatever the fleet hands its logger is what is searched.
-      logger: pino({ level: 'debug' }, sink),
-    });
+      { logger: pino({ level: 'debug' }, sink) },
+    );
     redis = new Redis(testRedisUrl());
   });
 
   afterAll(async () => {
     await fleet?.close();
     await site?.close();
-    if (artifactsDir) await rm(artifactsDir, { recursive: true, force: true });
     if (redis) {
       await deletePrefixedKeys(redis, prefix);
       redis.disconnect();
