@@ -134,9 +134,7 @@ describe('acting fits the control (issue 14)', () => {
     expect(byName(seen, 'Country').state).toEqual({ value: 'France' });
   });
 
-  // Needs the page engine's act to take `labels` where `select` otherwise needs `text`
-  // (page-engine.ts, actNow: "select needs text"); the agent and dispatch side is done.
-  it.skip('selects exactly the given labels of a multiple select, refusing unknown labels first', async () => {
+  it('selects exactly the given labels of a multiple select, refusing unknown labels first', async () => {
     const { act, read, engine } = await everyControl();
     const chosen = `[...document.getElementById('toppings').selectedOptions].map((o) => o.label)`;
     const seen = await act('Toppings', { action: 'select', labels: ['Ham', 'Basil'] });
