@@ -90,7 +90,10 @@ export class ScriptedModel implements Model {
     const turn = request.transcript.filter((entry) => entry.kind === 'model').length;
     const usage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
     const step = this.script.steps[turn];
-    if (!step || request.tools.length === 0) return { toolCalls: [], answer: this.script.answer, usage };
+    // A script with steps left asks for its next one even when its tools were withdrawn (the
+    // budget's answer reserve): the run then ends `budget_exceeded` as ADR-0130 ends a task that
+    // outlasts its budget, where answering the script's answer would call undone work `succeeded`.
+    if (!step) return { toolCalls: [], answer: this.script.answer, usage };
     const call = this.#toolCall(step, turn, request.transcript);
     if ('code' in call)
       return { toolCalls: [], usage, failedStep: { ...call, mayFail: step.may_fail === true } };

@@ -7,6 +7,8 @@ import {
   modelPrice,
   type RunLimits,
   runExecution,
+  ScriptedModel,
+  scriptSchema,
   type ToolCall,
   type ToolExecutor,
   type ToolOutcome,
@@ -137,6 +139,21 @@ describe('the cost limit (ADR-0130 d1)', () => {
     const end = await execute(run, model, new PageTools(true), { price, costLimits: cost });
     expect(model.requests[0]?.tools).toEqual([]);
     expect(end).toEqual({ kind: 'succeeded', answer: 'stopped' });
+  });
+
+  it('fails a script that outlasts its tool budget budget_exceeded: its answer would claim steps it never took', async () => {
+    const run = new MemoryRun('run_script_budget', 'work');
+    const script = scriptSchema.parse({
+      steps: [1, 2, 3].map((page) => ({ tool: 'browser.navigate', url: `https://shop.test/${page}` })),
+      answer: 'visited all three pages',
+    });
+    const tools = new PageTools(true);
+    // Two tool calls before the reserve of four: the third step meets an answer-only turn.
+    const end = await execute(run, new ScriptedModel(script), tools, {
+      limits: { ...limits, maxToolCalls: 6, reserveToolCalls: 4 },
+    });
+    expect(end).toMatchObject({ kind: 'failed', code: 'budget_exceeded' });
+    expect(tools.sent).toBe(2);
   });
 
   it('fails a tool request from the call that reached the reserve', async () => {

@@ -49,9 +49,12 @@ describe('the scripted model', () => {
     expect(done).toMatchObject({ toolCalls: [], answer: 'bought' });
   });
 
-  it('answers at once when it may not use tools', async () => {
-    const answer = await new ScriptedModel(script).call({ transcript: [], tools: [] }, limits);
-    expect(answer).toMatchObject({ toolCalls: [], answer: 'bought' });
+  it('asks for its next step even when it may not use tools: its answer would claim undone steps', async () => {
+    const asked = await new ScriptedModel(script).call({ transcript: [], tools: [] }, limits);
+    expect(asked.answer).toBeUndefined();
+    expect(asked.toolCalls).toEqual([
+      { id: 'call_1', name: 'browser.navigate', args: { url: 'https://shop.test/' } },
+    ]);
   });
 
   it('fails its step element_not_found when the named element is not on the latest observation', async () => {
