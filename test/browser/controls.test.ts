@@ -127,6 +127,13 @@ describe('acting fits the control (issue 14)', () => {
     expect(JSON.stringify(observation())).not.toContain(PASSWORD);
   });
 
+  it('sets a slider to a value by fill, as Playwright fills a range input', async () => {
+    const { act, read } = await everyControl();
+    const seen = await act('Volume', { action: 'fill', text: '7' });
+    expect(await read(`document.getElementById('range').value`)).toBe('7');
+    expect(byName(seen, 'Volume').state).toMatchObject({ value: '7', min: 0, max: 10 });
+  });
+
   it('selects one option of a single select by its label', async () => {
     const { act, read } = await everyControl();
     const seen = await act('Country', { action: 'select', text: 'France' });

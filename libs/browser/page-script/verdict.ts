@@ -14,7 +14,10 @@ export type TargetCheck =
   | 'element_not_found'
   | `action_not_allowed:${string}`;
 
-/** Input types Playwright's fill() writes: text-like ones, and date, time and colour in their ISO form. */
+/**
+ * Input types Playwright's fill() writes: text-like ones, date, time and colour in their ISO form,
+ * and a range (a slider) set to a value.
+ */
 const FILLABLE_INPUT_TYPES = new Set([
   '',
   'text',
@@ -30,6 +33,7 @@ const FILLABLE_INPUT_TYPES = new Set([
   'month',
   'week',
   'color',
+  'range',
 ]);
 
 function isEditable(element: Element): boolean {
