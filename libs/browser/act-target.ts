@@ -2,6 +2,7 @@ import type { ElementHandle, FrameLocator, Page } from 'playwright-core';
 import type { ActArgs } from '../contracts/index.js';
 import { literal, type PageAgentWorld } from './agent-call.js';
 import { BrowserToolError, isNavigationTeardown } from './errors.js';
+import { frameWorldsOf, pathInPage } from './frame-worlds.js';
 import { type Operation, within } from './operation.js';
 import type { ElementPath, TargetAnswer, TargetPath } from './page-script/page-agent.js';
 
@@ -25,10 +26,12 @@ export async function targetFor(
   /** What the page agent checks the element for: the action, or `outline` (any enabled element). */
   checkAs: string = args.action,
 ): Promise<ActTarget> {
-  const call = `check(${literal(args.revision)}, ${literal(args.element)}, ${literal(checkAs)}, ${literal(args.text ?? null)}, ${literal(args.labels ?? null)})`;
+  // Issue 14: a reference into a frame of another origin is checked by that frame's agent.
+  const route = frameWorldsOf(agent).route(args.revision, args.element);
+  const call = `check(${literal(args.revision)}, ${literal(route.localRef)}, ${literal(checkAs)}, ${literal(args.text ?? null)}, ${literal(args.labels ?? null)})`;
   let answer: TargetAnswer;
   try {
-    const checked = await within(agent.call<TargetAnswer>(call), op.deadlineMs, op.signal);
+    const checked = await within(route.world.call<TargetAnswer>(call), op.deadlineMs, op.signal);
     if (!checked.done)
       throw new BrowserToolError('provider_unavailable', 'the call ended before the action', true);
     answer = checked.value;
@@ -55,7 +58,7 @@ export async function targetFor(
     throw new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
   }
   const selectBy: SelectBy = verdict === 'ok:value' ? 'value' : verdict === 'ok:labels' ? 'labels' : 'label';
-  const element = await elementHandle(page, answer.path, args, op);
+  const element = await elementHandle(page, pathInPage(route, answer.path), args, op);
   return { element, selectBy };
 }
 

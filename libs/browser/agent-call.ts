@@ -1,4 +1,4 @@
-import type { CDPSession, Page } from 'playwright-core';
+import type { CDPSession, Frame, Page } from 'playwright-core';
 import { pageAgentScript } from './page-script/bundle.js';
 import { PAGE_AGENT_GLOBAL } from './page-script/page-agent-global.js';
 
@@ -18,7 +18,11 @@ export class PageAgentWorld {
   private contextId: number | null = null;
   private closed = false;
 
+  private readonly closers: (() => Promise<void>)[] = [];
+
   private constructor(
+    /** The page whose frame the world is in (issue 14: child frames' worlds are found from it). */
+    readonly page: Page,
     private readonly session: CDPSession,
     private readonly mainFrameId: string,
   ) {}
@@ -26,7 +30,36 @@ export class PageAgentWorld {
   static async open(page: Page): Promise<PageAgentWorld> {
     const session = await page.context().newCDPSession(page);
     const tree = await session.send('Page.getFrameTree');
-    return new PageAgentWorld(session, tree.frameTree.frame.id);
+    return new PageAgentWorld(page, session, tree.frameTree.frame.id);
+  }
+
+  /**
+   * Issue 14: the agent's world in a child frame of another origin. A frame in a process of its
+   * own (site isolation) has a DevTools target of its own; one that shares its page's process is
+   * found in the page's frame tree by its URL and name.
+   */
+  static async openInFrame(page: Page, frame: Frame): Promise<PageAgentWorld> {
+    const own = await page
+      .context()
+      .newCDPSession(frame)
+      .catch(() => null);
+    if (own) {
+      const tree = await own.send('Page.getFrameTree');
+      return new PageAgentWorld(page, own, tree.frameTree.frame.id);
+    }
+    const session = await page.context().newCDPSession(page);
+    const tree = await session.send('Page.getFrameTree');
+    const frameId = findFrameId(tree.frameTree, frame.url(), frame.name());
+    if (frameId === null) {
+      await session.detach().catch(() => undefined);
+      throw new Error("the frame is not in its page's frame tree");
+    }
+    return new PageAgentWorld(page, session, frameId);
+  }
+
+  /** Runs `closer` when this world closes (the child frames' worlds it opened). */
+  onClose(closer: () => Promise<void>): void {
+    this.closers.push(closer);
   }
 
   /**
@@ -60,6 +93,7 @@ export class PageAgentWorld {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const closer of this.closers.splice(0)) await closer().catch(() => undefined);
     await this.session.detach().catch(() => undefined);
   }
 
@@ -101,6 +135,22 @@ export class PageAgentWorld {
     }
     return this.contextId;
   }
+}
+
+interface FrameTreeNode {
+  frame: { id: string; url: string; urlFragment?: string; name?: string };
+  childFrames?: FrameTreeNode[];
+}
+
+function findFrameId(node: FrameTreeNode, url: string, name: string): string | null {
+  for (const child of node.childFrames ?? []) {
+    const childUrl = child.frame.url + (child.frame.urlFragment ?? '');
+    if ((childUrl === url || child.frame.url === url) && (child.frame.name ?? '') === name)
+      return child.frame.id;
+    const inner = findFrameId(child, url, name);
+    if (inner !== null) return inner;
+  }
+  return null;
 }
 
 /** A JSON literal for an agent call's argument list. */

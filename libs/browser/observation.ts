@@ -6,9 +6,10 @@ import type {
   Predicate,
   SettleResult,
 } from '../contracts/index.js';
-import { literal, type PageAgentWorld } from './agent-call.js';
+import type { PageAgentWorld } from './agent-call.js';
 import { BrowserToolError, isNavigationTeardown } from './errors.js';
 import { evidenceKey } from './evidence-key.js';
+import { frameWorldsOf } from './frame-worlds.js';
 import { type Operation, sleepMs, within } from './operation.js';
 import type { Capture, CaptureRequest } from './page-script/page-agent.js';
 import { matchPredicate, nextPollAtMs, POLL_INTERVAL_MS } from './predicate.js';
@@ -72,7 +73,8 @@ export async function captureObservation(
       textLimit: TEXT_LIMIT_CHARS,
       nameLimit: NAME_LIMIT_CHARS,
     };
-    const work = agent.call<Capture>(`capture(${literal(request)})`);
+    // Issue 14: frames of other origins are captured in their own worlds and inlined.
+    const work = frameWorldsOf(agent).capture(request);
     let finished: Awaited<ReturnType<typeof within<Capture>>>;
     try {
       finished = await within(work, op.deadlineMs, op.signal);
@@ -97,7 +99,7 @@ export async function captureObservation(
 async function joinCutOffCapture(agent: PageAgentWorld, work: Promise<Capture>): Promise<void> {
   await within(work, Date.now() + CAPTURE_JOIN_GRACE_MS);
   // Whatever the capture registered is forgotten page-side as well.
-  await within(agent.call<void>('invalidate()'), Date.now() + CAPTURE_JOIN_GRACE_MS).catch(() => undefined);
+  await within(frameWorldsOf(agent).invalidate(), Date.now() + CAPTURE_JOIN_GRACE_MS).catch(() => undefined);
 }
 
 function toObservation(capture: Capture, revision: string, settle: SettleResult | null): BrowserObservation {

@@ -24,6 +24,20 @@ export interface CaptureRequest {
   candidateLimit: number;
   textLimit: number;
   nameLimit: number;
+  /**
+   * Issue 14: report where each visible frame of another origin sits (see {@link FrameSlot}). The
+   * main frame's agent asks; a child frame's does not, so such frames nest one level only.
+   */
+  frameSlots?: boolean;
+}
+
+/**
+ * A visible frame this document cannot read (another origin): its content is captured by the
+ * frame's own agent (frame-worlds.ts) and inlined here, before the visible element numbered `at`.
+ */
+export interface FrameSlot {
+  at: number;
+  path: TargetPath;
 }
 
 export interface CapturedElement {
@@ -54,6 +68,8 @@ export interface Capture {
     viewport_width: number;
     viewport_height: number;
   };
+  /** Issue 14: the frames of other origins, in document order, when the request asked. */
+  frames?: FrameSlot[];
 }
 
 /** The verdict on an action's target and, when it may go ahead, where the target is. */
@@ -129,6 +145,7 @@ const CANDIDATES_AND_FRAMES = `${CANDIDATE_SELECTOR},${FRAME_SELECTOR}`;
 function collectVisible(
   page: PageScan,
   limit: number,
+  slots: FrameSlot[] | null = null,
 ): { visible: Element[]; checked: number; limitReached: boolean } {
   const visible: Element[] = [];
   let checked = 0;
@@ -137,7 +154,11 @@ function collectVisible(
   const visit = (element: Element): boolean => {
     if (element.localName === 'iframe' || element.localName === 'frame') {
       const inner = sameOriginDocument(element);
-      return inner && isVisible(element) ? walkComposed(inner, CANDIDATES_AND_FRAMES, hostsOf, visit) : true;
+      if (inner)
+        return isVisible(element) ? walkComposed(inner, CANDIDATES_AND_FRAMES, hostsOf, visit) : true;
+      const path = slots !== null && isVisible(element) ? targetPath(element) : null;
+      if (path) slots?.push({ at: visible.length, path });
+      return true;
     }
     if (checked === limit) {
       limitReached = true;
@@ -238,7 +259,8 @@ function scrollOf(): NonNullable<Capture['scroll']> {
 
 function capture(request: CaptureRequest): Capture {
   const page = scan();
-  const { visible, checked, limitReached } = collectVisible(page, request.candidateLimit);
+  const slots: FrameSlot[] | null = request.frameSlots ? [] : null;
+  const { visible, checked, limitReached } = collectVisible(page, request.candidateLimit, slots);
   const offset = Math.min(request.offset, visible.length);
   const windowElements = visible.slice(offset, offset + request.windowSize);
   const refs = new Map<string, WeakRef<Element>>();
@@ -272,6 +294,7 @@ function capture(request: CaptureRequest): Capture {
     candidatesChecked: checked,
     candidateLimitReached: limitReached,
     scroll: scrollOf(),
+    ...(slots?.length ? { frames: slots } : {}),
   };
 }
 
