@@ -1,10 +1,11 @@
-import type { ElementHandle, FrameLocator, Page } from 'playwright-core';
+import type { ElementHandle, Page } from 'playwright-core';
 import type { ActArgs } from '../contracts/index.js';
 import { literal, type PageAgentWorld } from './agent-call.js';
 import { BrowserToolError, isNavigationTeardown } from './errors.js';
 import { frameWorldsOf, pathInPage } from './frame-worlds.js';
 import { type Operation, within } from './operation.js';
-import type { ElementPath, TargetAnswer, TargetPath } from './page-script/page-agent.js';
+import type { TargetAnswer, TargetPath } from './page-script/page-agent.js';
+import { locatorAt } from './target-locator.js';
 
 /**
  * Where an act lands: the page agent checks the observed element (revision, reference, whether it
@@ -63,9 +64,8 @@ export async function targetFor(
 }
 
 /**
- * A handle on the checked element, found by its structural path in Playwright's own utility
- * world (issue 11.12): page code can neither patch the lookup nor hand over another element.
- * Playwright's actionability checks then run in the element's own frame.
+ * A handle on the checked element, found by its structural path ({@link locatorAt}). Playwright's
+ * actionability checks then run in the element's own frame.
  */
 async function elementHandle(
   page: Page,
@@ -73,9 +73,7 @@ async function elementHandle(
   args: ActArgs,
   op: Operation,
 ): Promise<ElementHandle<Element>> {
-  let scope: Pick<FrameLocator, 'locator' | 'frameLocator'> = page;
-  for (const frame of path.frames) scope = scope.frameLocator(playwrightSelector(frame));
-  const locator = scope.locator(playwrightSelector(path.element));
+  const locator = locatorAt(page, path);
   const notFound = () =>
     new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
   try {
@@ -91,15 +89,6 @@ async function elementHandle(
     op.throwIfEnded('the element could be reached');
   }
   throw notFound();
-}
-
-/**
- * A light-DOM path goes to `css:light=`, which cannot be redirected into a shadow root; a path
- * across open shadow roots to `css=`, which pierces them (issue 14; see ElementPath for why each
- * of its steps is unique).
- */
-function playwrightSelector(path: ElementPath): string {
-  return `${path.pierce ? 'css' : 'css:light'}=${path.selector}`;
 }
 
 /** How `select` names its options: one label, one value, or every label of a multiple select. */

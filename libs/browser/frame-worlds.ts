@@ -1,6 +1,7 @@
 import type { Frame } from 'playwright-core';
 import { literal, PageAgentWorld } from './agent-call.js';
 import type { Capture, CapturedElement, CaptureRequest, TargetPath } from './page-script/page-agent.js';
+import { locatorAt } from './target-locator.js';
 
 /**
  * Issue 14: child frames of another origin (allowed, or in `frame_origins`; the fence keeps the
@@ -142,10 +143,7 @@ class FrameWorlds {
   /** The world of the frame the `<iframe>` at `path` shows; null when it shows no allowed page. */
   private async worldAt(path: TargetPath): Promise<PageAgentWorld | null> {
     const page = this.main.page;
-    let scope: Pick<import('playwright-core').FrameLocator, 'locator' | 'frameLocator'> = page;
-    for (const frame of path.frames) scope = scope.frameLocator(selectorOf(frame));
-    const handle = await scope
-      .locator(selectorOf(path.element))
+    const handle = await locatorAt(page, path)
       .elementHandle({ timeout: 1_000 })
       .catch(() => null);
     const frame = await handle?.contentFrame().catch(() => null);
@@ -176,10 +174,6 @@ class FrameWorlds {
     this.worlds.delete(frame);
     void world.then((opened) => opened.close()).catch(() => undefined);
   }
-}
-
-function selectorOf(path: TargetPath['element']): string {
-  return `${path.pierce ? 'css' : 'css:light'}=${path.selector}`;
 }
 
 const byAgent = new WeakMap<PageAgentWorld, FrameWorlds>();
