@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DIALOG_MESSAGE_LIMIT_CHARS } from '../../libs/browser/dialogs.js';
 import type { PageEngine } from '../../libs/browser/index.js';
 import { type BrowserObservation, DIALOG_REF } from '../../libs/contracts/index.js';
-import { EngineHarness, limits, ref } from './harness.js';
+import { click, EngineHarness, limits, ref } from './harness.js';
 
 const harness = new EngineHarness();
 beforeAll(async () => {
@@ -40,15 +40,6 @@ async function buttonsPage() {
   const { engine, page } = await harness.engine();
   const { observation } = await engine.navigate({ url: harness.url('/pages/dialog-buttons.html') }, limits());
   return { engine, page, observation };
-}
-
-async function click(engine: PageEngine, observation: BrowserObservation, name: string) {
-  return (
-    await engine.act(
-      { revision: observation.revision, element: ref(observation, name), action: 'click' },
-      limits(),
-    )
-  ).observation;
 }
 
 function answer(

@@ -60,3 +60,17 @@ export function ref(observation: BrowserObservation, name: string): string {
   if (!element) throw new Error(`no element named ${name}`);
   return element.ref;
 }
+
+/** Clicks the element named `name` of `observation` and answers the settled page's observation. */
+export async function click(
+  engine: PageEngine,
+  observation: BrowserObservation,
+  name: string,
+): Promise<BrowserObservation> {
+  return (
+    await engine.act(
+      { revision: observation.revision, element: ref(observation, name), action: 'click' },
+      limits(),
+    )
+  ).observation;
+}

@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { PageEngine } from '../../libs/browser/index.js';
-import { type BrowserObservation, MAX_TABS_PER_LEASE } from '../../libs/contracts/index.js';
-import { EngineHarness, limits, ref } from './harness.js';
+import { MAX_TABS_PER_LEASE } from '../../libs/contracts/index.js';
+import { click, EngineHarness, limits, ref } from './harness.js';
 
 const harness = new EngineHarness();
 beforeAll(async () => {
@@ -32,15 +31,6 @@ beforeAll(async () => {
 });
 afterAll(() => harness.stop());
 afterEach(() => harness.cleanup());
-
-async function click(engine: PageEngine, observation: BrowserObservation, name: string) {
-  return (
-    await engine.act(
-      { revision: observation.revision, element: ref(observation, name), action: 'click' },
-      limits(),
-    )
-  ).observation;
-}
 
 describe('tabs (issue 14)', () => {
   it('makes a target=_blank tab on an allowed origin current, and acts there as an ordinary effect', async () => {
