@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what Leasehold needs from the system's packages and is not an npm dependency:
-# Chromium (Playwright cannot download its own browser here) and, if no Redis answers and none
-# is installed, redis-server. Idempotent: does nothing when both are there.
+# Chromium (Playwright cannot download its own browser here), redis-server if none is installed,
+# and the deployment checks' tools (issue 15): promtool (Debian's prometheus package, which also
+# brings the server the dashboard test scrapes with), docker-compose (validates the compose file)
+# and kubectl (builds the Kubernetes manifests; Debian's kubernetes-client package).
+# Idempotent: does nothing when all are there.
 set -euo pipefail
 
 need=()
@@ -12,8 +15,11 @@ fi
 if ! command -v redis-server >/dev/null 2>&1 && [ -z "${REDIS_URL:-}" ]; then
   need+=(redis-server)
 fi
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
+command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 if [ ${#need[@]} -eq 0 ]; then
-  echo "setup: Chromium and Redis are available."
+  echo "setup: Chromium, Redis and the deployment checks' tools are available."
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -29,5 +35,11 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "setup: installing ${need[*]} from Debian's packages"
 "${sudo[@]}" apt-get update -qq
+# The prometheus package would start its own server; the fleet's checks start theirs when asked.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+  "${sudo[@]}" chmod +x /usr/sbin/policy-rc.d
+  trap '"${sudo[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 echo "setup: done."
