@@ -8,6 +8,7 @@ import {
   FailedAuthLimiter,
   guardDoors,
   type Logger,
+  logTenantOf,
   type Metrics,
   type ReadinessCheck,
   RunEventStreams,
@@ -70,6 +71,8 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   // Issue 13: the run pages' sessions; their cookie also opens the /v1 routes the pages' script calls.
   const uiSessions = new UiSessions(redis, config.redis.keyPrefix);
   guardDoors(app, apiKeyDoors(store, authFailures, uiSessions));
+  // Issue 15: each request's line names the tenant its key or run-page session was let in as.
+  logTenantOf(app, (request) => request.identity?.tenant);
 
   await registerDashboard(app, { queue: runsQueue, store, authFailures });
   await registerRunPages(app, { sessions: uiSessions, failures: authFailures });
@@ -82,7 +85,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     store,
     queue: runsQueue,
     dataPlaneToken: config.secrets.dataPlaneToken,
-    runEnded: (status, code, count) => metrics.runEnded(status, code, count),
+    runEnded: (end) => metrics.runEnded(end),
     onError: (runId, error, what) => logger.warn({ run_id: runId, err: error }, what),
   });
   await registerRateLimit(app, redis, config);

@@ -71,7 +71,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     store,
     queue,
     dataPlaneToken: config.secrets.dataPlaneToken,
-    runEnded: (status, code, count) => metrics.runEnded(status, code, count),
+    runEnded: (end) => metrics.runEnded(end),
     onError: (runId, error, what) => log.warn({ run_id: runId, err: error }, what),
   });
 

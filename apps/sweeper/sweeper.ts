@@ -56,7 +56,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
     store,
     queue,
     dataPlaneToken: config.secrets.dataPlaneToken,
-    runEnded: (status, code, count) => metrics.runEnded(status, code, count),
+    runEnded: (end) => metrics.runEnded(end),
     onError: reportError,
   });
   const sweeperMetrics = createSweeperMetrics(metrics.registry);

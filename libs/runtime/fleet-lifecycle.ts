@@ -9,6 +9,7 @@ import {
   type RunStore,
 } from '../store/index.js';
 import { WebhookStore } from '../store/webhooks.js';
+import type { RunEndFigures } from '../telemetry/index.js';
 import type { LeaseReleaseDeps } from './lease-release.js';
 import { RunLifecycle } from './run-lifecycle.js';
 import { WebhookTeller } from './webhooks/teller.js';
@@ -21,7 +22,7 @@ export interface FleetLifecycleOptions {
   queue: RunsQueue;
   /** The data plane's token; without it no lease is released here (browser tools off). */
   dataPlaneToken: string | undefined;
-  runEnded(status: string, code: string | null, count?: number): void;
+  runEnded(end: RunEndFigures): void;
   onError(runId: string, error: unknown, what: string): void;
 }
 

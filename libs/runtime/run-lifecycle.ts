@@ -1,4 +1,5 @@
 import { type ProfileRef, type RunStatus, type RunView, runHasEnded } from '../contracts/index.js';
+import type { RunEndFigures } from '../telemetry/index.js';
 import { type ParentResumeDeps, resumeParentOf } from './delegation.js';
 import { type LeaseReleaseDeps, releaseRunLease } from './lease-release.js';
 
@@ -70,8 +71,11 @@ export interface RunLifecycleDeps {
   followUps?: FollowUpsPort | undefined;
   /** Epoch ms (tests move it). */
   clock?: () => number;
-  /** Counts an end once, where it was caused (`leasehold_runs_ended_total`). */
-  runEnded?(status: string, code: string | null, count?: number): void;
+  /**
+   * Counts an end once, where it was caused (`leasehold_runs_ended_total`), with the run's time
+   * from submission (`leasehold_run_duration_seconds`).
+   */
+  runEnded?(end: RunEndFigures): void;
   /** Reports a consequence that failed; a later pass (upkeep, sweeper) carries it out again. */
   onError?(runId: string, error: unknown, what: string): void;
   /** Tells the tenant's webhooks (issue 13); absent, nobody is told. */
@@ -100,7 +104,13 @@ export class RunLifecycle {
 
   /** Carries out what follows `run`'s current state (as the transition that moved it left it). */
   async followUp(run: RunView, cause: TransitionCause = {}): Promise<void> {
-    if (cause.ended && runHasEnded(run.status)) this.#deps.runEnded?.(run.status, run.error?.code ?? null);
+    if (cause.ended && runHasEnded(run.status))
+      this.#deps.runEnded?.({
+        status: run.status,
+        code: run.error?.code ?? null,
+        submittedAtMs: run.created_at_ms,
+        endedAtMs: run.ended_at_ms,
+      });
     if (run.status === 'queued') {
       // A run waiting its turn has no job: the run that passes the turn wakes it.
       if (run.waiting_for !== 'profile') await this.#deps.enqueue(run);

@@ -1,3 +1,4 @@
+export { METRICS, type MetricEntry, type MetricKey, type Role } from './catalogue.js';
 export { type EventStreamOptions, type RunEventSource, RunEventStreams } from './event-streams.js';
 export {
   AUTH_FAILURE_WINDOW_MS,
@@ -24,7 +25,9 @@ export {
   type SettleOutcome,
 } from './lease-metrics.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
+export { type GaugeCollect, type LabelsOf, type MetricFor, metricOf } from './metric-of.js';
 export {
+  type ApprovalDecision,
   Counter,
   createMetrics,
   Gauge,
@@ -33,5 +36,15 @@ export {
   type Metrics,
   type QueueCountsReader,
   Registry,
+  type RunEndFigures,
+  unserved,
 } from './metrics.js';
 export { createHttpServer, createOpsServer, type ReadinessCheck, registerOpsRoutes } from './ops-routes.js';
+export { type HttpMetrics, httpMetrics } from './http-metrics.js';
+export {
+  logTenantOf,
+  REQUEST_ID_HEADER,
+  requestIdOf,
+  type TenantReader,
+  UNMATCHED_ROUTE,
+} from './request-log.js';

@@ -1,4 +1,6 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { METRICS } from './catalogue.js';
+import { metricOf } from './metric-of.js';
 
 /** The lease service's metrics (issue 3 §9). */
 export interface LeaseMetrics {
@@ -16,62 +18,18 @@ export interface LeaseMetrics {
   settleSeconds: Histogram<'tool'>;
 }
 
+/** The browser worker's lease metrics, from the catalogue (built once per registry, see `metricOf`). */
 export function createLeaseMetrics(registry: Registry): LeaseMetrics {
-  const registers = [registry];
   return {
-    screenshotFailures: new Counter({
-      name: 'leasehold_screenshot_failures_total',
-      help: 'Screenshots after navigate and act, or of approval previews, that could not be captured or stored, by stage.',
-      labelNames: ['stage'],
-      registers,
-    }),
-    liveLeases: new Gauge({
-      name: 'leasehold_leases_live',
-      help: 'Leases whose pages this worker holds.',
-      registers,
-    }),
-    contextsOpen: new Gauge({
-      name: 'leasehold_browser_contexts_open',
-      help: 'Browser contexts open in this worker.',
-      registers,
-    }),
-    operations: new Counter({
-      name: 'leasehold_lease_operations_total',
-      help: 'Lease operations by kind (acquire, renew, close) and result.',
-      labelNames: ['op', 'result'],
-      registers,
-    }),
-    acquireSeconds: new Histogram({
-      name: 'leasehold_lease_acquire_seconds',
-      help: 'Time to answer an acquire, by result (created or reattached).',
-      labelNames: ['result'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers,
-    }),
-    expiryCloses: new Counter({
-      name: 'leasehold_lease_expiry_closes_total',
-      help: 'Leases closed unsealed because they expired.',
-      registers,
-    }),
-    sequenceRefusals: new Counter({
-      name: 'leasehold_lease_sequence_refusals_total',
-      help: 'Navigate or act calls refused before dispatch for a sequence that was not the next one.',
-      registers,
-    }),
-    settles: new Counter({
-      name: 'leasehold_settle_total',
-      help: 'Settles after navigate and act, by tool and result (dom_quiet, or bound_expired at the 2 s bound).',
-      labelNames: ['tool', 'result'],
-      registers,
-    }),
-    // ADR-0159: a settle takes at least the 0.3 s quiet window and at most the 2 s bound.
-    settleSeconds: new Histogram({
-      name: 'leasehold_settle_seconds',
-      help: 'Time from a navigate or act to its settled page, by tool.',
-      labelNames: ['tool'],
-      buckets: [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 1.5, 2, 3],
-      registers,
-    }),
+    screenshotFailures: metricOf(METRICS.screenshotFailures, registry),
+    liveLeases: metricOf(METRICS.leasesLive, registry),
+    contextsOpen: metricOf(METRICS.contextsOpen, registry),
+    operations: metricOf(METRICS.leaseOperations, registry),
+    acquireSeconds: metricOf(METRICS.leaseAcquireSeconds, registry),
+    expiryCloses: metricOf(METRICS.leaseExpiryCloses, registry),
+    sequenceRefusals: metricOf(METRICS.leaseSequenceRefusals, registry),
+    settles: metricOf(METRICS.settles, registry),
+    settleSeconds: metricOf(METRICS.settleSeconds, registry),
   };
 }
 

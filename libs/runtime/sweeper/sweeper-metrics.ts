@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from '../../telemetry/index.js';
+import { type Counter, type Gauge, METRICS, metricOf, type Registry } from '../../telemetry/index.js';
 
 /** The sweeper's own metrics; the ends it causes are counted by the lifecycle (`runs_ended_total`). */
 export interface SweeperMetrics {
@@ -11,37 +11,12 @@ export interface SweeperMetrics {
 }
 
 export function createSweeperMetrics(registry: Registry): SweeperMetrics {
-  const registers = [registry];
   return {
-    active: new Gauge({
-      name: 'leasehold_sweeper_active',
-      help: '1 while this process holds the sweeper lock.',
-      registers,
-    }),
-    passes: new Counter({
-      name: 'leasehold_sweeper_passes_total',
-      help: 'Sweeper passes run while holding the lock.',
-      registers,
-    }),
-    reclaimed: new Counter({
-      name: 'leasehold_runs_reclaimed_total',
-      help: 'Runs failed `reclaimed` because their workers stalled past the retry limit.',
-      registers,
-    }),
-    deadlineExceeded: new Counter({
-      name: 'leasehold_runs_deadline_exceeded_total',
-      help: 'Runs failed `deadline_exceeded` by the sweeper: past their deadline without reaching their own check.',
-      registers,
-    }),
-    staleApprovals: new Counter({
-      name: 'leasehold_approvals_stale_expired_total',
-      help: 'Pending approvals expired by the sweeper because their run was no longer parked on them.',
-      registers,
-    }),
-    requeued: new Counter({
-      name: 'leasehold_runs_requeued_total',
-      help: 'Queued runs whose job was missing (their enqueuer died before adding it), enqueued by the sweeper.',
-      registers,
-    }),
+    active: metricOf(METRICS.sweeperActive, registry),
+    passes: metricOf(METRICS.sweeperPasses, registry),
+    reclaimed: metricOf(METRICS.runsReclaimed, registry),
+    deadlineExceeded: metricOf(METRICS.runsDeadlineExceeded, registry),
+    staleApprovals: metricOf(METRICS.approvalsStaleExpired, registry),
+    requeued: metricOf(METRICS.runsRequeued, registry),
   };
 }

@@ -8,7 +8,7 @@ import {
   SHUTDOWN_REASON,
 } from '../../../queues/index.js';
 import { runHasEnded } from '../../contracts/index.js';
-import { Counter, type Registry } from '../../telemetry/index.js';
+import { type Counter, METRICS, metricOf, type Registry } from '../../telemetry/index.js';
 import type { ExecutionEnd } from '../index.js';
 import { claimExecution } from './claim.js';
 import { settleEscapedError } from './escaped.js';
@@ -89,23 +89,35 @@ export function runJobProcessor(deps: RunJobDeps) {
       );
       executions.inc({ outcome: `fault_${settled.kind}` });
       if (settled.kind === 'handed_back') await handBackLater(job, token, settled.delayMs);
+      // Issue 15: the execution's last line names its end and the run's code, as the run has them.
+      const status = settled.kind === 'failed' ? 'failed' : settled.kind === 'handed_back' ? 'queued' : 'lost';
+      const code = settled.kind === 'failed' ? settled.code : null;
+      runLog.info(
+        { end: `fault_${settled.kind}`, status, code, error_id: settled.errorId },
+        endedLine(status, code),
+      );
       // The end was counted by the lifecycle; the error id stays in its one log line and the run's message.
       if (settled.kind === 'failed') throw new UnrecoverableError(`run failed: ${settled.code}`);
       return { status: 'lost', code: null };
     }
     cancelsHeard.delete(runId);
     executions.inc({ outcome: end.kind });
-    runLog.info({ end: end.kind }, 'execution ended');
-    return jobResult(end, store, runId);
+    const after = await store.getRun(runId);
+    const status = after?.status ?? end.kind;
+    const code = after?.error?.code ?? null;
+    // Issue 15: the execution's last line names its end, and the run's status and error code as
+    // the store has them now (a park cancelled meanwhile, a failure's own code).
+    runLog.info({ end: end.kind, status, code }, endedLine(status, code));
+    return jobResult(end, after);
   };
+}
+
+/** `execution ended: failed provider_unavailable`, `execution ended: succeeded`. */
+function endedLine(status: string, code: string | null): string {
+  return code ? `execution ended: ${status} ${code}` : `execution ended: ${status}`;
 }
 
 /** `leasehold_run_executions_total{outcome}`: run executions claimed by this process. */
 export function executionsCounter(registry: Registry): Counter<'outcome'> {
-  return new Counter({
-    name: 'leasehold_run_executions_total',
-    help: 'Run executions claimed by this process, by outcome.',
-    labelNames: ['outcome'],
-    registers: [registry],
-  });
+  return metricOf(METRICS.runExecutions, registry);
 }

@@ -1,6 +1,6 @@
 import type { Config } from '../../config/index.js';
 import { IntervalTask } from '../../lifecycle/index.js';
-import { Counter, type Logger, type Metrics } from '../../telemetry/index.js';
+import type { Logger, Metrics } from '../../telemetry/index.js';
 import { type LeaseUpkeepDeps, runLeaseUpkeep } from '../index.js';
 
 /** What the run worker's lease upkeep reads: the leases, the runs and the browser workers. */
@@ -19,23 +19,16 @@ export type UpkeepTaskDeps = Pick<LeaseUpkeepDeps, 'leases' | 'runs' | 'workers'
  */
 export function startUpkeepTask(deps: UpkeepTaskDeps): IntervalTask {
   const { config, metrics, logger: log } = deps;
-  const passes = new Counter({
-    name: 'leasehold_lease_upkeep_passes_total',
-    help: 'Lease upkeep passes run by this process.',
-    registers: [metrics.registry],
-  });
-  const leasesSeen = new Counter({
-    name: 'leasehold_lease_upkeep_leases_total',
-    help: 'Leases the upkeep renewed, closed (their run was done with the page) or failed to reach.',
-    labelNames: ['action'],
-    registers: [metrics.registry],
-  });
+  const passes = metrics.of('upkeepPasses');
+  const passSeconds = metrics.of('upkeepPassSeconds');
+  const leasesSeen = metrics.of('upkeepLeases');
   return new IntervalTask(
     'lease-upkeep',
     config.runWorker.upkeepIntervalMs,
     async () => {
       const token = config.secrets.dataPlaneToken;
       if (!token) return;
+      const endTimer = passSeconds.startTimer();
       const pass = await runLeaseUpkeep({
         leases: deps.leases,
         runs: deps.runs,
@@ -48,6 +41,7 @@ export function startUpkeepTask(deps: UpkeepTaskDeps): IntervalTask {
             'lease upkeep: renew or close failed; the next pass tries again',
           ),
       });
+      endTimer();
       passes.inc();
       leasesSeen.inc({ action: 'renewed' }, pass.renewed.length);
       leasesSeen.inc({ action: 'closed' }, pass.closed.length);
