@@ -99,11 +99,11 @@ export const METRICS = {
     buckets: WAIT_BUCKETS,
     roles: ['api', 'sweeper'],
   },
-  // HTTP, both servers (the REST API and the data plane).
+  // HTTP, both servers (the REST API and the data plane), and the run worker's and sweeper's ops servers.
   httpRequests: {
     name: 'leasehold_http_requests_total',
     type: 'counter',
-    help: 'HTTP requests answered, by server (api, data_plane), method, route template and status.',
+    help: 'HTTP requests answered, by server (api, data_plane, ops), method, route template and status.',
     labelNames: ['server', 'method', 'route', 'status'],
     roles: ALL,
   },

@@ -4,6 +4,7 @@ import type { Registry } from 'prom-client';
 import { Doors, PUBLIC_ROUTE } from './http-doors.js';
 import { answerClientError, notFoundBody, sendFrameworkError } from './http-errors.js';
 import { redisLink } from './redis-link.js';
+import { countRequests, installRequestLog, loggingFrameworkErrors, requestIdOf } from './request-log.js';
 
 /** One named readiness check; it throws or returns false when the process cannot serve. */
 export interface ReadinessCheck {
@@ -42,7 +43,14 @@ export function registerOpsRoutes(
   app: FastifyInstance,
   registry: Registry,
   checks: () => ReadinessCheck[],
+  /**
+   * `serveMetrics: false` leaves `/metrics` out (it answers 404): in the fleet every role shares one
+   * registry and only the API serves it, so no series is scraped twice (issue 15).
+   */
+  options: { serveMetrics?: boolean } = {},
 ): void {
+  // Issue 15: each server counts its own requests in its process's registry, served or not here.
+  countRequests(app, registry);
   // Public by design (issue 11.1): a load balancer and Prometheus call them without credentials.
   // They name checks and counts, never a record.
   app.get('/healthz', { config: PUBLIC_ROUTE }, async () => ({ status: 'ok' }));
@@ -55,6 +63,7 @@ export function registerOpsRoutes(
     const ready = results.every((result) => result.ok);
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks: results });
   });
+  if (options.serveMetrics === false) return;
   app.get('/metrics', { config: PUBLIC_ROUTE }, async (_request, reply) => {
     const body = await registry.metrics();
     return reply.type(registry.contentType).send(body);
@@ -65,8 +74,12 @@ export function registerOpsRoutes(
 const MAX_PARAM_LENGTH_CHARS = 200;
 
 /**
- * A Fastify server logging through `logger` under `component`. Requests are not logged one by
- * one (metrics count them); errors are.
+ * A Fastify server logging through `logger` under `component`. Issue 15: one line per request
+ * (`request answered`: req_id, method, route template, status, duration_ms, tenant once
+ * authenticated; probes and scrapes at debug) and its count once `registerOpsRoutes` gives the
+ * registry; the request id is the caller's `x-request-id` when it is 1-128 visible ASCII
+ * characters, else a new UUID, and is echoed in `x-request-id` on every answer. Fastify's own
+ * per-request lines stay off, so there is exactly one.
  *
  * Default-deny from its first line (issue 11.1): every route must be marked public (`PUBLIC_ROUTE`)
  * or `own`, or be covered by the credential given to `guardDoors`; a route that is neither stops
@@ -82,11 +95,15 @@ export function createHttpServer(
   const app = Fastify({
     loggerInstance: logger.child({ component }) as FastifyBaseLogger,
     bodyLimit: bodyLimitBytes,
-    logController: new LogController({ disableRequestLogging: true }),
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
+    requestIdHeader: false,
+    genReqId: (request) => requestIdOf(request.headers['x-request-id']),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH_CHARS },
-    frameworkErrors: doors.frameworkErrors,
+    frameworkErrors: loggingFrameworkErrors(component, doors.frameworkErrors),
     clientErrorHandler: answerClientError,
   });
+  // Before the doors: a request they refuse still gets its id echoed and its line.
+  installRequestLog(app, component);
   doors.install(app);
   app.setNotFoundHandler((request, reply) => reply.code(404).send(notFoundBody(request)));
   return app;

@@ -113,9 +113,12 @@ export async function settleEscapedError(
     ...(waitingFor ? { step: await stepInFlight(deps, run) } : {}),
   });
   if (!failed.ok) return await gone(deps, run, error, errorId);
+  // Issue 15: the line tells the code the run was failed with, not always internal_error.
   deps.logger.error(
-    { err: error, error_id: errorId, run_id: run.id },
-    'execution failed on an internal error; the run is failed internal_error',
+    { err: error, error_id: errorId, run_id: run.id, code },
+    waitingFor
+      ? `execution failed: the profile's browser worker did not come back; the run is failed ${code}`
+      : `execution failed on an internal error; the run is failed ${code}`,
   );
   // Its lease released in the same step, so the upkeep never renews a failed run's lease again.
   await deps.lifecycle.followUp(failed.run, { ended: true });
