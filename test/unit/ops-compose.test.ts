@@ -155,4 +155,46 @@ describe('the compose file (compose.yaml)', () => {
       expect(jobs.get(role)?.sort(), role).toEqual(expected.sort());
     }
   });
+
+  it('builds its images on Node 22 LTS with tini as PID 1, running as a non-root user, Chromium sandboxed', () => {
+    for (const file of ['Dockerfile.api', 'Dockerfile.worker']) {
+      const text = readFileSync(`${ROOT}/${file}`, 'utf8');
+      const stages = [...text.matchAll(/^FROM (\S+)/gm)].map((match) => match[1]);
+      expect(stages.length, file).toBeGreaterThan(0);
+      for (const image of stages) expect(image, file).toBe('node:22-bookworm-slim');
+      expect(text, file).toMatch(/^ENTRYPOINT \["\/usr\/bin\/tini", "--"\]$/m);
+      expect(text, file).toMatch(/apt-get install [^\n]*\btini\b/);
+      const users = [...text.matchAll(/^USER (\S+)/gm)].map((match) => match[1]);
+      expect(users.at(-1), file).toBe('node');
+    }
+    const worker = readFileSync(`${ROOT}/Dockerfile.worker`, 'utf8');
+    expect(worker).toMatch(/\bBROWSER_SANDBOX=true\b/);
+    expect(worker).not.toMatch(/BROWSER_SANDBOX=false\s*\\?$/m);
+  });
+
+  it('gives Chromium a seccomp profile that refuses by default and allows the sandbox its namespaces', () => {
+    const profile = JSON.parse(readFileSync(`${ROOT}/ops/seccomp/chromium.json`, 'utf8')) as {
+      defaultAction: string;
+      syscalls: { names: string[]; action: string; args?: unknown[] }[];
+    };
+    expect(profile.defaultAction).toBe('SCMP_ACT_ERRNO');
+    const allowed = new Set(
+      profile.syscalls
+        .filter((rule) => rule.action === 'SCMP_ACT_ALLOW' && !rule.args)
+        .flatMap((rule) => rule.names),
+    );
+    for (const call of ['clone', 'clone3', 'unshare', 'setns', 'chroot', 'seccomp', 'prctl'])
+      expect(allowed).toContain(call);
+    for (const call of [
+      'mount',
+      'ptrace',
+      'kexec_load',
+      'init_module',
+      'bpf',
+      'keyctl',
+      'reboot',
+      'personality',
+    ])
+      expect(allowed).not.toContain(call);
+  });
 });
