@@ -107,6 +107,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     lifecycle,
     webhooks,
     artifacts,
+    metrics,
   });
 
   registerOpsRoutes(app, metrics.registry, () => [

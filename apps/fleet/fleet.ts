@@ -5,7 +5,7 @@ import type { Config } from '../../libs/config/index.js';
 import { withOverrides } from '../../libs/config/index.js';
 import { Shutdown } from '../../libs/lifecycle/index.js';
 import type { RunStore } from '../../libs/store/index.js';
-import { createMetrics, type Logger, type Metrics } from '../../libs/telemetry/index.js';
+import { createMetrics, type Logger, type Metrics, unserved } from '../../libs/telemetry/index.js';
 import { DEFAULT_REDIS_URL, redactUrl, redisAnswers } from '../../queues/index.js';
 import { startApi } from '../api/server.js';
 import { startBrowserWorker } from '../browser-worker/service.js';
@@ -74,7 +74,8 @@ async function resolveRedis(
 
 /**
  * Every role in one process — the API, one browser worker, one run worker and the sweeper —
- * sharing one metrics registry, so the API's `/metrics` shows them all. Secrets left unset are
+ * sharing one metrics registry, served only at the API's `/metrics` (the browser worker's answers
+ * 404; the run worker and the sweeper start no server here), so each series is scraped once. Secrets left unset are
  * made up for this process alone (its roles share them in memory).
  */
 export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
@@ -94,7 +95,9 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
     // are the ones the API serves and the sweeper expires.
     const artifacts = await openArtifactStore(config);
 
-    const browserWorker = await startBrowserWorker({ ...roleOptions, artifacts });
+    // Issue 15: the roles share one registry, served once, by the API: the browser worker's
+    // data plane answers /metrics 404, so no series is scraped twice.
+    const browserWorker = await startBrowserWorker({ ...roleOptions, metrics: unserved(metrics), artifacts });
     shutdown.add('browser-worker', () => browserWorker.close());
     const runWorker = await startRunWorker({
       ...roleOptions,

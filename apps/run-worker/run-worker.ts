@@ -1,7 +1,7 @@
 import type { Worker } from 'bullmq';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import type { IntervalTask } from '../../libs/lifecycle/index.js';
-import { fleetLifecycle, type LeaseUpkeepDeps } from '../../libs/runtime/index.js';
+import { fleetLifecycle, type LeaseUpkeepDeps, modelMetricsOf } from '../../libs/runtime/index.js';
 import { startWebhookWorker } from '../../libs/runtime/webhooks/index.js';
 import {
   drainBoundMs,
@@ -85,6 +85,8 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     logger: log,
     cancelsHeard: cancels.heard,
     executions: executionsCounter(metrics.registry),
+    queueWait: metrics.of('runQueueWait'),
+    modelMetrics: modelMetricsOf(metrics),
     ...(options.faults ? { faults: options.faults } : {}),
   });
   // Issue 13: the tenants' webhook deliveries are claimed beside the runs. Started first: once the

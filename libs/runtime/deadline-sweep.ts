@@ -19,7 +19,7 @@ export interface DeadlineSweepStore {
   moveRunDeadline(runId: string, fromMs: number, toMs: number): Promise<boolean>;
   /** Removes an entry if it still carries `atMs`. */
   removeRunDeadline(runId: string, atMs: number): Promise<boolean>;
-  expireStaleApprovals(runId: string): Promise<{ expired: string[] }>;
+  expireStaleApprovals(runId: string): Promise<{ expired: string[]; expiredWaitsMs?: number[] }>;
 }
 
 export interface DeadlineSweepDeps {
@@ -37,6 +37,8 @@ export interface DeadlineSweepDeps {
   onRunEnded?: (run: RunView) => void | Promise<void>;
   /** A failure about one run (a read, the hook); the pass goes on with the others. */
   onError?: (runId: string, error: unknown) => void;
+  /** Issue 15: told how long each approval this sweep expired had waited (ms). */
+  onApprovalsExpired?: (waitsMs: number[]) => void;
 }
 
 export interface DeadlineSweepOutcome {
@@ -67,7 +69,7 @@ export async function sweepDeadlines(deps: DeadlineSweepDeps): Promise<DeadlineS
     try {
       const run = await store.getRun(runId);
       if (!run || runHasEnded(run.status)) {
-        await store.expireStaleApprovals(runId);
+        await expireApprovals(deps, runId);
         if (await store.removeRunDeadline(runId, deadlineAtMs)) outcome.removed.push(runId);
         continue;
       }
@@ -85,13 +87,19 @@ export async function sweepDeadlines(deps: DeadlineSweepDeps): Promise<DeadlineS
       if (!failed.ok) continue;
       outcome.failed.push(runId);
       await tellRunEnded(deps, failed.run);
-      await store.expireStaleApprovals(runId);
+      await expireApprovals(deps, runId);
       await store.removeRunDeadline(runId, deadlineAtMs);
     } catch (error) {
       deps.onError?.(runId, error);
     }
   }
   return outcome;
+}
+
+/** Expires the run's pending approvals and tells how long each had waited. */
+async function expireApprovals(deps: DeadlineSweepDeps, runId: string): Promise<void> {
+  const { expiredWaitsMs = [] } = await deps.store.expireStaleApprovals(runId);
+  if (expiredWaitsMs.length > 0) deps.onApprovalsExpired?.(expiredWaitsMs);
 }
 
 async function tellRunEnded(deps: DeadlineSweepDeps, run: RunView): Promise<void> {
@@ -117,7 +125,9 @@ export interface StaleApprovalSweepDeps {
   store: {
     /** One ZSCAN step over the deadline index; cursor '0' starts and ends a cycle. */
     scanRunDeadlines(cursor: string, count: number): Promise<{ cursor: string; runIds: string[] }>;
-    expireStaleApprovals(runId: string): Promise<{ runStatus: RunStatus | undefined; expired: string[] }>;
+    expireStaleApprovals(
+      runId: string,
+    ): Promise<{ runStatus: RunStatus | undefined; expired: string[]; expiredWaitsMs?: number[] }>;
   };
   /** Where the previous pass stopped; {@link STALE_APPROVAL_SWEEP_START} for the first. */
   cursor: StaleApprovalCursor;
@@ -135,6 +145,8 @@ export interface StaleApprovalSweepOutcome {
   checked: number;
   /** Approvals moved `pending → expired`. */
   expired: string[];
+  /** Issue 15: how long each of them had waited, from its request to its expiry (ms). */
+  expiredWaitsMs: number[];
 }
 
 /**
@@ -159,9 +171,12 @@ export async function sweepStaleApprovals(deps: StaleApprovalSweepDeps): Promise
   }
   const batch = backlog.splice(0, batchSize);
   const expired: string[] = [];
+  const expiredWaitsMs: number[] = [];
   for (const runId of batch) {
     try {
-      expired.push(...(await deps.store.expireStaleApprovals(runId)).expired);
+      const stale = await deps.store.expireStaleApprovals(runId);
+      expired.push(...stale.expired);
+      expiredWaitsMs.push(...(stale.expiredWaitsMs ?? []));
     } catch (error) {
       deps.onError?.(runId, error);
     }
@@ -171,5 +186,6 @@ export async function sweepStaleApprovals(deps: StaleApprovalSweepDeps): Promise
     cycleDone: scan === '0' && backlog.length === 0,
     checked: batch.length,
     expired,
+    expiredWaitsMs,
   };
 }

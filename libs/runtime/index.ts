@@ -95,6 +95,7 @@ export {
   type ToolOutcome,
   type TranscriptEntry,
 } from './model.js';
+export { type ModelMetrics, meteredModel, modelLabel, modelMetricsOf, OTHER_MODEL } from './model-metrics.js';
 export {
   type AttemptFailureCode,
   chatMessages,

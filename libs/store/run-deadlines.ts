@@ -1,6 +1,6 @@
 import { ENDED_RUN_STATUSES, type RunStatus } from '../contracts/index.js';
 import type { RunStoreContext } from './run-keys.js';
-import { parseRunStatus } from './run-records.js';
+import { parseApproval, parseRunStatus } from './run-records.js';
 
 /**
  * The deadline index (DESIGN §4: the sweeper fails runs past their deadline): one sorted set of
@@ -22,6 +22,8 @@ export interface StaleApprovals {
   runStatus: RunStatus | undefined;
   /** Approvals moved `pending → expired` by this call. */
   expired: string[];
+  /** Issue 15: how long each of those waited, from its request to its expiry (ms). */
+  expiredWaitsMs: number[];
 }
 
 const ENDED: ReadonlySet<string> = new Set(ENDED_RUN_STATUSES);
@@ -119,7 +121,13 @@ export async function expireStaleApprovals(context: RunStoreContext, runId: stri
     context.now(),
   );
   if (tenant && settled.length > 0) await redis.zrem(keys.tenantApprovals(tenant), ...settled);
-  return { runStatus: parseRunStatus(status), expired };
+  // Read back only when some expired (rare): the approvals' request and expiry times.
+  const records = expired.length > 0 ? await redis.hmget(keys.approvals(runId), ...expired) : [];
+  const expiredWaitsMs = records.flatMap((json) => {
+    const approval = json ? parseApproval(json) : undefined;
+    return approval?.decided_at_ms != null ? [approval.decided_at_ms - approval.created_at_ms] : [];
+  });
+  return { runStatus: parseRunStatus(status), expired, expiredWaitsMs };
 }
 
 /** `[member, score, member, score…]` → pairs. */

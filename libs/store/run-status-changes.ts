@@ -1,8 +1,8 @@
-import { type RunErrorCode, recordIdSchema } from '../contracts/index.js';
+import { type RunErrorCode, type RunView, recordIdSchema } from '../contracts/index.js';
 import { canonicalJson } from './canonical-json.js';
 import type { RunStoreContext } from './run-keys.js';
 import { runScriptKeys } from './run-retention.js';
-import { type RunTransition, toTransition } from './run-transition.js';
+import { type RunRefusal, type RunTransition, toTransition } from './run-transition.js';
 
 /**
  * A run's status changes (DESIGN §4), each one script on the run's own keys that checks the
@@ -26,13 +26,18 @@ export type RunEnd =
 /** The reasons the sweeper (or a lifecycle step without the owner token) fails a run for. */
 export type SweptFailure = 'reclaimed' | 'deadline_exceeded' | 'internal_error' | 'provider_unavailable';
 
+/** A claim's answer; a fresh claim (`claimed`) tells when the run became queued (issue 15, queue wait). */
+export type ClaimTransition =
+  | ({ ok: true; detail: 'claimed' | 'already' | 'taken_over'; run: RunView } & { queuedAtMs?: number })
+  | RunRefusal;
+
 export async function claimRun(
   context: RunStoreContext,
   runId: string,
   execution: number,
   ownerToken: string,
   takeOver: boolean,
-): Promise<RunTransition<'claimed' | 'already' | 'taken_over'>> {
+): Promise<ClaimTransition> {
   const { redis, keys } = context;
   const reply = await redis.claimRun(
     keys.run(runId),
@@ -42,7 +47,13 @@ export async function claimRun(
     takeOver ? '1' : '0',
     context.now(),
   );
-  return toTransition(runId, reply, `queued at execution ${execution}`);
+  const transition = toTransition<'claimed' | 'already' | 'taken_over'>(
+    runId,
+    [reply[0], reply[1], reply[2]],
+    `queued at execution ${execution}`,
+  );
+  const queuedAtMs = Number(reply[3] ?? Number.NaN);
+  return transition.ok && queuedAtMs > 0 ? { ...transition, queuedAtMs } : transition;
 }
 
 /** `running → parked | waiting_child | waiting_user` by its owner (ends the execution). */

@@ -62,6 +62,7 @@ import { getRun, listRuns, runStates, stopRequested } from './run-reads.js';
 import { checkedRetentionMs, DEFAULT_RUN_RETENTION_MS } from './run-retention.js';
 import { retryRun } from './run-retry.js';
 import {
+  type ClaimTransition,
   cancelRun,
   claimRun,
   failRun,
@@ -232,7 +233,7 @@ export class RunStore {
     execution: number,
     ownerToken: string,
     options: { takeOver?: boolean } = {},
-  ): Promise<RunTransition<'claimed' | 'already' | 'taken_over'>> {
+  ): Promise<ClaimTransition> {
     return claimRun(this.#context, runId, execution, ownerToken, options.takeOver === true);
   }
   /** `running → parked` by its owner (ends the execution; the lease stays). */

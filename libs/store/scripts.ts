@@ -35,7 +35,7 @@ export interface ScriptCommands {
     runKey: string,
     eventsKey: string,
     ...argv: Arg[]
-  ): Promise<[string, string, Array<string | number>]>;
+  ): Promise<[string, string, Array<string | number>, (string | number)?]>;
   /** KEYS: the script's own, then the run's other keys (`+` file: the count goes first). */
   suspendRun(numberOfKeys: number, ...keysAndArgs: Arg[]): Promise<[string, string, Array<string | number>]>;
   requeueRun(

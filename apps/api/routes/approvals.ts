@@ -37,6 +37,9 @@ async function answerDecision(
   }
   const approval = await deps.store.getApproval(tenant, approvalId);
   if (!approval) throw new ApiError('not_found', `approval ${approvalId} not found`);
+  // Issue 15: observed by the API that decided it (a decision is made once: a repeat is refused above).
+  if ((approval.status === 'approved' || approval.status === 'denied') && approval.decided_at_ms !== null)
+    deps.metrics?.approvalWaited(approval.status, approval.created_at_ms, approval.decided_at_ms);
   await deps.lifecycle.followUpById(approval.run_id);
   return approval;
 }

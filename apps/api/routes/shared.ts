@@ -7,7 +7,7 @@ import { recordIdSchema } from '../../../libs/contracts/index.js';
 import type { RunLifecycle } from '../../../libs/runtime/index.js';
 import type { RedisLeaseStore, RunStore } from '../../../libs/store/index.js';
 import type { WebhookStore } from '../../../libs/store/webhooks.js';
-import type { RunEventStreams } from '../../../libs/telemetry/index.js';
+import type { Metrics, RunEventStreams } from '../../../libs/telemetry/index.js';
 import type { DefaultAgents } from '../default-agent.js';
 
 export interface V1Dependencies {
@@ -27,6 +27,8 @@ export interface V1Dependencies {
   webhooks: WebhookStore;
   /** Issue 13: where runs' screenshots are read from (the same store the browser workers write). */
   artifacts: ArtifactStore;
+  /** Issue 15: where a decided approval's wait is observed; absent, it is not. */
+  metrics?: Pick<Metrics, 'approvalWaited'>;
 }
 
 /** A route registrar's view of the server: schemas are zod, parsed on arrival. */

@@ -33,6 +33,8 @@ export interface DataPlaneServerOptions {
   /** What `GET /v1/worker` tells about this worker. */
   worker: { id: string; pinnedProfiles: '*' | readonly string[]; browserVersion: string };
   metrics: Registry;
+  /** False where another server of this process serves the registry (the fleet's API): `/metrics` answers 404. */
+  serveMetrics?: boolean;
   readiness: () => ReadinessCheck[];
 }
 
@@ -62,7 +64,9 @@ export function createDataPlaneServer(options: DataPlaneServerOptions): FastifyI
     browser_tools_contract: BROWSER_TOOLS_CONTRACT_VERSION,
     browser_tools_compatible: BROWSER_TOOLS_COMPATIBLE_VERSIONS,
   }));
-  registerOpsRoutes(app, options.metrics, options.readiness);
+  registerOpsRoutes(app, options.metrics, options.readiness, {
+    serveMetrics: options.serveMetrics !== false,
+  });
   return app;
 }
 

@@ -131,6 +131,7 @@ export class SweepPass {
       store,
       batchSize: this.#deps.deadlineBatch ?? DEADLINE_SWEEP_BATCH,
       onRunEnded: this.#ended(metrics.deadlineExceeded, 'deadline sweep'),
+      onApprovalsExpired: (waitsMs) => this.#approvalsExpired(waitsMs),
       onError: (runId, error) => reportError(runId, error, 'deadline sweep: a step for this run failed'),
     });
     for (const runId of deadlines.failed) log.warn({ run_id: runId }, 'run failed: past its deadline');
@@ -146,12 +147,19 @@ export class SweepPass {
     });
     this.#approvalCursor = approvals.cursor;
     metrics.staleApprovals.inc(approvals.expired.length);
+    this.#approvalsExpired(approvals.expiredWaitsMs);
     if (approvals.expired.length > 0) {
       log.info(
         { approval_ids: approvals.expired },
         'stale approvals expired: their runs are no longer parked',
       );
     }
+  }
+
+  /** Issue 15: each expired approval's wait, from its request to its expiry. */
+  #approvalsExpired(waitsMs: readonly number[]): void {
+    for (const waitMs of waitsMs)
+      this.#deps.metrics.approvalWait.observe({ decision: 'expired' }, Math.max(0, waitMs) / 1000);
   }
 
   async #orphans(): Promise<void> {

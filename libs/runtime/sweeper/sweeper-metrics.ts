@@ -1,4 +1,11 @@
-import { type Counter, type Gauge, METRICS, metricOf, type Registry } from '../../telemetry/index.js';
+import {
+  type Counter,
+  type Gauge,
+  type Histogram,
+  METRICS,
+  metricOf,
+  type Registry,
+} from '../../telemetry/index.js';
 
 /** The sweeper's own metrics; the ends it causes are counted by the lifecycle (`runs_ended_total`). */
 export interface SweeperMetrics {
@@ -8,6 +15,8 @@ export interface SweeperMetrics {
   readonly deadlineExceeded: Counter;
   readonly staleApprovals: Counter;
   readonly requeued: Counter;
+  /** Issue 15: approvals the sweeper expired, by how long they waited (`decision="expired"`). */
+  readonly approvalWait: Histogram<'decision'>;
 }
 
 export function createSweeperMetrics(registry: Registry): SweeperMetrics {
@@ -18,5 +27,6 @@ export function createSweeperMetrics(registry: Registry): SweeperMetrics {
     deadlineExceeded: metricOf(METRICS.runsDeadlineExceeded, registry),
     staleApprovals: metricOf(METRICS.approvalsStaleExpired, registry),
     requeued: metricOf(METRICS.runsRequeued, registry),
+    approvalWait: metricOf(METRICS.approvalWait, registry),
   };
 }

@@ -2,11 +2,19 @@ import type { Job } from 'bullmq';
 import type { RunJob, RunJobResult } from '../../../queues/index.js';
 import type { RunStatus, RunView } from '../../contracts/index.js';
 import type { RunStore } from '../../store/index.js';
+import type { Histogram } from '../../telemetry/index.js';
 
 /** What a claim of a `runs` job decided: the run is this owner's now, or the job does nothing. */
 export type ClaimOutcome =
   | { ok: true; run: RunView; ownerToken: string; detail: string }
   | { ok: false; code: string; status: RunStatus | undefined; result: RunJobResult };
+
+/** What a claim works with: the store, and where the run's wait in the queue is observed. */
+export interface ClaimDeps {
+  store: Pick<RunStore, 'claimRun'>;
+  /** `leasehold_run_queue_wait_seconds`: from the run becoming queued to this claim, in seconds. */
+  queueWait?: Pick<Histogram, 'observe'> | undefined;
+}
 
 /**
  * DESIGN §4.2: a worker claims the job's run execution, `queued → running` in one script that
@@ -15,11 +23,12 @@ export type ClaimOutcome =
  * with nothing to do; a check made right after the claim belongs here, beside it.
  */
 export async function claimExecution(
-  store: Pick<RunStore, 'claimRun'>,
+  deps: ClaimDeps,
   job: Job<RunJob, RunJobResult, string>,
   data: RunJob,
   token: string | undefined,
 ): Promise<ClaimOutcome> {
+  const { store } = deps;
   const ownerToken = `${job.id}:${token ?? 'none'}`;
   const claim = await store.claimRun(data.runId, data.execution, ownerToken, {
     takeOver: (job.stalledCounter ?? 0) > 0,
@@ -31,5 +40,8 @@ export async function claimExecution(
       status: claim.status,
       result: { status: 'not_claimed', code: claim.code },
     };
+  // Issue 15: a fresh claim ends the run's wait in the queue (a take-over ends none: the run was running).
+  if (claim.queuedAtMs !== undefined)
+    deps.queueWait?.observe(Math.max(0, claim.run.updated_at_ms - claim.queuedAtMs) / 1000);
   return { ok: true, run: claim.run, ownerToken, detail: claim.detail };
 }

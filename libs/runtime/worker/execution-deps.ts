@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config/index.js';
 import type { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../store/index.js';
 import type { RunTranscripts } from '../../store/run-transcript.js';
+import type { ModelMetrics } from '../model-metrics.js';
 import type { RunLifecycle } from '../run-lifecycle.js';
 
 /** What one execution of a claimed run works over: the run worker's shared resources. */
@@ -18,6 +19,8 @@ export interface ExecutionDeps {
    */
   lifecycle: RunLifecycle;
   logger: Logger;
+  /** Issue 15: model calls, call time, tokens and cost by model; absent, the calls are not counted. */
+  modelMetrics?: ModelMetrics | undefined;
   /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
   cancelsHeard?: ReadonlySet<string>;
   /**

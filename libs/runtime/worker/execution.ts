@@ -15,7 +15,7 @@ import { delegateToChild } from './children.js';
 import type { ExecutionDeps } from './execution-deps.js';
 import { closeOwnLease, endExecution } from './execution-end.js';
 import { refusedUnlessOk } from './run-lost.js';
-import { agentVersions, argumentSealing, budgetOptions, modelFor } from './run-model.js';
+import { agentVersions, argumentSealing, budgetOptions, meteredModelFor } from './run-model.js';
 import { StoreRunPort } from './store-run-port.js';
 
 export type { ExecutionDeps } from './execution-deps.js';
@@ -97,7 +97,7 @@ export async function executeRun(
     if (!agent) throw new ModelError(`agent version ${run.agent_version} not found`);
     end = await runExecution({
       run: port,
-      model: modelFor(deps.config, agent.model, run),
+      model: meteredModelFor(deps, agent.model, run),
       tools,
       policy,
       limits: {

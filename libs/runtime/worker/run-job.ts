@@ -8,7 +8,7 @@ import {
   SHUTDOWN_REASON,
 } from '../../../queues/index.js';
 import { runHasEnded } from '../../contracts/index.js';
-import { type Counter, METRICS, metricOf, type Registry } from '../../telemetry/index.js';
+import { type Counter, type Histogram, METRICS, metricOf, type Registry } from '../../telemetry/index.js';
 import type { ExecutionEnd } from '../index.js';
 import { claimExecution } from './claim.js';
 import { settleEscapedError } from './escaped.js';
@@ -22,6 +22,8 @@ export interface RunJobDeps extends ExecutionDeps {
   cancelsHeard: Set<string>;
   /** `leasehold_run_executions_total{outcome}`. */
   executions: Pick<Counter<'outcome'>, 'inc'>;
+  /** `leasehold_run_queue_wait_seconds`, observed at each fresh claim. */
+  queueWait?: Pick<Histogram, 'observe'>;
 }
 
 /** The `runs` job processor: claim → execute → the job's result, or an escaped error settled. */
@@ -38,7 +40,7 @@ export function runJobProcessor(deps: RunJobDeps) {
       throw new UnrecoverableError(`job ${job.id} carries no valid run execution`);
     }
     const { runId, execution } = parsed.data;
-    const claim = await claimExecution(store, job, parsed.data, token);
+    const claim = await claimExecution(deps, job, parsed.data, token);
     if (!claim.ok) {
       executions.inc({ outcome: 'stale' });
       log.info({ run_id: runId, execution, refusal: claim.code }, 'job not claimed');

@@ -8,6 +8,8 @@ import {
   LoopBreaker,
   type Model,
   ModelError,
+  meteredModel,
+  modelLabel,
   modelPrice,
   OpenAiCompatibleModel,
   type RunLoopOptions,
@@ -84,6 +86,23 @@ export function modelFor(config: Config, agentModel: string, run: RunView): Mode
     ...(entry.attempts !== undefined ? { attempts: entry.attempts } : {}),
     ...(entry.timeout_ms !== undefined ? { timeoutMs: entry.timeout_ms } : {}),
   });
+}
+
+/**
+ * The run's model, metered where the run worker keeps model metrics (issue 15): labelled by its
+ * name when ops/models.yaml lists it (else `other`) and priced by its entry there.
+ */
+export function meteredModelFor(deps: ExecutionDeps, agentModel: string, run: RunView): Model {
+  const model = modelFor(deps.config, agentModel, run);
+  if (!deps.modelMetrics) return model;
+  const listed = deps.config.models.models;
+  const entry = listed[agentModel];
+  return meteredModel(
+    model,
+    deps.modelMetrics,
+    modelLabel(listed, agentModel),
+    entry ? modelPrice(entry) : undefined,
+  );
 }
 
 const caches = new WeakMap<RunStore, AgentVersionCache>();

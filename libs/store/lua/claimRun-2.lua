@@ -13,8 +13,9 @@
     ARGV[3] '1' to take over a run of this execution running under another owner
     ARGV[4] now (epoch ms)
 
-  Output: { code, detail, fields of the run record (empty when refused) }
-    {'ok', 'claimed' | 'already' | 'taken_over', fields}
+  Output: { code, detail, fields of the run record (empty when refused)[, queued at] }
+    {'ok', 'claimed', fields, queued_at}  queued_at: when the run became queued (epoch ms)
+    {'ok', 'already' | 'taken_over', fields}
     {'not_found', '', {}}
     {'stale_execution', status, {}}
     {'not_owner', 'running', {}}      running under another owner
@@ -22,7 +23,7 @@
 ]]
 --- @include "includes/emit.lua"
 
-local f = redis.call("HMGET", KEYS[1], "status", "execution", "owner", "attempt")
+local f = redis.call("HMGET", KEYS[1], "status", "execution", "owner", "attempt", "updated_at")
 if not f[1] then return {"not_found", "", {}} end
 if tonumber(f[2]) ~= tonumber(ARGV[1]) then return {"stale_execution", f[1], {}} end
 local now = tonumber(ARGV[4])
@@ -38,6 +39,9 @@ if f[1] == "running" then
 end
 if f[1] ~= "queued" then return {"wrong_status", f[1], {}} end
 
+-- Issue 15, queue wait: only a move into `queued` writes a queued run's updated_at (submit,
+-- requeue, retry, wake, hand-back), so until this claim it holds when the run became queued.
+local queuedAt = f[5]
 redis.call("HSET", KEYS[1], "status", "running", "owner", ARGV[2], "updated_at", now, "waiting_for", "")
 emit("run.claimed", now, data)
-return {"ok", "claimed", redis.call("HGETALL", KEYS[1])}
+return {"ok", "claimed", redis.call("HGETALL", KEYS[1]), queuedAt}
