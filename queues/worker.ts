@@ -19,6 +19,17 @@ export interface QueueWorkerOptions {
 }
 
 /**
+ * The run a job is about, for its lines (issue 15: every line about a run carries `run_id`): a
+ * runs job's `runId`, a webhook delivery's event's `run_id`; undefined for any other job.
+ */
+function runIdOfJob(data: unknown): string | undefined {
+  if (typeof data !== 'object' || data === null) return undefined;
+  const { runId, event } = data as { runId?: unknown; event?: { run_id?: unknown } };
+  if (typeof runId === 'string') return runId;
+  return typeof event?.run_id === 'string' ? event.run_id : undefined;
+}
+
+/**
  * A BullMQ worker on its own `worker`-role connection (commands wait out a Redis restart).
  * Call {@link closeWorker} to stop it.
  */
@@ -51,7 +62,10 @@ export async function createQueueWorker<Data, Result>(
     if (!isRedisUnreachable(error)) options.logger.error({ queue: queueName, err: error }, 'worker error');
   });
   worker.on('failed', (job, error) =>
-    options.logger.warn({ queue: queueName, job_id: job?.id, err: error }, 'job failed'),
+    options.logger.warn(
+      { queue: queueName, job_id: job?.id, run_id: runIdOfJob(job?.data), err: error },
+      'job failed',
+    ),
   );
   keepLocksThroughOutages(connection, worker, held, options);
   // The worker does not own a connection it was handed; close it when the worker closes.

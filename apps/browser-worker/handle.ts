@@ -29,8 +29,10 @@ export interface BrowserWorkerHandle {
   browser: Browser;
   /** The Chromium binary this worker launched. */
   executablePath: string;
-  /** The data-plane URL (http://host:port). */
+  /** The data-plane URL (http://host:port) as this process reaches it (Fastify's listen answer). */
   url: string;
+  /** Issue 15: the URL it advertises to run workers (see `advertisedUrl`). */
+  advertisedUrl: string;
   readiness(): ReadinessCheck[];
   close(): Promise<void>;
 }

@@ -18,5 +18,8 @@ runMain('browser-worker', async () => {
     redisUrl: config.redis.url ?? DEFAULT_REDIS_URL,
   });
   shutdown.add('browser-worker', () => worker.close());
-  logger.info({ url: worker.url, metrics: `${worker.url}/metrics` }, 'browser worker started');
+  logger.info(
+    { url: worker.url, advertised_url: worker.advertisedUrl, metrics: `${worker.url}/metrics` },
+    'browser worker started',
+  );
 });

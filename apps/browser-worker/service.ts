@@ -1,5 +1,7 @@
+import type { AddressInfo } from 'node:net';
 import { openArtifactStore } from '../../libs/artifacts/index.js';
 import { launchChromium, resolveChromium } from '../../libs/browser/index.js';
+import { ConfigError } from '../../libs/config/index.js';
 import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../../libs/lease/http/index.js';
 import { LeaseService, PlaywrightPageFactory } from '../../libs/lease/index.js';
 import { IntervalTask, Shutdown } from '../../libs/lifecycle/index.js';
@@ -11,7 +13,9 @@ import {
   recordSettle,
 } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
+import { type AdvertiseInput, advertisedUrl, localHostname } from './advertised-url.js';
 import type { BrowserWorkerHandle, BrowserWorkerOptions } from './handle.js';
+import { logDataPlaneTenant } from './log-tenant.js';
 
 export type { BrowserWorkerHandle, BrowserWorkerOptions } from './handle.js';
 
@@ -26,6 +30,14 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
   const { workerId, pinnedProfiles } = config.browser;
   const { token, sealKey } = requireWorkerSecrets(config.secrets);
   const log = logger.child({ component: 'browser-worker', worker_id: workerId });
+  // Issue 15: a URL no one could reach stops the start here, before Chromium is launched.
+  const advertise: Omit<AdvertiseInput, 'port'> = {
+    host: config.http.host,
+    configuredUrl: config.browser.workerUrl,
+    ...(await localHostname(config.http.host, config.browser.workerUrl)),
+  };
+  const planned = advertisedUrl({ ...advertise, port: config.http.browserWorkerPort });
+  if (!planned.ok) throw new ConfigError(`invalid configuration: ${planned.message}`);
   const held = new Shutdown(log);
   const chromium = resolveChromium(config.browser.executable);
   const browser = await launchChromium({
@@ -79,15 +91,23 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       store,
       worker: { id: workerId, pinnedProfiles, browserVersion: browser.version() },
       metrics: metrics.registry,
+      serveMetrics: metrics.served,
       readiness,
     });
+    logDataPlaneTenant(app);
     held.add('data-plane', () => app.close());
     const url = await app.listen({ host: config.http.host, port: config.http.browserWorkerPort });
+    const advertised = advertisedUrl({ ...advertise, port: (app.server.address() as AddressInfo).port });
+    if (!advertised.ok) throw new ConfigError(`invalid configuration: ${advertised.message}`);
+    log.info(
+      { url: advertised.url, source: advertised.source },
+      `advertises ${advertised.url} to run workers (from ${advertised.source})`,
+    );
 
     const registration = await registerWorker({
       registry: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
       id: workerId,
-      url: config.browser.workerUrl ?? url,
+      url: advertised.url,
       pinnedProfiles,
       heartbeatMs: config.browser.heartbeatMs,
       logger: log,
@@ -112,6 +132,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       browser,
       executablePath: chromium.path,
       url,
+      advertisedUrl: advertised.url,
       readiness,
       close: () => held.close(),
     };

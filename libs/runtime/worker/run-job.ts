@@ -92,13 +92,11 @@ export function runJobProcessor(deps: RunJobDeps) {
       executions.inc({ outcome: `fault_${settled.kind}` });
       if (settled.kind === 'handed_back') await handBackLater(job, token, settled.delayMs);
       // Issue 15: the execution's last line names its end and the run's code, as the run has them.
-      const status = settled.kind === 'failed' ? 'failed' : settled.kind === 'handed_back' ? 'queued' : 'lost';
+      const status =
+        settled.kind === 'failed' ? 'failed' : settled.kind === 'handed_back' ? 'queued' : 'lost';
       const code = settled.kind === 'failed' ? settled.code : null;
-      runLog.info(
-        { end: `fault_${settled.kind}`, status, code, error_id: settled.errorId },
-        endedLine(status, code),
-      );
       // The end was counted by the lifecycle; the error id stays in its one log line and the run's message.
+      runLog.info({ end: `fault_${settled.kind}`, status, code }, endedLine(status, code));
       if (settled.kind === 'failed') throw new UnrecoverableError(`run failed: ${settled.code}`);
       return { status: 'lost', code: null };
     }
