@@ -110,7 +110,11 @@ export const envSchema = z.object({
   LEASE_EXPIRY_SWEEP_INTERVAL_MS: positiveMs.default(2_000),
   /** How often a browser worker renews its registration; the record lives three times this. */
   BROWSER_WORKER_HEARTBEAT_MS: positiveMs.default(5_000),
-  /** The data-plane URL this browser worker advertises. Unset: http://HOST:BROWSER_WORKER_PORT. */
+  /**
+   * The data-plane URL this browser worker advertises. Unset: http://<hostname>:BROWSER_WORKER_PORT
+   * when HOST is 0.0.0.0 or :: (the start is refused when the name does not resolve), else
+   * http://HOST:BROWSER_WORKER_PORT.
+   */
   BROWSER_WORKER_URL: z.url().optional(),
 
   /** Runs one run-worker process works at once. */
