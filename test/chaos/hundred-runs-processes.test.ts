@@ -451,8 +451,10 @@ models:
     const elsewhere = runs.filter((run) =>
       (leasesOf.get(run.runId ?? '') ?? []).some((lease) => lease.worker !== pinnedWorker(run.profile)),
     );
-    const liveOnEnded = runs.filter((run) =>
-      (leasesOf.get(run.runId ?? '') ?? []).some((lease) => lease.state === 'live'),
+    const liveOnEnded = runs.filter(
+      (run) =>
+        ENDED.has(viewOf(run)?.status ?? '') &&
+        (leasesOf.get(run.runId ?? '') ?? []).some((lease) => lease.state === 'live'),
     );
     const repeated = runs.filter((run) => (site.payments.get(run.token) ?? 0) > 1);
     // A succeeded run has its lease, its effect and its steps: navigate and act both ended ok.
@@ -542,7 +544,7 @@ models:
       expect(run.status).toBe(201);
       runIds.push(run.body.id);
     }
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 120_000;
     let played = await Promise.all(runIds.map((id) => call('GET', `/v1/runs/${id}`)));
     while (!played.every((run) => ENDED.has(run.body?.status)) && Date.now() < deadline) {
       await sleep(500);
