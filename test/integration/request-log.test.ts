@@ -1,17 +1,27 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { startSweeper } from '../../apps/sweeper/sweeper.js';
+import { loadConfig } from '../../libs/config/index.js';
 import { BrowserWorkerAway } from '../../libs/provider/index.js';
 import { RunLifecycle } from '../../libs/runtime/index.js';
 import { MAX_FAULT_HANDBACKS, settleEscapedError } from '../../libs/runtime/worker/index.js';
+import { RunStore } from '../../libs/store/index.js';
 import { createMetrics, createOpsServer, type Registry } from '../../libs/telemetry/index.js';
+import {
+  createQueueWorker,
+  createRunsQueue,
+  enqueueRun,
+  RUNS_QUEUE,
+  type RunJob,
+} from '../../queues/index.js';
 import { eventually } from '../fixtures/eventually.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { capturingLogger, type LogLine } from '../fixtures/logger.js';
 import { type PressSite, startPressSite } from '../fixtures/press-site.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
-import { TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DEBUG = 20;
@@ -281,4 +291,78 @@ describe('the ops servers of the run worker and the sweeper (issue 15)', () => {
       await ops.close();
     }
   });
+});
+
+describe('the sweeper’s lines about runs (issue 15)', () => {
+  it('names each reclaimed run by its run_id', async () => {
+    const prefix = uniquePrefix('reqlog-sweep');
+    const redis = new Redis(testRedisUrl());
+    const store = new RunStore(redis, `${prefix}:`);
+    const queue = createRunsQueue(redis, prefix);
+    const captured = capturingLogger('info');
+    try {
+      const sessionId = await createTestSession(store, 'acme', { instructions: 'answer' });
+      const { run } = await store.submitRun({
+        tenant: 'acme',
+        principal: 'alice',
+        sessionId,
+        input: null,
+        limits: TEST_RUN_LIMITS,
+        timeoutMs: 600_000,
+      });
+      ran(await store.claimRun(run.id, 1, 'dead-worker'));
+      // BullMQ fails a job with this reason once it stalled past the worker retry limit.
+      const worker = await createQueueWorker<RunJob, void>(
+        RUNS_QUEUE,
+        async () => {
+          throw new Error('job stalled more than allowable limit');
+        },
+        {
+          redisUrl: testRedisUrl(),
+          prefix,
+          concurrency: 1,
+          lockDurationMs: 30_000,
+          stalledIntervalMs: 30_000,
+          maxStalledCount: 1,
+          logger: captured.logger,
+        },
+      );
+      await enqueueRun(queue, { runId: run.id, execution: 1, enqueuedAtMs: Date.now() });
+      await eventually(
+        () => queue.getFailedCount(),
+        (count) => count === 1,
+        10_000,
+      );
+      await worker.close();
+      const sweeper = await startSweeper({
+        config: loadConfig({
+          REDIS_URL: testRedisUrl(),
+          LEASEHOLD_KEY_PREFIX: `${prefix}:`,
+          QUEUE_PREFIX: prefix,
+          SWEEP_INTERVAL_MS: '50',
+          LOG_LEVEL: 'silent',
+        }),
+        logger: captured.logger,
+        metrics: createMetrics(),
+        redisUrl: testRedisUrl(),
+      });
+      try {
+        const reclaimed = await eventually(
+          async () => captured.lines.filter((line) => /reclaimed/.test(line.msg)),
+          (found) => found.length > 0,
+          10_000,
+        );
+        expect(reclaimed).toMatchObject([{ run_id: run.id }]);
+      } finally {
+        await sweeper.close();
+      }
+      // The queue worker's own line of the job's failure names the run as well.
+      expect(captured.lines.filter((line) => line.msg === 'job failed')).toMatchObject([{ run_id: run.id }]);
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+      await deletePrefixedKeys(redis, prefix);
+      redis.disconnect();
+    }
+  }, 30_000);
 });

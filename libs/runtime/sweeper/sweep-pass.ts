@@ -1,5 +1,5 @@
 import { enqueueExecution, type RunsQueue, runJobPending } from '../../../queues/index.js';
-import type { RunView } from '../../contracts/index.js';
+import type { ApprovalView, RunView } from '../../contracts/index.js';
 import type { Counter, Logger } from '../../telemetry/index.js';
 import {
   DEADLINE_SWEEP_BATCH,
@@ -23,7 +23,10 @@ import type { SweeperMetrics } from './sweeper-metrics.js';
 export type SweepStore = DeadlineSweepStore &
   StaleApprovalSweepDeps['store'] &
   OrphanSweepDeps['store'] &
-  Pick<ReclaimDeps, 'failRun'>;
+  Pick<ReclaimDeps, 'failRun'> & {
+    /** A run's approvals: those its fail expired are observed (issue 15, approval wait). */
+    listApprovals(runId: string): Promise<ApprovalView[]>;
+  };
 
 export interface SweepPassDeps {
   /** The sweeper's leader lock: only the replica holding it sweeps. */
@@ -103,6 +106,7 @@ export class SweepPass {
   #ended(counter: Counter, what: string) {
     return async (run: RunView) => {
       counter.inc();
+      await this.#approvalsExpiredBy(run);
       try {
         await this.#deps.lifecycle.followUp(run, { ended: true });
       } catch (error) {
@@ -121,8 +125,9 @@ export class SweepPass {
     });
     // Only once every job of the page was handled: a pass that dies reads the page again.
     await failedJobs.commit(page);
-    if (runs.length > 0)
-      log.warn({ run_ids: runs }, 'runs reclaimed: their workers stalled past the retry limit');
+    // Issue 15: one line per run, each with its run_id, as every line about a run carries it.
+    for (const runId of runs)
+      log.warn({ run_id: runId }, 'run reclaimed: its worker stalled past the retry limit');
   }
 
   async #deadlines(): Promise<void> {
@@ -153,6 +158,21 @@ export class SweepPass {
         { approval_ids: approvals.expired },
         'stale approvals expired: their runs are no longer parked',
       );
+    }
+  }
+
+  /**
+   * Issue 15: a run this sweep failed expired its pending approvals in the same step (their
+   * decision time is its end): each one's wait is observed.
+   */
+  async #approvalsExpiredBy(run: RunView): Promise<void> {
+    try {
+      const expired = (await this.#deps.store.listApprovals(run.id)).filter(
+        (approval) => approval.status === 'expired' && approval.decided_at_ms === run.ended_at_ms,
+      );
+      this.#approvalsExpired(expired.map((approval) => run.ended_at_ms - approval.created_at_ms));
+    } catch (error) {
+      this.#deps.reportError(run.id, error, 'approval wait: the run’s approvals could not be read');
     }
   }
 
