@@ -34,7 +34,7 @@ export const METRICS = {
   runQueueWait: {
     name: 'leasehold_run_queue_wait_seconds',
     type: 'histogram',
-    help: 'Time a run waited queued (submitted, resumed or retried) until an execution claimed it.',
+    help: 'Time a run waited queued (submitted, resumed, retried or handed back) until an execution claimed it; a run that waited its turn for its profile counts from its wake.',
     buckets: WAIT_BUCKETS,
     roles: ['run-worker'],
   },
@@ -64,7 +64,7 @@ export const METRICS = {
   modelCalls: {
     name: 'leasehold_model_calls_total',
     type: 'counter',
-    help: 'Model calls by model and result (ok, or the error code).',
+    help: 'Model calls by model (ops/models.yaml names, else other) and result (ok, or the error code).',
     labelNames: ['model', 'result'],
     roles: ['run-worker'],
   },
@@ -79,7 +79,7 @@ export const METRICS = {
   modelTokens: {
     name: 'leasehold_model_tokens_total',
     type: 'counter',
-    help: 'Model tokens by model and kind (input, cached_input, output).',
+    help: 'Model tokens by model and kind (input uncached, cached_input, output: the three add up to every token).',
     labelNames: ['model', 'kind'],
     roles: ['run-worker'],
   },
@@ -94,7 +94,7 @@ export const METRICS = {
   approvalWait: {
     name: 'leasehold_approval_wait_seconds',
     type: 'histogram',
-    help: 'Time from an approval’s request to its decision, by decision (approved, denied, expired).',
+    help: 'Time from an approval’s request to its decision, by decision (approved or denied at the API, expired by the sweeper).',
     labelNames: ['decision'],
     buckets: WAIT_BUCKETS,
     roles: ['api', 'sweeper'],

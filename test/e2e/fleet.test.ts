@@ -63,7 +63,9 @@ describe('the fleet in one process', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toContain('text/plain');
     const text = await response.text();
-    expect(text).toMatch(/^leasehold_process_cpu_seconds_total\{role="fleet"\} /m);
+    // Issue 15: the standard series under their standard names, for stock Node.js dashboards.
+    expect(text).toMatch(/^process_cpu_seconds_total\{role="fleet"\} /m);
+    expect(text).not.toContain('leasehold_process_');
     expect(text).toMatch(/^leasehold_queue_jobs\{queue="runs",state="waiting",role="fleet"\} 0$/m);
     expect(text).toContain('leasehold_sweeper_active');
     expect(text).toContain('leasehold_lease_upkeep_passes_total');

@@ -81,5 +81,13 @@ describe('the sweeper: deadlines', () => {
 
     const counter = await metrics.registry.getSingleMetric('leasehold_runs_deadline_exceeded_total')?.get();
     expect(counter?.values[0]?.value).toBe(1);
+    // Issue 15: the approval's wait, from its request to its expiry by the sweeper's fail.
+    const expiredWaits = async () =>
+      (await metrics.registry.getSingleMetric('leasehold_approval_wait_seconds')?.get())?.values.find(
+        (value) =>
+          (value as { metricName?: string }).metricName === 'leasehold_approval_wait_seconds_count' &&
+          value.labels.decision === 'expired',
+      )?.value;
+    expect(await poll(expiredWaits, (count) => count === 1)).toBe(1);
   });
 });

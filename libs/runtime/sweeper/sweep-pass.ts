@@ -166,11 +166,13 @@ export class SweepPass {
    * decision time is its end): each one's wait is observed.
    */
   async #approvalsExpiredBy(run: RunView): Promise<void> {
+    const endedAtMs = run.ended_at_ms;
+    if (endedAtMs === null) return;
     try {
       const expired = (await this.#deps.store.listApprovals(run.id)).filter(
-        (approval) => approval.status === 'expired' && approval.decided_at_ms === run.ended_at_ms,
+        (approval) => approval.status === 'expired' && approval.decided_at_ms === endedAtMs,
       );
-      this.#approvalsExpired(expired.map((approval) => run.ended_at_ms - approval.created_at_ms));
+      this.#approvalsExpired(expired.map((approval) => endedAtMs - approval.created_at_ms));
     } catch (error) {
       this.#deps.reportError(run.id, error, 'approval wait: the run’s approvals could not be read');
     }
