@@ -1,5 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import {
+  type Model,
+  ModelCallError,
+  meteredModel,
+  modelLabel,
+  modelMetricsOf,
+  OTHER_MODEL,
+} from '../../libs/runtime/index.js';
 import { createSweeperMetrics } from '../../libs/runtime/sweeper/sweeper-metrics.js';
 import { executionsCounter } from '../../libs/runtime/worker/run-job.js';
 import { DROPPED_DEFAULT_METRICS, METRICS, type Role } from '../../libs/telemetry/catalogue.js';
@@ -118,5 +126,52 @@ describe("the README's metric catalogue", () => {
       .filter((line) => line.startsWith('| `'));
     expect(rows).toHaveLength(Object.keys(METRICS).length);
     expect(rows.filter((row) => !readme.includes(row))).toEqual([]);
+  });
+});
+
+describe('the model metrics', () => {
+  const usage = { inputTokens: 120, cachedInputTokens: 20, outputTokens: 8 };
+  const price = {
+    inputMicroUsdPerMtok: 2_500_000,
+    cachedInputMicroUsdPerMtok: 1_250_000,
+    outputMicroUsdPerMtok: 10_000_000,
+    contextWindowTokens: 100_000,
+  };
+
+  it('labels a model the deployment does not list `other`, so a client cannot add series', () => {
+    const listed = { tester: {} };
+    expect(modelLabel(listed, 'tester')).toBe('tester');
+    expect(modelLabel(listed, 'scripted')).toBe('scripted');
+    expect(modelLabel(listed, 'gpt-anything-a-client-names')).toBe(OTHER_MODEL);
+    expect(modelLabel(listed, 'constructor')).toBe(OTHER_MODEL);
+  });
+
+  it('counts a call, its tokens by kind and its cost, and a failed call by its code with its billed tokens', async () => {
+    const metrics = createMetrics({ role: 'run-worker' });
+    const answering: Model = { name: 'tester', call: async () => ({ toolCalls: [], answer: 'done', usage }) };
+    await meteredModel(answering, modelMetricsOf(metrics), 'tester', price).call(
+      { transcript: [], tools: [] },
+      { deadlineMs: Date.now() + 1_000 },
+    );
+    const failing: Model = {
+      name: 'tester',
+      call: async () => {
+        throw new ModelCallError('no answer', 'model_unavailable', 503, usage);
+      },
+    };
+    await expect(
+      meteredModel(failing, modelMetricsOf(metrics), 'tester', price).call(
+        { transcript: [], tools: [] },
+        { deadlineMs: Date.now() + 1_000 },
+      ),
+    ).rejects.toThrow('no answer');
+    const tokens = METRICS.modelTokens.name;
+    expect(await sample(metrics, METRICS.modelCalls.name, { model: 'tester', result: 'ok' })).toBe(1);
+    expect(await sample(metrics, METRICS.modelCalls.name, { result: 'model_unavailable' })).toBe(1);
+    expect(await sample(metrics, tokens, { model: 'tester', kind: 'input' })).toBe(200);
+    expect(await sample(metrics, tokens, { model: 'tester', kind: 'cached_input' })).toBe(40);
+    expect(await sample(metrics, tokens, { model: 'tester', kind: 'output' })).toBe(16);
+    // Each call: 100 × 2.5 + 20 × 1.25 + 8 × 10 = 355 µUSD.
+    expect(await sample(metrics, METRICS.modelCost.name, { model: 'tester' })).toBeCloseTo(0.00071, 9);
   });
 });
