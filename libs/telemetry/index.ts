@@ -18,6 +18,7 @@ export {
   reshapeErrorAnswers,
   sendFrameworkError,
 } from './http-errors.js';
+export { type HttpMetrics, httpMetrics } from './http-metrics.js';
 export {
   createLeaseMetrics,
   type LeaseMetrics,
@@ -40,7 +41,6 @@ export {
   unserved,
 } from './metrics.js';
 export { createHttpServer, createOpsServer, type ReadinessCheck, registerOpsRoutes } from './ops-routes.js';
-export { type HttpMetrics, httpMetrics } from './http-metrics.js';
 export {
   logTenantOf,
   REQUEST_ID_HEADER,
