@@ -45,9 +45,10 @@ const TIMINGS = {
 /**
  * The runs test's own bound on waiting for every run to end, so it reports before vitest's timeout.
  * On a two-core machine each profile's ten runs go one after another at 10 to 30 s a run (Chromium
- * shares the cores with eight Node processes), so this is not a speed bound: that is test/bench's.
+ * shares the cores with eight Node processes; a restarted browser worker took 60 to 110 s to be
+ * ready), and the hundred ended in 433 s: this is not a speed bound, that is test/bench's.
  */
-const RUNS_BUDGET_MS = 330_000;
+const RUNS_BUDGET_MS = 540_000;
 /**
  * Browser workers and the profiles pinned to each (disjoint halves); each also serves one profile of
  * the Prometheus part's played runs, so those never queue behind the hundred.
@@ -116,7 +117,7 @@ function payPolicy(origin: string) {
  * SIGKILLed and restarted midway. Then a real Prometheus, which scraped every role all along, answers
  * every main panel of the Grafana dashboard.
  */
-describe('a hundred browser runs on a fleet of separate processes', { timeout: 600_000 }, () => {
+describe('a hundred browser runs on a fleet of separate processes', { timeout: 840_000 }, () => {
   const prefix = uniquePrefix('h100');
   const keep = process.env.LH_CHAOS_DUMP;
   const dumpDir = keep ?? mkdtempSync(join(tmpdir(), 'lh-h100-dump-'));
