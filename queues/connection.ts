@@ -50,7 +50,7 @@ export function redisOptions(role: ConnectionRole, name: string): RedisOptions {
  */
 export function clusterOptions(role: ConnectionRole, name: string, nodes: readonly string[]): ClusterOptions {
   const { retryStrategy, enableOfflineQueue, ...perNode } = redisOptions(role, name);
-  const credentials = nodes.map((node) => new URL(node)).find((url) => url.username || url.password);
+  const credentials = nodes.map(nodeUrl).find((url) => url.username || url.password);
   const tls = nodes.some((node) => node.startsWith('rediss://'));
   return {
     lazyConnect: true,
@@ -69,9 +69,14 @@ export function clusterOptions(role: ConnectionRole, name: string, nodes: readon
   };
 }
 
+/** A node as REDIS_CLUSTER_NODES takes it (`host:port` or a URL), as a URL. */
+function nodeUrl(node: string): URL {
+  return new URL(/^rediss?:\/\//.test(node) ? node : `redis://${node}`);
+}
+
 function seedNodes(nodes: readonly string[]): Array<{ host: string; port: number }> {
   return nodes.map((node) => {
-    const url = new URL(node);
+    const url = nodeUrl(node);
     return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) };
   });
 }

@@ -242,6 +242,15 @@ describe('the fleet on a three-master Redis Cluster', { timeout: 300_000 }, () =
     }
   });
 
+  it('counts requests per key and failed authentications per address on the cluster', async () => {
+    const keysOnMasters = async (pattern: string) =>
+      (await Promise.all(cluster.masters().map((master) => master.keys(pattern)))).flat();
+    expect((await call('GET', '/v1/profiles')).status).toBe(200);
+    expect(await keysOnMasters(`${prefix}:rate-limit:*`)).not.toEqual([]);
+    expect((await call('GET', '/v1/profiles', undefined, { key: 'lhk_wrong' })).status).toBe(401);
+    expect(await keysOnMasters(`${prefix}:auth-failures:*`)).not.toEqual([]);
+  });
+
   it('spreads the fleet records over every master', async () => {
     const held = await Promise.all(cluster.masters().map((master) => master.keys(`${prefix}:*`)));
     expect(held.map((keys) => keys.length > 0)).toEqual([true, true, true]);
