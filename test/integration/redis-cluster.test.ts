@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { ConfigError, loadConfig } from '../../libs/config/index.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
 import {
   closeRedis,
@@ -254,5 +255,39 @@ describe('the fleet on a three-master Redis Cluster', { timeout: 300_000 }, () =
   it('spreads the fleet records over every master', async () => {
     const held = await Promise.all(cluster.masters().map((master) => master.keys(`${prefix}:*`)));
     expect(held.map((keys) => keys.length > 0)).toEqual([true, true, true]);
+  });
+});
+
+describe('REDIS_CLUSTER_NODES in the configuration', () => {
+  const cluster = {
+    REDIS_CLUSTER_NODES: '10.0.0.1:7000, redis://lh:s3cret@10.0.0.2:7001',
+    QUEUE_PREFIX: '{bull}',
+  };
+
+  it('takes host:port items and URLs, each as a URL', () => {
+    expect(loadConfig(cluster).redis.clusterNodes).toEqual([
+      'redis://10.0.0.1:7000',
+      'redis://lh:s3cret@10.0.0.2:7001',
+    ]);
+    expect(loadConfig({}).redis.clusterNodes).toBeUndefined();
+  });
+
+  it('refuses a queue prefix without a hash tag, a key prefix with one, and REDIS_URL beside it', () => {
+    expect(() => loadConfig({ ...cluster, QUEUE_PREFIX: 'bull' })).toThrow(
+      /QUEUE_PREFIX: expected a hash tag/,
+    );
+    expect(() => loadConfig({ ...cluster, LEASEHOLD_KEY_PREFIX: '{lh}:' })).toThrow(
+      /LEASEHOLD_KEY_PREFIX: expected no \{ \}/,
+    );
+    expect(() => loadConfig({ ...cluster, REDIS_URL: 'redis://10.0.0.1:6379' })).toThrow(ConfigError);
+  });
+
+  it('names a bad node list without the passwords in it', () => {
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'redis://lh:s3cret@10.0.0.2:7001, not a node' })).toThrow(
+      /REDIS_CLUSTER_NODES: .*redis:\/\/\*\*\*@10\.0\.0\.2/,
+    );
+    expect(() =>
+      loadConfig({ REDIS_CLUSTER_NODES: 'redis://lh:s3cret@10.0.0.2:7001, not a node' }),
+    ).not.toThrow(/s3cret/);
   });
 });
