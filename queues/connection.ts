@@ -1,15 +1,32 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import type { RedisClient } from '../libs/store/redis-client.js';
+import { VARIADIC_KEY_SCRIPTS } from '../libs/store/scripts.js';
 import { redisLink } from '../libs/telemetry/redis-link.js';
 
+export { isCluster, type RedisClient } from '../libs/store/redis-client.js';
+
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/** Where Redis is: one server's URL, or a cluster's seed nodes (redis:// URLs). */
+export type RedisTarget = string | { readonly clusterNodes: readonly string[] };
+
+/** The target a process's configuration names: the cluster, else REDIS_URL, else the local default. */
+export function redisTarget(redis: {
+  url: string | undefined;
+  clusterNodes: readonly string[] | undefined;
+}): RedisTarget {
+  return redis.clusterNodes ? { clusterNodes: redis.clusterNodes } : (redis.url ?? DEFAULT_REDIS_URL);
+}
 
 /**
  * `worker`: for BullMQ workers and anything that must ride out a Redis restart — commands wait
  * for the reconnection (`maxRetriesPerRequest: null`, as BullMQ requires).
  * `producer`: for the API and other callers that must answer now — commands fail at once while
  * Redis is away (`enableOfflineQueue: false`) instead of piling up behind a request.
+ * `subscriber`: a `worker` connection that also takes sharded subscriptions (SSUBSCRIBE); on a
+ * cluster it keeps one more connection per master for them, so only the event streams' has it.
  */
-export type ConnectionRole = 'worker' | 'producer';
+export type ConnectionRole = 'worker' | 'producer' | 'subscriber';
 
 const CONNECT_TIMEOUT_MS = 5_000;
 
@@ -20,17 +37,76 @@ export function redisOptions(role: ConnectionRole, name: string): RedisOptions {
     connectTimeout: CONNECT_TIMEOUT_MS,
     retryStrategy: (times) => Math.min(times * 200, 2_000),
   };
-  return role === 'worker'
-    ? { ...shared, maxRetriesPerRequest: null, enableReadyCheck: true }
-    : { ...shared, enableOfflineQueue: false, maxRetriesPerRequest: 1 };
+  return role === 'producer'
+    ? { ...shared, enableOfflineQueue: false, maxRetriesPerRequest: 1 }
+    : { ...shared, maxRetriesPerRequest: null, enableReadyCheck: true };
 }
 
 /**
- * A connected ioredis client, or an error naming the URL (never its password) if Redis does not
- * answer within the connect timeout.
+ * The same roles on a cluster. Every node connection gets the seed URLs' user and password (and
+ * TLS for rediss://). Commands are auto-pipelined: those issued together are sent to each node in
+ * one write, which is how requests about records of many runs (each its own slot) stay one round
+ * trip per node.
  */
-export async function connectRedis(url: string, role: ConnectionRole, name: string): Promise<Redis> {
-  const client = new Redis(url, redisOptions(role, name));
+export function clusterOptions(role: ConnectionRole, name: string, nodes: readonly string[]): ClusterOptions {
+  const { retryStrategy, enableOfflineQueue, ...perNode } = redisOptions(role, name);
+  const credentials = nodes.map(nodeUrl).find((url) => url.username || url.password);
+  const tls = nodes.some((node) => node.startsWith('rediss://'));
+  return {
+    lazyConnect: true,
+    enableReadyCheck: true,
+    enableAutoPipelining: true,
+    autoPipeliningIgnoredCommands: [...VARIADIC_KEY_SCRIPTS],
+    shardedSubscribers: role === 'subscriber',
+    clusterRetryStrategy: retryStrategy ? (times: number) => retryStrategy(times) : undefined,
+    ...(enableOfflineQueue === false ? { enableOfflineQueue: false } : {}),
+    redisOptions: {
+      ...perNode,
+      ...(credentials?.username ? { username: decodeURIComponent(credentials.username) } : {}),
+      ...(credentials?.password ? { password: decodeURIComponent(credentials.password) } : {}),
+      ...(tls ? { tls: {} } : {}),
+    },
+  };
+}
+
+/** A node as REDIS_CLUSTER_NODES takes it (`host:port` or a URL), as a URL. */
+function nodeUrl(node: string): URL {
+  return new URL(/^rediss?:\/\//.test(node) ? node : `redis://${node}`);
+}
+
+function seedNodes(nodes: readonly string[]): Array<{ host: string; port: number }> {
+  return nodes.map((node) => {
+    const url = nodeUrl(node);
+    return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) };
+  });
+}
+
+/** A description of the target for messages: URLs without their passwords. */
+export function describeTarget(target: RedisTarget): string {
+  return typeof target === 'string'
+    ? redactUrl(target)
+    : `the Redis Cluster at ${target.clusterNodes.map(redactUrl).join(', ')}`;
+}
+
+/**
+ * A connected ioredis client (a `Cluster` for a cluster target), or an error naming the target
+ * (never its password) if Redis does not answer within the connect timeout.
+ */
+export async function connectRedis(url: string, role: ConnectionRole, name: string): Promise<Redis>;
+export async function connectRedis(
+  target: RedisTarget,
+  role: ConnectionRole,
+  name: string,
+): Promise<RedisClient>;
+export async function connectRedis(
+  target: RedisTarget,
+  role: ConnectionRole,
+  name: string,
+): Promise<RedisClient> {
+  const client: RedisClient =
+    typeof target === 'string'
+      ? new Redis(target, redisOptions(role, name))
+      : new Cluster(seedNodes(target.clusterNodes), clusterOptions(role, name, target.clusterNodes));
   // Errors are reported by the commands that meet them, and an outage once by the process's link
   // watch (issue 12); an unhandled 'error' event would crash.
   client.on('error', () => {});
@@ -46,9 +122,8 @@ export async function connectRedis(url: string, role: ConnectionRole, name: stri
     return client;
   } catch (error) {
     client.disconnect();
-    throw new Error(`Redis at ${redactUrl(url)} did not answer: ${(error as Error).message}`, {
-      cause: error,
-    });
+    const where = typeof target === 'string' ? `Redis at ${redactUrl(target)}` : describeTarget(target);
+    throw new Error(`${where} did not answer: ${(error as Error).message}`, { cause: error });
   } finally {
     clearTimeout(timer);
   }
@@ -75,7 +150,7 @@ export async function redisAnswers(url: string, timeoutMs = 1_000): Promise<bool
 }
 
 /** Closes a client politely (QUIT), falling back to a hard disconnect. */
-export async function closeRedis(client: Redis): Promise<void> {
+export async function closeRedis(client: RedisClient): Promise<void> {
   if (client.status === 'end') return;
   try {
     await client.quit();

@@ -1,11 +1,17 @@
 export {
   type ConnectionRole,
   closeRedis,
+  clusterOptions,
   connectRedis,
   DEFAULT_REDIS_URL,
+  describeTarget,
+  isCluster,
+  type RedisClient,
+  type RedisTarget,
   redactUrl,
   redisAnswers,
   redisOptions,
+  redisTarget,
 } from './connection.js';
 export {
   createRunsQueue,

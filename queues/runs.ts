@@ -1,7 +1,7 @@
 import { type JobsOptions, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { recordIdSchema } from '../libs/contracts/index.js';
+import type { RedisClient } from '../libs/store/redis-client.js';
 import { isRedisUnreachable } from '../libs/telemetry/redis-link.js';
 
 /** The queue every run execution goes through (DESIGN §4). */
@@ -66,7 +66,7 @@ export function runJobName(run: { tenant?: string; session_id?: string }): strin
   return run.tenant && run.session_id ? `run:${run.tenant}/${run.session_id}` : RUNS_QUEUE;
 }
 
-export function createRunsQueue(connection: Redis, prefix: string): RunsQueue {
+export function createRunsQueue(connection: RedisClient, prefix: string): RunsQueue {
   const queue = new Queue<RunJob, RunJobResult, string>(RUNS_QUEUE, {
     connection,
     prefix,

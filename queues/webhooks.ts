@@ -1,7 +1,7 @@
 import { type JobsOptions, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { recordIdSchema, tenantIdSchema, webhookEventSchema } from '../libs/contracts/index.js';
+import type { RedisClient } from '../libs/store/redis-client.js';
 import { isRedisUnreachable } from '../libs/telemetry/redis-link.js';
 
 /** The queue of webhook deliveries (issue 13): one job per webhook and event. */
@@ -60,7 +60,7 @@ export function webhookJobOptions(retry: WebhookRetryPolicy = DEFAULT_WEBHOOK_RE
   };
 }
 
-export function createWebhooksQueue(connection: Redis, prefix: string): WebhooksQueue {
+export function createWebhooksQueue(connection: RedisClient, prefix: string): WebhooksQueue {
   const queue = new Queue<WebhookJob, WebhookJobResult, string>(WEBHOOKS_QUEUE, { connection, prefix });
   // As the runs queue: an outage is logged once by the link watch, anything else in one line.
   queue.on('error', (error) => {

@@ -1,11 +1,12 @@
 import { DelayedError, type Job, type Processor, WaitingError, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { RedisClient } from '../libs/store/redis-client.js';
 import { isRedisUnreachable } from '../libs/telemetry/redis-link.js';
-import { connectRedis } from './connection.js';
+import { connectRedis, type RedisTarget } from './connection.js';
 
 export interface QueueWorkerOptions {
-  redisUrl: string;
+  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  redisUrl: RedisTarget;
   prefix: string;
   concurrency: number;
   /** The job lock; BullMQ renews it at half this period while the processor runs. */
@@ -89,7 +90,7 @@ export async function createQueueWorker<Data, Result>(
  * A worker that died during the outage is found one stall interval later than otherwise.
  */
 function keepLocksThroughOutages(
-  connection: Redis,
+  connection: RedisClient,
   worker: Worker,
   held: ReadonlyMap<string, string>,
   options: Pick<QueueWorkerOptions, 'lockDurationMs' | 'stalledIntervalMs'>,

@@ -25,7 +25,7 @@ import {
 } from '../libs/contracts/index.js';
 import { runMain, StartupError } from '../libs/lifecycle/index.js';
 import { type NewApiKey, RunStore } from '../libs/store/index.js';
-import { closeRedis, connectRedis, DEFAULT_REDIS_URL } from '../queues/index.js';
+import { closeRedis, connectRedis, redisTarget } from '../queues/index.js';
 
 const USAGE =
   'usage: npm run api-key -- --tenant <tenant> --principal <principal> --scopes <scope>[,<scope>…] | --operator --principal <principal>';
@@ -122,10 +122,11 @@ runMain('api-key', async () => {
   }
 
   const config = loadConfig();
-  const redisUrl = config.redis.url ?? DEFAULT_REDIS_URL;
-  const redis = await connectRedis(redisUrl, 'producer', 'api-key').catch((error: unknown) => {
-    throw new StartupError((error as Error).message);
-  });
+  const redis = await connectRedis(redisTarget(config.redis), 'producer', 'api-key').catch(
+    (error: unknown) => {
+      throw new StartupError((error as Error).message);
+    },
+  );
   try {
     const { key, identity } = await new RunStore(redis, config.redis.keyPrefix).createApiKey(request);
     process.stdout.write(

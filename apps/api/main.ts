@@ -1,7 +1,7 @@
 import { loadConfig } from '../../libs/config/index.js';
 import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
 import { createLogger, createMetrics } from '../../libs/telemetry/index.js';
-import { DEFAULT_REDIS_URL } from '../../queues/index.js';
+import { redisTarget } from '../../queues/index.js';
 import { startApi } from './server.js';
 
 runMain('api', async () => {
@@ -11,7 +11,7 @@ runMain('api', async () => {
   const shutdown = new Shutdown(logger);
   exitOnSignals(shutdown, { timeoutMs: config.shutdownTimeoutMs, logger });
 
-  const api = await startApi({ config, logger, metrics, redisUrl: config.redis.url ?? DEFAULT_REDIS_URL });
+  const api = await startApi({ config, logger, metrics, redisUrl: redisTarget(config.redis) });
   shutdown.add('api', () => api.close());
   logger.info(
     { url: api.url, runs: `${api.url}/runs`, docs: `${api.url}/docs`, dashboard: `${api.url}/admin/queues` },

@@ -1,8 +1,8 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { Config } from '../../libs/config/index.js';
 import { ApiError } from '../../libs/contracts/index.js';
+import type { RedisClient } from '../../libs/store/redis-client.js';
 
 /**
  * Per-key request limits (issue 11.10), with `@fastify/rate-limit` and its Redis store, so every
@@ -17,7 +17,11 @@ import { ApiError } from '../../libs/contracts/index.js';
  * identity — public routes (health, readiness, metrics, `/docs`), the dashboard's own gate — is
  * not limited here; failed authentication is limited per address by the door itself.
  */
-export async function registerRateLimit(app: FastifyInstance, redis: Redis, config: Config): Promise<void> {
+export async function registerRateLimit(
+  app: FastifyInstance,
+  redis: RedisClient,
+  config: Config,
+): Promise<void> {
   const windowMs = Math.ceil((config.api.rateBurst / config.api.ratePerSecond) * 1_000);
   await app.register(rateLimit, {
     global: true,

@@ -14,7 +14,13 @@ import {
   RunEventStreams,
   registerOpsRoutes,
 } from '../../libs/telemetry/index.js';
-import { closeRedis, connectRedis, createRunsQueue, RUNS_QUEUE } from '../../queues/index.js';
+import {
+  closeRedis,
+  connectRedis,
+  createRunsQueue,
+  type RedisTarget,
+  RUNS_QUEUE,
+} from '../../queues/index.js';
 import { apiKeyDoors } from './auth.js';
 import { registerDashboard } from './dashboard.js';
 import { DefaultAgents } from './default-agent.js';
@@ -29,7 +35,8 @@ export interface ApiOptions {
   config: Config;
   logger: Logger;
   metrics: Metrics;
-  redisUrl: string;
+  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  redisUrl: RedisTarget;
   /** Readiness of other roles sharing this process (the fleet). */
   extraReadiness?: () => ReadinessCheck[];
   /** Issue 13: the store run artifacts are read from; unset: opened from config (the fleet shares one). */
@@ -89,7 +96,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     onError: (runId, error, what) => logger.warn({ run_id: runId, err: error }, what),
   });
   await registerRateLimit(app, redis, config);
-  const eventSubscriber = await connectRedis(options.redisUrl, 'worker', 'api-events');
+  const eventSubscriber = await connectRedis(options.redisUrl, 'subscriber', 'api-events');
   const eventStreams = new RunEventStreams(
     eventSubscriber,
     store,

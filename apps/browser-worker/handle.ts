@@ -4,12 +4,14 @@ import type { ArtifactStore } from '../../libs/artifacts/index.js';
 import type { Config } from '../../libs/config/index.js';
 import type { LeaseCaps, LeaseService, LeaseStore, PageFactory } from '../../libs/lease/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
+import type { RedisTarget } from '../../queues/index.js';
 
 export interface BrowserWorkerOptions {
   config: Config;
   logger: Logger;
   metrics: Metrics;
-  redisUrl: string;
+  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  redisUrl: RedisTarget;
   /** Tests: a clock to cross lease caps without sleeping, and caps of their own. */
   clock?: () => number;
   caps?: LeaseCaps;

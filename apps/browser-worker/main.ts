@@ -1,7 +1,7 @@
 import { loadConfig } from '../../libs/config/index.js';
 import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
 import { createLogger, createMetrics } from '../../libs/telemetry/index.js';
-import { DEFAULT_REDIS_URL } from '../../queues/index.js';
+import { redisTarget } from '../../queues/index.js';
 import { startBrowserWorker } from './service.js';
 
 runMain('browser-worker', async () => {
@@ -15,7 +15,7 @@ runMain('browser-worker', async () => {
     config,
     logger,
     metrics,
-    redisUrl: config.redis.url ?? DEFAULT_REDIS_URL,
+    redisUrl: redisTarget(config.redis),
   });
   shutdown.add('browser-worker', () => worker.close());
   logger.info(

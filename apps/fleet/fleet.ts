@@ -6,7 +6,7 @@ import { withOverrides } from '../../libs/config/index.js';
 import { Shutdown } from '../../libs/lifecycle/index.js';
 import type { RunStore } from '../../libs/store/index.js';
 import { createMetrics, type Logger, type Metrics, unserved } from '../../libs/telemetry/index.js';
-import { DEFAULT_REDIS_URL, redactUrl, redisAnswers } from '../../queues/index.js';
+import { DEFAULT_REDIS_URL, describeTarget, type RedisTarget, redisAnswers } from '../../queues/index.js';
 import { startApi } from '../api/server.js';
 import { startBrowserWorker } from '../browser-worker/service.js';
 import { startRunWorker } from '../run-worker/run-worker.js';
@@ -53,18 +53,23 @@ export interface FleetHandle {
   apiKey: string;
   /** A fleet operator key, made at start: it opens the dashboard and no tenant's records (issue 11.6). */
   operatorKey: string;
-  redisSource: 'REDIS_URL' | 'local' | 'private';
+  redisSource: 'REDIS_CLUSTER_NODES' | 'REDIS_URL' | 'local' | 'private';
   chromium: string;
   /** Stops every role in order (idempotent): claims first, the browser and Redis last. */
   close(): Promise<void>;
 }
 
-/** Redis from REDIS_URL, else 127.0.0.1:6379 if it answers, else a private redis-server child. */
+/**
+ * Redis from REDIS_CLUSTER_NODES or REDIS_URL, else 127.0.0.1:6379 if it answers, else a private
+ * redis-server child (always one node).
+ */
 async function resolveRedis(
   config: Config,
   localUrl: string,
   shutdown: Shutdown,
-): Promise<{ url: string; source: FleetHandle['redisSource'] }> {
+): Promise<{ url: RedisTarget; source: FleetHandle['redisSource'] }> {
+  if (config.redis.clusterNodes)
+    return { url: { clusterNodes: config.redis.clusterNodes }, source: 'REDIS_CLUSTER_NODES' };
   if (config.redis.url) return { url: config.redis.url, source: 'REDIS_URL' };
   if (await redisAnswers(localUrl)) return { url: localUrl, source: 'local' };
   const redis = await startPrivateRedis();
@@ -134,7 +139,7 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
         dashboard: `${api.url}/admin/queues`,
         metrics: `${api.url}/metrics`,
         browserWorker: browserWorker.url,
-        redis: redactUrl(redis.url),
+        redis: describeTarget(redis.url),
       },
       apiKey,
       operatorKey,

@@ -5,6 +5,7 @@ import { createLogger } from '../../libs/telemetry/index.js';
 import { startFleet } from './fleet.js';
 
 const REDIS_SOURCES = {
+  REDIS_CLUSTER_NODES: 'a Redis Cluster, from REDIS_CLUSTER_NODES',
   REDIS_URL: 'from REDIS_URL',
   local: 'the local server',
   private: 'a private redis-server, stopped on exit',

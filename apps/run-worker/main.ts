@@ -1,7 +1,7 @@
 import { browserToolsState, loadConfig } from '../../libs/config/index.js';
 import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
 import { createLogger, createMetrics, createOpsServer } from '../../libs/telemetry/index.js';
-import { DEFAULT_REDIS_URL } from '../../queues/index.js';
+import { redisTarget } from '../../queues/index.js';
 import { startRunWorker } from './run-worker.js';
 
 runMain('run-worker', async () => {
@@ -15,7 +15,7 @@ runMain('run-worker', async () => {
     config,
     logger,
     metrics,
-    redisUrl: config.redis.url ?? DEFAULT_REDIS_URL,
+    redisUrl: redisTarget(config.redis),
   });
   shutdown.add('run-worker', () => runWorker.close());
   // Issue 11.13: readiness names whether this process's runs get browser tools.

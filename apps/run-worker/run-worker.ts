@@ -20,6 +20,7 @@ import {
   connectRedis,
   createQueueWorker,
   createRunsQueue,
+  type RedisTarget,
   RUNS_QUEUE,
   type RunJob,
   type RunJobResult,
@@ -31,7 +32,8 @@ export interface RunWorkerOptions {
   config: Config;
   logger: Logger;
   metrics: Metrics;
-  redisUrl: string;
+  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  redisUrl: RedisTarget;
   /** The upkeep's windows and clock (ADR-0127 d5 figures by default); tests shrink them. */
   upkeep?: Pick<LeaseUpkeepDeps, 'windowMs' | 'stepMs' | 'lifetimeMs' | 'clock'>;
   /** Test-only: the executions' fault hook (issue 12; see `ExecutionDeps.faults`). */

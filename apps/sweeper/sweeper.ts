@@ -11,13 +11,14 @@ import {
 } from '../../libs/runtime/sweeper/index.js';
 import { LeaderLock, RunStore } from '../../libs/store/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
-import { closeRedis, connectRedis, createRunsQueue } from '../../queues/index.js';
+import { closeRedis, connectRedis, createRunsQueue, type RedisTarget } from '../../queues/index.js';
 
 export interface SweeperOptions {
   config: Config;
   logger: Logger;
   metrics: Metrics;
-  redisUrl: string;
+  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  redisUrl: RedisTarget;
   /** Issue 13: the store whose orphaned artifacts are swept; unset: opened from config. */
   artifacts?: ArtifactStore;
 }

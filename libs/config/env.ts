@@ -28,15 +28,40 @@ export const envSchema = z.object({
     .url({ protocol: /^rediss?$/, error: 'a redis:// or rediss:// URL' })
     .optional()
     .or(z.literal('').transform(() => undefined)),
+  /**
+   * Issue 15: a Redis Cluster instead of one Redis: its seed nodes, comma-separated, each
+   * `host:port` or a redis:// / rediss:// URL (user and password in a URL as in REDIS_URL; they
+   * apply to every node). Excludes REDIS_URL. In cluster mode QUEUE_PREFIX must carry a hash tag.
+   */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .default('')
+    .transform(splitList)
+    .pipe(
+      z.array(
+        z
+          .string()
+          .regex(
+            /^(?:rediss?:\/\/(?:[^@/\s]*@)?)?[A-Za-z0-9.:[\]_-]+:\d{1,5}\/?$/,
+            'host:port or redis://[user:password@]host:port items',
+          ),
+      ),
+    ),
   /** Prefix of Leasehold's own Redis keys. */
   LEASEHOLD_KEY_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_:{}-]{1,64}$/, 'letters, digits, _ : { } -')
     .default('lh:'),
-  /** Prefix of BullMQ's keys. */
+  /**
+   * Prefix of BullMQ's keys. On a Redis Cluster it must be a hash tag (`{bull}`), so each queue's
+   * keys share a slot as BullMQ's scripts need (issue 15).
+   */
   QUEUE_PREFIX: z
     .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ -')
+    .regex(
+      /^(?:[A-Za-z0-9_-]{1,64}|\{[A-Za-z0-9_-]{1,62}\})$/,
+      'letters, digits, _ - (or those in one {hash tag})',
+    )
     .default('bull'),
 
   HOST: z.string().min(1).default('127.0.0.1'),

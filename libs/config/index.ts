@@ -22,6 +22,11 @@ export interface Config {
   readonly log: { readonly level: Env['LOG_LEVEL']; readonly pretty: boolean | undefined };
   readonly redis: {
     readonly url: string | undefined;
+    /**
+     * Issue 15: a Redis Cluster's seed nodes as redis:// URLs (each `host:port` item made one),
+     * or undefined for one Redis at `url`.
+     */
+    readonly clusterNodes: readonly string[] | undefined;
     readonly keyPrefix: string;
     readonly queuePrefix: string;
   };
@@ -104,7 +109,7 @@ function describeIssue(issue: z.core.$ZodIssue, env: Record<string, string | und
       ? 'it is unset'
       : SECRET_NAME.test(name)
         ? 'got a value that does not fit'
-        : `got "${raw}"`;
+        : `got "${raw.replace(/\/\/[^@/\s]*@/g, '//***@')}"`;
   return `${name}: expected ${issue.message.replace(/^Invalid input: expected /, '')}; ${found}`;
 }
 
@@ -132,6 +137,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `invalid configuration: RUN_STALLED_INTERVAL_MS: expected at most 4 × RUN_LOCK_DURATION_MS (${e.RUN_LOCK_DURATION_MS * 4}); got "${e.RUN_STALLED_INTERVAL_MS}"`,
     );
   }
+  const clusterNodes = compileClusterNodes(e);
   const opsDir = e.LEASEHOLD_OPS_DIR ?? DEFAULT_OPS_DIR;
   let limits: LimitsFile;
   let models: ModelsFile;
@@ -146,7 +152,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return deepFreeze({
     nodeEnv: e.NODE_ENV,
     log: { level: e.LOG_LEVEL, pretty: e.LOG_PRETTY },
-    redis: { url: e.REDIS_URL, keyPrefix: e.LEASEHOLD_KEY_PREFIX, queuePrefix: e.QUEUE_PREFIX },
+    redis: {
+      url: e.REDIS_URL,
+      clusterNodes,
+      keyPrefix: e.LEASEHOLD_KEY_PREFIX,
+      queuePrefix: e.QUEUE_PREFIX,
+    },
     http: {
       host: e.HOST,
       apiPort: e.PORT,
@@ -202,6 +213,31 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     limits,
     models,
   });
+}
+
+/**
+ * Issue 15: the cluster's seed nodes as URLs, with the rules that hold between the Redis settings.
+ * BullMQ's scripts touch several keys of a queue, so on a cluster its prefix must be a hash tag;
+ * it is refused rather than defaulted to `{bull}`, because a fleet whose processes disagree on the
+ * prefix would watch different queues without a word. Leasehold's key prefix must carry no hash
+ * tag: it would put every record in one slot, on one master, and the cluster would hold nothing
+ * on the others.
+ */
+function compileClusterNodes(e: Env): readonly string[] | undefined {
+  if (e.REDIS_CLUSTER_NODES.length === 0) return undefined;
+  if (e.REDIS_URL)
+    throw new ConfigError(
+      'invalid configuration: REDIS_CLUSTER_NODES: expected it or REDIS_URL, not both; both are set',
+    );
+  if (!/^\{.+\}$/.test(e.QUEUE_PREFIX))
+    throw new ConfigError(
+      `invalid configuration: QUEUE_PREFIX: expected a hash tag such as "{bull}" on a Redis Cluster (REDIS_CLUSTER_NODES is set), so each queue's keys share one slot; got "${e.QUEUE_PREFIX}"`,
+    );
+  if (/[{}]/.test(e.LEASEHOLD_KEY_PREFIX))
+    throw new ConfigError(
+      `invalid configuration: LEASEHOLD_KEY_PREFIX: expected no { } on a Redis Cluster (records carry their own hash tags; one in the prefix puts them all on one node); got "${e.LEASEHOLD_KEY_PREFIX}"`,
+    );
+  return e.REDIS_CLUSTER_NODES.map((node) => (/^rediss?:\/\//.test(node) ? node : `redis://${node}`));
 }
 
 /** Each model's API key, read from the variable its models.yaml entry names (never from a file). */

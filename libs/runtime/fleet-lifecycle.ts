@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import { enqueueExecution, type RunsQueue } from '../../queues/index.js';
 import { createWebhooksQueue } from '../../queues/webhooks.js';
 import {
@@ -8,6 +7,7 @@ import {
   RedisLeaseStore,
   type RunStore,
 } from '../store/index.js';
+import type { RedisClient } from '../store/redis-client.js';
 import { WebhookStore } from '../store/webhooks.js';
 import type { RunEndFigures } from '../telemetry/index.js';
 import type { LeaseReleaseDeps } from './lease-release.js';
@@ -15,7 +15,7 @@ import { RunLifecycle } from './run-lifecycle.js';
 import { WebhookTeller } from './webhooks/teller.js';
 
 export interface FleetLifecycleOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** The deployment's key prefix (`lh:`). */
   keyPrefix: string;
   store: RunStore;

@@ -13,6 +13,7 @@ import {
 } from '../contracts/index.js';
 import { sha256Hex } from './canonical-json.js';
 import type { RunStoreContext } from './run-keys.js';
+import { slotBatch } from './slot-batch.js';
 
 /** What an API key is issued for (DESIGN §3). */
 export interface NewApiKey {
@@ -90,7 +91,7 @@ export async function listApiKeys(context: RunStoreContext, tenant: string): Pro
   const index = await context.redis.hgetall(tenantApiKeysKey(context, tenant));
   const entries = Object.entries(index);
   if (entries.length === 0) return [];
-  const pipeline = context.redis.pipeline();
+  const pipeline = slotBatch(context.redis);
   for (const [, keyHash] of entries) pipeline.hgetall(context.keys.apiKey(keyHash));
   const replies = (await pipeline.exec()) ?? [];
   const views: ApiKeyView[] = [];

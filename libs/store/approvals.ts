@@ -18,6 +18,7 @@ import {
   refusal,
   toTransition,
 } from './run-transition.js';
+import { slotBatch } from './slot-batch.js';
 
 /**
  * Approvals and task grants (DESIGN §3, §4.4). An approval lives with its run (`{run:ID}`), so
@@ -67,8 +68,7 @@ export async function requestApproval(
   // Pointer and index first: a crash before the script leaves entries that read as absent. They
   // sit in different slots, so they are a pipeline, not a transaction.
   failOnError(
-    await redis
-      .pipeline()
+    await slotBatch(redis)
       .set(keys.approvalRun(approvalId), runId, 'PX', pointerTtlMs)
       .zadd(keys.tenantApprovals(tenant), now, approvalId)
       .exec(),
@@ -92,8 +92,7 @@ export async function requestApproval(
   );
   const transition = toTransition<'parked' | 'cancelled'>(runId, reply, 'running');
   if (!transition.ok) {
-    await redis
-      .pipeline()
+    await slotBatch(redis)
       .del(keys.approvalRun(approvalId))
       .zrem(keys.tenantApprovals(tenant), approvalId)
       .exec();
@@ -141,14 +140,14 @@ export async function listTenantPendingApprovals(
   const ids = await redis.zrange(keys.tenantApprovals(tenant), 0, -1);
   if (ids.length === 0) return [];
   // One slot per key (Redis Cluster): pipelined GETs, not MGET.
-  const pointers = redis.pipeline();
+  const pointers = slotBatch(redis);
   for (const id of ids) pointers.get(keys.approvalRun(id));
   const runIds = ((await pointers.exec()) ?? []).map(([, value]) =>
     typeof value === 'string' ? value : undefined,
   );
   const pending: ApprovalView[] = [];
   const decided: string[] = [];
-  const lookup = redis.pipeline();
+  const lookup = slotBatch(redis);
   for (const [i, id] of ids.entries()) lookup.hget(keys.approvals(runIds[i] ?? ''), id);
   const replies = (await lookup.exec()) ?? [];
   for (const [i, id] of ids.entries()) {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 
 /** One execution of a run whose consequences may still be owed. */
 export interface OwedFollowUp {
@@ -17,7 +17,7 @@ export interface OwedFollowUp {
  */
 export class FollowUpIndex {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { withScripts } from './scripts.js';
 
 /**
@@ -12,7 +12,7 @@ export class LeaderLock {
   #held = false;
 
   constructor(
-    client: Redis,
+    client: RedisClient,
     readonly key: string,
     private readonly ttlMs: number,
   ) {

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type { CreateProfile, LeaseCloseReason, LeaseState, ProfileRef } from '../contracts/index.js';
 import type {
   AcquireOutcome,
@@ -12,7 +11,9 @@ import type {
   SequenceOutcome,
   StoredProfile,
 } from '../lease/ports.js';
+import type { RedisClient } from './redis-client.js';
 import { withScripts } from './scripts.js';
+import { slotBatch } from './slot-batch.js';
 
 /** How long a closed lease's record is kept, so late calls read `lease_expired`. */
 const CLOSED_RETENTION_MS = 24 * 3600_000;
@@ -29,7 +30,7 @@ export class RedisLeaseStore implements LeaseStore {
   readonly #redis: ReturnType<typeof withScripts>;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
   ) {
     this.#redis = withScripts(redis);
@@ -68,8 +69,7 @@ export class RedisLeaseStore implements LeaseStore {
    */
   async createProfile(profile: CreateProfile, nowMs: number): Promise<boolean> {
     failOnError(
-      await this.#redis
-        .pipeline()
+      await slotBatch(this.#redis)
         .sadd(this.#tenantProfilesKey(profile.tenant), profile.id)
         .sadd(this.#profilesKey(), profileLabel(profile))
         .exec(),
@@ -112,7 +112,7 @@ export class RedisLeaseStore implements LeaseStore {
   async listProfiles(tenant: string): Promise<ProfileSettings[]> {
     const ids = (await this.#redis.smembers(this.#tenantProfilesKey(tenant))).sort();
     if (ids.length === 0) return [];
-    const pipeline = this.#redis.pipeline();
+    const pipeline = slotBatch(this.#redis);
     for (const id of ids) pipeline.hmget(this.#profileKey({ tenant, id }), ...SETTINGS_FIELDS);
     const replies = (await pipeline.exec()) ?? [];
     return replies
@@ -124,7 +124,7 @@ export class RedisLeaseStore implements LeaseStore {
   async listAllProfileRefs(): Promise<ProfileRef[]> {
     const indexed = await this.#indexedProfileRefs();
     if (indexed.length === 0) return [];
-    const exists = this.#redis.pipeline();
+    const exists = slotBatch(this.#redis);
     for (const profile of indexed) exists.exists(this.#profileKey(profile));
     const replies = (await exists.exec()) ?? [];
     return indexed.filter((_, index) => replies[index]?.[1] === 1);
@@ -180,7 +180,7 @@ export class RedisLeaseStore implements LeaseStore {
   async listLiveLeases(): Promise<LeaseRecord[]> {
     const profiles = await this.#indexedProfileRefs();
     if (profiles.length === 0) return [];
-    const live = this.#redis.pipeline();
+    const live = slotBatch(this.#redis);
     for (const profile of profiles) live.get(this.#liveKey(profile));
     const leaseIds = ((await live.exec()) ?? []).map(([, value]) => value as string | null);
     const held = profiles.flatMap((profile, index) => {
@@ -188,7 +188,7 @@ export class RedisLeaseStore implements LeaseStore {
       return leaseId ? [{ profile, leaseId }] : [];
     });
     if (held.length === 0) return [];
-    const records = this.#redis.pipeline();
+    const records = slotBatch(this.#redis);
     for (const { profile, leaseId } of held) records.hgetall(this.#leaseKey(profile, leaseId));
     const replies = (await records.exec()) ?? [];
     return held.flatMap(({ profile }, index) => {

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { ProfileRef } from '../contracts/index.js';
+import type { RedisClient } from './redis-client.js';
 import { RunKeys } from './run-keys.js';
 import { type RunTransition, toTransition } from './run-transition.js';
 import { withScripts } from './scripts.js';
@@ -27,7 +27,7 @@ export class ProfileTurns {
   readonly #runKeys: RunKeys;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
     private readonly now: () => number = Date.now,
   ) {

@@ -2,6 +2,7 @@ import type { RunEvent, RunEventType } from '../contracts/index.js';
 import type { RunStoreContext } from './run-keys.js';
 import { parseEvent } from './run-records.js';
 import { isRefusalCode, type RunRefusal, refusal } from './run-transition.js';
+import { slotBatch } from './slot-batch.js';
 
 /**
  * A run's events: one capped Redis Stream per run. Status changes append theirs inside their own
@@ -67,7 +68,7 @@ export async function renewStreamSlots(
 ): Promise<void> {
   if (slots.length === 0) return;
   const expiresAtMs = context.now() + ttlMs;
-  const pipeline = context.redis.pipeline();
+  const pipeline = slotBatch(context.redis);
   for (const { keyId, member } of slots) {
     const key = streamSlotsKey(context, keyId);
     pipeline.zadd(key, 'XX', expiresAtMs, member).pexpire(key, ttlMs);

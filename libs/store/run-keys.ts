@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import type { ScriptCommands } from './scripts.js';
 
 /**
@@ -123,7 +123,7 @@ export class RunKeys {
 
 /** What the run store's parts share: one client with the scripts, the keys, the clock. */
 export interface RunStoreContext {
-  readonly redis: Redis & ScriptCommands;
+  readonly redis: RedisClient & ScriptCommands;
   readonly keys: RunKeys;
   /** Epoch ms; injected so tests move time without sleeping. */
   readonly now: () => number;

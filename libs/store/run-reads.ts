@@ -2,6 +2,7 @@ import { type RunStatus, type RunView, recordIdSchema } from '../contracts/index
 import { getSession } from './agents.js';
 import type { RunStoreContext } from './run-keys.js';
 import { parseRun, parseRunStatus } from './run-records.js';
+import { slotBatch } from './slot-batch.js';
 
 /** The run, or undefined; with `tenant`, another tenant's run reads as absent. */
 export async function getRun(
@@ -68,7 +69,7 @@ export async function runStates(
 ): Promise<Map<string, { status: RunStatus; deadlineAtMs: number }>> {
   const states = new Map<string, { status: RunStatus; deadlineAtMs: number }>();
   if (runIds.length === 0) return states;
-  const pipeline = context.redis.pipeline();
+  const pipeline = slotBatch(context.redis);
   for (const runId of runIds) pipeline.hmget(context.keys.run(runId), 'status', 'deadline_at');
   const replies = (await pipeline.exec()) ?? [];
   runIds.forEach((runId, index) => {

@@ -8,6 +8,7 @@ import { runScriptKeys } from './run-retention.js';
 import { keepRunIndexes } from './run-submit.js';
 import { readTranscript } from './run-transcript.js';
 import { type RunTransition, toTransition } from './run-transition.js';
+import { slotBatch } from './slot-batch.js';
 
 /**
  * A failed run as a new attempt: attempt + 1, a new execution, `queued`, on a fresh transcript
@@ -28,7 +29,7 @@ export async function retryRun(
   const indexed = await indexRetriedRun(context, runId, tenant, now);
   const { redis, keys } = context;
   // The retried run lives on: so do the indexes that list it (see keepRunIndexes).
-  const indexes = redis.pipeline();
+  const indexes = slotBatch(redis);
   keepRunIndexes(indexes, context, tenant, failed.session_id, failed.deadline_at_ms - failed.created_at_ms);
   await indexes.exec();
   // The script refuses (`stale_execution`) if another retry moved the attempt since the read.

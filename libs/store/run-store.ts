@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type {
   AgentDefinition,
   AgentView,
@@ -41,6 +40,7 @@ import {
 } from './approvals.js';
 import { type InvocationRecord, type LedgerOutcome, listInvocations, recordInvocation } from './ledger.js';
 import { loadLoopState, saveLoopState } from './loop-state.js';
+import type { RedisClient } from './redis-client.js';
 import {
   expireStaleApprovals,
   listDueRunDeadlines,
@@ -129,7 +129,7 @@ export class RunStore {
   readonly #context: RunStoreContext;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     keyPrefix: string,
     clock: () => number = Date.now,
     options: RunStoreOptions = {},

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { ChainableCommander } from 'ioredis';
 import {
   ApiError,
   jsonBoundsProblem,
@@ -12,9 +13,11 @@ import {
 } from '../contracts/index.js';
 import { getSession } from './agents.js';
 import { canonicalJson, sha256Hex } from './canonical-json.js';
+import { isCluster } from './redis-client.js';
 import { indexSubmittedRun } from './run-deadlines.js';
 import type { RunStoreContext } from './run-keys.js';
 import { fieldsToRecord, parseRun } from './run-records.js';
+import { slotBatch } from './slot-batch.js';
 
 export interface SubmitRun {
   tenant: string;
@@ -59,6 +62,11 @@ export function idempotentRunId(tenant: string, sessionId: string, idempotencyKe
  * Stores a run `queued` (attempt 1, execution 1). Throws `not_found` for a session the tenant
  * does not have, `idempotency_conflict` for a key reused with another input.
  */
+function failOnError(replies: ReadonlyArray<[Error | null, unknown]>): void {
+  const failed = replies.find(([error]) => error);
+  if (failed?.[0]) throw failed[0];
+}
+
 /** The longest a run may be given to run (`timeout_ms` of `POST /v1/sessions/{id}/runs`). */
 const LONGEST_RUN_MS = 24 * 3_600_000;
 
@@ -108,9 +116,10 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
       request: input.request ?? null,
     }),
   );
-  // Listed before it exists: an index entry whose run was never written reads as absent. They
-  // all go in one pipeline (one round trip), which Redis runs in order.
-  const pipeline = redis.pipeline() as ReturnType<typeof redis.pipeline> & {
+  // Listed before it exists: an index entry whose run was never written reads as absent. On one
+  // Redis they all go in one pipeline (one round trip), which Redis runs in order; on a cluster
+  // the indexes (other slots, other nodes) are written first and the run's script after them.
+  const pipeline = slotBatch(redis) as ChainableCommander & {
     submitRun: (...args: Array<string | number>) => unknown;
   };
   // Issue 13: the tenant's runs list (`GET /v1/runs`) reads this index; a delegated child is
@@ -119,7 +128,10 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
   pipeline.zadd(keys.sessionRuns(session.id), 'NX', now, runId);
   keepRunIndexes(pipeline, context, input.tenant, session.id, input.timeoutMs);
   indexSubmittedRun(pipeline, keys, runId, now + input.timeoutMs);
-  pipeline.submitRun(
+  const replies = isCluster(redis) ? ((await pipeline.exec()) ?? []) : [];
+  if (replies.length > 0) failOnError(replies);
+  const script = isCluster(redis) ? (slotBatch(redis) as typeof pipeline) : pipeline;
+  script.submitRun(
     keys.run(runId),
     keys.events(runId),
     runId,
@@ -138,9 +150,8 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
     input.idempotencyKey ?? '',
     context.eventsCap,
   );
-  const replies = (await pipeline.exec()) ?? [];
-  const failed = replies.find(([error]) => error);
-  if (failed?.[0]) throw failed[0];
+  replies.push(...((await script.exec()) ?? []));
+  failOnError(replies);
   const [code, , fields] = (replies.at(-1)?.[1] ?? ['no_reply', '', []]) as [
     string,
     string,

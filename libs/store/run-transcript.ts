@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import { LeaseholdError } from '../contracts/index.js';
 import { packJson, unpackJson } from './packed-json.js';
+import type { RedisClient } from './redis-client.js';
 import { withScripts } from './scripts.js';
 
 /** A transcript longer than this is refused: the step limits end a run long before it. */
@@ -26,13 +26,13 @@ export class TranscriptWriteRefused extends LeaseholdError<'not_owner' | 'too_lo
  * a large one deflated (`packed-json.ts`, issue 13): every read of the key goes through here.
  */
 export class RunTranscripts {
-  readonly #redis: Redis & TranscriptCommands;
+  readonly #redis: RedisClient & TranscriptCommands;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
   ) {
-    this.#redis = withScripts(redis) as unknown as Redis & TranscriptCommands;
+    this.#redis = withScripts(redis) as unknown as RedisClient & TranscriptCommands;
   }
 
   #runKey(runId: string): string {
@@ -91,6 +91,6 @@ export class RunTranscripts {
  * A transcript key's entries, packed or plain (`packed-json.ts`): for the store's own readers that
  * hold the key rather than a {@link RunTranscripts} (a retry reads every attempt's).
  */
-export async function readTranscript<T>(redis: Redis, key: string): Promise<T[]> {
+export async function readTranscript<T>(redis: RedisClient, key: string): Promise<T[]> {
   return (await redis.lrangeBuffer(key, 0, -1)).map((entry) => unpackJson<T>(entry));
 }

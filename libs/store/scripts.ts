@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 
 const LUA_DIR = new URL('./lua/', import.meta.url);
 
@@ -109,6 +109,18 @@ export interface ScriptCommands {
   ): Promise<[string, string | number]>;
 }
 
+/**
+ * The scripts that take their key count first (a `+` file: as many keys as the run owns). ioredis's
+ * cluster auto-pipelining routes a command by its first argument, which for these is the count, not
+ * a key; a cluster connection sends them on their own (queues/connection.ts, issue 15).
+ */
+export const VARIADIC_KEY_SCRIPTS: readonly string[] = Object.freeze(
+  readdirSync(LUA_DIR).flatMap((file) => {
+    const match = SCRIPT_FILE.exec(file);
+    return match?.[1] && match[3] ? [match[1]] : [];
+  }),
+);
+
 /** `--- @include "includes/<name>.lua"`, as BullMQ marks the shared pieces of its scripts. */
 const INCLUDE_LINE = /^--- @include "(includes\/[A-Za-z-]+\.lua)"$/gm;
 
@@ -120,13 +132,13 @@ export function withIncludes(source: string): string {
   return source.replace(INCLUDE_LINE, (_line, path: string) => readFileSync(new URL(path, LUA_DIR), 'utf8'));
 }
 
-const loaded = new WeakSet<Redis>();
+const loaded = new WeakSet<RedisClient>();
 
 /**
  * Defines every Lua script under `lua/` as a command on `client` (EVALSHA with a fallback to
  * EVAL, as ioredis does). Each state change that spans keys is one of these scripts.
  */
-export function withScripts(client: Redis): Redis & ScriptCommands {
+export function withScripts(client: RedisClient): RedisClient & ScriptCommands {
   if (!loaded.has(client)) {
     for (const file of readdirSync(LUA_DIR)) {
       const match = SCRIPT_FILE.exec(file);
@@ -138,5 +150,5 @@ export function withScripts(client: Redis): Redis & ScriptCommands {
     }
     loaded.add(client);
   }
-  return client as Redis & ScriptCommands;
+  return client as RedisClient & ScriptCommands;
 }

@@ -1,6 +1,7 @@
 import { PAGE_LIMIT_MAX, type RunStatus, type RunView } from '../contracts/index.js';
 import type { RunStoreContext } from './run-keys.js';
 import { parseRun } from './run-records.js';
+import { slotBatch } from './slot-batch.js';
 
 /**
  * A tenant's runs, newest first (issue 13, `GET /v1/runs`): read from the tenant's index (a sorted
@@ -89,7 +90,7 @@ export async function listTenantRuns(
     const fresh = cursor
       ? batch.filter((entry) => entry.createdMs < cursor.createdMs || entry.runId < cursor.runId)
       : batch;
-    const pipeline = redis.pipeline();
+    const pipeline = slotBatch(redis);
     for (const entry of fresh) pipeline.hgetall(keys.run(entry.runId));
     const replies = fresh.length > 0 ? ((await pipeline.exec()) ?? []) : [];
     const missing: string[] = [];

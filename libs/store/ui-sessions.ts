@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { type ApiKeyIdentity, apiKeyIdentitySchema } from '../contracts/index.js';
 import { sha256Hex } from './canonical-json.js';
+import type { RedisClient } from './redis-client.js';
 import { RunKeys } from './run-keys.js';
 
 /** How long a person stays signed in to the run pages: a working day, then the key again. */
@@ -32,7 +32,7 @@ export class UiSessions {
   private readonly keys: RunKeys;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keyPrefix: string,
     private readonly ttlMs = UI_SESSION_TTL_MS,
     private readonly now: () => number = Date.now,

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import {
   newWebhookId,
   recordIdSchema,
@@ -13,6 +12,7 @@ import {
   webhookRecordSchema,
   webhookViewSchema,
 } from '../contracts/index.js';
+import type { RedisClient } from './redis-client.js';
 import { withScripts } from './scripts.js';
 
 /** Attempts kept in a webhook's delivery log (the newest). */
@@ -40,14 +40,14 @@ export interface NewWebhook {
  * answered once at creation and never in a listing.
  */
 export class WebhookStore {
-  readonly #redis: Redis & WebhookScripts;
+  readonly #redis: RedisClient & WebhookScripts;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
     private readonly now: () => number = Date.now,
   ) {
-    this.#redis = withScripts(redis) as unknown as Redis & WebhookScripts;
+    this.#redis = withScripts(redis) as unknown as RedisClient & WebhookScripts;
   }
 
   #hooksKey(tenant: string): string {

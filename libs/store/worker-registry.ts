@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { type ProfileRef, pinRank } from '../contracts/index.js';
+import type { RedisClient } from './redis-client.js';
 
 /** What a browser worker tells the run side about itself (DESIGN §5). */
 export interface BrowserWorkerRecord {
@@ -16,12 +16,19 @@ export interface BrowserWorkerRecord {
  */
 export class BrowserWorkerRegistry {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 
+  /**
+   * Issue 15: the records and their index share the hash tag `{browser-workers}`, so the MULTI
+   * that writes both and the MGET that reads the records each stay in one Redis Cluster slot.
+   */
   #key(id: string): string {
-    return `${this.prefix}browser-worker:${id}`;
+    return `${this.prefix}{browser-workers}:${id}`;
+  }
+  #idsKey(): string {
+    return `${this.prefix}{browser-workers}:ids`;
   }
 
   async heartbeat(
@@ -37,17 +44,17 @@ export class BrowserWorkerRegistry {
         'PX',
         ttlMs,
       )
-      .sadd(`${this.prefix}browser-workers`, record.id)
+      .sadd(this.#idsKey(), record.id)
       .exec();
   }
 
   async remove(id: string): Promise<void> {
-    await this.redis.multi().del(this.#key(id)).srem(`${this.prefix}browser-workers`, id).exec();
+    await this.redis.multi().del(this.#key(id)).srem(this.#idsKey(), id).exec();
   }
 
   /** Live workers (heartbeat not lapsed), in id order. */
   async list(): Promise<BrowserWorkerRecord[]> {
-    const ids = (await this.redis.smembers(`${this.prefix}browser-workers`)).sort();
+    const ids = (await this.redis.smembers(this.#idsKey())).sort();
     if (ids.length === 0) return [];
     const values = await this.redis.mget(ids.map((id) => this.#key(id)));
     const live: BrowserWorkerRecord[] = [];

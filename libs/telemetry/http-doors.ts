@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../store/redis-client.js';
 import { errorBody, frameworkErrorAnswer } from './http-errors.js';
 
 /**
@@ -60,7 +60,7 @@ export const AUTH_FAILURE_WINDOW_MS = 60_000;
  */
 export class FailedAuthLimiter {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keyPrefix: string,
     /** Failures an address may make in a window before further ones answer 429. */
     readonly perMinute: number,

@@ -1,8 +1,9 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderLock, ProfileTurns, RedisLeaseStore, RunStore, withScripts } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { withIncludes } from '../../libs/store/scripts.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
@@ -206,5 +207,34 @@ describe('every store script touches one hash slot (issue 12: the store works on
       .map((file) => /^([A-Za-z]+)-\d+\+?\.lua$/.exec(file)?.[1])
       .filter((name): name is string => name !== undefined);
     expect(scripts.filter((name) => !called.has(name))).toEqual([]);
+  });
+
+  it('builds no key inside a script but from one of its KEYS, so it stays in their slot (issue 15)', () => {
+    const dir = new URL('../../libs/store/lua/', import.meta.url);
+    /** Commands whose first argument is not a key: a plain channel, or none. */
+    const keyless = new Set(['PUBLISH', 'TIME']);
+    /** A key name made from a declared key: that key itself, or a name it begins (its hash tag first). */
+    const fromKeys = (expression: string) =>
+      /^(?:KEYS\[\w+\]|string\.sub\(KEYS\[\w+\])/.test(expression.trim());
+    const problems: string[] = [];
+    for (const file of readdirSync(dir).filter((name) => name.endsWith('.lua'))) {
+      const source = withIncludes(readFileSync(new URL(file, dir), 'utf8'));
+      for (const [, command, first] of source.matchAll(/redis\.p?call\("([A-Z]+)",\s*([^,)]+)/g)) {
+        if (!command || !first || keyless.has(command) || fromKeys(first)) continue;
+        const name = first.trim();
+        // A local made from a declared key, or a parameter every caller passes a declared key.
+        const local = new RegExp(`local ${name} = (.+)`).exec(source)?.[1];
+        const fn = new RegExp(`function (\\w+)\\(([^)]*)\\b${name}\\b`).exec(source);
+        const position = fn?.[2]?.split(',').length;
+        const callers = fn?.[1]
+          ? [...source.matchAll(new RegExp(`(?<!function )\\b${fn[1]}\\(([^)]*)\\)`, 'g'))].map(
+              (call) => call[1]?.split(',')[(position ?? 1) - 1] ?? '',
+            )
+          : [];
+        const ok = local ? fromKeys(local) : callers.length > 0 && callers.every(fromKeys);
+        if (!ok) problems.push(`${file}: ${command} ${name}`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { type RunJob, type RunsQueue, runJobSchema } from '../../../queues/index.js';
+import type { RedisClient } from '../../store/redis-client.js';
 
 /** Failed jobs looked at per pass by default. */
 export const RECLAIM_SCAN_JOBS = 200;
@@ -40,7 +40,7 @@ export interface FailedJobPage {
 export interface FailedJobWalkOptions {
   queue: RunsQueue;
   /** A connection to the queue's Redis: the failed set is read and the cursor kept through it. */
-  redis: Redis;
+  redis: RedisClient;
   /** Where the cursor is kept, so the next leader goes on where the last one stopped. */
   cursorKey: string;
   /**
@@ -61,7 +61,7 @@ export interface FailedJobWalkOptions {
  */
 export class FailedJobWalk {
   readonly #queue: RunsQueue;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #cursorKey: string;
   readonly #pageSize: number;
   readonly #settleMs: number;

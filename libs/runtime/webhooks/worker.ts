@@ -1,17 +1,19 @@
 import type { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisTarget } from '../../../queues/connection.js';
 import { WEBHOOKS_QUEUE, type WebhookJob, type WebhookJobResult } from '../../../queues/webhooks.js';
 import { createQueueWorker } from '../../../queues/worker.js';
 import type { Config } from '../../config/index.js';
+import type { RedisClient } from '../../store/redis-client.js';
 import { WebhookStore } from '../../store/webhooks.js';
 import type { Logger } from '../../telemetry/index.js';
 import { type WebhookDeliveryDeps, webhookDeliveryProcessor } from './delivery.js';
 
 export interface WebhookWorkerOptions {
   config: Config;
-  redisUrl: string;
+  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  redisUrl: RedisTarget;
   /** The store's connection (any role); the worker takes one of its own for the queue. */
-  redis: Redis;
+  redis: RedisClient;
   logger: Logger;
   /** Deliveries at once (default 8: each mostly waits on a receiver). */
   concurrency?: number;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../store/redis-client.js';
 import type { Logger } from '../../telemetry/index.js';
 import { isRedisUnreachable, redisLink } from '../../telemetry/redis-link.js';
 
@@ -13,7 +13,11 @@ export interface CancelListener {
  * DESIGN §4.7: a cancel of a running run is told through pub/sub, wherever the run runs; the
  * loop also reads the store's flag before every call, so a missed message delays nothing long.
  */
-export async function listenForCancels(redis: Redis, channel: string, log: Logger): Promise<CancelListener> {
+export async function listenForCancels(
+  redis: RedisClient,
+  channel: string,
+  log: Logger,
+): Promise<CancelListener> {
   const heard = new Set<string>();
   const subscriber = redis.duplicate();
   // Issue 12: an outage is logged once by the process's link watch, which follows this one too.
