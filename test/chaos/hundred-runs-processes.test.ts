@@ -449,6 +449,10 @@ models:
       const code = view.error?.code;
       return !code || !isRunErrorCode(code) || code === 'model_error' || code === 'internal_error';
     });
+    // Runs of one profile take turns (issue 12): none is refused its own profile's page.
+    const refusedOwnProfile = runs.filter(
+      (run) => viewOf(run)?.status === 'failed' && viewOf(run)?.error?.code === 'profile_unavailable',
+    );
     const elsewhere = runs.filter((run) =>
       (leasesOf.get(run.runId ?? '') ?? []).some((lease) => lease.worker !== pinnedWorker(run.profile)),
     );
@@ -513,6 +517,7 @@ models:
     expect({
       stranded: stranded.map((run) => `${run.token} ${viewOf(run)?.status ?? 'missing'}`),
       nameless_failures: nameless.map((run) => `${run.token} ${JSON.stringify(viewOf(run)?.error)}`),
+      refused_own_profile: refusedOwnProfile.map((run) => run.token),
       served_by_another_worker: elsewhere.map(
         (run) => `${run.token} ${JSON.stringify(leasesOf.get(run.runId ?? ''))}`,
       ),
@@ -522,6 +527,7 @@ models:
     }).toEqual({
       stranded: [],
       nameless_failures: [],
+      refused_own_profile: [],
       served_by_another_worker: [],
       leases_live_on_ended_runs: [],
       repeated_effects: [],
