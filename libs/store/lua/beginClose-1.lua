@@ -10,7 +10,7 @@
 
   Output:
     {'closing', seal_allowed (1|0)}   the caller now seals (if allowed and wanted) and finishes
-    {'in_progress'}                    another close is under way
+    {'in_progress'}                    another close is under way (and the lease is unexpired)
     {'closed', reason, sealed}         already closed
     {'not_found'}
 ]]
@@ -21,7 +21,9 @@ end
 if f[1] == "closed" then
   return {"closed", f[3] or "closed", f[4] or "0"}
 end
-if f[1] == "closing" and f[3] ~= "expired" then
+-- A close under way stays its closer's while the lease is unexpired; past expiry, or revoked by
+-- its own worker after a restart (no close of its can still be running), it is finished unsealed.
+if f[1] == "closing" and f[3] ~= "expired" and ARGV[2] ~= "revoked" and tonumber(f[2]) > tonumber(ARGV[1]) then
   return {"in_progress"}
 end
 local reason = ARGV[2]
