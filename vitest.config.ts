@@ -6,7 +6,11 @@ import { defineConfig } from 'vitest/config';
  * `vitest.solo.config.ts`: beside other files their timings measure the machine's load, not the
  * fleet (both failed CI only under the full suite's load).
  */
-export const SOLO_TESTS = ['test/browser/settle.test.ts', 'test/chaos/fifty-runs.test.ts'];
+export const SOLO_TESTS = [
+  'test/browser/settle.test.ts',
+  'test/chaos/fifty-runs.test.ts',
+  'test/chaos/hundred-runs-processes.test.ts',
+];
 
 // One `vitest run` covers every other kind of test. Files run in forked processes, two at a time on
 // this two-core machine; Redis- and Chromium-backed files isolate themselves by key prefix and
