@@ -13,7 +13,7 @@ import {
   type PolicyReply,
   startModelServer,
 } from '../fixtures/model-server.js';
-import { writeOpsDir } from '../fixtures/ops-dir.js';
+import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { type PaySite, startPaySite } from '../fixtures/pay-site.js';
 import { LocalPrometheus, mainPanelQueries } from '../fixtures/prometheus.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
@@ -199,14 +199,7 @@ describe('a hundred browser runs on a fleet of separate processes', { timeout: 8
     mkdirSync(dumpDir, { recursive: true });
     site = await startPaySite();
     model = await startModelServer({ policy: payPolicy(site.origin) });
-    opsDir = writeOpsDir(`default_model: scripted
-models:
-  scripted:
-    provider: scripted
-    input_usd_per_mtok: "0"
-    cached_input_usd_per_mtok: "0"
-    output_usd_per_mtok: "0"
-    context_window_tokens: 1000000
+    opsDir = writeOpsDir(`${SCRIPTED_MODELS_YAML}
   played:
     provider: openai-compatible
     base_url: ${model.baseUrl}

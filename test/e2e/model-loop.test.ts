@@ -11,7 +11,7 @@ import {
   type PolicyReply,
   startModelServer,
 } from '../fixtures/model-server.js';
-import { writeOpsDir } from '../fixtures/ops-dir.js';
+import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 
@@ -84,14 +84,7 @@ describe('a bound run driven by a real-model-shaped server over HTTP (ADR-0130)'
         return lessonPolicy(lesson.origin, usageFor.get(input) ?? (() => undefined))(body);
       },
     });
-    opsDir = writeOpsDir(`default_model: scripted
-models:
-  scripted:
-    provider: scripted
-    input_usd_per_mtok: "0"
-    cached_input_usd_per_mtok: "0"
-    output_usd_per_mtok: "0"
-    context_window_tokens: 1000000
+    opsDir = writeOpsDir(`${SCRIPTED_MODELS_YAML}
   tutor:
     provider: openai-compatible
     base_url: ${model.baseUrl}

@@ -8,7 +8,7 @@ import { closeRedis, connectRedis } from '../../queues/index.js';
 import { freePort } from '../chaos/own-redis.js';
 import { RoleProcess } from '../chaos/role-processes.js';
 import { type ModelServer, startModelServer } from '../fixtures/model-server.js';
-import { writeOpsDir } from '../fixtures/ops-dir.js';
+import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { type PaySite, startPaySite } from '../fixtures/pay-site.js';
 import { deletePrefixedKeys, uniquePrefix } from '../fixtures/redis.js';
 
@@ -125,14 +125,7 @@ describe('every role’s /metrics, read live', { timeout: 120_000 }, () => {
       }),
     });
     site = await startPaySite();
-    opsDir = writeOpsDir(`default_model: scripted
-models:
-  scripted:
-    provider: scripted
-    input_usd_per_mtok: "0"
-    cached_input_usd_per_mtok: "0"
-    output_usd_per_mtok: "0"
-    context_window_tokens: 1000000
+    opsDir = writeOpsDir(`${SCRIPTED_MODELS_YAML}
   tester:
     provider: openai-compatible
     base_url: ${model.baseUrl}

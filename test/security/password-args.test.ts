@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FleetHandle, startFleet } from '../../apps/fleet/fleet.js';
 import { loadConfig } from '../../libs/config/index.js';
 import { latestObservation, type ModelServer, startModelServer } from '../fixtures/model-server.js';
-import { writeOpsDir } from '../fixtures/ops-dir.js';
+import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 import { storedText } from '../fixtures/stored-text.js';
@@ -121,14 +121,7 @@ describe('a password a run types never leaves the browser in a record', { timeou
         };
       },
     });
-    opsDir = writeOpsDir(`default_model: scripted
-models:
-  scripted:
-    provider: scripted
-    input_usd_per_mtok: "0"
-    cached_input_usd_per_mtok: "0"
-    output_usd_per_mtok: "0"
-    context_window_tokens: 1000000
+    opsDir = writeOpsDir(`${SCRIPTED_MODELS_YAML}
   signer:
     provider: openai-compatible
     base_url: ${model.baseUrl}
