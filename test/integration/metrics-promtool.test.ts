@@ -7,6 +7,7 @@ import { METRICS, type Role } from '../../libs/telemetry/catalogue.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { freePort } from '../chaos/own-redis.js';
 import { RoleProcess } from '../chaos/role-processes.js';
+import { eventually } from '../fixtures/eventually.js';
 import { type ModelServer, startModelServer } from '../fixtures/model-server.js';
 import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { type PaySite, startPaySite } from '../fixtures/pay-site.js';
@@ -244,6 +245,14 @@ describe('every role’s /metrics, read live', { timeout: 120_000 }, () => {
     expect((await call(roles, 'POST', `/v1/approvals/${approval.id}/approve`, {})).status).toBe(200);
     expect((await runUntil(roles, runId, (view) => ENDED.has(view.status))).status).toBe('succeeded');
 
+    // A run's view says `succeeded` once its end is stored; the run worker counts the end right
+    // after, so the scrape waits for both runs' ends to be counted (at most a few seconds).
+    const runWorkerPort = (processes['run-worker'] as RoleProcess).port;
+    await eventually(
+      () => scrape(runWorkerPort),
+      (text) => total(text, 'leasehold_runs_ended_total', { status: 'succeeded', code: 'none' }) >= 2,
+      10_000,
+    );
     const texts: Record<string, string> = {};
     for (const [name, role] of Object.entries(processes)) texts[name] = await scrape(role.port);
     for (const [name, text] of Object.entries(texts)) {

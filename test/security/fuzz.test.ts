@@ -426,4 +426,4 @@ describe('a seeded fuzz of both servers', () => {
  */
 // BullMQ's own stall-check timestamp of each queue (runs, and since issue 13 webhooks) is rewritten
 // by the workers every 30 s on their own clock, not by requests: a fuzz that ran past 30 s saw it.
-const EPHEMERAL = /:(browser-worker:[^:]+|rate-limit:[^:]+|[a-z-]+:stalled-check|auth-failures:[^:]+)$/;
+const EPHEMERAL = /:(\{browser-workers\}:[^:]+|rate-limit:[^:]+|[a-z-]+:stalled-check|auth-failures:[^:]+)$/;
