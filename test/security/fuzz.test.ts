@@ -392,7 +392,10 @@ describe('a seeded fuzz of both servers', () => {
     const after = await records();
     const written = [...after.entries()]
       .filter(([key, digest]) => before.get(key) !== digest)
-      .map(([key]) => key);
+      // Named with what it held before and after, so a failure says what wrote it.
+      .map(
+        ([key, digest]) => `${key}: ${(before.get(key) ?? 'absent').slice(0, 200)} → ${digest.slice(0, 200)}`,
+      );
     const report = [...tallies.entries()]
       .sort(([a], [b]) => a.localeCompare(b))
       .map(
