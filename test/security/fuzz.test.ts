@@ -245,8 +245,14 @@ describe('a seeded fuzz of both servers', () => {
     real.set('tenants', 'dev');
     real.set('leases', 'lse_fuzzNotALease01');
     real.set('approvals', 'apr_fuzzNotAnApproval');
+    // The run's record ends (its settle script) before BullMQ files its job as completed: wait for
+    // both, or the queue's own write lands inside the fuzz (CI, under load, counted it).
     const deadline = Date.now() + 20_000;
-    while ((await call('GET', `/v1/runs/${run.body.id}`)).body.ended_at_ms === null) {
+    const settled = async () =>
+      (await call('GET', `/v1/runs/${run.body.id}`)).body.ended_at_ms !== null &&
+      (await redis.zcard(`${prefix}:runs:completed`)) === 1 &&
+      (await redis.llen(`${prefix}:runs:active`)) === 0;
+    while (!(await settled())) {
       if (Date.now() > deadline) throw new Error('the set-up run did not end');
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
