@@ -30,12 +30,15 @@ export type ConnectionRole = 'worker' | 'producer' | 'subscriber';
 
 const CONNECT_TIMEOUT_MS = 5_000;
 
+/** The longest wait between two reconnection attempts: connections come back at most this far apart. */
+export const MAX_RECONNECT_DELAY_MS = 2_000;
+
 export function redisOptions(role: ConnectionRole, name: string): RedisOptions {
   const shared: RedisOptions = {
     connectionName: `leasehold:${name}`,
     lazyConnect: true,
     connectTimeout: CONNECT_TIMEOUT_MS,
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
+    retryStrategy: (times) => Math.min(times * 200, MAX_RECONNECT_DELAY_MS),
   };
   return role === 'producer'
     ? { ...shared, enableOfflineQueue: false, maxRetriesPerRequest: 1 }

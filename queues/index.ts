@@ -6,6 +6,7 @@ export {
   DEFAULT_REDIS_URL,
   describeTarget,
   isCluster,
+  MAX_RECONNECT_DELAY_MS,
   type RedisClient,
   type RedisTarget,
   redactUrl,

@@ -2,7 +2,7 @@ import { DelayedError, type Job, type Processor, WaitingError, Worker } from 'bu
 import type { Logger } from 'pino';
 import type { RedisClient } from '../libs/store/redis-client.js';
 import { isRedisUnreachable } from '../libs/telemetry/redis-link.js';
-import { connectRedis, type RedisTarget } from './connection.js';
+import { connectRedis, MAX_RECONNECT_DELAY_MS, type RedisTarget } from './connection.js';
 
 export interface QueueWorkerOptions {
   /** Redis: a URL, or a cluster's nodes (issue 15). */
@@ -81,14 +81,24 @@ export async function createQueueWorker<Data, Result>(
  * second execution (a takeover that finds the first one's dispatched call `outcome_unknown`).
  * When its connection drops, each worker queues — first on that connection, so it runs first
  * when Redis answers, before any stall check this worker queued — one transaction that
- * 1. holds off every worker's stall check for a stall interval (BullMQ's own `stalled-check`
+ * 1. holds off every worker's stall check ({@link stallHoldMs}; BullMQ's own `stalled-check`
  *    throttle key, which its check script tests before anything else): whichever worker's
- *    connection comes back first, its hold lands before its own check, so no check runs before
- *    the other workers have re-locked;
+ *    connection comes back first, its hold lands before its own check, and lasts until the
+ *    slowest of the others has reconnected and re-locked (each one's hold restarts it);
  * 2. re-locks every job this worker still holds: `SET NX` with its own token (never another
  *    worker's lock), and takes it out of the stalled set.
- * A worker that died during the outage is found one stall interval later than otherwise.
+ * A worker that died during the outage is found a hold later than otherwise.
  */
+/**
+ * How long a reconnecting worker holds off the stall checks: a stall interval past the moment the
+ * slowest other worker can be back. Connections come back up to one reconnection delay apart, and
+ * a loaded process may miss its attempt's moment by as much again (CI: a hold of one 1 s interval
+ * let the first worker's check take over every job of a second that came back ~2 s later).
+ */
+export function stallHoldMs(stalledIntervalMs: number): number {
+  return stalledIntervalMs + 2 * MAX_RECONNECT_DELAY_MS;
+}
+
 function keepLocksThroughOutages(
   connection: RedisClient,
   worker: Worker,
@@ -100,7 +110,7 @@ function keepLocksThroughOutages(
     if (queued || worker.closing) return;
     queued = true;
     const relock = connection.multi();
-    relock.set(worker.toKey('stalled-check'), Date.now(), 'PX', options.stalledIntervalMs);
+    relock.set(worker.toKey('stalled-check'), Date.now(), 'PX', stallHoldMs(options.stalledIntervalMs));
     for (const [jobId, token] of held) {
       relock.set(worker.toKey(`${jobId}:lock`), token, 'PX', options.lockDurationMs, 'NX');
       relock.srem(worker.toKey('stalled'), jobId);
