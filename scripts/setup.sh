@@ -3,7 +3,8 @@
 # Chromium (Playwright cannot download its own browser here), redis-server if none is installed,
 # and the deployment checks' tools (issue 15): promtool (Debian's prometheus package, which also
 # brings the server the dashboard test scrapes with), docker-compose (validates the compose file)
-# and kubectl (builds the Kubernetes manifests; Debian's kubernetes-client package).
+# and kubectl (builds the Kubernetes manifests; Debian's kubernetes-client package); curl and jq
+# for the README's examples (issue 16: a test runs them as written).
 # Idempotent: does nothing when all are there.
 set -euo pipefail
 
@@ -18,8 +19,11 @@ fi
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+# The README's examples (run as written by a test) use curl and jq.
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v jq >/dev/null 2>&1 || need+=(jq)
 if [ ${#need[@]} -eq 0 ]; then
-  echo "setup: Chromium, Redis and the deployment checks' tools are available."
+  echo "setup: Chromium, Redis, the deployment checks' tools, curl and jq are available."
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
