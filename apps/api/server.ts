@@ -24,6 +24,7 @@ import {
 import { apiKeyDoors } from './auth.js';
 import { registerDashboard } from './dashboard.js';
 import { DefaultAgents } from './default-agent.js';
+import { registerMcp } from './mcp/server.js';
 import { registerRunPages } from './pages/index.js';
 import { registerRateLimit } from './rate-limit.js';
 import { createRestServer } from './rest-server.js';
@@ -105,7 +106,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   );
   const defaultAgents = new DefaultAgents(store, config);
   const webhooks = new WebhookStore(redis, config.redis.keyPrefix);
-  registerV1Routes(app, {
+  const v1 = {
     config,
     store,
     profiles,
@@ -115,7 +116,10 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     webhooks,
     artifacts,
     metrics,
-  });
+  };
+  registerV1Routes(app, v1);
+  // Issue 16: the MCP server at /mcp, its tools calling the routes above as their caller.
+  const mcp = await registerMcp(app, { store, redis, deps: v1 });
 
   registerOpsRoutes(app, metrics.registry, () => [
     { name: `browser_tools:${browserTools}`, check: async () => true },
@@ -141,8 +145,9 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     close() {
       closing ??= (async () => {
         unwatch();
-        // Open streams first: a hijacked connection would keep the server from closing.
+        // Open streams (events, MCP sessions) first: a hijacked connection would keep the server from closing.
         await eventStreams.close();
+        await mcp.close();
         await closeRedis(eventSubscriber);
         await app.close();
         await runsQueue.close();
