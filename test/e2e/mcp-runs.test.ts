@@ -178,6 +178,19 @@ describe('the MCP server at /mcp in runs mode', { timeout: 60_000 }, () => {
     expect(neither).toMatchObject({ isError: true, body: { error: { code: 'validation_failed' } } });
   });
 
+  it("answers arguments a tool's schema refuses, and an unknown tool, in the one shape", async () => {
+    const client = await connect(fleet.apiKey);
+    const refused = await tool(client, 'wait_for_run', { run_id: 'run_abcd1234', timeout_seconds: 600 });
+    expect(refused).toMatchObject({
+      isError: true,
+      body: { error: { code: 'validation_failed', message: expect.stringContaining('timeout_seconds') } },
+    });
+    expect(await tool(client, 'no_such_tool', {})).toMatchObject({
+      isError: true,
+      body: { error: { code: 'not_found' } },
+    });
+  });
+
   it('answers 401 in the one error shape to a request without a key, at both MCP doors', async () => {
     for (const path of ['/mcp', '/mcp/browser/ses_absent']) {
       const answer = await fetch(`${base}${path}`, {

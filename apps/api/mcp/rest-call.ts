@@ -1,3 +1,4 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance } from 'fastify';
 import type { ApiErrorBody } from '../../../libs/contracts/index.js';
@@ -55,4 +56,26 @@ export function toolResult(outcome: RestOutcome): CallToolResult {
   return outcome.ok
     ? jsonResult(outcome.body)
     : errorResult(outcome.body.error.code, outcome.body.error.message);
+}
+
+/** The prefix the SDK's McpError puts before a message: `MCP error -32602: `. */
+const MCP_ERROR_PREFIX = /^MCP error -?\d+: /;
+
+/**
+ * The SDK answers a call it refuses before or around the tool (arguments the tool's schema refuses,
+ * an unknown tool, a tool that threw) as `isError` with its bare message; this gives those the one
+ * shape too: `validation_failed` with the schema's complaint, `not_found`, or `internal` (a throw's
+ * message is never echoed). `createToolError` is private to McpServer in
+ * @modelcontextprotocol/sdk 1.32.2: the e2e test of refused arguments fails if a version moves it.
+ */
+export function answerRefusalsInOneShape(server: McpServer): void {
+  const internals = server as unknown as { createToolError?: (message: string) => CallToolResult };
+  if (typeof internals.createToolError !== 'function')
+    throw new Error('McpServer.createToolError is gone: check how this SDK version answers refused calls');
+  internals.createToolError = (message: string) => {
+    const bare = message.replace(MCP_ERROR_PREFIX, '');
+    if (bare.startsWith('Input validation error: ')) return errorResult('validation_failed', bare);
+    if (/^Tool \S+ (not found|disabled)$/.test(bare)) return errorResult('not_found', bare);
+    return errorResult('internal', 'the tool failed; see the API log');
+  };
 }

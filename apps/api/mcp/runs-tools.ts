@@ -10,7 +10,13 @@ import {
   runHasEnded,
 } from '../../../libs/contracts/index.js';
 import { scriptSchema } from '../../../libs/runtime/index.js';
-import { callRest, errorResult, type RestOutcome, toolResult } from './rest-call.js';
+import {
+  answerRefusalsInOneShape,
+  callRest,
+  errorResult,
+  type RestOutcome,
+  toolResult,
+} from './rest-call.js';
 
 /** How often `wait_for_run` reads the run again while it waits. */
 const WAIT_POLL_MS = 500;
@@ -69,6 +75,7 @@ const NEEDS_A_PERSON: readonly RunStatus[] = ['waiting_user'];
  */
 export function createRunsServer(caller: RunsToolsCaller): McpServer {
   const server = new McpServer({ name: 'leasehold-runs', version: '1.0.0' });
+  answerRefusalsInOneShape(server);
   const rest = (request: Parameters<typeof callRest>[2]) =>
     callRest(caller.app, caller.authorization, request);
 
