@@ -61,8 +61,10 @@ describe('the MCP server at /mcp in runs mode', { timeout: 60_000 }, () => {
   });
 
   afterAll(async () => {
-    for (const client of clients) await client.close().catch(() => undefined);
+    // The fleet closes first, with its MCP sessions still open (their event streams too): the
+    // API's close ends them, or the hook times out.
     await fleet?.close();
+    for (const client of clients) await client.close().catch(() => undefined);
     await new Promise((resolve) => site?.close(resolve));
   });
 
@@ -233,6 +235,35 @@ describe('the MCP server at /mcp in runs mode', { timeout: 60_000 }, () => {
     expect(await stolen.json()).toMatchObject({ error: { code: 'not_found' } });
     // The owner's session is untouched.
     expect((await owner.listTools()).tools).toHaveLength(5);
+  });
+
+  it('ends a session on DELETE, after which its id answers 404', async () => {
+    const client = await connect(fleet.apiKey);
+    const transport = client.transport as StreamableHTTPClientTransport;
+    const sessionId = transport.sessionId ?? '';
+    await transport.terminateSession();
+    const after = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: {
+        ...MCP_ACCEPT,
+        authorization: `Bearer ${fleet.apiKey}`,
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }),
+    });
+    expect(after.status).toBe(404);
+    expect(await after.json()).toMatchObject({ error: { code: 'not_found' } });
+  });
+
+  it('refuses a request without a session id that is not an initialize, in the one shape', async () => {
+    const answer = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { ...MCP_ACCEPT, authorization: `Bearer ${fleet.apiKey}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }),
+    });
+    expect(answer.status).toBe(400);
+    expect(await answer.json()).toMatchObject({ error: { code: 'bad_request' } });
   });
 
   it('answers the browser mode route behind the key, in the one shape', async () => {

@@ -99,8 +99,9 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
   ): Promise<void> {
     const identity = identityOf(request);
     const authorization = request.headers.authorization;
-    // A run page's cookie opens /v1 for the page's own script; an MCP client brings its key.
-    if (authorization === undefined || request.uiSession)
+    // A run page's cookie opens /v1 for the page's own script, and a browser may replay Basic
+    // credentials it cached for the dashboard: an MCP client brings its key as a Bearer token.
+    if (!authorization?.startsWith('Bearer ') || request.uiSession)
       throw new ApiError('unauthorized', 'MCP needs an API key (Authorization: Bearer <key>)');
     const header = request.headers['mcp-session-id'];
     const mcpSessionId = typeof header === 'string' ? header : undefined;
