@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { BROWSER_TOOLS_COMPATIBLE_VERSIONS, browserObservationSchema } from './browser-tools.js';
+import { pageArtifactsSchema } from './run-steps.js';
 import { tenantIdSchema } from './runs.js';
 
 /**
@@ -204,3 +206,95 @@ export const DATA_PLANE_ERROR_STATUS = {
   internal: 500,
 } as const satisfies Record<string, number>;
 export type DataPlaneErrorCode = keyof typeof DATA_PLANE_ERROR_STATUS;
+
+// ---- answers (issue 16) -----------------------------------------------------------------------
+// What the data plane answers, as schemas: its routes serialize their answers through them (a field
+// a schema lacks does not leave) and its OpenAPI document is generated from them. The `satisfies`
+// checks keep them in step with the interfaces above.
+
+/** A lease id: `lse_` and 8 to 64 letters, digits, `_` or `-`. */
+export const leaseIdSchema = z
+  .string()
+  .regex(/^lse_[A-Za-z0-9_-]{8,64}$/, 'lse_ and 8 to 64 letters, digits, _ or -');
+
+export const profileAnswerSchema = z.object({
+  id: z.string(),
+  tenant: z.string(),
+  principal: z.string(),
+  allowed_origins: z.array(z.string()),
+  frame_origins: z.array(z.string()),
+  subresources: subresourcePolicySchema,
+  protected: z.boolean(),
+  /** Whether a close has stored the profile's storage state; the state itself is never shown. */
+  sealed: z.boolean(),
+  sealed_at_ms: z.number().int().nullable(),
+  created_at_ms: z.number().int(),
+}) satisfies z.ZodType<ProfileView>;
+
+export const profileListAnswerSchema = z.object({ profiles: z.array(profileAnswerSchema) });
+
+export const leaseAnswerSchema = z.object({
+  lease_id: leaseIdSchema,
+  profile_id: z.string(),
+  /** The browser worker that serves the lease. */
+  provider_ref: z.string(),
+  scope: leaseScopeSchema,
+  state: z.enum(['live', 'closing', 'closed']),
+  acquired_at_ms: z.number().int(),
+  expires_at_ms: z.number().int(),
+  /** The last applied action's sequence number; the next navigate or act carries this + 1. */
+  sequence: z.number().int().nonnegative(),
+  /** Effects applied on this lease (navigations and dispatched actions). */
+  effects: z.number().int().nonnegative(),
+  close_reason: z.enum(['closed', 'expired', 'revoked']).nullable(),
+  sealed: z.boolean(),
+}) satisfies z.ZodType<LeaseView>;
+
+export const acquireLeaseAnswerSchema = leaseAnswerSchema.extend({
+  /** `false` for a reattach: the same lease, with its current expiry and sequence. */
+  created: z.boolean(),
+}) satisfies z.ZodType<AcquireAnswer>;
+
+/** Observe's answer: the lease after the call, the observation, and the evidence key (the platform's, never the model's). */
+export const observeCallAnswerSchema = z.object({
+  lease: leaseAnswerSchema,
+  observation: browserObservationSchema,
+  evidence_key: z.string().nullable(),
+});
+
+/** Navigate's and act's answer: observe's, and what the worker captured of the settled page (names only). */
+export const pageCallAnswerSchema = observeCallAnswerSchema.extend({ artifacts: pageArtifactsSchema });
+
+/** A preview's answer (issue 13): the lease as it is and the outlined screenshot, if one was had. */
+export const previewCallAnswerSchema = z.object({ lease: leaseAnswerSchema, artifacts: pageArtifactsSchema });
+
+/** `GET /v1/worker`: who this browser worker is, whom it serves and which browser tools contracts it speaks. */
+export const workerAnswerSchema = z.object({
+  id: z.string(),
+  pinned_profiles: z.union([z.literal('*'), z.array(z.string())]),
+  browser_version: z.string(),
+  browser_tools_contract: z.string(),
+  browser_tools_compatible: z.array(z.enum(BROWSER_TOOLS_COMPATIBLE_VERSIONS)),
+});
+
+/**
+ * Every code a data-plane error may carry: the data plane's own (DESIGN §8) and the framework's
+ * (`bad_request` for a URL, length or content type it cannot take, `rate_limited` past the failed
+ * authentication limit, `unavailable` while Redis does not answer).
+ */
+export const DATA_PLANE_ANSWERED_ERROR_CODES = [
+  ...(Object.keys(DATA_PLANE_ERROR_STATUS) as DataPlaneErrorCode[]),
+  'bad_request',
+  'rate_limited',
+  'unavailable',
+] as const;
+
+/**
+ * The data plane's error (DESIGN §8): a stable code, a message, and identifiers or numbers that
+ * help the caller (`field`, `current_sequence`, `dispatched`, `holder_run_id`…), never page content.
+ */
+export const dataPlaneErrorSchema = z.object({
+  error: z
+    .object({ code: z.enum(DATA_PLANE_ANSWERED_ERROR_CODES), message: z.string() })
+    .catchall(z.union([z.string(), z.number(), z.boolean()])),
+});

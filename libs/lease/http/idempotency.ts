@@ -73,7 +73,10 @@ export async function answerIdempotently(
     status = error.status;
     body = errorBody(error.code, error.message, error.details);
   }
-  const text = JSON.stringify(body);
+  // Issue 16: serialized through the route's answer schema for this status (plain JSON for a
+  // refusal), once: a replay sends the stored text as it is.
+  // Both serializers (the schema's and JSON.stringify) answer text.
+  const text = reply.code(status).serialize(body) as string;
   await store.completeIdempotency(profile, key, status, text);
-  return reply.code(status).type('application/json').send(text);
+  return reply.type('application/json').send(text);
 }

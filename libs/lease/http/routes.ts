@@ -1,39 +1,17 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { OperationLimits } from '../../browser/index.js';
-import {
-  acquireLeaseSchema,
-  actSchema,
-  closeLeaseSchema,
-  createProfileSchema,
-  type LeaseView,
-  navigateSchema,
-  observeSchema,
-  type ProfileRef,
-  profileIdSchema,
-  renewLeaseSchema,
-  tenantIdSchema,
-} from '../../contracts/index.js';
+import type { LeaseView, ProfileRef } from '../../contracts/index.js';
 import { DataPlaneError, type LeaseService, type LeaseStore, type PageResult } from '../index.js';
 import { setDataPlaneErrorAnswers } from './error-answers.js';
 import { answerIdempotently } from './idempotency.js';
-
-/**
- * Every profile route names the tenant in its path (issue 11 finding 7): profile ids are unique
- * within a tenant, so `/v1/tenants/a/profiles/shop` and `/v1/tenants/b/profiles/shop` are two profiles.
- */
-const TENANT_PROFILES = '/v1/tenants/:tenant/profiles';
-const PROFILE = `${TENANT_PROFILES}/:profileId`;
-const LEASE = `${PROFILE}/leases/:leaseId`;
-
-const tenantParams = z.object({ tenant: tenantIdSchema });
-const profileParams = tenantParams.extend({ profileId: profileIdSchema });
-const leaseParams = profileParams.extend({ leaseId: z.string().regex(/^lse_[A-Za-z0-9_-]{8,64}$/) });
-/** Issue 13: a preview names an element of an observed revision, as an act does. */
-const previewSchema = z.object({
-  deadline_ms: z.number().int().min(1).max(120_000).default(10_000),
-  args: z.object({ revision: z.string().min(1).max(64), element: z.string().min(1).max(64) }),
-});
+import { registerOperation } from './route-registration.js';
+import {
+  leaseParams,
+  DATA_PLANE_OPERATIONS as OPERATIONS,
+  profileParams,
+  tenantParams,
+} from './route-table.js';
 
 function profileRef(params: { tenant: string; profileId: string }): ProfileRef {
   return { tenant: params.tenant, id: params.profileId };
@@ -51,54 +29,56 @@ function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z
  * The data-plane routes (DESIGN §5): profiles, and the lease's acquire, renew, close, navigate,
  * observe and act. Acquire, renew and close follow the exact idempotency rule
  * (`answerIdempotently`). Authentication is the server's (`createDataPlaneServer`), not the routes'.
+ * Each registers as its entry of the route table (issue 16): the table gives the method and path,
+ * and the schemas its answers are serialized through and documented by.
  */
 export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseService, store: LeaseStore): void {
   setDataPlaneErrorAnswers(app);
 
-  app.post(TENANT_PROFILES, async (request, reply) => {
+  registerOperation(app, OPERATIONS.createProfile, async (request, reply) => {
     const { tenant } = parse(tenantParams, request.params, 'path');
     const raw = request.body;
     const named = raw && typeof raw === 'object' && !Array.isArray(raw) ? { tenant, ...raw } : raw;
-    const profile = parse(createProfileSchema, named, 'body');
+    const profile = parse(OPERATIONS.createProfile.body, named, 'body');
     if (profile.tenant !== tenant)
       throw new DataPlaneError('validation_failed', 'body.tenant: must be the tenant the path names', {
         field: 'body.tenant',
       });
     return reply.code(201).send(await leases.createProfile(profile));
   });
-  app.get(TENANT_PROFILES, async (request) => {
+  registerOperation(app, OPERATIONS.listProfiles, async (request) => {
     const { tenant } = parse(tenantParams, request.params, 'path');
     return { profiles: await leases.listProfiles(tenant) };
   });
-  app.get(PROFILE, async (request) => {
+  registerOperation(app, OPERATIONS.getProfile, async (request) => {
     return leases.getProfile(profileRef(parse(profileParams, request.params, 'path')));
   });
 
-  app.post(`${PROFILE}/leases`, async (request, reply) => {
+  registerOperation(app, OPERATIONS.acquireLease, async (request, reply) => {
     const profile = profileRef(parse(profileParams, request.params, 'path'));
-    const body = parse(acquireLeaseSchema, request.body, 'body');
+    const body = parse(OPERATIONS.acquireLease.body, request.body, 'body');
     return answerIdempotently(store, profile, request, reply, async () => {
       const answer = await leases.acquire(profile, body);
       return { status: answer.created ? 201 : 200, body: answer };
     });
   });
-  app.get(LEASE, async (request) => {
+  registerOperation(app, OPERATIONS.getLease, async (request) => {
     const params = parse(leaseParams, request.params, 'path');
     return leases.getLease(profileRef(params), params.leaseId);
   });
-  app.post(`${LEASE}/renew`, async (request, reply) => {
+  registerOperation(app, OPERATIONS.renewLease, async (request, reply) => {
     const params = parse(leaseParams, request.params, 'path');
     const profile = profileRef(params);
-    const body = parse(renewLeaseSchema, request.body, 'body');
+    const body = parse(OPERATIONS.renewLease.body, request.body, 'body');
     return answerIdempotently(store, profile, request, reply, async () => ({
       status: 200,
       body: await leases.renew(profile, params.leaseId, body.requested_expires_at_ms),
     }));
   });
-  app.post(`${LEASE}/close`, async (request, reply) => {
+  registerOperation(app, OPERATIONS.closeLease, async (request, reply) => {
     const params = parse(leaseParams, request.params, 'path');
     const profile = profileRef(params);
-    const body = parse(closeLeaseSchema, request.body, 'body');
+    const body = parse(OPERATIONS.closeLease.body, request.body, 'body');
     return answerIdempotently(store, profile, request, reply, async () => ({
       status: 200,
       body: await leases.close(profile, params.leaseId, { seal: body.seal }),
@@ -118,7 +98,7 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
       limits: OperationLimits,
     ) => Promise<PageAnswer>,
   ) =>
-    app.post(`${LEASE}/${verb}`, async (request) => {
+    registerOperation(app, OPERATIONS[verb], async (request) => {
       const params = parse(leaseParams, request.params, 'path');
       const body = parse(schema, request.body ?? {}, 'body');
       const { lease, result } = await call(
@@ -134,19 +114,19 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
         ...(verb === 'observe' ? {} : { artifacts: result.artifacts ?? {} }),
       };
     });
-  pageRoute('navigate', navigateSchema, (profile, leaseId, body, limits) =>
+  pageRoute('navigate', OPERATIONS.navigate.body, (profile, leaseId, body, limits) =>
     leases.navigate(profile, leaseId, body.sequence, body.url, limits),
   );
-  pageRoute('observe', observeSchema, (profile, leaseId, body, limits) =>
+  pageRoute('observe', OPERATIONS.observe.body, (profile, leaseId, body, limits) =>
     leases.observe(profile, leaseId, body.args, limits),
   );
-  pageRoute('act', actSchema, (profile, leaseId, body, limits) =>
+  pageRoute('act', OPERATIONS.act.body, (profile, leaseId, body, limits) =>
     leases.act(profile, leaseId, body.sequence, body.args, limits),
   );
   // Issue 13 (approval cards): the target of a pending act outlined. Not an effect: no sequence.
-  app.post(`${LEASE}/preview`, async (request) => {
+  registerOperation(app, OPERATIONS.preview, async (request) => {
     const params = parse(leaseParams, request.params, 'path');
-    const body = parse(previewSchema, request.body ?? {}, 'body');
+    const body = parse(OPERATIONS.preview.body, request.body ?? {}, 'body');
     return leases.preview(
       profileRef(params),
       params.leaseId,

@@ -10,14 +10,13 @@ import {
   registerOpsRoutes,
 } from '../../telemetry/index.js';
 import { DataPlaneError, type LeaseService, type LeaseStore } from '../index.js';
+import { dataPlaneOpenApiDocument } from './openapi.js';
+import { refuseUndocumentedRoutes, registerOperation } from './route-registration.js';
+import { BROWSER_TOOLS_HEADER, DATA_PLANE_OPERATIONS } from './route-table.js';
 import { registerDataPlaneRoutes } from './routes.js';
 import { presentsToken } from './token.js';
 
-/**
- * Issue 14: the header a caller may name the browser tools contract it speaks by (`1.2.0`). A
- * caller that names none is served as one of the current contract.
- */
-export const BROWSER_TOOLS_HEADER = 'leasehold-browser-tools';
+export { BROWSER_TOOLS_HEADER };
 
 /** JSON body ceiling of the data plane (DESIGN §5); a larger body is answered 413. */
 export const DATA_PLANE_BODY_LIMIT_BYTES = 64 * 1024;
@@ -40,11 +39,14 @@ export interface DataPlaneServerOptions {
 
 /**
  * The browser worker's HTTP server, not yet listening: the data-plane routes behind the token, the
- * worker's own description, and the public ops routes (`/healthz`, `/readyz`, `/metrics`).
+ * worker's own description, its OpenAPI document (`/docs/json`, behind the token too), and the
+ * public ops routes (`/healthz`, `/readyz`, `/metrics`). Every route is in the document: one that is
+ * not stops the server at start-up (issue 16).
  */
 export function createDataPlaneServer(options: DataPlaneServerOptions): FastifyInstance {
   const { token } = options;
   const app = createHttpServer(options.logger, 'data-plane', DATA_PLANE_BODY_LIMIT_BYTES);
+  refuseUndocumentedRoutes(app);
   // Issue 11.1: the token is demanded per route after routing (default-deny), never from the raw
   // URL, whose spelling the router forgives. Only the ops routes are public.
   guardDoors(app, {
@@ -56,7 +58,7 @@ export function createDataPlaneServer(options: DataPlaneServerOptions): FastifyI
   refuseUnknownContracts(app);
   registerDataPlaneRoutes(app, options.leases, options.store);
   const { worker } = options;
-  app.get('/v1/worker', async () => ({
+  registerOperation(app, DATA_PLANE_OPERATIONS.getWorker, async () => ({
     id: worker.id,
     pinned_profiles: worker.pinnedProfiles,
     browser_version: worker.browserVersion,
@@ -64,6 +66,9 @@ export function createDataPlaneServer(options: DataPlaneServerOptions): FastifyI
     browser_tools_contract: BROWSER_TOOLS_CONTRACT_VERSION,
     browser_tools_compatible: BROWSER_TOOLS_COMPATIBLE_VERSIONS,
   }));
+  // Built once: the document describes the code, not this worker.
+  const document = dataPlaneOpenApiDocument();
+  registerOperation(app, DATA_PLANE_OPERATIONS.getDataPlaneDocument, async () => document);
   registerOpsRoutes(app, options.metrics, options.readiness, {
     serveMetrics: options.serveMetrics !== false,
   });

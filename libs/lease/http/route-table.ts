@@ -1,0 +1,350 @@
+import { z } from 'zod';
+import {
+  acquireLeaseAnswerSchema,
+  acquireLeaseSchema,
+  actArgsSchema,
+  actSchema,
+  closeLeaseSchema,
+  createProfileSchema,
+  type DATA_PLANE_ANSWERED_ERROR_CODES,
+  leaseAnswerSchema,
+  leaseIdSchema,
+  navigateSchema,
+  observeArgsSchema,
+  observeCallAnswerSchema,
+  observeSchema,
+  pageCallAnswerSchema,
+  previewCallAnswerSchema,
+  profileAnswerSchema,
+  profileIdSchema,
+  profileListAnswerSchema,
+  renewLeaseSchema,
+  tenantIdSchema,
+  workerAnswerSchema,
+} from '../../contracts/index.js';
+
+/**
+ * Issue 16: every route of the data plane, as data. The routes register from this table (method,
+ * path, and the schemas their answers are serialized through) and the OpenAPI document is built
+ * from it, so the two cannot drift; the server refuses to start with a route the table lacks
+ * (`refuseUndocumentedRoutes`).
+ */
+
+/**
+ * Every profile route names the tenant in its path (issue 11 finding 7): profile ids are unique
+ * within a tenant, so `/v1/tenants/a/profiles/shop` and `/v1/tenants/b/profiles/shop` are two profiles.
+ */
+const TENANT_PROFILES = '/v1/tenants/:tenant/profiles';
+const PROFILE = `${TENANT_PROFILES}/:profileId`;
+const LEASE = `${PROFILE}/leases/:leaseId`;
+
+export const tenantParams = z.object({ tenant: tenantIdSchema });
+export const profileParams = tenantParams.extend({ profileId: profileIdSchema });
+export const leaseParams = profileParams.extend({ leaseId: leaseIdSchema });
+
+/** Issue 13: a preview names an element of an observed revision, as an act does. */
+export const previewSchema = z.object({
+  deadline_ms: z.number().int().min(1).max(120_000).default(10_000),
+  args: z.object({ revision: z.string().min(1).max(64), element: z.string().min(1).max(64) }),
+});
+
+/** What `/healthz` answers while the process lives. */
+export const healthAnswerSchema = z.object({ status: z.literal('ok') });
+/** What `/readyz` answers: every check named, 200 when all pass, 503 naming the failing ones. */
+export const readinessAnswerSchema = z.object({
+  status: z.enum(['ready', 'not_ready']),
+  checks: z.array(z.object({ name: z.string(), ok: z.boolean(), error: z.string().optional() })),
+});
+/** The document itself, as `/docs/json` answers it. */
+export const documentAnswerSchema = z.record(z.string(), z.unknown());
+
+/**
+ * Issue 14: the header a caller may name the browser tools contract it speaks by (`1.2.0`). A
+ * caller that names none is served as one of the current contract.
+ */
+export const BROWSER_TOOLS_HEADER = 'leasehold-browser-tools';
+
+export type DataPlaneAnsweredErrorCode = (typeof DATA_PLANE_ANSWERED_ERROR_CODES)[number];
+
+/** One answer a route gives on success (or, for `/readyz`, when not ready). */
+export interface OperationAnswer {
+  description: string;
+  /** The JSON body's schema; absent for a body that is not JSON (then `contentType` says what). */
+  schema?: z.ZodType;
+  contentType?: string;
+}
+
+export interface DataPlaneOperation {
+  operationId: string;
+  method: 'GET' | 'POST';
+  /** Fastify's spelling (`:tenant`); the document spells it `{tenant}`. */
+  url: string;
+  tag: 'profiles' | 'leases' | 'pages' | 'worker' | 'ops';
+  summary: string;
+  description: string;
+  /** Path parameters as the route parses them. */
+  params?: z.ZodObject;
+  /** The JSON body as the route parses it. */
+  body?: z.ZodType;
+  /**
+   * The body as documented when it is stricter than what the route parses: the page routes hand
+   * `args` to the page engine, which refuses arguments outside the browser tools contract with
+   * `invalid_arguments` (422), so the document states that contract.
+   */
+  documentedBody?: z.ZodType;
+  /** Whether a body may be left out (the page routes without arguments default it to `{}`). */
+  bodyOptional?: true;
+  /** The exact idempotency rule of DESIGN §5: an `Idempotency-Key` header, replayed or refused. */
+  idempotent?: true;
+  /** Public ops routes: no token. */
+  public?: true;
+  answers: Readonly<Record<number, OperationAnswer>>;
+  /** The refusals of the route's own, by status; those every route shares are added by the document. */
+  refusals: Readonly<Partial<Record<number, readonly DataPlaneAnsweredErrorCode[]>>>;
+}
+
+const PAGE_REFUSALS = {
+  404: ['not_found'],
+  409: ['lease_expired', 'page_changed', 'element_not_found', 'action_not_allowed', 'url_disallowed'],
+  422: ['validation_failed', 'invalid_arguments'],
+  502: ['outcome_unknown'],
+  503: ['provider_unavailable'],
+} as const satisfies DataPlaneOperation['refusals'];
+
+const EFFECT_REFUSALS = {
+  ...PAGE_REFUSALS,
+  409: ['sequence_mismatch', ...PAGE_REFUSALS[409]],
+} as const satisfies DataPlaneOperation['refusals'];
+
+export const DATA_PLANE_OPERATIONS = {
+  createProfile: {
+    operationId: 'createProfile',
+    method: 'POST',
+    url: TENANT_PROFILES,
+    tag: 'profiles',
+    summary: 'Create a profile',
+    description:
+      "Creates a profile of the tenant the path names: its owner, the origins its pages may visit, and whether it is protected against other principals. `tenant` in the body may be left out; when given it must be the path's.",
+    params: tenantParams,
+    body: createProfileSchema,
+    documentedBody: createProfileSchema.partial({ tenant: true }),
+    answers: { 201: { description: 'The profile, created.', schema: profileAnswerSchema } },
+    refusals: { 409: ['conflict'], 422: ['validation_failed'] },
+  },
+  listProfiles: {
+    operationId: 'listProfiles',
+    method: 'GET',
+    url: TENANT_PROFILES,
+    tag: 'profiles',
+    summary: "List a tenant's profiles",
+    description: 'Every profile of the tenant, never its sealed state.',
+    params: tenantParams,
+    answers: { 200: { description: "The tenant's profiles.", schema: profileListAnswerSchema } },
+    refusals: { 422: ['validation_failed'] },
+  },
+  getProfile: {
+    operationId: 'getProfile',
+    method: 'GET',
+    url: PROFILE,
+    tag: 'profiles',
+    summary: 'Get a profile',
+    description: 'One profile of the tenant, never its sealed state.',
+    params: profileParams,
+    answers: { 200: { description: 'The profile.', schema: profileAnswerSchema } },
+    refusals: { 404: ['not_found'], 422: ['validation_failed'] },
+  },
+  acquireLease: {
+    operationId: 'acquireLease',
+    method: 'POST',
+    url: `${PROFILE}/leases`,
+    tag: 'leases',
+    summary: 'Acquire a lease on a profile',
+    description:
+      "Admission first (the profile exists, belongs to the tenant, is served here, is not protected against the principal), then a lease is published and a browser context opened from the profile's sealed state. Expiry is min(requested, now + 15 min, acquired + 60 min). A live lease with the same scope is answered as it is (200, `created: false`: a reattach, ADR-0127 d1); another live scope is `profile_unavailable`, naming the holding run.",
+    params: profileParams,
+    body: acquireLeaseSchema,
+    idempotent: true,
+    answers: {
+      201: { description: 'A new lease.', schema: acquireLeaseAnswerSchema },
+      200: {
+        description: 'The live lease of the same scope, reattached: same id, current expiry and sequence.',
+        schema: acquireLeaseAnswerSchema,
+      },
+    },
+    refusals: {
+      404: ['not_found'],
+      409: ['profile_unavailable'],
+      422: ['validation_failed'],
+      503: ['provider_unavailable'],
+    },
+  },
+  getLease: {
+    operationId: 'getLease',
+    method: 'GET',
+    url: LEASE,
+    tag: 'leases',
+    summary: 'Get a lease',
+    description: 'The lease as it is now: state, expiry, action sequence and effects.',
+    params: leaseParams,
+    answers: { 200: { description: 'The lease.', schema: leaseAnswerSchema } },
+    refusals: { 404: ['not_found'], 422: ['validation_failed'] },
+  },
+  renewLease: {
+    operationId: 'renewLease',
+    method: 'POST',
+    url: `${LEASE}/renew`,
+    tag: 'leases',
+    summary: 'Renew a lease',
+    description:
+      'Moves the expiry to min(requested, now + 15 min, acquired + 60 min). An expired or revoked lease is `lease_expired`, and the service closes it unsealed.',
+    params: leaseParams,
+    body: renewLeaseSchema,
+    idempotent: true,
+    answers: { 200: { description: 'The lease with its new expiry.', schema: leaseAnswerSchema } },
+    refusals: { 404: ['not_found'], 409: ['lease_expired'], 422: ['validation_failed'] },
+  },
+  closeLease: {
+    operationId: 'closeLease',
+    method: 'POST',
+    url: `${LEASE}/close`,
+    tag: 'leases',
+    summary: 'Close a lease',
+    description:
+      "Seals the context's storage state into the profile when `seal` is true and the lease is unexpired, then disposes the context. A lease past its expiry is closed unsealed (ADR-0127 d8); closing a closed lease answers it as it is.",
+    params: leaseParams,
+    body: closeLeaseSchema,
+    idempotent: true,
+    answers: { 200: { description: 'The lease, closed.', schema: leaseAnswerSchema } },
+    refusals: { 404: ['not_found'], 422: ['validation_failed'] },
+  },
+  navigate: {
+    operationId: 'navigate',
+    method: 'POST',
+    url: `${LEASE}/navigate`,
+    tag: 'pages',
+    summary: "Navigate the lease's page",
+    description:
+      "Loads `url` in the lease's current page and settles (ADR-0159). An effect: applied only when `sequence` is exactly the lease's next, which it advances atomically with the effect. An origin outside the profile's allowed list is `url_disallowed`.",
+    params: leaseParams,
+    body: navigateSchema,
+    answers: {
+      200: {
+        description: 'The lease after the call, the settled observation, and the screenshot taken.',
+        schema: pageCallAnswerSchema,
+      },
+    },
+    refusals: EFFECT_REFUSALS,
+  },
+  observe: {
+    operationId: 'observe',
+    method: 'POST',
+    url: `${LEASE}/observe`,
+    tag: 'pages',
+    summary: "Observe the lease's page",
+    description:
+      "The page's visible controls and text (browser tools contract 1.3.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.",
+    params: leaseParams,
+    body: observeSchema,
+    documentedBody: observeSchema.extend({ args: observeArgsSchema.optional() }),
+    bodyOptional: true,
+    answers: { 200: { description: 'The lease and the observation.', schema: observeCallAnswerSchema } },
+    refusals: PAGE_REFUSALS,
+  },
+  act: {
+    operationId: 'act',
+    method: 'POST',
+    url: `${LEASE}/act`,
+    tag: 'pages',
+    summary: 'Act on an observed element',
+    description:
+      'One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.3.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`).',
+    params: leaseParams,
+    body: actSchema,
+    documentedBody: actSchema.extend({ args: actArgsSchema }),
+    answers: {
+      200: {
+        description: 'The lease after the call, the settled observation, and the screenshot taken.',
+        schema: pageCallAnswerSchema,
+      },
+    },
+    refusals: EFFECT_REFUSALS,
+  },
+  preview: {
+    operationId: 'preview',
+    method: 'POST',
+    url: `${LEASE}/preview`,
+    tag: 'pages',
+    summary: 'Preview the target of an act',
+    description:
+      "The viewport with an element of an observed revision outlined, stored as an artifact of the lease's run (issue 13, approval cards). Not an effect: no sequence, nothing dispatched; a capture that fails answers no screenshot.",
+    params: leaseParams,
+    body: previewSchema,
+    answers: {
+      200: {
+        description: 'The lease and the outlined screenshot, if one was had.',
+        schema: previewCallAnswerSchema,
+      },
+    },
+    refusals: PAGE_REFUSALS,
+  },
+  getWorker: {
+    operationId: 'getWorker',
+    method: 'GET',
+    url: '/v1/worker',
+    tag: 'worker',
+    summary: 'Describe this browser worker',
+    description: 'Its id, the profiles it serves, its browser, and the browser tools contracts it speaks.',
+    answers: { 200: { description: 'This worker.', schema: workerAnswerSchema } },
+    refusals: {},
+  },
+  getDataPlaneDocument: {
+    operationId: 'getDataPlaneDocument',
+    method: 'GET',
+    url: '/docs/json',
+    tag: 'worker',
+    summary: "The data plane's OpenAPI document",
+    description:
+      'This document (OpenAPI 3.1), behind the data-plane token like every route but the ops routes.',
+    answers: { 200: { description: 'The OpenAPI document.', schema: documentAnswerSchema } },
+    refusals: {},
+  },
+  health: {
+    operationId: 'health',
+    method: 'GET',
+    url: '/healthz',
+    tag: 'ops',
+    summary: 'Liveness',
+    description: 'Answers while the process lives. Public.',
+    public: true,
+    answers: { 200: { description: 'Alive.', schema: healthAnswerSchema } },
+    refusals: {},
+  },
+  readiness: {
+    operationId: 'readiness',
+    method: 'GET',
+    url: '/readyz',
+    tag: 'ops',
+    summary: 'Readiness',
+    description: 'Whether every check passes (Redis, Chromium). Public; names checks, never a record.',
+    public: true,
+    answers: {
+      200: { description: 'Every check passes.', schema: readinessAnswerSchema },
+      503: { description: 'A check failed; the failing ones are named.', schema: readinessAnswerSchema },
+    },
+    refusals: {},
+  },
+  metrics: {
+    operationId: 'metrics',
+    method: 'GET',
+    url: '/metrics',
+    tag: 'ops',
+    summary: 'Prometheus metrics',
+    description:
+      "The process's metrics in Prometheus text format. Public. In a fleet, where one registry serves every role, only the API serves it and the worker answers 404.",
+    public: true,
+    answers: { 200: { description: 'The metrics.', contentType: 'text/plain' } },
+    refusals: { 404: ['not_found'] },
+  },
+} as const satisfies Record<string, DataPlaneOperation>;
+
+export type DataPlaneOperationName = keyof typeof DATA_PLANE_OPERATIONS;
