@@ -43,6 +43,11 @@ interface Opened {
   ended?: () => Promise<void>;
 }
 
+/** An open session: the table's entry with the transport its requests are handed to. */
+interface OpenSession extends McpSessionEntry {
+  transport: StreamableHTTPServerTransport;
+}
+
 const METHODS = ['POST', 'GET', 'DELETE'] as const;
 
 /**
@@ -56,7 +61,7 @@ const METHODS = ['POST', 'GET', 'DELETE'] as const;
  */
 export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): Promise<McpHandle> {
   const app = typed(root);
-  const table = new McpSessionTable(compileMcpSessionOptions(mcp.sessions));
+  const table = new McpSessionTable<OpenSession>(compileMcpSessionOptions(mcp.sessions));
 
   app.route({
     method: [...METHODS],
@@ -106,7 +111,7 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
     const header = request.headers['mcp-session-id'];
     const mcpSessionId = typeof header === 'string' ? header : undefined;
     let transport: StreamableHTTPServerTransport;
-    let entry: McpSessionEntry | undefined;
+    let entry: OpenSession | undefined;
     if (mcpSessionId !== undefined) {
       entry = table.find(mcpSessionId, identity.key_id, route);
       if (!entry)
@@ -114,7 +119,7 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
           'not_found',
           `MCP session ${mcpSessionId.slice(0, 64)} not found here (ended, evicted, or opened by another key): initialize a new one`,
         );
-      transport = transports.get(entry.id) as StreamableHTTPServerTransport;
+      transport = entry.transport;
     } else {
       if (request.method !== 'POST' || !isInitializeRequest(request.body))
         throw new ApiError(
@@ -141,9 +146,6 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
     }
   }
 
-  /** Open transports by MCP session id (the table holds what closes them). */
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-
   async function openSession(
     identity: ApiKeyIdentity,
     authorization: string,
@@ -157,10 +159,7 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
     const end = async (id: string | undefined): Promise<void> => {
       if (ended) return;
       ended = true;
-      if (id !== undefined) {
-        table.remove(id);
-        transports.delete(id);
-      }
+      if (id !== undefined) table.remove(id);
       try {
         await opened.server.close(); // closes the transport and its open streams
         await opened.ended?.();
@@ -171,8 +170,7 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        transports.set(id, transport);
-        table.add({ id, keyId: identity.key_id, route, close: () => end(id) });
+        table.add({ id, keyId: identity.key_id, route, transport, close: () => end(id) });
       },
     });
     // DELETE, or the transport closed by anything else: the session is over.

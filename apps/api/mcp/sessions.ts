@@ -51,8 +51,8 @@ export interface McpSessionEntry {
   close(): Promise<void>;
 }
 
-interface Held {
-  entry: McpSessionEntry;
+interface Held<Entry> {
+  entry: Entry;
   lastSeenMs: number;
   inFlight: number;
 }
@@ -62,8 +62,8 @@ interface Held {
  * time. State lives here, in memory: a scaled-out API needs its load balancer to keep each
  * `Mcp-Session-Id` on the replica that issued it (sticky sessions).
  */
-export class McpSessionTable {
-  readonly #held = new Map<string, Held>();
+export class McpSessionTable<Entry extends McpSessionEntry = McpSessionEntry> {
+  readonly #held = new Map<string, Held<Entry>>();
   readonly #sweeper: NodeJS.Timeout;
   #closed = false;
 
@@ -80,7 +80,7 @@ export class McpSessionTable {
     return this.#held.size;
   }
 
-  add(entry: McpSessionEntry): void {
+  add(entry: Entry): void {
     this.#held.set(entry.id, { entry, lastSeenMs: this.now(), inFlight: 0 });
   }
 
@@ -93,7 +93,7 @@ export class McpSessionTable {
    * The session `id` when `keyId` opened it at `route`, marked as just used; otherwise undefined,
    * so another key learns nothing of it (the caller answers 404 as for an unknown id).
    */
-  find(id: string, keyId: string, route: string): McpSessionEntry | undefined {
+  find(id: string, keyId: string, route: string): Entry | undefined {
     const held = this.#held.get(id);
     if (!held || held.entry.keyId !== keyId || held.entry.route !== route) return undefined;
     held.lastSeenMs = this.now();
@@ -101,7 +101,7 @@ export class McpSessionTable {
   }
 
   /** Marks a request of `entry` in flight; the answer marks it done (and the session just used). */
-  begin(entry: McpSessionEntry): () => void {
+  begin(entry: Entry): () => void {
     const held = this.#held.get(entry.id);
     if (!held) return () => undefined;
     held.inFlight += 1;
@@ -147,7 +147,7 @@ export class McpSessionTable {
     await Promise.all([...this.#held.values()].map((held) => this.#evict(held)));
   }
 
-  async #evict(held: Held): Promise<void> {
+  async #evict(held: Held<Entry>): Promise<void> {
     this.#held.delete(held.entry.id);
     await held.entry.close().catch(() => undefined);
   }
