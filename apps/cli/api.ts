@@ -1,0 +1,201 @@
+import type {
+  ApiKeyView,
+  ApprovalView,
+  CreatedApiKey,
+  GrantRequest,
+  RunView,
+  SessionView,
+} from '../../libs/contracts/index.js';
+import { createLeaseholdClient } from './client-stand-in.js';
+import { ApiAnswerError, ConnectionError } from './errors.js';
+
+/** Where the API is and the key that speaks to it (from flags or the environment). */
+export interface ApiTarget {
+  /** The API's root, with or without its `/v1` (`http://127.0.0.1:3000` as the banner prints it). */
+  apiUrl: string;
+  apiKey: string;
+}
+
+export type RunDetail = RunView & { pending_approvals: ApprovalView[] };
+export interface RunPage {
+  runs: RunView[];
+  next_cursor: string | null;
+}
+export interface ProfileView {
+  id: string;
+  allowed_origins: string[];
+  frame_origins: string[];
+  subresources: string;
+  protected: boolean;
+  sealed: boolean;
+}
+export interface RunQuery {
+  status?: string;
+  session_id?: string;
+  profile_id?: string;
+  created_after?: string;
+  created_before?: string;
+  limit?: string;
+  cursor?: string;
+}
+export interface SubmitRunBody {
+  input: string;
+  script?: unknown;
+  timeout_ms?: number;
+}
+export interface CreateProfileBody {
+  id: string;
+  allowed_origins: string[];
+  frame_origins?: string[];
+  subresources?: string;
+  protected?: boolean;
+}
+
+/** What openapi-fetch answers: the parsed body on success, the parsed error body otherwise. */
+interface FetchAnswer {
+  data?: unknown;
+  error?: unknown;
+  response: Response;
+}
+
+/** The API root without a trailing `/` or `/v1`: the typed client's paths start with `/v1`. */
+export function apiRoot(apiUrl: string): string {
+  return apiUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
+}
+
+/** The API's error body as a {@link ApiAnswerError}; an answer of another shape by its HTTP status. */
+function answerError(response: Response, body: unknown): ApiAnswerError {
+  const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  if (typeof error?.code === 'string')
+    return new ApiAnswerError(error.code, String(error.message ?? ''), response.status);
+  const text = typeof body === 'string' ? body.slice(0, 200) : response.statusText;
+  return new ApiAnswerError(`http_${response.status}`, text, response.status);
+}
+
+/**
+ * The REST calls the CLI makes, through the typed client (`createLeaseholdClient`). Every failure
+ * is a {@link ApiAnswerError} carrying the API's own code, or a {@link ConnectionError}.
+ */
+export class LeaseholdApi {
+  readonly root: string;
+  readonly #client: ReturnType<typeof createLeaseholdClient>;
+
+  constructor(readonly target: ApiTarget) {
+    this.root = apiRoot(target.apiUrl);
+    this.#client = createLeaseholdClient({ baseUrl: this.root, apiKey: target.apiKey });
+  }
+
+  async #call<T>(request: () => Promise<FetchAnswer>): Promise<T> {
+    let answer: FetchAnswer;
+    try {
+      answer = await request();
+    } catch (error) {
+      throw new ConnectionError(this.root, error);
+    }
+    if (!answer.response.ok) throw answerError(answer.response, answer.error);
+    return answer.data as T;
+  }
+
+  createSession(body: { browser_profile_id: string }): Promise<SessionView> {
+    return this.#call(() => this.#client.POST('/v1/sessions', { body }));
+  }
+
+  submitRun(sessionId: string, body: SubmitRunBody, idempotencyKey?: string): Promise<RunView> {
+    return this.#call(() =>
+      this.#client.POST('/v1/sessions/{id}/runs', {
+        params: {
+          path: { id: sessionId },
+          ...(idempotencyKey ? { header: { 'idempotency-key': idempotencyKey } } : {}),
+        },
+        body,
+      }),
+    );
+  }
+
+  getRun(id: string): Promise<RunDetail> {
+    return this.#call(() => this.#client.GET('/v1/runs/{id}', { params: { path: { id } } }));
+  }
+
+  listRuns(query: RunQuery): Promise<RunPage> {
+    return this.#call(() => this.#client.GET('/v1/runs', { params: { query } }));
+  }
+
+  cancelRun(id: string): Promise<RunView> {
+    return this.#call(() => this.#client.POST('/v1/runs/{id}/cancel', { params: { path: { id } } }));
+  }
+
+  retryRun(id: string): Promise<RunView> {
+    return this.#call(() => this.#client.POST('/v1/runs/{id}/retry', { params: { path: { id } } }));
+  }
+
+  listApprovals(runId?: string): Promise<{ approvals: ApprovalView[] }> {
+    return this.#call(() =>
+      this.#client.GET('/v1/approvals', { params: { query: runId ? { run_id: runId } : {} } }),
+    );
+  }
+
+  approve(id: string, grant?: GrantRequest): Promise<ApprovalView> {
+    return this.#call(() =>
+      this.#client.POST('/v1/approvals/{id}/approve', {
+        params: { path: { id } },
+        body: grant ? { grant } : {},
+      }),
+    );
+  }
+
+  deny(id: string, reason: string): Promise<ApprovalView> {
+    return this.#call(() =>
+      this.#client.POST('/v1/approvals/{id}/deny', { params: { path: { id } }, body: { reason } }),
+    );
+  }
+
+  createProfile(body: CreateProfileBody): Promise<ProfileView> {
+    return this.#call(() => this.#client.POST('/v1/profiles', { body }));
+  }
+
+  listProfiles(): Promise<{ profiles: ProfileView[] }> {
+    return this.#call(() => this.#client.GET('/v1/profiles', {}));
+  }
+
+  createKey(body: { principal: string; scopes: string[] }): Promise<CreatedApiKey> {
+    return this.#call(() => this.#client.POST('/v1/api-keys', { body }));
+  }
+
+  listKeys(): Promise<{ api_keys: ApiKeyView[] }> {
+    return this.#call(() => this.#client.GET('/v1/api-keys', {}));
+  }
+
+  async revokeKey(id: string): Promise<void> {
+    await this.#call(() => this.#client.DELETE('/v1/api-keys/{id}', { params: { path: { id } } }));
+  }
+
+  /**
+   * Opens the run's event stream (Server-Sent Events, not a JSON route: plain fetch), from after
+   * `lastEventId` when given. An answer other than 200 is the API's error.
+   */
+  async openEvents(id: string, lastEventId: string | undefined): Promise<Response> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.root}/v1/runs/${encodeURIComponent(id)}/events`, {
+        headers: {
+          authorization: `Bearer ${this.target.apiKey}`,
+          accept: 'text/event-stream',
+          ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+        },
+      });
+    } catch (error) {
+      throw new ConnectionError(this.root, error);
+    }
+    if (!response.ok) {
+      const text = await response.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // Not JSON: the status and the text say what happened.
+      }
+      throw answerError(response, body);
+    }
+    return response;
+  }
+}

@@ -1,0 +1,125 @@
+import type { Command } from 'commander';
+import type { RunQuery, SubmitRunBody } from '../api.js';
+import { jsonArgument, millisecondsArgument } from '../arguments.js';
+import { type ExitCode, UsageError } from '../errors.js';
+import { jsonLine, runDetailLines, runSummaryLine } from '../output.js';
+import type { SessionOf } from '../session.js';
+import { watchRun } from '../watch.js';
+
+interface SubmitOptions {
+  input: string;
+  script?: string;
+  session?: string;
+  profile?: string;
+  timeout?: string;
+  idempotencyKey?: string;
+}
+
+interface ListOptions {
+  status?: string;
+  session?: string;
+  profile?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+  limit?: string;
+  cursor?: string;
+}
+
+/** `leasehold runs …`: submit, list, get, watch, cancel, retry. */
+export function registerRunCommands(
+  program: Command,
+  sessionOf: SessionOf,
+  setExit: (code: ExitCode) => void,
+): void {
+  const runs = program.command('runs').description('submit, read, watch, cancel and retry runs');
+
+  runs
+    .command('submit')
+    .description(
+      "submit a run to a session, or to a new session on a profile with the tenant's default agent",
+    )
+    .requiredOption('--input <text>', 'what the run is asked to do')
+    .option('--script <json|@file>', 'the scripted model’s steps and answer: JSON, or @ and a file of it')
+    .option('--session <id>', 'the session to run in')
+    .option('--profile <id>', 'a website profile: a new session bound to it is created first')
+    .option('--timeout <ms>', "the run's deadline from submission, in milliseconds")
+    .option('--idempotency-key <key>', 'the same key returns the same run')
+    .action(async (options: SubmitOptions, command: Command) => {
+      if (Boolean(options.session) === Boolean(options.profile))
+        throw new UsageError('give one of --session <id> or --profile <id>');
+      const body: SubmitRunBody = { input: options.input };
+      if (options.script !== undefined) body.script = jsonArgument('--script', options.script);
+      if (options.timeout !== undefined) body.timeout_ms = millisecondsArgument('--timeout', options.timeout);
+      const { api, output } = sessionOf(command);
+      const sessionId =
+        options.session ?? (await api.createSession({ browser_profile_id: options.profile as string })).id;
+      const run = await api.submitRun(sessionId, body, options.idempotencyKey);
+      output.line(output.json ? jsonLine(run) : `${run.id} ${run.status} (session ${sessionId})`);
+    });
+
+  runs
+    .command('list')
+    .description("the tenant's runs, newest first")
+    .option(
+      '--status <status>',
+      'queued, running, parked, waiting_child, waiting_user, succeeded, failed, cancelled',
+    )
+    .option('--session <id>', 'runs of this session')
+    .option('--profile <id>', 'runs on this profile')
+    .option('--created-after <epoch-ms>', 'created after this time')
+    .option('--created-before <epoch-ms>', 'created before this time')
+    .option('--limit <n>', 'at most this many (1 to 100; default 20)')
+    .option('--cursor <cursor>', 'the next page, as the last one named it')
+    .action(async (options: ListOptions, command: Command) => {
+      const { api, output } = sessionOf(command);
+      const query: RunQuery = {
+        ...(options.status ? { status: options.status } : {}),
+        ...(options.session ? { session_id: options.session } : {}),
+        ...(options.profile ? { profile_id: options.profile } : {}),
+        ...(options.createdAfter ? { created_after: options.createdAfter } : {}),
+        ...(options.createdBefore ? { created_before: options.createdBefore } : {}),
+        ...(options.limit ? { limit: options.limit } : {}),
+        ...(options.cursor ? { cursor: options.cursor } : {}),
+      };
+      const page = await api.listRuns(query);
+      if (output.json) return output.line(jsonLine(page));
+      for (const run of page.runs) output.line(runSummaryLine(run));
+      if (page.next_cursor) output.line(`more: --cursor ${page.next_cursor}`);
+    });
+
+  runs
+    .command('get <id>')
+    .description('a run: status, usage against limits, pending approvals, its end')
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const { api, output } = sessionOf(command);
+      const run = await api.getRun(id);
+      if (output.json) return output.line(jsonLine(run));
+      for (const line of runDetailLines(run)) output.line(line);
+    });
+
+  runs
+    .command('watch <id>')
+    .description('print the run’s steps as they happen until it ends; the exit code says how it ended')
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const { api, output } = sessionOf(command);
+      setExit(await watchRun(api, id, output));
+    });
+
+  runs
+    .command('cancel <id>')
+    .description('cancel a run (a running one stops at its next step)')
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const { api, output } = sessionOf(command);
+      const run = await api.cancelRun(id);
+      output.line(output.json ? jsonLine(run) : `${run.id} ${run.status}`);
+    });
+
+  runs
+    .command('retry <id>')
+    .description('retry a failed run as a new attempt')
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const { api, output } = sessionOf(command);
+      const run = await api.retryRun(id);
+      output.line(output.json ? jsonLine(run) : `${run.id} ${run.status} (attempt ${run.attempt})`);
+    });
+}

@@ -1,0 +1,93 @@
+import type { ApiKeyView, ApprovalView, RunView } from '../../libs/contracts/index.js';
+import type { ProfileView } from './api.js';
+
+/**
+ * Where a command writes: `line` to stdout, `problem` to stderr. With `json`, a command writes the
+ * API's JSON (one document; `runs watch` one object a line) and nothing else to stdout.
+ */
+export interface Output {
+  json: boolean;
+  line(text: string): void;
+  problem(text: string): void;
+}
+
+export function streamOutput(
+  json: boolean,
+  stdout: { write(text: string): unknown },
+  stderr: { write(text: string): unknown },
+): Output {
+  return {
+    json,
+    line: (text) => void stdout.write(`${text}\n`),
+    problem: (text) => void stderr.write(`${text}\n`),
+  };
+}
+
+/** One JSON document on one line, so `--json` output parses line by line as well as whole. */
+export function jsonLine(value: unknown): string {
+  return JSON.stringify(value);
+}
+
+const isoTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+function usd(microUsd: number): string {
+  return (microUsd / 1_000_000).toFixed(2);
+}
+
+/** Usage against limits, one line: `steps 3/160 · model calls 2/120 · tool calls 3/160 · USD 0.00/30`. */
+export function progressLine(run: Pick<RunView, 'usage' | 'limits'>): string {
+  const { usage, limits } = run;
+  const cost = `USD ${usd(usage.cost_micro_usd)}/${limits.max_cost_usd ?? 'no limit'}`;
+  return [
+    `steps ${usage.steps}/${limits.max_steps}`,
+    `model calls ${usage.model_calls}/${limits.max_model_calls}`,
+    `tool calls ${usage.tool_calls}/${limits.max_tool_calls}`,
+    cost,
+  ].join(' · ');
+}
+
+/** A run's end as a line: its answer, or its error code, message and step. */
+export function endLine(run: RunView): string {
+  if (run.status === 'succeeded') {
+    const answer = (run.result as { answer?: unknown } | null)?.answer;
+    return `run ${run.id} succeeded${typeof answer === 'string' ? `: ${answer}` : ''}`;
+  }
+  const step = run.error?.step != null ? ` at step ${run.error.step}` : '';
+  return `run ${run.id} ${run.status}${run.error ? ` ${run.error.code}${step}` : ''}`;
+}
+
+export function runSummaryLine(run: RunView): string {
+  const code = run.error ? ` ${run.error.code}` : '';
+  const waiting = run.waiting_for ? ` (waiting for ${run.waiting_for})` : '';
+  return `${run.id}  ${run.status}${code}${waiting}  attempt ${run.attempt}  profile ${run.browser_profile_id ?? '-'}  ${isoTime(run.created_at_ms)}`;
+}
+
+export function runDetailLines(run: RunView & { pending_approvals: ApprovalView[] }): string[] {
+  const lines = [
+    runSummaryLine(run),
+    `  session ${run.session_id}  deadline ${isoTime(run.deadline_at_ms)}`,
+    `  ${progressLine(run)}`,
+  ];
+  for (const approval of run.pending_approvals) lines.push(`  waits on ${approvalLine(approval)}`);
+  if (run.ended_at_ms !== null) lines.push(`  ${endLine(run)}`);
+  if (run.error) lines.push(`  ${run.error.message}`);
+  return lines;
+}
+
+/** What an approval would let happen: the card's action and element, else the tool. */
+export function approvalLine(approval: ApprovalView): string {
+  const card = approval.card;
+  const what =
+    card?.element && card.action
+      ? `${card.action} ${card.element.role} "${card.element.name}"${card.page_url ? ` on ${card.page_url}` : ''}`
+      : approval.tool;
+  return `${approval.id}  ${approval.status}  run ${approval.run_id}  ${what}`;
+}
+
+export function profileLine(profile: ProfileView): string {
+  return `${profile.id}  ${profile.allowed_origins.join(' ')}${profile.protected ? '  protected' : ''}${profile.sealed ? '  sealed' : ''}`;
+}
+
+export function keyLine(key: ApiKeyView): string {
+  return `${key.key_id}  ${key.principal}  ${key.scopes.join(',')}  ${isoTime(key.created_at_ms)}`;
+}

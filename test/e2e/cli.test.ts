@@ -1,0 +1,313 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { eventually } from '../fixtures/eventually.js';
+import { startTestFleet } from '../fixtures/fleet.js';
+import { uniquePrefix } from '../fixtures/redis.js';
+
+const BIN = fileURLToPath(new URL('../../bin/leasehold.mjs', import.meta.url));
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Each line of `--json` output parsed: one document, or one object a line for `runs watch`. */
+function jsonLines(stdout: string): unknown[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line));
+}
+
+/**
+ * The `leasehold` command line (issue 16), run as the real bin in child processes against a live
+ * fleet and a local shop page whose server counts every purchase, so a click the CLI let through
+ * without approval, or twice, would show.
+ */
+describe('the leasehold command line against a live fleet', { timeout: 120_000 }, () => {
+  let fleet: FleetHandle;
+  let site: Server;
+  let origin: string;
+  let folder: string;
+  let purchases = 0;
+  const children = new Set<ChildProcess>();
+
+  beforeAll(async () => {
+    site = createServer((request, response) => {
+      if (request.method === 'POST' && request.url?.endsWith('/buy')) {
+        purchases += 1;
+        return void response.end('ok');
+      }
+      response.setHeader('content-type', 'text/html');
+      response.end(`<!doctype html><title>Shop</title><h1>Basket</h1>
+        <button onclick="fetch('buy', {method: 'POST'}).then(() => document.body.insertAdjacentHTML('beforeend', '<h2>Thank you</h2>'))">Buy</button>`);
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    folder = await mkdtemp(join(tmpdir(), 'leasehold-cli-'));
+    fleet = await startTestFleet(uniquePrefix('cli'));
+  });
+
+  afterAll(async () => {
+    for (const child of children) child.kill('SIGKILL');
+    await fleet?.close();
+    await new Promise((resolve) => site?.close(resolve));
+    if (folder) await rm(folder, { recursive: true, force: true });
+  });
+
+  /** Starts `leasehold <args>` with the fleet's URL and key in its environment. */
+  function start(args: string[], env: Record<string, string> = {}) {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: {
+        ...process.env,
+        LEASEHOLD_API_URL: fleet.urls.api,
+        LEASEHOLD_API_KEY: fleet.apiKey,
+        NO_COLOR: '1',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const done = new Promise<CliResult>((resolve) =>
+      child.once('close', (code) => {
+        children.delete(child);
+        resolve({ code, stdout, stderr });
+      }),
+    );
+    return { done, stdout: () => stdout };
+  }
+  const cli = (args: string[], env: Record<string, string> = {}) => start(args, env).done;
+
+  /** `leasehold <args> --json`, expected to succeed: its one JSON document. */
+  // biome-ignore lint/suspicious/noExplicitAny: API answers, asserted field by field.
+  async function cliJson(args: string[], env: Record<string, string> = {}): Promise<any> {
+    const result = await cli([...args, '--json'], env);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const lines = jsonLines(result.stdout);
+    expect(lines).toHaveLength(1);
+    return lines[0];
+  }
+
+  const buyScript = (path: string) => ({
+    steps: [
+      { tool: 'browser.navigate', url: `${origin}/${path}/` },
+      {
+        tool: 'browser.act',
+        target: { role: 'button', name: 'Buy' },
+        action: 'click',
+        postcondition: { role: 'heading', name: 'Thank you', wait_ms: 2_000 },
+      },
+    ],
+    answer: 'Bought.',
+  });
+
+  /** Waits until the run is parked on an approval, through `runs get --json`; the approval's id. */
+  async function parkedApproval(runId: string): Promise<string> {
+    const run = await eventually(
+      () => cliJson(['runs', 'get', runId]),
+      (view) => view.status !== 'queued' && view.status !== 'running',
+      30_000,
+      200,
+    );
+    expect(run.status).toBe('parked');
+    expect(run.pending_approvals).toHaveLength(1);
+    return run.pending_approvals[0].id as string;
+  }
+
+  it('drives a run from submit through an approval to its end while runs watch prints its steps', async () => {
+    const profile = await cliJson(['profiles', 'create', 'cli-shop', '--origin', origin]);
+    expect(profile).toMatchObject({ id: 'cli-shop', allowed_origins: [origin] });
+    const listed = await cliJson(['profiles', 'list']);
+    expect(listed.profiles.map((entry: { id: string }) => entry.id)).toContain('cli-shop');
+    expect((await cli(['profiles', 'list'])).stdout).toContain('cli-shop');
+
+    const scriptFile = join(folder, 'buy.json');
+    await writeFile(scriptFile, JSON.stringify(buyScript('watched')));
+    const submitted = await cliJson([
+      'runs',
+      'submit',
+      '--profile',
+      'cli-shop',
+      '--input',
+      'Buy what is in the basket',
+      '--script',
+      `@${scriptFile}`,
+      '--timeout',
+      '120000',
+    ]);
+    expect(submitted).toMatchObject({ status: 'queued', browser_profile_id: 'cli-shop' });
+    const runId = submitted.id as string;
+
+    const watch = start(['runs', 'watch', runId]);
+    const pending = await eventually(
+      () => cliJson(['approvals', 'list', '--run', runId]),
+      (answer) => answer.approvals.length > 0,
+      30_000,
+      200,
+    );
+    expect(pending.approvals).toHaveLength(1);
+    const approvalId = pending.approvals[0].id as string;
+    expect((await cli(['approvals', 'list'])).stdout).toContain(approvalId);
+    expect(purchases).toBe(0);
+
+    const approved = await cliJson([
+      'approvals',
+      'approve',
+      approvalId,
+      '--grant',
+      '{"duration_ms":600000,"max_actions":5}',
+    ]);
+    expect(approved).toMatchObject({ id: approvalId, status: 'approved', grant_id: expect.any(String) });
+
+    const watched = await watch.done;
+    expect(watched.stderr).toBe('');
+    expect(watched.code).toBe(0);
+    expect(watched.stdout).toMatch(/browser\.navigate/);
+    expect(watched.stdout).toMatch(/browser\.act/);
+    expect(watched.stdout).toMatch(/approval .*requested/);
+    expect(watched.stdout).toMatch(/tool calls \d+\/\d+/);
+    expect(watched.stdout).toMatch(/succeeded/);
+    expect(purchases).toBe(1);
+
+    const run = await cliJson(['runs', 'get', runId]);
+    expect(run).toMatchObject({ id: runId, status: 'succeeded', result: { answer: 'Bought.' } });
+    const succeeded = await cliJson(['runs', 'list', '--status', 'succeeded', '--profile', 'cli-shop']);
+    expect(succeeded.runs.map((entry: { id: string }) => entry.id)).toContain(runId);
+    expect((await cli(['runs', 'get', runId])).stdout).toMatch(/succeeded/);
+
+    // The ended run's whole stream again, for machines: one event a line, the end among them.
+    const replay = await cli(['runs', 'watch', runId, '--json']);
+    expect(replay.code).toBe(0);
+    const events = jsonLines(replay.stdout) as Array<{ type: string }>;
+    expect(events.map((event) => event.type)).toEqual(
+      expect.arrayContaining(['run.submitted', 'approval.requested', 'step.started', 'run.succeeded']),
+    );
+  });
+
+  it('ends runs watch non-zero with the error code of a failed run, and retries it as a new attempt', async () => {
+    const submitted = await cliJson([
+      'runs',
+      'submit',
+      '--profile',
+      'cli-shop',
+      '--input',
+      'Go where the profile may not',
+      '--script',
+      JSON.stringify({ steps: [{ tool: 'browser.navigate', url: 'http://127.0.0.2:9/' }], answer: 'No.' }),
+    ]);
+    const watched = await cli(['runs', 'watch', submitted.id]);
+    expect(watched.code).toBe(1);
+    expect(watched.stdout + watched.stderr).toMatch(/failed.*url_disallowed/);
+
+    const retried = await cliJson(['runs', 'retry', submitted.id]);
+    expect(retried).toMatchObject({ id: submitted.id, attempt: 2 });
+    expect(['queued', 'running', 'failed']).toContain(retried.status);
+    const again = await cli(['runs', 'watch', submitted.id, '--json']);
+    expect(again.code).toBe(1);
+    const events = jsonLines(again.stdout) as Array<{ type: string }>;
+    expect(events.map((event) => event.type)).toContain('run.retried');
+  });
+
+  it('cancels a parked run (its watch exits 3) and denies an approval with a reason', async () => {
+    const script = JSON.stringify(buyScript('cancelled'));
+    const first = await cliJson([
+      'runs',
+      'submit',
+      '--profile',
+      'cli-shop',
+      '--input',
+      'Buy',
+      '--script',
+      script,
+    ]);
+    await parkedApproval(first.id);
+    const cancelled = await cliJson(['runs', 'cancel', first.id]);
+    expect(cancelled).toMatchObject({ id: first.id, status: 'cancelled' });
+    const watched = await cli(['runs', 'watch', first.id]);
+    expect(watched.code).toBe(3);
+    expect(watched.stdout + watched.stderr).toMatch(/cancelled/);
+
+    const second = await cliJson([
+      'runs',
+      'submit',
+      '--profile',
+      'cli-shop',
+      '--input',
+      'Buy',
+      '--script',
+      script,
+    ]);
+    const approvalId = await parkedApproval(second.id);
+    const denied = await cliJson(['approvals', 'deny', approvalId, '--reason', 'not this one']);
+    expect(denied).toMatchObject({ id: approvalId, status: 'denied' });
+    const ended = await cli(['runs', 'watch', second.id]);
+    expect(ended.code).toBe(1);
+    expect(ended.stdout + ended.stderr).toMatch(/approval_denied/);
+    expect(purchases).toBe(1);
+  });
+
+  it('creates, lists and revokes API keys; a revoked key is refused with the API error', async () => {
+    const created = await cliJson(['keys', 'create', '--scope', 'runs:read', '--principal', 'bot@cli']);
+    expect(created).toMatchObject({
+      principal: 'bot@cli',
+      scopes: ['runs:read'],
+      key: expect.stringMatching(/^lhk_/),
+    });
+    const listed = await cliJson(['keys', 'list']);
+    expect(listed.api_keys.map((key: { key_id: string }) => key.key_id)).toContain(created.key_id);
+    expect(JSON.stringify(listed)).not.toContain(created.key);
+
+    expect((await cli(['runs', 'list', '--json'], { LEASEHOLD_API_KEY: created.key })).code).toBe(0);
+    expect((await cli(['keys', 'revoke', created.key_id])).code).toBe(0);
+    const refused = await cli(['runs', 'list', '--api-key', created.key]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^error unauthorized: /);
+  });
+
+  it('answers bad flags with a usage error (exit 2), API errors with exit 1 and no API with exit 4', async () => {
+    const noInput = await cli(['runs', 'submit', '--profile', 'cli-shop']);
+    expect(noInput.code).toBe(2);
+    expect(noInput.stderr).toMatch(/--input/);
+    expect((await cli(['runs', 'frobnicate'])).code).toBe(2);
+    expect((await cli(['runs', 'list', '--bogus'])).code).toBe(2);
+    const badScript = await cli([
+      'runs',
+      'submit',
+      '--profile',
+      'cli-shop',
+      '--input',
+      'x',
+      '--script',
+      '{no',
+    ]);
+    expect(badScript.code).toBe(2);
+    expect(badScript.stderr).toMatch(/--script/);
+    const noKey = await cli(['runs', 'list'], { LEASEHOLD_API_KEY: '' });
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toMatch(/LEASEHOLD_API_KEY/);
+
+    const missing = await cli(['runs', 'get', 'run_missing']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^error not_found: run run_missing not found/);
+    const unreachable = await cli(['runs', 'list', '--api-url', 'http://127.0.0.1:9']);
+    expect(unreachable.code).toBe(4);
+    expect(unreachable.stderr).toMatch(/^error connection_failed: /);
+  });
+});
