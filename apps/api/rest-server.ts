@@ -3,10 +3,10 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import {
   hasZodFastifySchemaValidationErrors,
-  jsonSchemaTransform,
   serializerCompiler,
   validatorCompiler,
 } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { ApiError } from '../../libs/contracts/index.js';
 import {
   createHttpServer,
@@ -15,6 +15,7 @@ import {
   markDoor,
   sendFrameworkError,
 } from '../../libs/telemetry/index.js';
+import { restDocumentTransform, restSchemaTransform } from './routes/openapi.js';
 
 /** JSON body ceiling for REST (DESIGN §5 uses the same for the data plane). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -28,6 +29,7 @@ export async function createRestServer(logger: Logger): Promise<FastifyInstance>
   const app = createHttpServer(logger, 'api', BODY_LIMIT_BYTES);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  acceptEmptyJsonBodies(app);
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (hasZodFastifySchemaValidationErrors(error)) {
@@ -42,11 +44,27 @@ export async function createRestServer(logger: Logger): Promise<FastifyInstance>
 
   await app.register(fastifySwagger, {
     openapi: {
-      info: { title: 'Leasehold REST API', version: '1.0.0' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      openapi: '3.1.0',
+      info: {
+        title: 'Leasehold REST API',
+        version: '1.0.0',
+        description:
+          'Durable, budgeted browser runs for AI agents. Every request carries `Authorization: Bearer <API key>`; every failure is `{error: {code, message}}` with a stable code.',
+      },
+      servers: [{ url: '/', description: 'This server' }],
+      components: {
+        securitySchemes: {
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An API key (`lhk_…`), made by `npm run api-key` or `POST /v1/api-keys`',
+          },
+        },
+      },
       security: [{ bearer: [] }],
     },
-    transform: jsonSchemaTransform,
+    transform: restSchemaTransform,
+    transformObject: restDocumentTransform,
     hideUntagged: true,
   });
   // The API document and its assets are public (issue 11.1): they describe routes, not records.
@@ -55,4 +73,22 @@ export async function createRestServer(logger: Logger): Promise<FastifyInstance>
     await docs.register(fastifySwaggerUi, { routePrefix: '/docs' });
   });
   return app;
+}
+
+/**
+ * Issue 16: a body-less POST (cancel, retry; approve, whose body is optional) sent with
+ * `content-type: application/json` and no body is answered as usual, not refused as an empty JSON
+ * body. A route whose body is required still refuses an empty one (400), as any other bad JSON.
+ */
+function acceptEmptyJsonBodies(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const schema = request.routeOptions.schema?.body;
+    const bodyOptional =
+      schema === undefined || (schema instanceof z.ZodType && schema.safeParse(undefined).success);
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text === '' && bodyOptional) return done(null, undefined);
+    return parseJson(request, text, done);
+  });
 }

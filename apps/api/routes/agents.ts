@@ -1,8 +1,17 @@
 import type { FastifyInstance } from 'fastify';
-import { ApiError, agentDefinitionSchema } from '../../../libs/contracts/index.js';
+import { ApiError, agentDefinitionSchema, agentViewSchema } from '../../../libs/contracts/index.js';
+import { agentVersionViewSchema, modelListSchema } from '../../../libs/contracts/rest-views.js';
 import { microUsdToUsd, modelPrice, worstCaseCallMicroUsd } from '../../../libs/runtime/index.js';
 import { authenticate, identityOf } from '../auth.js';
+import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';
+
+namedBody(agentDefinitionSchema, 'AgentDefinition', {
+  model: 'scripted',
+  instructions: 'Work the page with the browser tools; answer with what you found.',
+  tools: ['browser.navigate', 'browser.observe', 'browser.act'],
+  limits: { max_steps: 20 },
+});
 
 /** Agents (a change makes a new version, DESIGN §3) and the chat models they may name. */
 export function registerAgentRoutes(root: FastifyInstance, deps: V1Dependencies): void {
@@ -11,7 +20,21 @@ export function registerAgentRoutes(root: FastifyInstance, deps: V1Dependencies)
 
   app.post(
     '/v1/agents',
-    { schema: { tags: ['agents'], body: agentDefinitionSchema }, preHandler: authenticate(store, 'admin') },
+    {
+      schema: {
+        tags: ['agents'],
+        operationId: 'createAgent',
+        summary: 'Create an agent; its version is the SHA-256 of its definition',
+        description: 'Answers 201 with the agent and the version its definition was stored as.',
+        body: agentDefinitionSchema,
+        response: answers(
+          { 200: agentVersionViewSchema, 201: agentVersionViewSchema },
+          404,
+          ...BODY_FAILURES,
+        ),
+      },
+      preHandler: authenticate(store, 'admin'),
+    },
     async (request, reply) => {
       const outcome = await store.putAgent(identityOf(request).tenant, request.body);
       if (outcome.status === 'not_found') throw new ApiError('not_found', 'agent not found');
@@ -23,7 +46,14 @@ export function registerAgentRoutes(root: FastifyInstance, deps: V1Dependencies)
   app.put(
     '/v1/agents/:id',
     {
-      schema: { tags: ['agents'], params: idParams, body: agentDefinitionSchema },
+      schema: {
+        tags: ['agents'],
+        operationId: 'updateAgent',
+        summary: "Change an agent's definition: a new version; sessions made before keep theirs",
+        params: idParams,
+        body: agentDefinitionSchema,
+        response: answers({ 200: agentVersionViewSchema }, 404, ...BODY_FAILURES),
+      },
       preHandler: authenticate(store, 'admin'),
     },
     async (request) => {
@@ -35,7 +65,16 @@ export function registerAgentRoutes(root: FastifyInstance, deps: V1Dependencies)
   );
   app.get(
     '/v1/agents/:id',
-    { schema: { tags: ['agents'], params: idParams }, preHandler: authenticate(store, 'runs:read') },
+    {
+      schema: {
+        tags: ['agents'],
+        operationId: 'getAgent',
+        summary: 'An agent and its latest version',
+        params: idParams,
+        response: answers({ 200: agentViewSchema }, 404, 409, 422),
+      },
+      preHandler: authenticate(store, 'runs:read'),
+    },
     async (request) => {
       const agent = await store.getAgent(identityOf(request).tenant, request.params.id);
       if (!agent) throw new ApiError('not_found', `agent ${request.params.id} not found`);
@@ -45,7 +84,15 @@ export function registerAgentRoutes(root: FastifyInstance, deps: V1Dependencies)
 
   app.get(
     '/v1/models',
-    { schema: { tags: ['models'] }, preHandler: authenticate(store, 'runs:read') },
+    {
+      schema: {
+        tags: ['models'],
+        operationId: 'listModels',
+        summary: 'The chat models an agent may name, with their prices',
+        response: answers({ 200: modelListSchema }),
+      },
+      preHandler: authenticate(store, 'runs:read'),
+    },
     async () => ({
       default_model: deps.config.models.default_model,
       models: Object.entries(deps.config.models.models).map(([name, entry]) => {

@@ -10,12 +10,16 @@ import {
 } from '../../../libs/contracts/index.js';
 import type { RunStore } from '../../../libs/store/index.js';
 import { authenticate, identityOf } from '../auth.js';
+import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 
 export interface ApiKeyDependencies {
   store: RunStore;
 }
 
 const keyIdParams = z.object({ id: recordIdSchema });
+const apiKeyListSchema = z.object({ api_keys: z.array(apiKeyViewSchema) });
+/** 204: no body. */
+const revokedSchema = z.undefined();
 
 /**
  * API key administration (DESIGN §3), behind the `admin` scope: an admin issues, lists and revokes
@@ -31,9 +35,13 @@ export function registerApiKeyRoutes(root: FastifyInstance, deps: ApiKeyDependen
     {
       schema: {
         tags: ['api-keys'],
+        operationId: 'createApiKey',
         summary: "Issue an API key in the caller's tenant; the key is shown only in this answer",
-        body: createApiKeyRequestSchema,
-        response: { 201: createdApiKeySchema },
+        body: namedBody(createApiKeyRequestSchema, 'CreateApiKey', {
+          principal: 'ci-bot',
+          scopes: ['runs:write', 'runs:read'],
+        }),
+        response: answers({ 201: createdApiKeySchema }, ...BODY_FAILURES),
       },
       preHandler: authenticate(store, 'admin'),
     },
@@ -49,8 +57,9 @@ export function registerApiKeyRoutes(root: FastifyInstance, deps: ApiKeyDependen
     {
       schema: {
         tags: ['api-keys'],
+        operationId: 'listApiKeys',
         summary: "The caller's tenant's keys, oldest first (never a key or its hash)",
-        response: { 200: z.object({ api_keys: z.array(apiKeyViewSchema) }) },
+        response: answers({ 200: apiKeyListSchema }),
       },
       preHandler: authenticate(store, 'admin'),
     },
@@ -62,8 +71,10 @@ export function registerApiKeyRoutes(root: FastifyInstance, deps: ApiKeyDependen
     {
       schema: {
         tags: ['api-keys'],
+        operationId: 'revokeApiKey',
         summary: 'Revoke a key: it answers 401 from then on',
         params: keyIdParams,
+        response: answers({ 204: revokedSchema }, 404, 422),
       },
       preHandler: authenticate(store, 'admin'),
     },

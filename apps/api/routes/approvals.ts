@@ -3,12 +3,25 @@ import { z } from 'zod';
 import {
   ApiError,
   type ApiKeyIdentity,
+  approvalViewSchema,
   grantRequestSchema,
   recordIdSchema,
 } from '../../../libs/contracts/index.js';
+import { approvalListSchema } from '../../../libs/contracts/rest-views.js';
 import type { RunStore } from '../../../libs/store/index.js';
 import { authenticate, identityOf } from '../auth.js';
+import { refuseDrivingKey } from '../mcp/browser-mode-approvals.js';
+import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';
+
+const approveBodySchema = namedBody(
+  z.strictObject({ grant: grantRequestSchema.optional() }).default({}),
+  'ApproveApproval',
+  { grant: { duration_ms: 600_000, max_actions: 20 } },
+);
+const denyBodySchema = namedBody(z.strictObject({ reason: z.string().min(1).max(2_000) }), 'DenyApproval', {
+  reason: 'Not this vendor',
+});
 
 /**
  * Issue 11.11: an approval is decided by its run's own principal, or by a key with `approvals:any`
@@ -52,7 +65,13 @@ export function registerApprovalRoutes(root: FastifyInstance, deps: V1Dependenci
   app.get(
     '/v1/approvals',
     {
-      schema: { tags: ['approvals'], querystring: z.object({ run_id: recordIdSchema.optional() }) },
+      schema: {
+        tags: ['approvals'],
+        operationId: 'listApprovals',
+        summary: "The tenant's pending approvals, of one run or of all",
+        querystring: z.object({ run_id: recordIdSchema.optional() }),
+        response: answers({ 200: approvalListSchema }, 422),
+      },
       preHandler: authenticate(store, 'runs:read'),
     },
     async (request) => ({
@@ -64,13 +83,19 @@ export function registerApprovalRoutes(root: FastifyInstance, deps: V1Dependenci
     {
       schema: {
         tags: ['approvals'],
+        operationId: 'approveApproval',
+        summary: 'Approve a pending approval, optionally with a task grant',
+        description:
+          'The run goes on with the approved call. A grant (at most 30 minutes and 200 actions) lets the run repeat such actions without asking again. The body may be left out.',
         params: idParams,
-        body: z.strictObject({ grant: grantRequestSchema.optional() }).default({}),
+        body: approveBodySchema,
+        response: answers({ 200: approvalViewSchema }, 404, 409, ...BODY_FAILURES),
       },
       preHandler: authenticate(store, 'approvals:write'),
     },
     async (request) => {
       const identity = identityOf(request);
+      await refuseDrivingKey(store, identity, request.params.id);
       const decision = await store.approve(
         identity.tenant,
         request.params.id,
@@ -85,13 +110,17 @@ export function registerApprovalRoutes(root: FastifyInstance, deps: V1Dependenci
     {
       schema: {
         tags: ['approvals'],
+        operationId: 'denyApproval',
+        summary: 'Deny a pending approval; the reason is what the model hears',
         params: idParams,
-        body: z.strictObject({ reason: z.string().min(1).max(2_000) }),
+        body: denyBodySchema,
+        response: answers({ 200: approvalViewSchema }, 404, 409, ...BODY_FAILURES),
       },
       preHandler: authenticate(store, 'approvals:write'),
     },
     async (request) => {
       const identity = identityOf(request);
+      await refuseDrivingKey(store, identity, request.params.id);
       const decision = await store.deny(
         identity.tenant,
         request.params.id,

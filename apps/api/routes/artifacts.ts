@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { ApiError, artifactNameSchema, recordIdSchema } from '../../../libs/contracts/index.js';
 import { authenticate, identityOf } from '../auth.js';
+import { answers } from './openapi.js';
 import { typed, type V1Dependencies } from './shared.js';
 
 /**
@@ -30,6 +31,7 @@ export function registerArtifactRoutes(
     {
       schema: {
         tags: ['runs'],
+        operationId: 'getRunArtifact',
         summary: "One of a run's artifacts (a step's screenshot, an approval card's outlined preview)",
         // The name is checked in the handler, not here: a name that fails is a bad request (400),
         // where a failed params schema would answer 422 as for a bad body.
@@ -39,6 +41,7 @@ export function registerArtifactRoutes(
             description: 'The artifact, with the content type it was stored with',
             content: { 'image/jpeg': { schema: binary }, 'image/png': { schema: binary } },
           },
+          ...answers({}, 400, 404, 409, 422),
         },
       },
       preHandler: authenticate(store, 'runs:read'),

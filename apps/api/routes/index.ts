@@ -1,4 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
+import type { RunStore } from '../../../libs/store/index.js';
+import type { FailedAuthLimiter } from '../../../libs/telemetry/index.js';
+import { guardDoors } from '../../../libs/telemetry/index.js';
+import { apiKeyDoors } from '../auth.js';
+import { createRestServer } from '../rest-server.js';
 import { registerAgentRoutes } from './agents.js';
 import { registerApiKeyRoutes } from './api-keys.js';
 import { registerApprovalRoutes } from './approvals.js';
@@ -27,4 +33,21 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerApprovalRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
   registerWebhookRoutes(app, deps);
+}
+
+/**
+ * Issue 16: the REST API's OpenAPI document without Redis or a listening socket: the same server
+ * and routes over dependencies that are never called (documenting a route runs none of its code).
+ */
+export async function restApiDocument(): Promise<Record<string, unknown>> {
+  const app = await createRestServer(pino({ level: 'silent' }));
+  try {
+    const unused = {} as RunStore;
+    guardDoors(app, apiKeyDoors(unused, {} as FailedAuthLimiter));
+    registerV1Routes(app, { store: unused } as V1Dependencies);
+    await app.ready();
+    return app.swagger() as unknown as Record<string, unknown>;
+  } finally {
+    await app.close();
+  }
 }

@@ -1,9 +1,21 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ApiError, createProfileSchema, profileIdSchema } from '../../../libs/contracts/index.js';
+import {
+  createdProfileSchema,
+  profileListSchema,
+  restProfileViewSchema,
+} from '../../../libs/contracts/rest-views.js';
 import type { ProfileSettings } from '../../../libs/lease/index.js';
 import { authenticate, identityOf } from '../auth.js';
+import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { typed, type V1Dependencies } from './shared.js';
+
+const createProfileBodySchema = namedBody(
+  createProfileSchema.omit({ tenant: true, principal: true }),
+  'CreateProfile',
+  { id: 'shop', allowed_origins: ['https://shop.example'] },
+);
 
 /** A profile as the REST API shows it to its tenant: settings, never the sealed state. */
 function restProfileView(profile: ProfileSettings) {
@@ -25,7 +37,13 @@ export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencie
   app.post(
     '/v1/profiles',
     {
-      schema: { tags: ['profiles'], body: createProfileSchema.omit({ tenant: true, principal: true }) },
+      schema: {
+        tags: ['profiles'],
+        operationId: 'createProfile',
+        summary: 'Create a website profile: the origins its runs may visit',
+        body: createProfileBodySchema,
+        response: answers({ 201: createdProfileSchema }, 409, ...BODY_FAILURES),
+      },
       preHandler: authenticate(store, 'admin'),
     },
     async (request, reply) => {
@@ -42,7 +60,15 @@ export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencie
   );
   app.get(
     '/v1/profiles',
-    { schema: { tags: ['profiles'] }, preHandler: authenticate(store, 'runs:read') },
+    {
+      schema: {
+        tags: ['profiles'],
+        operationId: 'listProfiles',
+        summary: "The tenant's profiles",
+        response: answers({ 200: profileListSchema }),
+      },
+      preHandler: authenticate(store, 'runs:read'),
+    },
     async (request) => {
       // Issue 11 finding 7: the tenant's own index alone, never another tenant's records or any seal.
       const profiles = await deps.profiles.listProfiles(identityOf(request).tenant);
@@ -52,7 +78,13 @@ export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencie
   app.get(
     '/v1/profiles/:id',
     {
-      schema: { tags: ['profiles'], params: z.object({ id: profileIdSchema }) },
+      schema: {
+        tags: ['profiles'],
+        operationId: 'getProfile',
+        summary: 'A profile: its settings, never its sealed state',
+        params: z.object({ id: profileIdSchema }),
+        response: answers({ 200: restProfileViewSchema }, 404, 422),
+      },
       preHandler: authenticate(store, 'runs:read'),
     },
     async (request) => {

@@ -6,20 +6,16 @@ import {
   PAGE_LIMIT_MAX,
   recordIdSchema,
   runStatusSchema,
-  runViewSchema,
   stepPageSchema,
 } from '../../../libs/contracts/index.js';
+import { runPageSchema } from '../../../libs/contracts/rest-views.js';
 import { formatRunCursor, parseRunCursor } from '../../../libs/store/index.js';
 import { authenticate, identityOf } from '../auth.js';
+import { answers } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';
 
 /** Query values are taken as text and checked here, so a bad cursor or limit is a 400 in the one error shape. */
 const pageQuery = { cursor: z.string().max(200).optional(), limit: z.string().max(10).optional() };
-
-const runPageSchema = z.object({ runs: z.array(runViewSchema), next_cursor: z.string().nullable() });
-/** DESIGN §8: `{error: {code, message}}`, as every route answers a failure. */
-const errorBodySchema = z.object({ error: z.looseObject({ code: z.string(), message: z.string() }) });
-const errors = { 400: errorBodySchema, 404: errorBodySchema };
 
 function pageLimit(text: string | undefined): number {
   if (text === undefined) return PAGE_LIMIT_DEFAULT;
@@ -52,6 +48,7 @@ export function registerRunStepRoutes(root: FastifyInstance, deps: V1Dependencie
     {
       schema: {
         tags: ['runs'],
+        operationId: 'listRuns',
         summary: "The tenant's runs, newest first, filtered; at most 100 a page",
         querystring: z.object({
           ...pageQuery,
@@ -61,7 +58,7 @@ export function registerRunStepRoutes(root: FastifyInstance, deps: V1Dependencie
           created_after: z.string().max(20).optional(),
           created_before: z.string().max(20).optional(),
         }),
-        response: { 200: runPageSchema, ...errors },
+        response: answers({ 200: runPageSchema }, 400, 422),
       },
       preHandler: authenticate(store, 'runs:read'),
     },
@@ -92,10 +89,11 @@ export function registerRunStepRoutes(root: FastifyInstance, deps: V1Dependencie
     {
       schema: {
         tags: ['runs'],
+        operationId: 'listRunSteps',
         summary: "The run's steps in the order they started: model turns and tool calls",
         params: idParams,
         querystring: z.object(pageQuery),
-        response: { 200: stepPageSchema, ...errors },
+        response: answers({ 200: stepPageSchema }, 400, 404, 409, 422),
       },
       preHandler: authenticate(store, 'runs:read'),
     },

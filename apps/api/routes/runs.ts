@@ -5,10 +5,13 @@ import {
   boundedJson,
   RUN_INPUT_MAX_CHARS,
   RUN_SCRIPT_BOUNDS,
+  runViewSchema,
 } from '../../../libs/contracts/index.js';
+import { runDetailSchema, runEventStreamSchema } from '../../../libs/contracts/rest-views.js';
 import { scriptSchema, selectRunLimits } from '../../../libs/runtime/index.js';
 import { AgentVersionCache, isEventId, SessionCache } from '../../../libs/store/index.js';
 import { authenticate, identityOf } from '../auth.js';
+import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idempotencyHeader, idParams, typed, type V1Dependencies } from './shared.js';
 
 export const submitRunSchema = z.strictObject({
@@ -24,6 +27,7 @@ export const submitRunSchema = z.strictObject({
     .max(24 * 3600_000)
     .default(3600_000),
 });
+namedBody(submitRunSchema, 'SubmitRun', { input: 'Find the opening hours on the page', timeout_ms: 600_000 });
 
 /** Runs (DESIGN §4): submitted to a session, read, streamed, cancelled and retried. */
 export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): void {
@@ -35,7 +39,17 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
   app.post(
     '/v1/sessions/:id/runs',
     {
-      schema: { tags: ['runs'], params: idParams, headers: idempotencyHeader, body: submitRunSchema },
+      schema: {
+        tags: ['runs'],
+        operationId: 'submitRun',
+        summary: 'Submit a run to a session',
+        description:
+          'Answers 201 with the queued run. With an Idempotency-Key, a repeat of the same submission answers 200 with the run it made; the same key with another body is 409 idempotency_conflict.',
+        params: idParams,
+        headers: idempotencyHeader,
+        body: submitRunSchema,
+        response: answers({ 200: runViewSchema, 201: runViewSchema }, 404, 409, ...BODY_FAILURES),
+      },
       preHandler: authenticate(store, 'runs:write'),
     },
     async (request, reply) => {
@@ -64,7 +78,16 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
 
   app.get(
     '/v1/runs/:id',
-    { schema: { tags: ['runs'], params: idParams }, preHandler: authenticate(store, 'runs:read') },
+    {
+      schema: {
+        tags: ['runs'],
+        operationId: 'getRun',
+        summary: 'A run, with the approvals it waits on',
+        params: idParams,
+        response: answers({ 200: runDetailSchema }, 404, 409, 422),
+      },
+      preHandler: authenticate(store, 'runs:read'),
+    },
     async (request) => {
       const { tenant } = identityOf(request);
       const run = await store.getRun(request.params.id, tenant);
@@ -77,7 +100,22 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
   app.get(
     '/v1/runs/:id/events',
     {
-      schema: { tags: ['runs'], params: idParams, querystring: z.object({ after: z.string().optional() }) },
+      schema: {
+        tags: ['runs'],
+        operationId: 'streamRunEvents',
+        summary: "The run's events as Server-Sent Events",
+        description:
+          'Replays the events after `after` (or the Last-Event-ID header), then streams new ones until the run ends. At most a few open streams per key (429 past them).',
+        params: idParams,
+        querystring: z.object({ after: z.string().optional() }),
+        response: {
+          200: {
+            description: 'The event stream',
+            content: { 'text/event-stream': { schema: runEventStreamSchema } },
+          },
+          ...answers({}, 400, 404, 409, 422),
+        },
+      },
       preHandler: authenticate(store, 'runs:read'),
     },
     async (request, reply) => {
@@ -98,7 +136,18 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
 
   app.post(
     '/v1/runs/:id/cancel',
-    { schema: { tags: ['runs'], params: idParams }, preHandler: authenticate(store, 'runs:write') },
+    {
+      schema: {
+        tags: ['runs'],
+        operationId: 'cancelRun',
+        summary: 'Cancel a run',
+        description:
+          'A run not yet running ends `cancelled` now; a running one is asked to stop (`cancel_requested`) and ends at its next step. An ended run is 409. Takes no body.',
+        params: idParams,
+        response: answers({ 200: runViewSchema }, 400, 404, 409, 413, 422),
+      },
+      preHandler: authenticate(store, 'runs:write'),
+    },
     async (request) => {
       const { tenant } = identityOf(request);
       const run = await store.getRun(request.params.id, tenant);
@@ -107,13 +156,26 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
       // (its page released, ADR-0127 d6; its child cancelled; a waiting parent resumed).
       const outcome = await lifecycle.cancel(tenant, run.id, 'cancelled by request');
       if (!outcome.ok) throw new ApiError('conflict', outcome.message);
-      return store.getRun(run.id, tenant);
+      const cancelled = await store.getRun(run.id, tenant);
+      if (!cancelled) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      return cancelled;
     },
   );
 
   app.post(
     '/v1/runs/:id/retry',
-    { schema: { tags: ['runs'], params: idParams }, preHandler: authenticate(store, 'runs:write') },
+    {
+      schema: {
+        tags: ['runs'],
+        operationId: 'retryRun',
+        summary: 'Retry a failed run',
+        description:
+          'Queues a new attempt of a `failed` run, which starts clean (told what earlier attempts did). Any other status is 409. Takes no body.',
+        params: idParams,
+        response: answers({ 200: runViewSchema }, 400, 404, 409, 413, 422),
+      },
+      preHandler: authenticate(store, 'runs:write'),
+    },
     async (request) => {
       const { tenant } = identityOf(request);
       const outcome = await store.retryRun(tenant, request.params.id);

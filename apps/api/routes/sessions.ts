@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { ApiError, recordIdSchema } from '../../../libs/contracts/index.js';
+import { ApiError, recordIdSchema, sessionViewSchema } from '../../../libs/contracts/index.js';
 import { authenticate, identityOf } from '../auth.js';
+import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';
 
 const createSessionSchema = z
@@ -16,6 +17,7 @@ const createSessionSchema = z
   .refine((body) => !(body.model && body.agent_id), {
     message: 'model chooses a variant of the default agent; give it without agent_id',
   });
+namedBody(createSessionSchema, 'CreateSession', { browser_profile_id: 'shop' });
 
 /** Sessions (DESIGN §3): the agent version and the profile binding are fixed at creation. */
 export function registerSessionRoutes(root: FastifyInstance, deps: V1Dependencies): void {
@@ -25,7 +27,15 @@ export function registerSessionRoutes(root: FastifyInstance, deps: V1Dependencie
   app.post(
     '/v1/sessions',
     {
-      schema: { tags: ['sessions'], body: createSessionSchema },
+      schema: {
+        tags: ['sessions'],
+        operationId: 'createSession',
+        summary: 'Create a session: an agent version and, optionally, a profile, fixed for its runs',
+        description:
+          "Without agent_id, the tenant's default agent (the browser-task budget where browser tools are on), on `model` if given.",
+        body: createSessionSchema,
+        response: answers({ 201: sessionViewSchema }, 404, ...BODY_FAILURES),
+      },
       preHandler: authenticate(store, 'runs:write'),
     },
     async (request, reply) => {
@@ -53,7 +63,16 @@ export function registerSessionRoutes(root: FastifyInstance, deps: V1Dependencie
   );
   app.get(
     '/v1/sessions/:id',
-    { schema: { tags: ['sessions'], params: idParams }, preHandler: authenticate(store, 'runs:read') },
+    {
+      schema: {
+        tags: ['sessions'],
+        operationId: 'getSession',
+        summary: 'A session',
+        params: idParams,
+        response: answers({ 200: sessionViewSchema }, 404, 409, 422),
+      },
+      preHandler: authenticate(store, 'runs:read'),
+    },
     async (request) => {
       const session = await store.getSession(identityOf(request).tenant, request.params.id);
       if (!session) throw new ApiError('not_found', `session ${request.params.id} not found`);

@@ -6,10 +6,11 @@ import {
   createWebhookRequestSchema,
   WEBHOOKS_PER_TENANT_MAX,
   webhookDeliveryPageSchema,
-  webhookViewSchema,
 } from '../../../libs/contracts/index.js';
+import { webhookListSchema } from '../../../libs/contracts/rest-views.js';
 import { checkWebhookUrl, WebhookAddressRefused } from '../../../libs/runtime/webhooks/index.js';
 import { authenticate, identityOf } from '../auth.js';
+import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';
 
 /**
@@ -29,10 +30,14 @@ export function registerWebhookRoutes(
     {
       schema: {
         tags: ['webhooks'],
+        operationId: 'createWebhook',
         summary:
           "Register a webhook in the caller's tenant for approval.requested and run.ended; the secret is shown only in this answer",
-        body: createWebhookRequestSchema,
-        response: { 201: createdWebhookSchema },
+        body: namedBody(createWebhookRequestSchema, 'CreateWebhook', {
+          url: 'https://hooks.example/leasehold',
+          events: ['run.ended'],
+        }),
+        response: answers({ 201: createdWebhookSchema }, 409, ...BODY_FAILURES),
       },
       preHandler: authenticate(store, 'admin'),
     },
@@ -57,8 +62,9 @@ export function registerWebhookRoutes(
     {
       schema: {
         tags: ['webhooks'],
+        operationId: 'listWebhooks',
         summary: "The caller's tenant's webhooks, oldest first (never a secret)",
-        response: { 200: z.object({ webhooks: z.array(webhookViewSchema) }) },
+        response: answers({ 200: webhookListSchema }),
       },
       preHandler: authenticate(store, 'admin'),
     },
@@ -70,8 +76,10 @@ export function registerWebhookRoutes(
     {
       schema: {
         tags: ['webhooks'],
+        operationId: 'deleteWebhook',
         summary: 'Delete a webhook and its delivery log: deliveries not yet made are dropped',
         params: idParams,
+        response: answers({ 204: z.undefined() }, 404, 422),
       },
       preHandler: authenticate(store, 'admin'),
     },
@@ -87,9 +95,10 @@ export function registerWebhookRoutes(
     {
       schema: {
         tags: ['webhooks'],
+        operationId: 'listWebhookDeliveries',
         summary: "A webhook's delivery attempts, newest first (the last 100, kept a week)",
         params: idParams,
-        response: { 200: webhookDeliveryPageSchema },
+        response: answers({ 200: webhookDeliveryPageSchema }, 404, 422),
       },
       preHandler: authenticate(store, 'admin'),
     },

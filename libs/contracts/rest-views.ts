@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import { profileIdSchema, subresourcePolicySchema } from './data-plane.js';
+import {
+  agentVersionSchema,
+  agentViewSchema,
+  approvalViewSchema,
+  principalIdSchema,
+  runViewSchema,
+  tenantIdSchema,
+} from './runs.js';
+import { webhookViewSchema } from './webhooks.js';
+
+/**
+ * Issue 16: what the REST routes answer, as schemas. Each answer is serialized through its schema
+ * (a field the schema lacks never leaves) and the OpenAPI document is generated from the same ones.
+ */
+
+/**
+ * DESIGN §8: `{error: {code, message}}`, the body of every failure. Loose inside: a plugin's own
+ * answer may carry one more field (Bull Board's translation `key`).
+ */
+export const errorBodySchema = z.object({
+  error: z.looseObject({
+    code: z.string(),
+    message: z.string(),
+  }),
+});
+
+/** A profile as the REST API shows it to its tenant: settings, never the sealed state. */
+export const restProfileViewSchema = z.object({
+  id: profileIdSchema,
+  allowed_origins: z.array(z.string()),
+  frame_origins: z.array(z.string()),
+  subresources: subresourcePolicySchema,
+  protected: z.boolean(),
+  sealed: z.boolean(),
+});
+export type RestProfileView = z.output<typeof restProfileViewSchema>;
+
+/** The answer to a profile's creation: its settings and who owns it. */
+export const createdProfileSchema = restProfileViewSchema.extend({
+  tenant: tenantIdSchema,
+  principal: principalIdSchema,
+});
+
+export const profileListSchema = z.object({ profiles: z.array(restProfileViewSchema) });
+
+/** An agent and the version a definition was stored as (a change makes a new version). */
+export const agentVersionViewSchema = agentViewSchema.extend({ version: agentVersionSchema });
+
+/** A chat model an agent may name (ops/models.yaml), with its prices in USD per million tokens. */
+export const modelViewSchema = z.object({
+  name: z.string(),
+  provider: z.enum(['scripted', 'openai-compatible']),
+  input_usd_per_mtok: z.string(),
+  cached_input_usd_per_mtok: z.string(),
+  output_usd_per_mtok: z.string(),
+  context_window_tokens: z.number().int(),
+  /** ADR-0130 d1: the most one attempt can cost; a run overshoots its cost limit by this at most. */
+  worst_case_call_usd: z.string(),
+});
+export const modelListSchema = z.object({ default_model: z.string(), models: z.array(modelViewSchema) });
+
+/** A run as `GET /v1/runs/{id}` answers it: with the approvals it waits on. */
+export const runDetailSchema = runViewSchema.extend({ pending_approvals: z.array(approvalViewSchema) });
+
+/** A page of runs, newest first; `next_cursor` is null on the last page. */
+export const runPageSchema = z.object({ runs: z.array(runViewSchema), next_cursor: z.string().nullable() });
+
+export const approvalListSchema = z.object({ approvals: z.array(approvalViewSchema) });
+
+export const webhookListSchema = z.object({ webhooks: z.array(webhookViewSchema) });
+
+/** One Server-Sent Event of a run's stream: `id:` the event id, `event:` its type, `data:` the event's JSON. */
+export const runEventStreamSchema = z.string().meta({
+  description:
+    'Server-Sent Events: each event has `id` (usable as Last-Event-ID), `event` (its type) and `data` (a RunEvent as JSON)',
+});
