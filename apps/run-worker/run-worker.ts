@@ -12,6 +12,7 @@ import {
   startUpkeepTask,
 } from '../../libs/runtime/worker/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import { McpTurns } from '../../libs/store/mcp-turns.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import {
@@ -81,6 +82,8 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     config,
     store,
     transcripts: new RunTranscripts(redis, config.redis.keyPrefix),
+    // Issue 16: runs whose model is an MCP client take its calls from the API over the run's keys.
+    mcpTurns: new McpTurns(redis, config.redis.keyPrefix),
     registry,
     profiles: leases,
     lifecycle,

@@ -88,6 +88,12 @@ export const envSchema = z.object({
   /** How often an open event stream gets a keep-alive comment (and its slot is renewed in Redis). */
   EVENT_STREAM_KEEPALIVE_MS: positiveMs.default(15_000),
   /**
+   * Issue 16, MCP browser mode: how long a run driven by an MCP client waits for the client's next
+   * call before it ends `cancelled` and releases its lease. Too small and a client whose own model
+   * thinks slowly loses its run; too large and a client gone holds its profile's page that long.
+   */
+  MCP_IDLE_TIMEOUT_MS: positiveMs.default(300_000),
+  /**
    * `off` switches the browser tools off on purpose: no data-plane token is needed and runs get
    * none. `on` (the default) needs LEASEHOLD_DATA_PLANE_TOKEN; in production an API, run worker or
    * sweeper without one refuses to start, so runs never silently go without a browser.

@@ -46,6 +46,8 @@ export interface Config {
     /** Open event streams per API key, across replicas. */
     readonly eventStreamsPerKey: number;
     readonly eventStreamKeepAliveMs: number;
+    /** Issue 16: an MCP client silent this long ends the run it drives `cancelled` (MCP_IDLE_TIMEOUT_MS). */
+    readonly mcpIdleTimeoutMs: number;
   };
   /** `off`: browser tools switched off on purpose (LEASEHOLD_BROWSER_TOOLS). */
   readonly browserTools: 'on' | 'off';
@@ -171,6 +173,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       rateBurst: e.API_RATE_BURST,
       eventStreamsPerKey: e.EVENT_STREAMS_PER_KEY,
       eventStreamKeepAliveMs: e.EVENT_STREAM_KEEPALIVE_MS,
+      mcpIdleTimeoutMs: e.MCP_IDLE_TIMEOUT_MS,
     },
     browserTools: e.LEASEHOLD_BROWSER_TOOLS,
     secrets: {

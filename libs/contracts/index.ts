@@ -27,3 +27,4 @@ export * from './run-lifecycle.js';
 export * from './run-steps.js';
 export * from './runs.js';
 export * from './webhooks.js';
+export * from './mcp-browser.js';

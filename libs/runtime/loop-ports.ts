@@ -131,7 +131,8 @@ export type ExecutionEnd =
     }
   | { kind: 'parked'; approvalId: string }
   | { kind: 'waiting_child'; childRunId: string }
-  | { kind: 'cancelled' };
+  /** `detail`: why, where the run's own side ended it (issue 16: its MCP client went idle). */
+  | { kind: 'cancelled'; detail?: string };
 
 export interface RunLoopOptions {
   run: RunPort;

@@ -13,6 +13,7 @@ import type { ExecutionEnd, LoopContext, RunLoopOptions } from './loop-ports.js'
 import {
   type Model,
   ModelBudgetExceeded,
+  ModelCancelled,
   ModelError,
   type ModelUsage,
   type TranscriptEntry,
@@ -73,6 +74,15 @@ export async function takeModelTurn(
   } catch (error) {
     await started.written();
     throwIfAborted(options.signal);
+    if (error instanceof ModelCancelled) {
+      // Issue 16: the model's side ended the run as a cancel does; nothing was billed.
+      await modelStep.ended(undefined, 0, [], false, {
+        ok: false,
+        code: 'cancelled',
+        message: error.message,
+      });
+      return { kind: 'cancelled', detail: error.message };
+    }
     if (error instanceof ModelError) {
       const billed = error.usage;
       const billedCost = billed && options.price ? callCostMicroUsd(options.price, billed) : 0;

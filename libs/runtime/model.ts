@@ -138,3 +138,15 @@ export class ModelError extends LeaseholdError {
 
 /** A call stopped before an attempt because the run's cost limit is reached: the run fails `budget_exceeded`. */
 export class ModelBudgetExceeded extends ModelError {}
+
+/**
+ * Issue 16: the model's side ended the run as a cancel does (an MCP client gone past its idle
+ * time): the run ends `cancelled` with this message, through its own end, its lease released there.
+ */
+export class ModelCancelled extends ModelError {
+  override readonly name: string = 'ModelCancelled';
+
+  constructor(message: string) {
+    super(message, undefined, 'cancelled');
+  }
+}

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../config/index.js';
 import type { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../store/index.js';
+import type { McpTurns } from '../../store/mcp-turns.js';
 import type { RunTranscripts } from '../../store/run-transcript.js';
 import type { ModelMetrics } from '../model-metrics.js';
 import type { RunLifecycle } from '../run-lifecycle.js';
@@ -21,6 +22,8 @@ export interface ExecutionDeps {
   logger: Logger;
   /** Issue 15: model calls, call time, tokens and cost by model; absent, the calls are not counted. */
   modelMetrics?: ModelMetrics | undefined;
+  /** Issue 16: the channel to the API of runs whose model is an MCP client; absent, such runs fail `model_error`. */
+  mcpTurns?: McpTurns;
   /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
   cancelsHeard?: ReadonlySet<string>;
   /**

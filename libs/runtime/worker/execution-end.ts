@@ -68,7 +68,10 @@ async function recordEnd(
         }),
       );
     case 'cancelled': {
-      const cancelled = await store.finishRun(run.id, ownerToken, { status: 'cancelled' });
+      const cancelled = await store.finishRun(run.id, ownerToken, {
+        status: 'cancelled',
+        ...(end.detail !== undefined ? { message: end.detail } : {}),
+      });
       return cancelled.ok ? cancelled.run : undefined;
     }
     case 'parked':

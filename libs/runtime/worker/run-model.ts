@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import type { Config } from '../../config/index.js';
-import type { RunView } from '../../contracts/index.js';
+import { mcpDriverKeyOf, type RunView } from '../../contracts/index.js';
 import { AgentVersionCache, type RunStore } from '../../store/index.js';
+import type { McpTurns } from '../../store/mcp-turns.js';
 import {
   argumentSealer,
   BROWSER_TOOL_NAMES_REQUIRED,
@@ -16,6 +17,7 @@ import {
   ScriptedModel,
   scriptSchema,
 } from '../index.js';
+import { McpClientModel } from '../mcp-model.js';
 import type { ExecutionDeps } from './execution-deps.js';
 
 /**
@@ -62,8 +64,25 @@ export function argumentSealing(config: Config, runId: string): Pick<RunLoopOpti
   return secret ? { argumentSealer: argumentSealer(secret, runId) } : {};
 }
 
-/** The run's model: `scripted` from the script it carries, or an `openai-compatible` one from ops/models.yaml. */
-export function modelFor(config: Config, agentModel: string, run: RunView): Model {
+/**
+ * The run's model: the MCP client that drives it (issue 16: its input says `driver: 'mcp'`),
+ * `scripted` from the script it carries, or an `openai-compatible` one from ops/models.yaml.
+ */
+export function modelFor(
+  config: Config,
+  agentModel: string,
+  run: RunView,
+  mcp?: { turns: McpTurns | undefined; stopRequested: () => Promise<boolean> },
+): Model {
+  if (mcpDriverKeyOf(run) !== undefined) {
+    if (!mcp?.turns) throw new ModelError('this run worker cannot reach MCP clients');
+    return new McpClientModel({
+      runId: run.id,
+      turns: mcp.turns,
+      idleTimeoutMs: config.api.mcpIdleTimeoutMs,
+      stopRequested: mcp.stopRequested,
+    });
+  }
   const entry = config.models.models[agentModel];
   if (agentModel === 'scripted' || entry?.provider === 'scripted') {
     const script = scriptSchema.safeParse(
@@ -93,7 +112,11 @@ export function modelFor(config: Config, agentModel: string, run: RunView): Mode
  * name when ops/models.yaml lists it (else `other`) and priced by its entry there.
  */
 export function meteredModelFor(deps: ExecutionDeps, agentModel: string, run: RunView): Model {
-  const model = modelFor(deps.config, agentModel, run);
+  const model = modelFor(deps.config, agentModel, run, {
+    turns: deps.mcpTurns,
+    stopRequested: async () =>
+      deps.cancelsHeard?.has(run.id) === true || (await deps.store.stopRequested(run.id)),
+  });
   if (!deps.modelMetrics) return model;
   const listed = deps.config.models.models;
   const entry = listed[agentModel];
