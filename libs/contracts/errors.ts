@@ -126,6 +126,8 @@ export function assertNever(value: never, what = 'value'): never {
 export const API_ERROR_STATUS = {
   bad_request: 400,
   unauthorized: 401,
+  /** Issue 16: a key refused an act on a record it can see (the key driving a run decides none of its approvals). */
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
   idempotency_conflict: 409,
