@@ -56,7 +56,7 @@ function refsIn(value: unknown): string[] {
 }
 
 /** A validator of the document's named schemas, as a client generated from it would read them. */
-function answerValidator() {
+function componentValidator() {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   ajv.addSchema({ $id: 'https://leasehold.test/data-plane', components: document.components });
   return (component: string, body: unknown) => {
@@ -113,6 +113,23 @@ describe('the data plane’s OpenAPI document', () => {
     expect(statuses('/healthz', 'get')).not.toContain(401);
   });
 
+  it('gives examples its own schemas accept', () => {
+    const validate = componentValidator();
+    let examples = 0;
+    for (const { method, path, operation } of operations()) {
+      const media = (
+        operation as {
+          requestBody?: { content: Record<string, { schema: { $ref: string }; example?: unknown }> };
+        }
+      ).requestBody?.content['application/json'];
+      if (media?.example === undefined) continue;
+      examples += 1;
+      const checked = validate(media.schema.$ref.split('/').pop() as string, media.example);
+      expect(checked.valid, `${method} ${path}: ${checked.errors}`).toBe(true);
+    }
+    expect(examples).toBeGreaterThanOrEqual(8);
+  });
+
   it('leaves no reference dangling', () => {
     for (const ref of refsIn(document)) {
       const [, kind, name] = ref.match(/^#\/components\/([A-Za-z]+)\/([A-Za-z0-9_]+)$/) ?? [];
@@ -130,7 +147,7 @@ describe('a browser worker and its document', () => {
   let browser: Browser | undefined;
   let site: Server;
   let origin: string;
-  const validate = answerValidator();
+  const validate = componentValidator();
 
   // An observation field the contract lacks: the worker must not let it leave.
   const leakyPages = (launched: Browser): PageFactory => {

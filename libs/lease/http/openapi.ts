@@ -62,6 +62,32 @@ const ANSWER_COMPONENTS: ReadonlyArray<[string, z.ZodType]> = [
   ['OpenApiDocument', documentAnswerSchema],
 ];
 
+/** What each named schema is, for its component's description. */
+const COMPONENT_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  Profile: 'A profile as the data plane shows it: never its sealed state.',
+  ProfileList: "A tenant's profiles.",
+  LeaseScope:
+    'Who holds a lease, for what (ADR-0127 d1): a repeated acquire with this same scope reattaches.',
+  Lease:
+    'A lease. `provider_ref` names the browser worker that serves it; the next navigate or act carries `sequence + 1`.',
+  AcquiredLease: 'A lease as acquire answers it: `created` is false for a reattach.',
+  BrowserObservation: `The page as the model sees it (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION}): visible text, up to 256 visible controls with references valid for this \`revision\` only, the settle result and the window.`,
+  PageArtifacts: "What the worker captured of the settled page: an artifact's name, never the bytes.",
+  ObserveAnswer:
+    'The lease after the call, the observation, and the evidence key (for the platform, never the model).',
+  PageAnswer: "Observe's answer and what navigate or act captured.",
+  PreviewAnswer: 'The lease and the outlined screenshot, if one was had.',
+  Worker: 'This browser worker: its id, the profiles it serves, its browser and browser tools contracts.',
+  Health: 'Liveness.',
+  Readiness: 'Readiness: each check by name.',
+  DataPlaneError:
+    'Every refusal and failure: a stable code (DESIGN §8), a message, and identifiers or numbers that help the caller. Never page content or a stack trace.',
+  OpenApiDocument: 'An OpenAPI 3.1 document.',
+  ObserveArgs: '`continuation` pages through a large page; `wait_for` waits for a predicate. Not both.',
+  ActArgs: 'One action on an element of an observed revision, with an optional postcondition.',
+  Predicate: 'An exact, bounded control role and name with optional state: no selector, pattern or script.',
+};
+
 /** The bodies' shared parts (input side); each route's body is named `<OperationId>Request`. */
 const REQUEST_COMPONENTS: ReadonlyArray<[string, z.ZodType]> = [
   ['ObserveArgs', observeArgsSchema],
@@ -138,7 +164,12 @@ function componentsOf(
     unrepresentable: 'any',
     uri: (id) => `${SCHEMA_REF}${id}`,
   });
-  return Object.fromEntries(Object.entries(schemas).map(([id, schema]) => [id, withoutDialect(schema)]));
+  return Object.fromEntries(
+    Object.entries(schemas).map(([id, schema]) => {
+      const description = COMPONENT_DESCRIPTIONS[id];
+      return [id, { ...(description ? { description } : {}), ...withoutDialect(schema) }];
+    }),
+  );
 }
 
 /** Request bodies as their input (defaults optional), answers as their output; one name, one schema. */
@@ -269,6 +300,7 @@ function operationObject(operation: DataPlaneOperation): JsonSchema {
             content: {
               'application/json': {
                 schema: { $ref: `${SCHEMA_REF}${pascal(operation.operationId)}Request` },
+                ...(operation.bodyExample ? { example: operation.bodyExample } : {}),
               },
             },
           },

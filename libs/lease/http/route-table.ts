@@ -94,6 +94,8 @@ export interface DataPlaneOperation {
   documentedBody?: z.ZodType;
   /** Whether a body may be left out (the page routes without arguments default it to `{}`). */
   bodyOptional?: true;
+  /** A body as a caller would send it, for the document. */
+  bodyExample?: Readonly<Record<string, unknown>>;
   /** The exact idempotency rule of DESIGN §5: an `Idempotency-Key` header, replayed or refused. */
   idempotent?: true;
   /** Public ops routes: no token. */
@@ -128,6 +130,7 @@ export const DATA_PLANE_OPERATIONS = {
     params: tenantParams,
     body: createProfileSchema,
     documentedBody: createProfileSchema.partial({ tenant: true }),
+    bodyExample: { id: 'shop', principal: 'ops@example.com', allowed_origins: ['https://shop.example.com'] },
     answers: { 201: { description: 'The profile, created.', schema: profileAnswerSchema } },
     refusals: { 409: ['conflict'], 422: ['validation_failed'] },
   },
@@ -163,6 +166,13 @@ export const DATA_PLANE_OPERATIONS = {
       "Admission first (the profile exists, belongs to the tenant, is served here, is not protected against the principal), then a lease is published and a browser context opened from the profile's sealed state. Expiry is min(requested, now + 15 min, acquired + 60 min). A live lease with the same scope is answered as it is (200, `created: false`: a reattach, ADR-0127 d1); another live scope is `profile_unavailable`, naming the holding run.",
     params: profileParams,
     body: acquireLeaseSchema,
+    bodyExample: {
+      tenant: 'acme',
+      principal: 'ops@example.com',
+      run_id: 'run_7f3k2m9q',
+      attempt: 1,
+      requested_expires_at_ms: 1_767_225_600_000,
+    },
     idempotent: true,
     answers: {
       201: { description: 'A new lease.', schema: acquireLeaseAnswerSchema },
@@ -199,6 +209,7 @@ export const DATA_PLANE_OPERATIONS = {
       'Moves the expiry to min(requested, now + 15 min, acquired + 60 min). An expired or revoked lease is `lease_expired`, and the service closes it unsealed.',
     params: leaseParams,
     body: renewLeaseSchema,
+    bodyExample: { requested_expires_at_ms: 1_767_226_500_000 },
     idempotent: true,
     answers: { 200: { description: 'The lease with its new expiry.', schema: leaseAnswerSchema } },
     refusals: { 404: ['not_found'], 409: ['lease_expired'], 422: ['validation_failed'] },
@@ -213,6 +224,7 @@ export const DATA_PLANE_OPERATIONS = {
       "Seals the context's storage state into the profile when `seal` is true and the lease is unexpired, then disposes the context. A lease past its expiry is closed unsealed (ADR-0127 d8); closing a closed lease answers it as it is.",
     params: leaseParams,
     body: closeLeaseSchema,
+    bodyExample: { seal: true },
     idempotent: true,
     answers: { 200: { description: 'The lease, closed.', schema: leaseAnswerSchema } },
     refusals: { 404: ['not_found'], 422: ['validation_failed'] },
@@ -227,6 +239,7 @@ export const DATA_PLANE_OPERATIONS = {
       "Loads `url` in the lease's current page and settles (ADR-0159). An effect: applied only when `sequence` is exactly the lease's next, which it advances atomically with the effect. An origin outside the profile's allowed list is `url_disallowed`.",
     params: leaseParams,
     body: navigateSchema,
+    bodyExample: { sequence: 1, url: 'https://shop.example.com/cart' },
     answers: {
       200: {
         description: 'The lease after the call, the settled observation, and the screenshot taken.',
@@ -247,6 +260,7 @@ export const DATA_PLANE_OPERATIONS = {
     body: observeSchema,
     documentedBody: observeSchema.extend({ args: observeArgsSchema.optional() }),
     bodyOptional: true,
+    bodyExample: { args: { wait_for: { role: 'button', name: 'Pay', disabled: false } } },
     answers: { 200: { description: 'The lease and the observation.', schema: observeCallAnswerSchema } },
     refusals: PAGE_REFUSALS,
   },
@@ -261,6 +275,15 @@ export const DATA_PLANE_OPERATIONS = {
     params: leaseParams,
     body: actSchema,
     documentedBody: actSchema.extend({ args: actArgsSchema }),
+    bodyExample: {
+      sequence: 2,
+      args: {
+        revision: 'r_5cx1',
+        element: 'e12',
+        action: 'click',
+        postcondition: { role: 'heading', name: 'Order placed' },
+      },
+    },
     answers: {
       200: {
         description: 'The lease after the call, the settled observation, and the screenshot taken.',
@@ -279,6 +302,7 @@ export const DATA_PLANE_OPERATIONS = {
       "The viewport with an element of an observed revision outlined, stored as an artifact of the lease's run (issue 13, approval cards). Not an effect: no sequence, nothing dispatched; a capture that fails answers no screenshot.",
     params: leaseParams,
     body: previewSchema,
+    bodyExample: { args: { revision: 'r_5cx1', element: 'e12' } },
     answers: {
       200: {
         description: 'The lease and the outlined screenshot, if one was had.',
