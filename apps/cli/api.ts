@@ -1,12 +1,20 @@
-import type {
-  ApiKeyView,
-  ApprovalView,
-  CreatedApiKey,
-  GrantRequest,
-  RunView,
-  SessionView,
-} from '../../libs/contracts/index.js';
-import { createLeaseholdClient } from './client-stand-in.js';
+import {
+  type ApiKey,
+  type Approval,
+  type ApproveApproval,
+  type CreateApiKey,
+  type CreatedApiKey,
+  type CreatedProfile,
+  type CreateProfile,
+  createLeaseholdClient,
+  type Profile,
+  type paths,
+  type Run,
+  type RunDetail,
+  type RunPage,
+  type Session,
+  type SubmitRun,
+} from '../../clients/typescript/index.js';
 import { ApiAnswerError, ConnectionError } from './errors.js';
 
 /** Where the API is and the key that speaks to it (from flags or the environment). */
@@ -16,28 +24,15 @@ export interface ApiTarget {
   apiKey: string;
 }
 
-export type RunDetail = RunView & { pending_approvals: ApprovalView[] };
-export interface RunPage {
-  runs: RunView[];
-  next_cursor: string | null;
-}
-export interface ProfileView {
-  id: string;
-  allowed_origins: string[];
-  frame_origins: string[];
-  subresources: string;
-  protected: boolean;
-  sealed: boolean;
-}
-export interface RunQuery {
-  status?: string;
-  session_id?: string;
-  profile_id?: string;
-  created_after?: string;
-  created_before?: string;
-  limit?: string;
-  cursor?: string;
-}
+export type { ApiKey, Approval, Profile, Run, RunDetail, RunPage };
+export type Grant = NonNullable<ApproveApproval['grant']>;
+
+/**
+ * What the CLI sends as its flags gave it: enums and JSON as typed, for the API to check and
+ * answer in its own words (a bad status or scope is the API's `bad_request`, not a guess of ours).
+ */
+export type RunQuery = { [K in keyof RunListQuery]?: string };
+type RunListQuery = NonNullable<paths['/v1/runs']['get']['parameters']['query']>;
 export interface SubmitRunBody {
   input: string;
   script?: unknown;
@@ -85,7 +80,11 @@ export class LeaseholdApi {
     this.#client = createLeaseholdClient({ baseUrl: this.root, apiKey: target.apiKey });
   }
 
-  async #call<T>(request: () => Promise<FetchAnswer>): Promise<T> {
+  /**
+   * One call; its answer typed as the document's schema names it (`Run`, `Approval`…): openapi-fetch
+   * drops a schema's free-form fields (`input`, `result`) from its inferred `data`.
+   */
+  async #call<Data>(request: () => Promise<FetchAnswer>): Promise<Data> {
     let answer: FetchAnswer;
     try {
       answer = await request();
@@ -93,21 +92,22 @@ export class LeaseholdApi {
       throw new ConnectionError(this.root, error);
     }
     if (!answer.response.ok) throw answerError(answer.response, answer.error);
-    return answer.data as T;
+    return answer.data as Data;
   }
 
-  createSession(body: { browser_profile_id: string }): Promise<SessionView> {
+  createSession(body: { browser_profile_id: string }): Promise<Session> {
     return this.#call(() => this.#client.POST('/v1/sessions', { body }));
   }
 
-  submitRun(sessionId: string, body: SubmitRunBody, idempotencyKey?: string): Promise<RunView> {
+  submitRun(sessionId: string, body: SubmitRunBody, idempotencyKey?: string): Promise<Run> {
     return this.#call(() =>
       this.#client.POST('/v1/sessions/{id}/runs', {
         params: {
           path: { id: sessionId },
           ...(idempotencyKey ? { header: { 'idempotency-key': idempotencyKey } } : {}),
         },
-        body,
+        // The API applies its defaults (timeout_ms) and checks the script against its schema.
+        body: body as SubmitRun,
       }),
     );
   }
@@ -117,24 +117,24 @@ export class LeaseholdApi {
   }
 
   listRuns(query: RunQuery): Promise<RunPage> {
-    return this.#call(() => this.#client.GET('/v1/runs', { params: { query } }));
+    return this.#call(() => this.#client.GET('/v1/runs', { params: { query: query as RunListQuery } }));
   }
 
-  cancelRun(id: string): Promise<RunView> {
+  cancelRun(id: string): Promise<Run> {
     return this.#call(() => this.#client.POST('/v1/runs/{id}/cancel', { params: { path: { id } } }));
   }
 
-  retryRun(id: string): Promise<RunView> {
+  retryRun(id: string): Promise<Run> {
     return this.#call(() => this.#client.POST('/v1/runs/{id}/retry', { params: { path: { id } } }));
   }
 
-  listApprovals(runId?: string): Promise<{ approvals: ApprovalView[] }> {
+  listApprovals(runId?: string): Promise<{ approvals: Approval[] }> {
     return this.#call(() =>
       this.#client.GET('/v1/approvals', { params: { query: runId ? { run_id: runId } : {} } }),
     );
   }
 
-  approve(id: string, grant?: GrantRequest): Promise<ApprovalView> {
+  approve(id: string, grant?: Grant): Promise<Approval> {
     return this.#call(() =>
       this.#client.POST('/v1/approvals/{id}/approve', {
         params: { path: { id } },
@@ -143,26 +143,26 @@ export class LeaseholdApi {
     );
   }
 
-  deny(id: string, reason: string): Promise<ApprovalView> {
+  deny(id: string, reason: string): Promise<Approval> {
     return this.#call(() =>
       this.#client.POST('/v1/approvals/{id}/deny', { params: { path: { id } }, body: { reason } }),
     );
   }
 
-  createProfile(body: CreateProfileBody): Promise<ProfileView> {
-    return this.#call(() => this.#client.POST('/v1/profiles', { body }));
+  createProfile(body: CreateProfileBody): Promise<CreatedProfile> {
+    return this.#call(() => this.#client.POST('/v1/profiles', { body: body as CreateProfile }));
   }
 
-  listProfiles(): Promise<{ profiles: ProfileView[] }> {
-    return this.#call(() => this.#client.GET('/v1/profiles', {}));
+  listProfiles(): Promise<{ profiles: Profile[] }> {
+    return this.#call(() => this.#client.GET('/v1/profiles'));
   }
 
   createKey(body: { principal: string; scopes: string[] }): Promise<CreatedApiKey> {
-    return this.#call(() => this.#client.POST('/v1/api-keys', { body }));
+    return this.#call(() => this.#client.POST('/v1/api-keys', { body: body as CreateApiKey }));
   }
 
-  listKeys(): Promise<{ api_keys: ApiKeyView[] }> {
-    return this.#call(() => this.#client.GET('/v1/api-keys', {}));
+  listKeys(): Promise<{ api_keys: ApiKey[] }> {
+    return this.#call(() => this.#client.GET('/v1/api-keys'));
   }
 
   async revokeKey(id: string): Promise<void> {

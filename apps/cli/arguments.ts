@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { GrantRequest } from '../../libs/contracts/index.js';
+import type { Grant } from './api.js';
 import { UsageError } from './errors.js';
 
 /**
@@ -24,11 +24,11 @@ export function jsonArgument(flag: string, text: string): unknown {
   }
 }
 
-export function grantArgument(text: string): GrantRequest {
+export function grantArgument(text: string): Grant {
   const grant = jsonArgument('--grant', text);
   if (typeof grant !== 'object' || grant === null || Array.isArray(grant))
     throw new UsageError('--grant: expected {"duration_ms": …, "max_actions": …}');
-  return grant as GrantRequest;
+  return grant as Grant;
 }
 
 /** A whole number of milliseconds, as commander hands it over. */

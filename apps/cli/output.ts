@@ -1,5 +1,4 @@
-import type { ApiKeyView, ApprovalView, RunView } from '../../libs/contracts/index.js';
-import type { ProfileView } from './api.js';
+import type { ApiKey, Approval, Profile, Run, RunDetail } from './api.js';
 
 /**
  * Where a command writes: `line` to stdout, `problem` to stderr. With `json`, a command writes the
@@ -35,7 +34,7 @@ function usd(microUsd: number): string {
 }
 
 /** Usage against limits, one line: `steps 3/160 · model calls 2/120 · tool calls 3/160 · USD 0.00/30`. */
-export function progressLine(run: Pick<RunView, 'usage' | 'limits'>): string {
+export function progressLine(run: Pick<Run, 'usage' | 'limits'>): string {
   const { usage, limits } = run;
   const cost = `USD ${usd(usage.cost_micro_usd)}/${limits.max_cost_usd ?? 'no limit'}`;
   return [
@@ -47,7 +46,7 @@ export function progressLine(run: Pick<RunView, 'usage' | 'limits'>): string {
 }
 
 /** A run's end as a line: its answer, or its error code, message and step. */
-export function endLine(run: RunView): string {
+export function endLine(run: Run): string {
   if (run.status === 'succeeded') {
     const answer = (run.result as { answer?: unknown } | null)?.answer;
     return `run ${run.id} succeeded${typeof answer === 'string' ? `: ${answer}` : ''}`;
@@ -56,13 +55,13 @@ export function endLine(run: RunView): string {
   return `run ${run.id} ${run.status}${run.error ? ` ${run.error.code}${step}` : ''}`;
 }
 
-export function runSummaryLine(run: RunView): string {
+export function runSummaryLine(run: Run): string {
   const code = run.error ? ` ${run.error.code}` : '';
   const waiting = run.waiting_for ? ` (waiting for ${run.waiting_for})` : '';
   return `${run.id}  ${run.status}${code}${waiting}  attempt ${run.attempt}  profile ${run.browser_profile_id ?? '-'}  ${isoTime(run.created_at_ms)}`;
 }
 
-export function runDetailLines(run: RunView & { pending_approvals: ApprovalView[] }): string[] {
+export function runDetailLines(run: RunDetail): string[] {
   const lines = [
     runSummaryLine(run),
     `  session ${run.session_id}  deadline ${isoTime(run.deadline_at_ms)}`,
@@ -75,7 +74,7 @@ export function runDetailLines(run: RunView & { pending_approvals: ApprovalView[
 }
 
 /** What an approval would let happen: the card's action and element, else the tool. */
-export function approvalLine(approval: ApprovalView): string {
+export function approvalLine(approval: Approval): string {
   const card = approval.card;
   const what =
     card?.element && card.action
@@ -84,10 +83,10 @@ export function approvalLine(approval: ApprovalView): string {
   return `${approval.id}  ${approval.status}  run ${approval.run_id}  ${what}`;
 }
 
-export function profileLine(profile: ProfileView): string {
+export function profileLine(profile: Profile): string {
   return `${profile.id}  ${profile.allowed_origins.join(' ')}${profile.protected ? '  protected' : ''}${profile.sealed ? '  sealed' : ''}`;
 }
 
-export function keyLine(key: ApiKeyView): string {
+export function keyLine(key: ApiKey): string {
   return `${key.key_id}  ${key.principal}  ${key.scopes.join(',')}  ${isoTime(key.created_at_ms)}`;
 }

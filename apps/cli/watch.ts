@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunEvent, RunView } from '../../libs/contracts/index.js';
-import type { LeaseholdApi } from './api.js';
+import type { LeaseholdApi, Run } from './api.js';
 import { ApiAnswerError, CliError, ConnectionError, EXIT_CODES, type ExitCode } from './errors.js';
 import { endLine, jsonLine, type Output, progressLine } from './output.js';
 import { readServerSentEvents } from './sse.js';
@@ -12,7 +11,7 @@ import { readServerSentEvents } from './sse.js';
  */
 export const RECONNECT_DELAYS_MS = [250, 500, 1_000, 2_000, 4_000, 8_000] as const;
 
-function exitCodeOf(run: RunView): ExitCode {
+function exitCodeOf(run: Run): ExitCode {
   switch (run.status) {
     case 'succeeded':
       return EXIT_CODES.ok;
@@ -23,9 +22,20 @@ function exitCodeOf(run: RunView): ExitCode {
   }
 }
 
+/**
+ * One event of the stream's `data:` (the API's RunEvent; the document declares the stream as text,
+ * so its shape is written here).
+ */
+export interface RunEvent {
+  id: string;
+  type: string;
+  at_ms: number;
+  data: Record<string, unknown>;
+}
+
 /** One event as a short human line; null for events that only repeat what a step line says. */
 function eventLine(event: RunEvent): string | null {
-  const data = event.data as Record<string, unknown>;
+  const data = event.data;
   switch (event.type) {
     case 'step.started':
       return `step ${data.step_id} ${typeof data.tool === 'string' ? data.tool : 'model turn'}`;
@@ -57,7 +67,7 @@ export async function watchRun(api: LeaseholdApi, runId: string, output: Output)
   let lastEventId: string | undefined;
   let lastProgress = '';
   let breaks = 0;
-  const showProgress = (run: RunView) => {
+  const showProgress = (run: Run) => {
     const line = progressLine(run);
     if (output.json || line === lastProgress) return;
     lastProgress = line;
@@ -65,7 +75,7 @@ export async function watchRun(api: LeaseholdApi, runId: string, output: Output)
   };
 
   for (;;) {
-    let ended: RunView | undefined;
+    let ended: Run | undefined;
     try {
       const response = await api.openEvents(runId, lastEventId);
       if (!response.body) throw new ConnectionError(api.root, new Error('the event stream has no body'));
@@ -118,7 +128,7 @@ function streamBroke(error: unknown): boolean {
   return error instanceof TypeError;
 }
 
-function reportEnd(run: RunView, output: Output): ExitCode {
+function reportEnd(run: Run, output: Output): ExitCode {
   if (!output.json) output.line(endLine(run));
   if (run.status !== 'succeeded')
     output.problem(`error ${run.error?.code ?? run.status}: ${run.error?.message ?? `run ${run.status}`}`);
