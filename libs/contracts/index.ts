@@ -22,9 +22,9 @@ export {
   toolFailureEnd,
 } from './errors.js';
 export { type IdKind, newId, recordIdSchema } from './ids.js';
+export * from './mcp-browser.js';
 export { microUsdToUsd, usdToMicroUsd } from './money.js';
 export * from './run-lifecycle.js';
 export * from './run-steps.js';
 export * from './runs.js';
 export * from './webhooks.js';
-export * from './mcp-browser.js';
