@@ -106,6 +106,14 @@ export class McpTurns {
     await batch.exec();
   }
 
+  /**
+   * The API side, once the run has ended: its calls not taken and the call last taken are dropped
+   * now, not at their expiry — a call's arguments may carry a secret (a password to fill).
+   */
+  async forget(runId: string): Promise<void> {
+    await this.redis.del(this.#calls(runId), this.#taken(runId));
+  }
+
   /** The API side: the call's result, waiting on `connection` for at most `waitMs`; 0 waits not at all. */
   async takeResult(
     runId: string,

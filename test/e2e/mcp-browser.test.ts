@@ -127,6 +127,18 @@ describe('the MCP browser mode: the MCP client is the run model', { timeout: 90_
     }
   }
 
+  /** The run's MCP call keys still in Redis (its calls not taken, its call last taken). */
+  async function keysLeft(runId: string): Promise<string[]> {
+    const redis = await connectRedis(testRedisUrl(), 'producer', 'test-mcp-keys');
+    try {
+      const keys = [`${prefix}:{run:${runId}}:mcp:calls`, `${prefix}:{run:${runId}}:mcp:taken`];
+      const exists = await Promise.all(keys.map((key) => redis.exists(key)));
+      return keys.filter((_, index) => exists[index] === 1);
+    } finally {
+      redis.disconnect();
+    }
+  }
+
   it('lists navigate, observe and act with the browser tools contract, and finish', async () => {
     const { client } = await open(await boundSession('tools'));
     const { tools } = await client.listTools();
@@ -256,6 +268,8 @@ describe('the MCP browser mode: the MCP client is the run model', { timeout: 90_
     expect(await waitForStatus(runId, ['failed'])).toMatchObject({ error: { code: 'budget_exceeded' } });
     // Every later call is told the same end.
     expect((await tool(client, 'observe')).last).toMatchObject({ status: 'failed' });
+    // The call the run never took is dropped with its end, not left to its key's expiry.
+    expect(await keysLeft(runId)).toEqual([]);
   });
 
   it('cancels the run of a client idle past MCP_IDLE_TIMEOUT_MS and releases its lease', async () => {

@@ -44,7 +44,7 @@ export class BrowserModeDriver {
     const { id: runId, tenant } = this.run;
     const before = await this.#earlier();
     const now = await this.#view();
-    if (runHasEnded(now.status)) return endAnswer(now, [...before, ...(await this.#earlier())]);
+    if (runHasEnded(now.status)) return this.#ended(now, [...before, ...(await this.#earlier())]);
     // A run parked on an earlier act takes no call until its approval is decided: it is told again.
     if (now.status === 'parked') {
       const pending = await this.store.listPendingApprovals(tenant, runId);
@@ -62,6 +62,7 @@ export class BrowserModeDriver {
         // The last outcome may have been published just before the end.
         const last = await this.turns.takeResult(runId, callId, connection, 0);
         const earlier = [...before, ...(await this.#earlier())];
+        await this.turns.forget(runId);
         return last ? outcomeAnswer(last, earlier) : endAnswer(view, earlier);
       }
       if (view.status === 'parked') {
@@ -84,6 +85,12 @@ export class BrowserModeDriver {
       () => undefined,
     );
     this.#connection = undefined;
+  }
+
+  /** The run's end, told; what is left of its calls is dropped (their arguments may hold a secret). */
+  async #ended(view: RunView, earlier: Content): Promise<CallToolResult> {
+    await this.turns.forget(this.run.id);
+    return endAnswer(view, earlier);
   }
 
   /** The outcomes published since of calls answered "waits", each told once. */
