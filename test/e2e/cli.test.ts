@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,6 +118,12 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     answer: 'Bought.',
   });
 
+  /** A profile of its own for a test, made through the CLI, allowing the shop's origin. */
+  async function newProfile(id: string): Promise<string> {
+    expect(await cliJson(['profiles', 'create', id, '--origin', origin])).toMatchObject({ id });
+    return id;
+  }
+
   /** Waits until the run is parked on an approval, through `runs get --json`; the approval's id. */
   async function parkedApproval(runId: string): Promise<string> {
     const run = await eventually(
@@ -202,11 +208,12 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
   });
 
   it('ends runs watch non-zero with the error code of a failed run, and retries it as a new attempt', async () => {
+    const profile = await newProfile('cli-failing');
     const submitted = await cliJson([
       'runs',
       'submit',
       '--profile',
-      'cli-shop',
+      profile,
       '--input',
       'Go where the profile may not',
       '--script',
@@ -226,12 +233,14 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
   });
 
   it('cancels a parked run (its watch exits 3) and denies an approval with a reason', async () => {
+    const profile = await newProfile('cli-decided');
+    const purchasesBefore = purchases;
     const script = JSON.stringify(buyScript('cancelled'));
     const first = await cliJson([
       'runs',
       'submit',
       '--profile',
-      'cli-shop',
+      profile,
       '--input',
       'Buy',
       '--script',
@@ -248,7 +257,7 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
       'runs',
       'submit',
       '--profile',
-      'cli-shop',
+      profile,
       '--input',
       'Buy',
       '--script',
@@ -260,7 +269,7 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     const ended = await cli(['runs', 'watch', second.id]);
     expect(ended.code).toBe(1);
     expect(ended.stdout + ended.stderr).toMatch(/approval_denied/);
-    expect(purchases).toBe(1);
+    expect(purchases).toBe(purchasesBefore);
   });
 
   it('creates, lists and revokes API keys; a revoked key is refused with the API error', async () => {
@@ -279,6 +288,74 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     const refused = await cli(['runs', 'list', '--api-key', created.key]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^error unauthorized: /);
+  });
+
+  it('resumes a cut event stream from the last event it printed, printing each event once', async () => {
+    const profile = await newProfile('cli-resumed');
+    const submitted = await cliJson([
+      'runs',
+      'submit',
+      '--profile',
+      profile,
+      '--input',
+      'Look at the basket',
+      '--script',
+      JSON.stringify({ steps: [{ tool: 'browser.navigate', url: `${origin}/look/` }], answer: 'Seen.' }),
+    ]);
+    const direct = await cli(['runs', 'watch', submitted.id, '--json']);
+    expect(direct.code).toBe(0);
+    const events = jsonLines(direct.stdout) as Array<{ id: string; type: string }>;
+    expect(events.map((event) => event.type)).toContain('run.succeeded');
+
+    // Between the CLI and the API: the first two event streams are cut after their first event.
+    const resumedFrom: Array<string | undefined> = [];
+    const api = new URL(fleet.urls.api);
+    const proxy = createServer((request, response) => {
+      const events = /\/events$/.test(request.url ?? '');
+      if (events) resumedFrom.push(request.headers['last-event-id'] as string | undefined);
+      const cut = events && resumedFrom.length <= 2;
+      const upstream = httpRequest(
+        {
+          host: api.hostname,
+          port: api.port,
+          path: request.url,
+          method: request.method,
+          headers: request.headers,
+        },
+        (answer) => {
+          response.writeHead(answer.statusCode ?? 502, answer.headers);
+          let wasCut = false;
+          answer.on('data', (chunk: Buffer) => {
+            const end = cut && !wasCut ? chunk.indexOf('\n\n') : -1;
+            if (wasCut) return;
+            if (end === -1) return void response.write(chunk);
+            // Cut once the first event has left: the CLI has it, and its stream breaks without an end.
+            wasCut = true;
+            response.write(chunk.subarray(0, end + 2), () =>
+              setTimeout(() => {
+                answer.destroy();
+                response.socket?.destroy();
+              }, 100),
+            );
+          });
+          answer.on('end', () => {
+            if (!wasCut) response.end();
+          });
+        },
+      );
+      request.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const resumed = await cli(['runs', 'watch', submitted.id, '--json', '--api-url', proxyUrl]);
+      expect(resumed.stderr).toBe('');
+      expect(resumed.code).toBe(0);
+      expect(jsonLines(resumed.stdout)).toEqual(events);
+      expect(resumedFrom.slice(0, 3)).toEqual([undefined, events[0]?.id, events[1]?.id]);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it('answers bad flags with a usage error (exit 2), API errors with exit 1 and no API with exit 4', async () => {
