@@ -434,7 +434,7 @@ export interface components {
     AgentDefinitionInput: {
       instructions: string;
       /** @default {} */
-      limits: {
+      limits?: {
         max_cost_micro_usd?: number;
         max_model_calls?: number;
         max_steps?: number;
@@ -445,7 +445,7 @@ export interface components {
       };
       model: string;
       /** @default [] */
-      tools: string[];
+      tools?: string[];
     };
     AgentVersion: {
       created_at_ms: number;
@@ -491,30 +491,13 @@ export interface components {
     ApprovalList: {
       approvals: components['schemas']['Approval'][];
     };
-    /**
-     * @default {}
-     * @example {
-     *       "grant": {
-     *         "duration_ms": 600000,
-     *         "max_actions": 20
-     *       }
-     *     }
-     */
+    /** @default {} */
     ApproveApprovalInput: {
       grant?: {
         duration_ms: number;
         max_actions: number;
       };
     };
-    /**
-     * @example {
-     *       "principal": "ci-bot",
-     *       "scopes": [
-     *         "runs:write",
-     *         "runs:read"
-     *       ]
-     *     }
-     */
     CreateApiKeyInput: {
       principal: string;
       scopes: ('runs:write' | 'runs:read' | 'approvals:write' | 'approvals:any' | 'admin')[];
@@ -524,32 +507,19 @@ export interface components {
       frame_origins?: string[];
       id: string;
       /** @default false */
-      protected: boolean;
+      protected?: boolean;
       /**
        * @default any
        * @enum {string}
        */
-      subresources: 'any' | 'allowed_origins';
+      subresources?: 'any' | 'allowed_origins';
     };
-    /**
-     * @example {
-     *       "browser_profile_id": "shop"
-     *     }
-     */
     CreateSessionInput: {
       agent_id?: string;
       agent_version?: string;
       browser_profile_id?: string;
       model?: string;
     };
-    /**
-     * @example {
-     *       "events": [
-     *         "run.ended"
-     *       ],
-     *       "url": "https://hooks.example/leasehold"
-     *     }
-     */
     CreateWebhookInput: {
       events?: ('approval.requested' | 'run.ended')[];
       secret?: string;
@@ -582,11 +552,6 @@ export interface components {
       tenant: string;
       url: string;
     };
-    /**
-     * @example {
-     *       "reason": "Not this vendor"
-     *     }
-     */
     DenyApprovalInput: {
       reason: string;
     };
@@ -907,7 +872,7 @@ export interface components {
                 name: string;
                 role: string;
                 /** @default 2000 */
-                wait_ms: number;
+                wait_ms?: number;
               };
               target: {
                 name: string;
@@ -927,7 +892,7 @@ export interface components {
         )[];
       };
       /** @default 3600000 */
-      timeout_ms: number;
+      timeout_ms?: number;
     };
     Webhook: {
       created_at_ms: number;
@@ -971,6 +936,20 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "instructions": "Work the page with the browser tools; answer with what you found.",
+         *       "limits": {
+         *         "max_steps": 20
+         *       },
+         *       "model": "scripted",
+         *       "tools": [
+         *         "browser.navigate",
+         *         "browser.observe",
+         *         "browser.act"
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['AgentDefinitionInput'];
       };
     };
@@ -1163,6 +1142,20 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "instructions": "Work the page with the browser tools; answer with what you found.",
+         *       "limits": {
+         *         "max_steps": 20
+         *       },
+         *       "model": "scripted",
+         *       "tools": [
+         *         "browser.navigate",
+         *         "browser.observe",
+         *         "browser.act"
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['AgentDefinitionInput'];
       };
     };
@@ -1317,6 +1310,15 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "principal": "ci-bot",
+         *       "scopes": [
+         *         "runs:write",
+         *         "runs:read"
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['CreateApiKeyInput'];
       };
     };
@@ -1545,8 +1547,16 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "grant": {
+         *         "duration_ms": 600000,
+         *         "max_actions": 20
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['ApproveApprovalInput'];
       };
     };
@@ -1654,6 +1664,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "reason": "Not this vendor"
+         *     }
+         */
         'application/json': components['schemas']['DenyApprovalInput'];
       };
     };
@@ -1871,6 +1886,14 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "allowed_origins": [
+         *         "https://shop.example"
+         *       ],
+         *       "id": "shop"
+         *     }
+         */
         'application/json': components['schemas']['CreateProfileInput'];
       };
     };
@@ -2713,6 +2736,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "browser_profile_id": "shop"
+         *     }
+         */
         'application/json': components['schemas']['CreateSessionInput'];
       };
     };
@@ -2898,6 +2926,12 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "input": "Find the opening hours on the page",
+         *       "timeout_ms": 600000
+         *     }
+         */
         'application/json': components['schemas']['SubmitRunInput'];
       };
     };
@@ -3068,6 +3102,14 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "events": [
+         *         "run.ended"
+         *       ],
+         *       "url": "https://hooks.example/leasehold"
+         *     }
+         */
         'application/json': components['schemas']['CreateWebhookInput'];
       };
     };

@@ -319,6 +319,7 @@ export interface components {
       run_id: string;
       tenant: string;
     };
+    /** @description A lease as acquire answers it: `created` is false for a reattach. */
     AcquiredLease: {
       acquired_at_ms: number;
       close_reason: ('closed' | 'expired' | 'revoked') | null;
@@ -334,6 +335,7 @@ export interface components {
       /** @enum {string} */
       state: 'live' | 'closing' | 'closed';
     };
+    /** @description One action on an element of an observed revision, with an optional postcondition. */
     ActArgs: {
       /** @enum {string} */
       action: 'click' | 'fill' | 'select' | 'press' | 'check' | 'uncheck' | 'accept' | 'dismiss';
@@ -346,9 +348,10 @@ export interface components {
     ActRequest: {
       args: components['schemas']['ActArgs'];
       /** @default 30000 */
-      deadline_ms: number;
+      deadline_ms?: number;
       sequence: number;
     };
+    /** @description The page as the model sees it (browser tools contract 1.3.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
     BrowserObservation: {
       blocked?: {
         frames: number;
@@ -427,14 +430,15 @@ export interface components {
       id: string;
       principal: string;
       /** @default false */
-      protected: boolean;
+      protected?: boolean;
       /**
        * @default any
        * @enum {string}
        */
-      subresources: 'any' | 'allowed_origins';
+      subresources?: 'any' | 'allowed_origins';
       tenant?: string;
     };
+    /** @description Every refusal and failure: a stable code (DESIGN §8), a message, and identifiers or numbers that help the caller. Never page content or a stack trace. */
     DataPlaneError: {
       error: {
         /** @enum {string} */
@@ -465,10 +469,12 @@ export interface components {
         [key: string]: string | number | boolean;
       };
     };
+    /** @description Liveness. */
     Health: {
       /** @constant */
       status: 'ok';
     };
+    /** @description A lease. `provider_ref` names the browser worker that serves it; the next navigate or act carries `sequence + 1`. */
     Lease: {
       acquired_at_ms: number;
       close_reason: ('closed' | 'expired' | 'revoked') | null;
@@ -483,6 +489,7 @@ export interface components {
       /** @enum {string} */
       state: 'live' | 'closing' | 'closed';
     };
+    /** @description Who holds a lease, for what (ADR-0127 d1): a repeated acquire with this same scope reattaches. */
     LeaseScope: {
       attempt: number;
       principal: string;
@@ -491,15 +498,17 @@ export interface components {
     };
     NavigateRequest: {
       /** @default 30000 */
-      deadline_ms: number;
+      deadline_ms?: number;
       sequence: number;
       url: string;
     };
+    /** @description The lease after the call, the observation, and the evidence key (for the platform, never the model). */
     ObserveAnswer: {
       evidence_key: string | null;
       lease: components['schemas']['Lease'];
       observation: components['schemas']['BrowserObservation'];
     };
+    /** @description `continuation` pages through a large page; `wait_for` waits for a predicate. Not both. */
     ObserveArgs: {
       continuation?: string;
       wait_for?: components['schemas']['Predicate'];
@@ -507,28 +516,33 @@ export interface components {
     ObserveRequest: {
       args?: components['schemas']['ObserveArgs'];
       /** @default 30000 */
-      deadline_ms: number;
+      deadline_ms?: number;
     };
+    /** @description An OpenAPI 3.1 document. */
     OpenApiDocument: {
       [key: string]: unknown;
     };
+    /** @description Observe's answer and what navigate or act captured. */
     PageAnswer: {
       artifacts: components['schemas']['PageArtifacts'];
       evidence_key: string | null;
       lease: components['schemas']['Lease'];
       observation: components['schemas']['BrowserObservation'];
     };
+    /** @description What the worker captured of the settled page: an artifact's name, never the bytes. */
     PageArtifacts: {
       screenshot?: string;
     };
+    /** @description An exact, bounded control role and name with optional state: no selector, pattern or script. */
     Predicate: {
       checked?: boolean;
       disabled?: boolean;
       name: string;
       role: string;
       /** @default 2000 */
-      wait_ms: number;
+      wait_ms?: number;
     };
+    /** @description The lease and the outlined screenshot, if one was had. */
     PreviewAnswer: {
       artifacts: components['schemas']['PageArtifacts'];
       lease: components['schemas']['Lease'];
@@ -539,8 +553,9 @@ export interface components {
         revision: string;
       };
       /** @default 10000 */
-      deadline_ms: number;
+      deadline_ms?: number;
     };
+    /** @description A profile as the data plane shows it: never its sealed state. */
     Profile: {
       allowed_origins: string[];
       created_at_ms: number;
@@ -554,9 +569,11 @@ export interface components {
       subresources: 'any' | 'allowed_origins';
       tenant: string;
     };
+    /** @description A tenant's profiles. */
     ProfileList: {
       profiles: components['schemas']['Profile'][];
     };
+    /** @description Readiness: each check by name. */
     Readiness: {
       checks: {
         error?: string;
@@ -569,6 +586,7 @@ export interface components {
     RenewLeaseRequest: {
       requested_expires_at_ms: number;
     };
+    /** @description This browser worker: its id, the profiles it serves, its browser and browser tools contracts. */
     Worker: {
       browser_tools_compatible: ('1.2.0' | '1.3.0')[];
       browser_tools_contract: string;
@@ -1064,6 +1082,15 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "allowed_origins": [
+         *         "https://shop.example.com"
+         *       ],
+         *       "id": "shop",
+         *       "principal": "ops@example.com"
+         *     }
+         */
         'application/json': components['schemas']['CreateProfileRequest'];
       };
     };
@@ -1436,6 +1463,15 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "attempt": 1,
+         *       "principal": "ops@example.com",
+         *       "requested_expires_at_ms": 1767225600000,
+         *       "run_id": "run_7f3k2m9q",
+         *       "tenant": "acme"
+         *     }
+         */
         'application/json': components['schemas']['AcquireLeaseRequest'];
       };
     };
@@ -1836,6 +1872,20 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "args": {
+         *         "action": "click",
+         *         "element": "e12",
+         *         "postcondition": {
+         *           "name": "Order placed",
+         *           "role": "heading"
+         *         },
+         *         "revision": "r_5cx1"
+         *       },
+         *       "sequence": 2
+         *     }
+         */
         'application/json': components['schemas']['ActRequest'];
       };
     };
@@ -2077,6 +2127,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "seal": true
+         *     }
+         */
         'application/json': components['schemas']['CloseLeaseRequest'];
       };
     };
@@ -2300,6 +2355,12 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "sequence": 1,
+         *       "url": "https://shop.example.com/cart"
+         *     }
+         */
         'application/json': components['schemas']['NavigateRequest'];
       };
     };
@@ -2539,6 +2600,17 @@ export interface operations {
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "args": {
+         *         "wait_for": {
+         *           "disabled": false,
+         *           "name": "Pay",
+         *           "role": "button"
+         *         }
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['ObserveRequest'];
       };
     };
@@ -2778,6 +2850,14 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "args": {
+         *         "element": "e12",
+         *         "revision": "r_5cx1"
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['PreviewRequest'];
       };
     };
@@ -3019,6 +3099,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "requested_expires_at_ms": 1767226500000
+         *     }
+         */
         'application/json': components['schemas']['RenewLeaseRequest'];
       };
     };

@@ -32,7 +32,7 @@ import {
  * through this registry, not zod's global one, so no other document of the process changes), each
  * route declares every status it answers, and every failure is the one `Error` component.
  */
-export const restSchemas = z.registry<{ id?: string; description?: string; examples?: unknown[] }>();
+export const restSchemas = z.registry<{ id?: string }>();
 
 const NAMED_SCHEMAS: Array<[z.ZodType, string]> = [
   [errorBodySchema, 'Error'],
@@ -59,9 +59,20 @@ const NAMED_SCHEMAS: Array<[z.ZodType, string]> = [
 ];
 /** Names a request body in the document, with an example a reader can send as it is. */
 export function namedBody<T extends z.ZodType>(schema: T, id: string, example: unknown): T {
-  name(schema, { id, examples: [example] });
+  name(schema, { id });
+  bodyExamples.set(`${id}Input`, example);
+  if (schema.safeParse(undefined).success) optionalBodies.add(`${id}Input`);
   return schema;
 }
+
+/** Request bodies that may be left out (their schema takes `undefined`), by component name. */
+const optionalBodies = new Set<string>();
+
+/**
+ * Request bodies' examples, by component name: set on the request's media type, since zod leaves a
+ * schema's own `examples` out of the input side of any schema that transforms.
+ */
+const bodyExamples = new Map<string, unknown>();
 
 /** The failures a route may answer besides the ones every authenticated route may. */
 export type ErrorStatus = 400 | 404 | 409 | 413 | 422;
@@ -155,7 +166,7 @@ function forDocument<T>(schema: T): T {
 }
 
 /** Names `schema` in the document (`components.schemas[id]`). */
-function name(schema: z.ZodType, meta: { id: string; examples?: unknown[] }): void {
+function name(schema: z.ZodType, meta: { id: string }): void {
   restSchemas.add(forDocument(schema), meta);
 }
 for (const [schema, id] of NAMED_SCHEMAS) name(schema, { id });
@@ -197,17 +208,31 @@ export const restSchemaTransform: SwaggerTransform = (document) => {
  */
 export const restDocumentTransform: SwaggerTransformObject = (document) => {
   const whole = zodTransformObject(document) as {
-    paths?: Record<string, Record<string, { responses?: Record<string, { description?: string }> }>>;
+    paths?: Record<string, Record<string, DocumentedOperation>>;
     components?: { schemas?: Record<string, unknown> };
   };
   for (const operations of Object.values(whole.paths ?? {}))
-    for (const operation of Object.values(operations))
+    for (const operation of Object.values(operations)) {
       for (const [status, response] of Object.entries(operation.responses ?? {}))
         if (response.description === 'Default Response')
           response.description = STATUS_DESCRIPTIONS[status] ?? response.description;
+      const media = operation.requestBody?.content?.['application/json'];
+      const body = media?.schema?.$ref?.replace('#/components/schemas/', '') ?? '';
+      const example = bodyExamples.get(body);
+      if (media && example !== undefined) media.example = example;
+      if (operation.requestBody && optionalBodies.has(body)) operation.requestBody.required = false;
+    }
   if (whole.components?.schemas) whole.components.schemas = reachedSchemas(whole);
   return whole as ReturnType<SwaggerTransformObject>;
 };
+
+interface DocumentedOperation {
+  responses?: Record<string, { description?: string }>;
+  requestBody?: {
+    required?: boolean;
+    content?: Record<string, { schema?: { $ref?: string }; example?: unknown }>;
+  };
+}
 
 /** The component schemas a path reaches, directly or through another component. */
 function reachedSchemas(document: {
