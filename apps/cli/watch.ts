@@ -40,7 +40,11 @@ function eventLine(event: RunEvent): string | null {
     case 'step.started':
       return `step ${data.step_id} ${typeof data.tool === 'string' ? data.tool : 'model turn'}`;
     case 'step.ended':
-      return `step ${data.step_id} ${typeof data.code === 'string' ? `failed ${data.code}` : 'ok'}`;
+      if (typeof data.code === 'string') return `step ${data.step_id} failed ${data.code}`;
+      // A model turn that answered says nothing its tool calls will not say next.
+      return typeof data.step_id === 'string' && /-m\d+$/.test(data.step_id)
+        ? null
+        : `step ${data.step_id} ok`;
     case 'approval.requested':
       return `approval ${data.approval_id} requested for ${data.tool}: leasehold approvals approve ${data.approval_id}`;
     case 'approval.approved':

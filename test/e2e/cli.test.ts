@@ -383,8 +383,12 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     const missing = await cli(['runs', 'get', 'run_missing']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/^error not_found: run run_missing not found/);
-    const unreachable = await cli(['runs', 'list', '--api-url', 'http://127.0.0.1:9']);
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((resolve) => closed.close(resolve));
+    const unreachable = await cli(['runs', 'list', '--api-url', closedUrl]);
     expect(unreachable.code).toBe(4);
-    expect(unreachable.stderr).toMatch(/^error connection_failed: /);
+    expect(unreachable.stderr).toMatch(/^error connection_failed: no answer from .*ECONNREFUSED/);
   });
 });
