@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import openapiTS, { astToString } from 'openapi-typescript';
+import openapiTS, { astToString, UNKNOWN } from 'openapi-typescript';
 import { restApiDocument } from '../apps/api/routes/index.js';
 import { dataPlaneOpenApiDocument } from '../libs/lease/http/openapi.js';
 
@@ -49,6 +49,9 @@ async function clientTypes(document: Record<string, unknown>, source: string): P
   // A field with a default may be left out of a request: only `required` makes a field required.
   const ast = await openapiTS(document as unknown as Parameters<typeof openapiTS>[0], {
     defaultNonNullable: false,
+    // Free-form JSON (a run's input and result, a tool's arguments) is `unknown` to the compiler: its
+    // recursive union would resolve to `any` through the components' own indexed types.
+    transform: (_schema, options) => (/\/JsonValue(Input)?$/.test(options.path ?? '') ? UNKNOWN : undefined),
   });
   return CLIENT_HEADER.replace('%s', source) + astToString(ast);
 }

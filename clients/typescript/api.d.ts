@@ -563,24 +563,8 @@ export interface components {
         [key: string]: unknown;
       };
     };
-    JsonValue:
-      | string
-      | number
-      | boolean
-      | null
-      | components['schemas']['JsonValue'][]
-      | {
-          [key: string]: components['schemas']['JsonValue'];
-        };
-    JsonValueInput:
-      | string
-      | number
-      | boolean
-      | null
-      | components['schemas']['JsonValueInput'][]
-      | {
-          [key: string]: components['schemas']['JsonValueInput'];
-        };
+    JsonValue: unknown;
+    JsonValueInput: unknown;
     ModelList: {
       default_model: string;
       models: {
