@@ -1068,15 +1068,6 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
-      409: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
       /** @description The body, path or query does not fit its schema */
       422: {
         headers: {
@@ -1581,7 +1572,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -1693,7 +1684,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -1909,7 +1900,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2093,6 +2084,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description The body, path or query does not fit its schema */
       422: {
         headers: {
@@ -2169,7 +2169,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2265,7 +2265,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2359,7 +2359,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2464,7 +2464,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2558,7 +2558,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2664,7 +2664,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2850,15 +2850,6 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
-      409: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
       /** @description The body, path or query does not fit its schema */
       422: {
         headers: {
@@ -2965,7 +2956,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3125,7 +3116,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Conflict with the record’s state */
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
         headers: {
           [name: string]: unknown;

@@ -71,7 +71,7 @@ export function registerAgentRoutes(root: FastifyInstance, deps: V1Dependencies)
         operationId: 'getAgent',
         summary: 'An agent and its latest version',
         params: idParams,
-        response: answers({ 200: agentViewSchema }, 404, 409, 422),
+        response: answers({ 200: agentViewSchema }, 404, 422),
       },
       preHandler: authenticate(store, 'runs:read'),
     },

@@ -100,7 +100,7 @@ const STATUS_DESCRIPTIONS: Record<string, string> = {
   '400': 'Bad request: not JSON, or a query value out of its range',
   '401': 'No API key, a wrong one, or a key without the scope this route needs',
   '404': 'Not found (another tenant’s record is not found either)',
-  '409': 'Conflict with the record’s state',
+  '409': 'Conflict with the record’s state (or a stored record that cannot be read: record_unreadable)',
   '413': 'Body over 64 KiB',
   '422': 'The body, path or query does not fit its schema',
   '429': 'Over the key’s request rate, or too many failed authentications; see Retry-After',

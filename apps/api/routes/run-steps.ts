@@ -58,7 +58,7 @@ export function registerRunStepRoutes(root: FastifyInstance, deps: V1Dependencie
           created_after: z.string().max(20).optional(),
           created_before: z.string().max(20).optional(),
         }),
-        response: answers({ 200: runPageSchema }, 400, 422),
+        response: answers({ 200: runPageSchema }, 400, 409, 422),
       },
       preHandler: authenticate(store, 'runs:read'),
     },

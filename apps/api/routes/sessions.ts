@@ -69,7 +69,7 @@ export function registerSessionRoutes(root: FastifyInstance, deps: V1Dependencie
         operationId: 'getSession',
         summary: 'A session',
         params: idParams,
-        response: answers({ 200: sessionViewSchema }, 404, 409, 422),
+        response: answers({ 200: sessionViewSchema }, 404, 422),
       },
       preHandler: authenticate(store, 'runs:read'),
     },
