@@ -1563,6 +1563,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Refused to this key: the key that drives a run over MCP does not decide its approvals */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Not found (another tenant’s record is not found either) */
       404: {
         headers: {
@@ -1668,6 +1677,15 @@ export interface operations {
       };
       /** @description No API key, a wrong one, or a key without the scope this route needs */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: the key that drives a run over MCP does not decide its approvals */
+      403: {
         headers: {
           [name: string]: unknown;
         };

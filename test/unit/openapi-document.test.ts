@@ -79,7 +79,7 @@ describe('the REST API OpenAPI document (issue 16)', { timeout: 60_000 }, () => 
     expect(operationIds.size).toBe(v1Routes().length);
   });
 
-  it('answers submission and creations 201, revocation and deletion 204 with no body, events as text/event-stream', () => {
+  it('answers submission and creations 201, revocation and deletion 204 with no body, a driving key\'s decision 403, events as text/event-stream', () => {
     const responses = (path: string, method: string) => document.paths[path]?.[method]?.responses ?? {};
     expect(Object.keys(responses('/v1/sessions/{id}/runs', 'post'))).toEqual(
       expect.arrayContaining(['200', '201']),
@@ -94,6 +94,9 @@ describe('the REST API OpenAPI document (issue 16)', { timeout: 60_000 }, () => 
     expect(Object.keys(responses('/v1/runs/{id}/events', 'get')['200']?.content ?? {})).toEqual([
       'text/event-stream',
     ]);
+    // The key that drives a run over MCP is refused its run's approvals (apps/api/mcp).
+    for (const path of ['/v1/approvals/{id}/approve', '/v1/approvals/{id}/deny'])
+      expect(Object.keys(responses(path, 'post')), path).toContain('403');
     expect(responses('/v1/runs/{id}', 'get')['404']?.content).toEqual({
       'application/json': { schema: { $ref: '#/components/schemas/Error' } },
     });

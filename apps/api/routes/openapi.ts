@@ -75,7 +75,7 @@ const optionalBodies = new Set<string>();
 const bodyExamples = new Map<string, unknown>();
 
 /** The failures a route may answer besides the ones every authenticated route may. */
-export type ErrorStatus = 400 | 404 | 409 | 413 | 422;
+export type ErrorStatus = 400 | 403 | 404 | 409 | 413 | 422;
 
 /**
  * A route's answers: its successes, and the failures it can give, each `{error: {code, message}}`.
@@ -99,6 +99,7 @@ const STATUS_DESCRIPTIONS: Record<string, string> = {
   '204': 'Done; no body',
   '400': 'Bad request: not JSON, or a query value out of its range',
   '401': 'No API key, a wrong one, or a key without the scope this route needs',
+  '403': 'Refused to this key: the key that drives a run over MCP does not decide its approvals',
   '404': 'Not found (another tenant’s record is not found either)',
   '409': 'Conflict with the record’s state (or a stored record that cannot be read: record_unreadable)',
   '413': 'Body over 64 KiB',
