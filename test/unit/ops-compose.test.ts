@@ -172,6 +172,33 @@ describe('the compose file (compose.yaml)', () => {
     expect(worker).not.toMatch(/BROWSER_SANDBOX=false\s*\\?$/m);
   });
 
+  it("copies into each image's build every folder the build compiles", () => {
+    // What `npm run build` compiles, imports followed: a folder left out of COPY fails the image.
+    const listed = spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json', '--listFilesOnly'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+    expect(listed.status, listed.stderr).toBe(0);
+    const folders = new Set(
+      listed.stdout
+        .split('\n')
+        .filter((file) => file.startsWith(ROOT) && !file.includes('/node_modules/'))
+        .map((file) => file.slice(ROOT.length).replace(/^\//, '').split('/')[0]),
+    );
+    expect(folders).toContain('apps');
+    for (const file of ['Dockerfile.api', 'Dockerfile.worker']) {
+      const text = readFileSync(`${ROOT}/${file}`, 'utf8');
+      const copied = new Set(
+        [...text.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]?.split(' ') ?? []),
+      );
+      for (const folder of folders)
+        expect(
+          [...copied].some((source) => source === folder || source.startsWith(`${folder}/`)),
+          `${file} copies ${folder}`,
+        ).toBe(true);
+    }
+  });
+
   it('gives Chromium a seccomp profile that refuses by default and allows the sandbox its namespaces', () => {
     const profile = JSON.parse(readFileSync(`${ROOT}/ops/seccomp/chromium.json`, 'utf8')) as {
       defaultAction: string;
