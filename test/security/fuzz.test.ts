@@ -138,6 +138,14 @@ function oddQuery(random: Random): string {
   ]);
 }
 
+const MCP_SESSION_IDS = [
+  '9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d',
+  'x'.repeat(300),
+  'not-a-uuid',
+  '%00',
+  '../../mcp',
+];
+
 function oddHeaders(random: Random): Record<string, string> {
   return random.pick<Record<string, string>>([
     {},
@@ -325,6 +333,10 @@ describe('a seeded fuzz of both servers', () => {
       const odd = random.int(10) === 0;
       if (odd) path = spellingOf(path, random);
       const headers: Record<string, string> = { authorization: target.auth, ...oddHeaders(random) };
+      // An MCP request past its initialize names its session: without one the route refuses it at
+      // once (400), so half carry a session id this server never opened, or a malformed one.
+      if (route.path.startsWith('/mcp') && random.int(2) === 0)
+        headers['mcp-session-id'] = random.pick(MCP_SESSION_IDS);
       let body: Buffer | string | undefined;
       if (writes) {
         const hasParams = route.path.includes(':');
