@@ -79,7 +79,7 @@ describe('the REST API OpenAPI document (issue 16)', { timeout: 60_000 }, () => 
     expect(operationIds.size).toBe(v1Routes().length);
   });
 
-  it('answers submission and creations 201, revocation and deletion 204 with no body, a driving key\'s decision 403, events as text/event-stream', () => {
+  it("answers submission and creations 201, revocation and deletion 204 with no body, a driving key's decision 403, events as text/event-stream", () => {
     const responses = (path: string, method: string) => document.paths[path]?.[method]?.responses ?? {};
     expect(Object.keys(responses('/v1/sessions/{id}/runs', 'post'))).toEqual(
       expect.arrayContaining(['200', '201']),
