@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -10,6 +13,13 @@ import { figure, percentile, report } from './report.js';
 import { measureRunBytes } from './run-bytes.js';
 
 const SUITE = 'runs';
+/**
+ * BENCH_CPU_PROF_DIR=<folder>: V8 CPU profiles there, read with test/bench/cpu-profile-top.ts —
+ * `api-submit.cpuprofile`, this process (the API and the bench's client) over the timed runs, and
+ * the run worker's process over its whole life (`--last-ms` keeps the timed runs). Profiling slows
+ * what it profiles: figures of such a run are for finding where time goes, not for comparing.
+ */
+const CPU_PROFILE_DIR = process.env.BENCH_CPU_PROF_DIR;
 const RUNS = 400;
 const CONCURRENCY = 50;
 
@@ -73,7 +83,8 @@ export default async function runsBench(): Promise<void> {
   });
   // The run worker is a process of its own, as in production: the API and this client keep theirs.
   await fleet.roles.runWorker.close();
-  const worker = spawn(process.execPath, ['--import', 'tsx', 'apps/run-worker/main.ts'], {
+  const profiling = CPU_PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROFILE_DIR] : [];
+  const worker = spawn(process.execPath, [...profiling, '--import', 'tsx', 'apps/run-worker/main.ts'], {
     cwd: fileURLToPath(new URL('../../', import.meta.url)),
     env: {
       PATH: process.env.PATH ?? '',
@@ -124,6 +135,12 @@ export default async function runsBench(): Promise<void> {
     while (!completedAt.has(warmJob)) await new Promise((resolve) => setTimeout(resolve, 50));
     completedAt.clear();
 
+    const profiler = CPU_PROFILE_DIR ? new Session() : undefined;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    }
     const started = performance.now();
     for (let index = 0; index < RUNS; index += CONCURRENCY) {
       await Promise.all(
@@ -138,6 +155,12 @@ export default async function runsBench(): Promise<void> {
       );
     }
     await allDone;
+    if (profiler && CPU_PROFILE_DIR) {
+      const { profile } = await profiler.post('Profiler.stop');
+      mkdirSync(CPU_PROFILE_DIR, { recursive: true });
+      writeFileSync(join(CPU_PROFILE_DIR, 'api-submit.cpuprofile'), JSON.stringify(profile));
+      profiler.disconnect();
+    }
     const latencies = [...submittedAt].map(([jobId, at]) => (completedAt.get(jobId) ?? Number.NaN) - at);
     const runsPerSecond = RUNS / ((performance.now() - started) / 1000);
     report(figure(SUITE, 'runs_per_s', runsPerSecond, { metric: 'bullmq_noop_jobs_per_s', value: baseline }));
