@@ -15,6 +15,7 @@ export {
   redisTarget,
 } from './connection.js';
 export {
+  addRunJobTo,
   createRunsQueue,
   enqueueExecution,
   enqueueRun,

@@ -1,4 +1,5 @@
-import { type JobsOptions, Queue } from 'bullmq';
+import { Job, type JobsOptions, Queue } from 'bullmq';
+import type { ChainableCommander } from 'ioredis';
 import { z } from 'zod';
 import { recordIdSchema } from '../libs/contracts/index.js';
 import type { RedisClient } from '../libs/store/redis-client.js';
@@ -107,6 +108,49 @@ export async function enqueueRun(
   const priority = job.execution > 1 ? RESUMED_PRIORITY : FRESH_PRIORITY;
   await queue.add(name, job, { jobId, priority });
   return { jobId };
+}
+
+/**
+ * Issue 18: queues the add of a new run's first job on `batch` (a pipeline of the queue's own
+ * connection), so the run's record and its job travel in one round trip, record first. The same
+ * job `enqueueExecution` adds (id, name, data, priority, the queue's defaults), through the
+ * insert BullMQ's own bulk add and flows use; the batch's owner executes it and checks the reply.
+ * Throws at once where BullMQ's scripts are not loaded on the batch's connection (`await
+ * queue.client` first).
+ */
+export function addRunJobTo(
+  queue: RunsQueue,
+  batch: ChainableCommander,
+  run: { id: string; tenant: string; session_id: string },
+): void {
+  const data: RunJob = { runId: run.id, execution: 1, enqueuedAtMs: Date.now() };
+  const jobId = runJobId(run.id, 1);
+  const job = new Job<RunJob, RunJobResult, string>(
+    queue,
+    runJobName(run),
+    data,
+    { ...queue.jobsOpts, jobId, priority: FRESH_PRIORITY },
+    jobId,
+  );
+  // BullMQ's transaction insert calls `runCommand` on what it is given (its own pipelines have it).
+  const transaction = batch as ChainableCommander & {
+    runCommand?: (name: string, args: unknown[]) => unknown;
+  };
+  const commands = transaction as unknown as Record<string, ((args: unknown[]) => unknown) | undefined>;
+  let queued = false;
+  transaction.runCommand = (name: string, args: unknown[]) => {
+    const command = commands[name];
+    if (typeof command === 'function') {
+      command.call(transaction, args);
+      queued = true;
+    }
+    return transaction;
+  };
+  // The insert is queued synchronously (its reply is the batch's; this promise only settles). A
+  // failure inside it would surface only in that promise, so whether it queued is checked here.
+  job.addJob(transaction as never).catch(() => {});
+  if (!queued)
+    throw new Error('addRunJobTo: the job was not queued (the runs queue is not ready on this connection)');
 }
 
 /**

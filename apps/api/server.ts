@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { ChainableCommander } from 'ioredis';
 import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
@@ -15,6 +16,7 @@ import {
   registerOpsRoutes,
 } from '../../libs/telemetry/index.js';
 import {
+  addRunJobTo,
   closeRedis,
   connectRedis,
   createRunsQueue,
@@ -113,6 +115,9 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     defaultAgents,
     eventStreams,
     lifecycle,
+    // Issue 18: a new run's first job goes in the round trip that stores the run (one connection).
+    addFirstJob: (batch: ChainableCommander, run: { id: string; tenant: string; session_id: string }) =>
+      addRunJobTo(runsQueue, batch, run),
     webhooks,
     artifacts,
     metrics,

@@ -40,9 +40,22 @@ export interface SubmitRun {
   /** The session, when the caller has read it already (sessions never change); else it is read. */
   session?: SessionView;
   parentRunId?: string;
+  /**
+   * Issue 18: queues the new run's first job on the batch that stores the run (after it, in the
+   * same round trip), as `queues/runs.ts` `addRunJobTo` does. Used only where the run is new for
+   * certain — a fresh id (no Idempotency-Key) on one Redis; elsewhere the outcome says `enqueued:
+   * false` and the caller enqueues as before. Its reply is checked: a refused add throws, the run
+   * stays queued and the orphan sweep adds its job.
+   */
+  enqueueWith?: (batch: ChainableCommander, run: { id: string; tenant: string; session_id: string }) => void;
 }
 
-export type SubmitOutcome = { status: 'created' | 'existing'; run: RunView };
+export type SubmitOutcome = {
+  status: 'created' | 'existing';
+  run: RunView;
+  /** True when the run's first job was added with it (`enqueueWith`). */
+  enqueued: boolean;
+};
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 
@@ -150,9 +163,14 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
     input.idempotencyKey ?? '',
     context.eventsCap,
   );
-  replies.push(...((await script.exec()) ?? []));
+  // A fresh id is a new run (a collision of 100 random bits aside), so its job goes with it.
+  const enqueued = input.enqueueWith !== undefined && input.idempotencyKey === undefined && !isCluster(redis);
+  if (enqueued) input.enqueueWith?.(script, { id: runId, tenant: input.tenant, session_id: session.id });
+  const sent = await script.exec();
+  const scriptReply = enqueued ? sent?.at(-2) : sent?.at(-1);
+  replies.push(...(sent ?? []));
   failOnError(replies);
-  const [code, , fields] = (replies.at(-1)?.[1] ?? ['no_reply', '', []]) as [
+  const [code, , fields] = (scriptReply?.[1] ?? ['no_reply', '', []]) as [
     string,
     string,
     Array<string | number>,
@@ -162,5 +180,5 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
   }
   const stored = parseRun(fieldsToRecord(fields));
   if (!stored || (code !== 'created' && code !== 'existing')) throw new Error(`submitRun answered ${code}`);
-  return { status: code, run: stored.run };
+  return { status: code, run: stored.run, enqueued };
 }

@@ -69,9 +69,11 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
         timeoutMs: request.body.timeout_ms,
         request: request.body,
         ...(idempotencyKey ? { idempotencyKey } : {}),
+        ...(deps.addFirstJob ? { enqueueWith: deps.addFirstJob } : {}),
       });
-      // Enqueued after the record exists; a duplicate submission re-adds the same job id: one job.
-      if (outcome.run.status === 'queued') await lifecycle.followUp(outcome.run);
+      // Enqueued after the record exists (with it, in one round trip, where the store could); a
+      // duplicate submission re-adds the same job id: one job.
+      if (outcome.run.status === 'queued' && !outcome.enqueued) await lifecycle.followUp(outcome.run);
       return reply.code(outcome.status === 'created' ? 201 : 200).send(outcome.run);
     },
   );

@@ -5,7 +5,7 @@ import type { ArtifactStore } from '../../../libs/artifacts/index.js';
 import type { Config } from '../../../libs/config/index.js';
 import { recordIdSchema } from '../../../libs/contracts/index.js';
 import type { RunLifecycle } from '../../../libs/runtime/index.js';
-import type { RedisLeaseStore, RunStore } from '../../../libs/store/index.js';
+import type { RedisLeaseStore, RunStore, SubmitRun } from '../../../libs/store/index.js';
 import type { WebhookStore } from '../../../libs/store/webhooks.js';
 import type { Metrics, RunEventStreams } from '../../../libs/telemetry/index.js';
 import type { DefaultAgents } from '../default-agent.js';
@@ -23,6 +23,11 @@ export interface V1Dependencies {
    * cancel, parent resume, the end counted) is carried out here, never derived by a route.
    */
   lifecycle: RunLifecycle;
+  /**
+   * Issue 18: queues a new run's first job on the batch that stores it (`SubmitRun.enqueueWith`);
+   * absent, the job is added by the lifecycle after the run is stored.
+   */
+  addFirstJob?: SubmitRun['enqueueWith'];
   /** Issue 13: the tenants' webhooks and their delivery logs. */
   webhooks: WebhookStore;
   /** Issue 13: where runs' screenshots are read from (the same store the browser workers write). */
