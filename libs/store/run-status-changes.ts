@@ -125,10 +125,11 @@ export async function finishRun(
   runId: string,
   ownerToken: string,
   end: RunEnd,
+  attempts?: number,
 ): Promise<RunTransition> {
   const { redis, keys } = context;
   const reply = await redis.finishRun(
-    ...(await runScriptKeys(context, runId, [keys.run(runId), keys.events(runId)])),
+    ...(await runScriptKeys(context, runId, [keys.run(runId), keys.events(runId)], attempts)),
     ownerToken,
     end.status,
     end.status === 'succeeded' ? canonicalJson(end.result ?? null) : '',

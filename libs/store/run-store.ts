@@ -276,8 +276,13 @@ export class RunStore {
     return releaseRun(this.#context, runId, ownerToken, options);
   }
   /** `running → succeeded | failed | cancelled` by its owner. */
-  finishRun(runId: string, ownerToken: string, end: RunEnd): Promise<RunTransition> {
-    return finishRun(this.#context, runId, ownerToken, end);
+  /**
+   * `attempts`: the run's attempt as its owner claimed it (issue 18: it names the run's keys, and
+   * cannot move while the owner holds the run — only a retry of an end changes it); without it,
+   * it is read from the record first.
+   */
+  finishRun(runId: string, ownerToken: string, end: RunEnd, attempts?: number): Promise<RunTransition> {
+    return finishRun(this.#context, runId, ownerToken, end, attempts);
   }
   /**
    * Cancels: a queued, parked or waiting run ends `cancelled` now (`detail: 'cancelled'`; the

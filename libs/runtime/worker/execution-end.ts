@@ -19,6 +19,7 @@ export interface ExecutionLeftovers {
  * done with the page, then — for an ended run — its consequences through the lifecycle, after the
  * page is released, so a waiting parent (same profile) finds the page free. An end this
  * execution recorded is followed up (and counted, once) even when what comes after it fails.
+ * Answers the run as this end read or wrote it last (undefined if it could not be read).
  */
 export async function endExecution(
   deps: ExecutionDeps,
@@ -26,7 +27,7 @@ export async function endExecution(
   ownerToken: string,
   end: ExecutionEnd,
   leftovers: ExecutionLeftovers,
-): Promise<void> {
+): Promise<RunView | undefined> {
   await deps.faults?.('end.record');
   const ended = (await recordEnd(deps.store, run, ownerToken, end)) ?? leftovers.cancelledHere;
   let after = ended;
@@ -44,6 +45,7 @@ export async function endExecution(
     if (after && (doneWithPage(after) || after.status === 'parked'))
       await deps.lifecycle.followUp(after, { ended: after === ended });
   }
+  return after;
 }
 
 /** The loop's end as this owner writes it; a park or a wait is the loop's own transition. */
@@ -56,22 +58,34 @@ async function recordEnd(
   switch (end.kind) {
     case 'succeeded':
       return finished(
-        await store.finishRun(run.id, ownerToken, { status: 'succeeded', result: { answer: end.answer } }),
+        await store.finishRun(
+          run.id,
+          ownerToken,
+          { status: 'succeeded', result: { answer: end.answer } },
+          run.attempt,
+        ),
       );
     case 'failed':
       return finished(
-        await store.finishRun(run.id, ownerToken, {
-          status: 'failed',
-          code: end.code,
-          message: end.detail,
-          ...(end.step !== undefined ? { step: end.step } : {}),
-        }),
+        await store.finishRun(
+          run.id,
+          ownerToken,
+          {
+            status: 'failed',
+            code: end.code,
+            message: end.detail,
+            ...(end.step !== undefined ? { step: end.step } : {}),
+          },
+          run.attempt,
+        ),
       );
     case 'cancelled': {
-      const cancelled = await store.finishRun(run.id, ownerToken, {
-        status: 'cancelled',
-        ...(end.detail !== undefined ? { message: end.detail } : {}),
-      });
+      const cancelled = await store.finishRun(
+        run.id,
+        ownerToken,
+        { status: 'cancelled', ...(end.detail !== undefined ? { message: end.detail } : {}) },
+        run.attempt,
+      );
       return cancelled.ok ? cancelled.run : undefined;
     }
     case 'parked':

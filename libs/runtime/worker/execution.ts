@@ -36,6 +36,19 @@ export async function executeRun(
   ownerToken: string,
   signal: AbortSignal,
 ): Promise<ExecutionEnd> {
+  return (await executeRunToEnd(deps, run, ownerToken, signal)).end;
+}
+
+/**
+ * {@link executeRun}, answering also the run as its end left it (`after`: what the end wrote or
+ * read again), so the caller need not read again what this process just wrote (issue 18).
+ */
+export async function executeRunToEnd(
+  deps: ExecutionDeps,
+  run: RunView,
+  ownerToken: string,
+  signal: AbortSignal,
+): Promise<{ end: ExecutionEnd; after: RunView | undefined }> {
   await deps.faults?.('agent.load');
   const agent = await agentVersions(deps).get(run.tenant, run.agent_id, run.agent_version);
   const provider = leaseProvider(deps, run, ownerToken);
@@ -118,8 +131,8 @@ export async function executeRun(
     if (!(error instanceof ModelError)) throw error;
     end = { kind: 'failed', code: 'model_error', detail: error.message };
   }
-  await endExecution(deps, run, ownerToken, end, { provider, cancelledHere });
-  return end;
+  const after = await endExecution(deps, run, ownerToken, end, { provider, cancelledHere });
+  return { end, after };
 }
 
 /** The run's lease provider: a bound run's, where this deployment has a data plane. */

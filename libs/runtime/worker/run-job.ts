@@ -7,12 +7,12 @@ import {
   runJobSchema,
   SHUTDOWN_REASON,
 } from '../../../queues/index.js';
-import { runHasEnded } from '../../contracts/index.js';
+import { type RunView, runHasEnded } from '../../contracts/index.js';
 import { type Counter, type Histogram, METRICS, metricOf, type Registry } from '../../telemetry/index.js';
 import type { ExecutionEnd } from '../index.js';
 import { claimExecution } from './claim.js';
 import { settleEscapedError } from './escaped.js';
-import { executeRun } from './execution.js';
+import { executeRunToEnd } from './execution.js';
 import type { ExecutionDeps } from './execution-deps.js';
 import { jobResult } from './job-result.js';
 import { RunLost } from './run-lost.js';
@@ -55,6 +55,7 @@ export function runJobProcessor(deps: RunJobDeps) {
     const controller = new AbortController();
     signal?.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
     let end: ExecutionEnd;
+    let afterEnd: RunView | undefined;
     try {
       // Issue 12: noted before any transition of this execution, so its follow-up survives a crash.
       await lifecycle.owe(claim.run);
@@ -67,7 +68,12 @@ export function runJobProcessor(deps: RunJobDeps) {
         );
         return turn === 'waiting' ? { status: 'queued', code: null } : { status: 'lost', code: 'not_owner' };
       }
-      end = await executeRun({ ...deps, logger: runLog }, claim.run, ownerToken, controller.signal);
+      ({ end, after: afterEnd } = await executeRunToEnd(
+        { ...deps, logger: runLog },
+        claim.run,
+        ownerToken,
+        controller.signal,
+      ));
     } catch (error) {
       cancelsHeard.delete(runId);
       if (error instanceof RunLost) {
@@ -102,7 +108,9 @@ export function runJobProcessor(deps: RunJobDeps) {
     }
     cancelsHeard.delete(runId);
     executions.inc({ outcome: end.kind });
-    const after = await store.getRun(runId);
+    // An end is final: the run as this execution ended it is the run now (issue 18: not read
+    // again). Anything short of an end (a park, a wait) may have moved since, so it is read.
+    const after = afterEnd && runHasEnded(afterEnd.status) ? afterEnd : await store.getRun(runId);
     const status = after?.status ?? end.kind;
     const code = after?.error?.code ?? null;
     // Issue 15: the execution's last line names its end, and the run's status and error code as
