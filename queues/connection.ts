@@ -33,9 +33,25 @@ const CONNECT_TIMEOUT_MS = 5_000;
 /** The longest wait between two reconnection attempts: connections come back at most this far apart. */
 export const MAX_RECONNECT_DELAY_MS = 2_000;
 
-export function redisOptions(role: ConnectionRole, name: string): RedisOptions {
+/**
+ * Issue 18: a connection many callers share at once (the API's, a run worker's store) sends the
+ * commands issued in one tick in one write (ioredis auto-pipelining): Redis still runs each
+ * connection's commands in the order sent, and each caller still awaits its own reply. Never on a
+ * connection that blocks (BullMQ's worker connections, a BLPOP's, a subscriber): a blocking
+ * command would hold every command batched behind it.
+ */
+export interface ConnectionOptions {
+  autoPipelining?: boolean;
+}
+
+export function redisOptions(
+  role: ConnectionRole,
+  name: string,
+  options: ConnectionOptions = {},
+): RedisOptions {
   const shared: RedisOptions = {
     connectionName: `leasehold:${name}`,
+    ...(options.autoPipelining ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: [] } : {}),
     lazyConnect: true,
     connectTimeout: CONNECT_TIMEOUT_MS,
     retryStrategy: (times) => Math.min(times * 200, MAX_RECONNECT_DELAY_MS),
@@ -95,20 +111,27 @@ export function describeTarget(target: RedisTarget): string {
  * A connected ioredis client (a `Cluster` for a cluster target), or an error naming the target
  * (never its password) if Redis does not answer within the connect timeout.
  */
-export async function connectRedis(url: string, role: ConnectionRole, name: string): Promise<Redis>;
+export async function connectRedis(
+  url: string,
+  role: ConnectionRole,
+  name: string,
+  options?: ConnectionOptions,
+): Promise<Redis>;
 export async function connectRedis(
   target: RedisTarget,
   role: ConnectionRole,
   name: string,
+  options?: ConnectionOptions,
 ): Promise<RedisClient>;
 export async function connectRedis(
   target: RedisTarget,
   role: ConnectionRole,
   name: string,
+  options: ConnectionOptions = {},
 ): Promise<RedisClient> {
   const client: RedisClient =
     typeof target === 'string'
-      ? new Redis(target, redisOptions(role, name))
+      ? new Redis(target, redisOptions(role, name, options))
       : new Cluster(seedNodes(target.clusterNodes), clusterOptions(role, name, target.clusterNodes));
   // Errors are reported by the commands that meet them, and an outage once by the process's link
   // watch (issue 12); an unhandled 'error' event would crash.

@@ -18,12 +18,15 @@ export const runJobSchema = z.object({
 });
 export type RunJob = z.output<typeof runJobSchema>;
 
+/** Built once: a zod schema costs more to build than to check (issue 18). */
+const executionSchema = z.number().int().min(1);
+
 /**
  * The BullMQ job id of one execution. BullMQ refuses ids with `:` and treats all-digit ids as its
  * own counters, so ours are `run_…-x<execution>`: never all digits, never a colon.
  */
 export function runJobId(runId: string, execution: number): string {
-  const id = `${recordIdSchema.parse(runId)}-x${z.number().int().min(1).parse(execution)}`;
+  const id = `${recordIdSchema.parse(runId)}-x${executionSchema.parse(execution)}`;
   if (id.includes(':') || /^\d+$/.test(id)) throw new Error(`unusable job id "${id}"`);
   return id;
 }

@@ -64,7 +64,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const browserTools = browserToolsState(config);
   // Issue 13: a store that cannot be opened (no folder, no bucket) stops the start here.
   const artifacts = options.artifacts ?? (await openArtifactStore(config));
-  const redis = await connectRedis(options.redisUrl, 'producer', 'api');
+  const redis = await connectRedis(options.redisUrl, 'producer', 'api', { autoPipelining: true });
   const runsQueue = createRunsQueue(redis, config.redis.queuePrefix);
   const unwatch = metrics.watchQueue(RUNS_QUEUE, () => runsQueue.getJobCounts());
 

@@ -61,7 +61,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   // browser; it refuses to start instead, unless LEASEHOLD_BROWSER_TOOLS=off says so on purpose.
   log[browserToolsState(config) === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
 
-  const redis = await connectRedis(options.redisUrl, 'worker', 'run-worker-store');
+  const redis = await connectRedis(options.redisUrl, 'worker', 'run-worker-store', { autoPipelining: true });
   const store = new RunStore(redis, config.redis.keyPrefix, Date.now, { retentionMs: config.runRetentionMs });
   const cancels = await listenForCancels(redis, store.cancelChannel, log);
   const queue = createRunsQueue(redis, config.redis.queuePrefix);

@@ -4,7 +4,7 @@ import {
   mcpTurnCallSchema,
   mcpTurnResultSchema,
 } from '../contracts/index.js';
-import type { RedisClient } from './redis-client.js';
+import { duplicateUnbatched, type RedisClient } from './redis-client.js';
 
 /**
  * How long the channel's keys outlive their last write: past the longest run deadline (24 h), so a
@@ -41,7 +41,8 @@ export class McpTurns {
 
   /** A connection of its own for blocking reads, connected (the caller closes it with `disconnect()`). */
   async blocking(): Promise<RedisClient> {
-    const connection = this.redis.duplicate();
+    // Its BLPOP would hold every command batched behind it: never auto-pipelined.
+    const connection = duplicateUnbatched(this.redis);
     // Errors are answered by the commands that meet them; an unhandled 'error' event would crash.
     connection.on('error', () => {});
     if (connection.status === 'wait') await connection.connect();

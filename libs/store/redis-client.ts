@@ -12,3 +12,11 @@ export type RedisClient = Redis | Cluster;
 export function isCluster(client: RedisClient): client is Cluster {
   return (client as Partial<Cluster>).isCluster === true;
 }
+
+/**
+ * A new connection like `client`, never auto-pipelined (issue 18: a shared connection batches each
+ * tick's commands; one that blocks or subscribes must not). A cluster's keeps its own options.
+ */
+export function duplicateUnbatched(client: RedisClient): RedisClient {
+  return isCluster(client) ? client.duplicate() : client.duplicate({ enableAutoPipelining: false });
+}

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../../store/redis-client.js';
+import { duplicateUnbatched, type RedisClient } from '../../store/redis-client.js';
 import type { Logger } from '../../telemetry/index.js';
 import { isRedisUnreachable, redisLink } from '../../telemetry/redis-link.js';
 
@@ -19,7 +19,8 @@ export async function listenForCancels(
   log: Logger,
 ): Promise<CancelListener> {
   const heard = new Set<string>();
-  const subscriber = redis.duplicate();
+  // A subscriber sends nothing but its subscriptions: never batched (queues/connection.ts).
+  const subscriber = duplicateUnbatched(redis);
   // Issue 12: an outage is logged once by the process's link watch, which follows this one too.
   subscriber.on('error', (error) => {
     if (!isRedisUnreachable(error)) log.warn({ err: error }, 'cancel subscription error');
