@@ -26,9 +26,16 @@ export type RunEnd =
 /** The reasons the sweeper (or a lifecycle step without the owner token) fails a run for. */
 export type SweptFailure = 'reclaimed' | 'deadline_exceeded' | 'internal_error' | 'provider_unavailable';
 
-/** A claim's answer; a fresh claim (`claimed`) tells when the run became queued (issue 15, queue wait). */
+/**
+ * A claim's answer; a fresh claim (`claimed`) tells when the run became queued (issue 15, queue
+ * wait). `transcriptEntries`: how many entries the current attempt's transcript holds as the claim
+ * found it (issue 18: an owner whose run has none need not read it).
+ */
 export type ClaimTransition =
-  | ({ ok: true; detail: 'claimed' | 'already' | 'taken_over'; run: RunView } & { queuedAtMs?: number })
+  | ({ ok: true; detail: 'claimed' | 'already' | 'taken_over'; run: RunView } & {
+      queuedAtMs?: number;
+      transcriptEntries?: number;
+    })
   | RunRefusal;
 
 export async function claimRun(
@@ -42,6 +49,7 @@ export async function claimRun(
   const reply = await redis.claimRun(
     keys.run(runId),
     keys.events(runId),
+    keys.transcript(runId),
     execution,
     ownerToken,
     takeOver ? '1' : '0',
@@ -52,8 +60,14 @@ export async function claimRun(
     [reply[0], reply[1], reply[2]],
     `queued at execution ${execution}`,
   );
-  const queuedAtMs = Number(reply[3] ?? Number.NaN);
-  return transition.ok && queuedAtMs > 0 ? { ...transition, queuedAtMs } : transition;
+  if (!transition.ok) return transition;
+  const queuedAtMs = Number(reply[3] || Number.NaN);
+  const transcriptEntries = typeof reply[4] === 'number' ? reply[4] : undefined;
+  return {
+    ...transition,
+    ...(queuedAtMs > 0 ? { queuedAtMs } : {}),
+    ...(transcriptEntries !== undefined ? { transcriptEntries } : {}),
+  };
 }
 
 /** `running → parked | waiting_child | waiting_user` by its owner (ends the execution). */

@@ -34,8 +34,9 @@ export interface ScriptCommands {
   claimRun(
     runKey: string,
     eventsKey: string,
+    transcriptKey: string,
     ...argv: Arg[]
-  ): Promise<[string, string, Array<string | number>, (string | number)?]>;
+  ): Promise<[string, string, Array<string | number>, (string | number)?, number?]>;
   /** KEYS: the script's own, then the run's other keys (`+` file: the count goes first). */
   suspendRun(numberOfKeys: number, ...keysAndArgs: Arg[]): Promise<[string, string, Array<string | number>]>;
   requeueRun(

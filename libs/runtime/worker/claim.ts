@@ -6,7 +6,14 @@ import type { Histogram } from '../../telemetry/index.js';
 
 /** What a claim of a `runs` job decided: the run is this owner's now, or the job does nothing. */
 export type ClaimOutcome =
-  | { ok: true; run: RunView; ownerToken: string; detail: string }
+  | {
+      ok: true;
+      run: RunView;
+      ownerToken: string;
+      detail: string;
+      /** The claim found the run's current transcript empty (issue 18: nothing to read). */
+      transcriptEmpty: boolean;
+    }
   | { ok: false; code: string; status: RunStatus | undefined; result: RunJobResult };
 
 /** What a claim works with: the store, and where the run's wait in the queue is observed. */
@@ -43,5 +50,11 @@ export async function claimExecution(
   // Issue 15: a fresh claim ends the run's wait in the queue (a take-over ends none: the run was running).
   if (claim.queuedAtMs !== undefined)
     deps.queueWait?.observe(Math.max(0, claim.run.updated_at_ms - claim.queuedAtMs) / 1000);
-  return { ok: true, run: claim.run, ownerToken, detail: claim.detail };
+  return {
+    ok: true,
+    run: claim.run,
+    ownerToken,
+    detail: claim.detail,
+    transcriptEmpty: claim.transcriptEntries === 0,
+  };
 }

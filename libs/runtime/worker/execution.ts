@@ -39,6 +39,12 @@ export async function executeRun(
   return (await executeRunToEnd(deps, run, ownerToken, signal)).end;
 }
 
+/** What the claim that gave this owner the run found, so the execution need not read it again. */
+export interface ClaimedFacts {
+  /** The run's current transcript was empty (only its owner writes it: it still is). */
+  transcriptEmpty?: boolean;
+}
+
 /**
  * {@link executeRun}, answering also the run as its end left it (`after`: what the end wrote or
  * read again), so the caller need not read again what this process just wrote (issue 18).
@@ -48,12 +54,13 @@ export async function executeRunToEnd(
   run: RunView,
   ownerToken: string,
   signal: AbortSignal,
+  claimed: ClaimedFacts = {},
 ): Promise<{ end: ExecutionEnd; after: RunView | undefined }> {
   await deps.faults?.('agent.load');
   const agent = await agentVersions(deps).get(run.tenant, run.agent_id, run.agent_version);
   const provider = leaseProvider(deps, run, ownerToken);
   const tools = new BrowserToolExecutor(provider, run.deadline_at_ms);
-  const port = new StoreRunPort(deps, run, ownerToken);
+  const port = new StoreRunPort(deps, run, ownerToken, claimed);
   // Issue 14: a run records the contract version of the browser tools its model is offered.
   const toolsVersion = tools.contractVersion();
   if (toolsVersion && run.browser_tools_version !== toolsVersion) {

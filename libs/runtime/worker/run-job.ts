@@ -73,6 +73,7 @@ export function runJobProcessor(deps: RunJobDeps) {
         claim.run,
         ownerToken,
         controller.signal,
+        { transcriptEmpty: claim.transcriptEmpty },
       ));
     } catch (error) {
       cancelsHeard.delete(runId);

@@ -19,12 +19,16 @@ export class StoreRunPort implements RunPort {
   #unwrittenInput: TranscriptEntry | undefined;
   #checkedOnce = false;
 
+  #knownEmpty: boolean;
+
   constructor(
     private readonly deps: ExecutionDeps,
     private readonly run: RunView,
     private readonly ownerToken: string,
+    claimed: { transcriptEmpty?: boolean } = {},
   ) {
     this.#current = run;
+    this.#knownEmpty = claimed.transcriptEmpty === true;
   }
 
   get runId(): string {
@@ -38,7 +42,11 @@ export class StoreRunPort implements RunPort {
 
   async loadTranscript(): Promise<TranscriptEntry[]> {
     await this.deps.faults?.('transcript.load');
-    const entries = await this.deps.transcripts.load<TranscriptEntry>(this.run.id);
+    // Issue 18: the claim counted the transcript; empty then, it is empty until this owner
+    // writes it, so the first load need not ask. Any later load reads.
+    const knownEmpty = this.#knownEmpty;
+    this.#knownEmpty = false;
+    const entries = knownEmpty ? [] : await this.deps.transcripts.load<TranscriptEntry>(this.run.id);
     if (entries.length > 0) return entries;
     const input = this.run.input as { text?: string } | string;
     const first: TranscriptEntry = {
@@ -52,6 +60,7 @@ export class StoreRunPort implements RunPort {
   }
 
   async appendTranscript(entry: TranscriptEntry): Promise<void> {
+    this.#knownEmpty = false;
     const entries = this.#unwrittenInput ? [this.#unwrittenInput, entry] : [entry];
     await this.deps.faults?.('transcript.append');
     try {

@@ -7,15 +7,19 @@
   Input:
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
+    KEYS[3] the run's transcript    ({run:ID}:transcript), only counted
 
     ARGV[1] the job's execution number
     ARGV[2] the claiming worker's owner token
     ARGV[3] '1' to take over a run of this execution running under another owner
     ARGV[4] now (epoch ms)
 
-  Output: { code, detail, fields of the run record (empty when refused)[, queued at] }
-    {'ok', 'claimed', fields, queued_at}  queued_at: when the run became queued (epoch ms)
-    {'ok', 'already' | 'taken_over', fields}
+  Output: { code, detail, fields of the run record (empty when refused)[, queued at, entries] }
+    {'ok', 'claimed', fields, queued_at, entries}  queued_at: when the run became queued (epoch ms)
+    {'ok', 'already' | 'taken_over', fields, '', entries}
+    entries: how many entries the current attempt's transcript has (issue 18: the new owner skips
+    reading an empty one; only the owner writes it, so it cannot fill between this claim and
+    that read)
     {'not_found', '', {}}
     {'stale_execution', status, {}}
     {'not_owner', 'running', {}}      running under another owner
@@ -30,12 +34,12 @@ local now = tonumber(ARGV[4])
 local data = {status = "running", previous = f[1], attempt = tonumber(f[4]), execution = tonumber(f[2])}
 
 if f[1] == "running" then
-  if f[3] == ARGV[2] then return {"ok", "already", redis.call("HGETALL", KEYS[1])} end
+  if f[3] == ARGV[2] then return {"ok", "already", redis.call("HGETALL", KEYS[1]), "", redis.call("LLEN", KEYS[3])} end
   if ARGV[3] ~= "1" then return {"not_owner", "running", {}} end
   redis.call("HSET", KEYS[1], "owner", ARGV[2], "updated_at", now)
   redis.call("HINCRBY", KEYS[1], "takeovers", 1)
   emit("run.resumed", now, data)
-  return {"ok", "taken_over", redis.call("HGETALL", KEYS[1])}
+  return {"ok", "taken_over", redis.call("HGETALL", KEYS[1]), "", redis.call("LLEN", KEYS[3])}
 end
 if f[1] ~= "queued" then return {"wrong_status", f[1], {}} end
 
@@ -44,4 +48,4 @@ if f[1] ~= "queued" then return {"wrong_status", f[1], {}} end
 local queuedAt = f[5]
 redis.call("HSET", KEYS[1], "status", "running", "owner", ARGV[2], "updated_at", now, "waiting_for", "")
 emit("run.claimed", now, data)
-return {"ok", "claimed", redis.call("HGETALL", KEYS[1]), queuedAt}
+return {"ok", "claimed", redis.call("HGETALL", KEYS[1]), queuedAt, redis.call("LLEN", KEYS[3])}
