@@ -84,6 +84,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/renewals': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Renew many leases
+     * @description Issue 18: up to 150 renewals of leases this worker serves in one request, each answered as `renewLease` answers it alone: its status and the lease, or its error (`not_found`, `lease_expired`, `idempotency_conflict`, `idempotency_in_progress`). Each item carries the Idempotency-Key `renewLease` would: the same key with the same renewal replays the stored answer (`replayed`), whichever route stored it. A malformed body, or more than 150 items, is refused whole before anything is written.
+     */
+    post: operations['renewLeases'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/tenants/{tenant}/profiles': {
     parameters: {
       query?: never;
@@ -586,6 +606,33 @@ export interface components {
     RenewLeaseRequest: {
       requested_expires_at_ms: number;
     };
+    RenewLeasesRequest: {
+      renewals: {
+        idempotency_key: string;
+        lease_id: string;
+        profile_id: string;
+        requested_expires_at_ms: number;
+        tenant: string;
+      }[];
+    };
+    /** @description Each renewal of a batch as `renewLease` answers it alone, in the order sent: its status, and the lease or the error; `replayed` when it is the stored answer of an earlier request with the same key. */
+    RenewalsAnswer: {
+      renewals: {
+        error:
+          | ({
+              code: string;
+              message: string;
+            } & {
+              [key: string]: string | number | boolean;
+            })
+          | null;
+        idempotency_key: string;
+        lease: components['schemas']['Lease'] | null;
+        lease_id: string;
+        replayed: boolean;
+        status: number;
+      }[];
+    };
     /** @description This browser worker: its id, the profiles it serves, its browser and browser tools contracts. */
     Worker: {
       browser_tools_compatible: ('1.2.0' | '1.3.0')[];
@@ -916,6 +963,186 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Readiness'];
+        };
+      };
+    };
+  };
+  renewLeases: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "renewals": [
+         *         {
+         *           "idempotency_key": "renew.8d0f5c2a9b1e4f7c3a6d2b8e5f1c9a7d3b6e2f8a4c1d9e5b",
+         *           "lease_id": "lse_Q2x9aK3mZp1vR8tY",
+         *           "profile_id": "shop",
+         *           "requested_expires_at_ms": 1767226500000,
+         *           "tenant": "acme"
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': components['schemas']['RenewLeasesRequest'];
+      };
+    };
+    responses: {
+      /** @description Each renewal answered, in the order sent. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RenewalsAnswer'];
+        };
+      };
+      /** @description The URL or the request framing could not be read: `bad_request`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No valid data-plane token: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The challenge: `Bearer`. */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unauthorized",
+           *         "message": "a valid data-plane token is required"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Body over 64 KiB: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "payload_too_large",
+           *         "message": "body over 65536 bytes"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Content type other than application/json: `bad_request`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Arguments that are not what the route takes: `invalid_arguments`, `validation_failed`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "invalid_arguments",
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Too many failed authentications from this address: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds until the address may try again. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "rate_limited",
+           *         "message": "too many failed authentications from this address; retry after 42 s"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description An unexpected failure (logged; never a stack trace): `internal`. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "internal",
+           *         "message": "internal error"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description The store or the browser is not available; retry shortly: `unavailable`. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unavailable",
+           *         "message": "the store did not answer; retry shortly"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
         };
       };
     };

@@ -139,7 +139,59 @@ export const acquireLeaseSchema = leaseScopeSchema.extend({
 });
 export type AcquireLease = z.output<typeof acquireLeaseSchema>;
 
+/** A lease id: `lse_` and 8 to 64 letters, digits, `_` or `-`. */
+export const leaseIdSchema = z
+  .string()
+  .regex(/^lse_[A-Za-z0-9_-]{8,64}$/, 'lse_ and 8 to 64 letters, digits, _ or -');
+
 export const renewLeaseSchema = z.object({ requested_expires_at_ms: z.number().int().positive() });
+
+/** An `Idempotency-Key` as the data plane takes it: 1 to 128 letters, digits, `_ . : -`. */
+export const idempotencyKeySchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,128}$/, '1 to 128 letters, digits, _ . : or -');
+
+/**
+ * Issue 18: the most renewals one `POST /v1/renewals` carries. Sized so a full batch of the longest
+ * items stays well under the 64 KiB body ceiling, and a run worker's upkeep of 10,000 leases on one
+ * browser worker is under a hundred requests.
+ */
+export const MAX_RENEWALS_PER_REQUEST = 150;
+
+/**
+ * One renewal of a batch: the lease (its profile's tenant and id, and its id), the body the single
+ * renew route takes, and the Idempotency-Key that route would carry. The key is the single route's:
+ * the same renewal sent alone or in a batch replays the other's answer.
+ */
+export const renewalItemSchema = renewLeaseSchema.extend({
+  tenant: tenantIdSchema,
+  profile_id: profileIdSchema,
+  lease_id: leaseIdSchema,
+  idempotency_key: idempotencyKeySchema,
+});
+export type RenewalItem = z.output<typeof renewalItemSchema>;
+
+/** Many renewals of leases served by one browser worker; no key twice for one profile. */
+export const renewalsSchema = z.object({
+  renewals: z
+    .array(renewalItemSchema)
+    .min(1)
+    .max(MAX_RENEWALS_PER_REQUEST)
+    .superRefine((items, context) => {
+      const seen = new Set<string>();
+      for (const [index, item] of items.entries()) {
+        const key = `${item.tenant}/${item.profile_id}\n${item.idempotency_key}`;
+        if (seen.has(key))
+          context.addIssue({
+            code: 'custom',
+            path: [index, 'idempotency_key'],
+            message: 'used by an earlier renewal of the same profile',
+          });
+        seen.add(key);
+      }
+    }),
+});
+export type Renewals = z.output<typeof renewalsSchema>;
 export const closeLeaseSchema = z.object({ seal: z.boolean() });
 
 export const navigateSchema = z.object({
@@ -212,11 +264,6 @@ export type DataPlaneErrorCode = keyof typeof DATA_PLANE_ERROR_STATUS;
 // a schema lacks does not leave) and its OpenAPI document is generated from them. The `satisfies`
 // checks keep them in step with the interfaces above.
 
-/** A lease id: `lse_` and 8 to 64 letters, digits, `_` or `-`. */
-export const leaseIdSchema = z
-  .string()
-  .regex(/^lse_[A-Za-z0-9_-]{8,64}$/, 'lse_ and 8 to 64 letters, digits, _ or -');
-
 export const profileAnswerSchema = z.object({
   id: z.string(),
   tenant: z.string(),
@@ -267,6 +314,29 @@ export const pageCallAnswerSchema = observeCallAnswerSchema.extend({ artifacts: 
 
 /** A preview's answer (issue 13): the lease as it is and the outlined screenshot, if one was had. */
 export const previewCallAnswerSchema = z.object({ lease: leaseAnswerSchema, artifacts: pageArtifactsSchema });
+
+/**
+ * Issue 18: `POST /v1/renewals` answers each renewal as the single renew route answers it: its
+ * status, and the lease (2xx) or the error (otherwise), replayed or not. In the order sent.
+ */
+export const renewalsAnswerSchema = z.object({
+  renewals: z.array(
+    z.object({
+      lease_id: z.string(),
+      idempotency_key: z.string(),
+      /** The HTTP status the single renew route answers (or answered: `replayed`) this renewal. */
+      status: z.number().int(),
+      /** True when this is the stored answer of an earlier request with the same key. */
+      replayed: z.boolean(),
+      lease: leaseAnswerSchema.nullable(),
+      error: z
+        .object({ code: z.string(), message: z.string() })
+        .catchall(z.union([z.string(), z.number(), z.boolean()]))
+        .nullable(),
+    }),
+  ),
+});
+export type RenewalsAnswer = z.output<typeof renewalsAnswerSchema>;
 
 /** `GET /v1/worker`: who this browser worker is, whom it serves and which browser tools contracts it speaks. */
 export const workerAnswerSchema = z.object({

@@ -10,6 +10,9 @@ export type {
   AcquireOutcome,
   BeginCloseOutcome,
   IdempotencyClaim,
+  IdempotentAnswerRecord,
+  IdempotentRenewal,
+  IdempotentRenewOutcome,
   LeaseCaps,
   LeaseRecord,
   LeaseStore,
@@ -19,4 +22,9 @@ export type {
   StoredProfile,
 } from './ports.js';
 export { sealState, unsealState } from './seal.js';
-export { DEFAULT_LEASE_CAPS, LeaseService, type LeaseServiceOptions } from './service.js';
+export {
+  DEFAULT_LEASE_CAPS,
+  LeaseService,
+  type LeaseServiceOptions,
+  type RenewalResult,
+} from './service.js';

@@ -69,6 +69,35 @@ export type SequenceOutcome =
   | { status: 'lease_expired' }
   | { status: 'not_found' };
 
+/** One renewal of a batch, under its own idempotency record (issue 18). */
+export interface IdempotentRenewal {
+  profile: ProfileRef;
+  leaseId: string;
+  requestedExpiresAtMs: number;
+  /** The item's Idempotency-Key, shared with the single renew route's. */
+  idempotencyKey: string;
+  /** The request's hash as the single renew route computes it (method, path, canonical body). */
+  requestHash: string;
+}
+
+/**
+ * A renewal under its idempotency record: the record's answer when it was not claimed (`replay`,
+ * `pending`, `conflict`), else the renewal's own (`renewed` with the lease after it).
+ */
+export type IdempotentRenewOutcome =
+  | Exclude<IdempotencyClaim, { status: 'claimed' }>
+  | { status: 'renewed'; lease: LeaseRecord }
+  | { status: 'lease_expired' }
+  | { status: 'not_found' };
+
+/** A stored answer of an idempotent request, for `completeIdempotencies`. */
+export interface IdempotentAnswerRecord {
+  profile: ProfileRef;
+  key: string;
+  httpStatus: number;
+  body: string;
+}
+
 export type IdempotencyClaim =
   | { status: 'claimed' }
   | { status: 'replay'; httpStatus: number; body: string }
@@ -121,7 +150,18 @@ export interface LeaseStore {
     nowMs: number,
     advance: boolean,
   ): Promise<SequenceOutcome>;
+  /**
+   * Issue 18: many renewals, each claiming its own idempotency record and renewing in one script
+   * (one slot per call), all in one pipeline; answers in the order given.
+   */
+  renewIdempotently(
+    renewals: readonly IdempotentRenewal[],
+    nowMs: number,
+    caps: LeaseCaps,
+  ): Promise<IdempotentRenewOutcome[]>;
   claimIdempotency(profile: ProfileRef, key: string, requestHash: string): Promise<IdempotencyClaim>;
   completeIdempotency(profile: ProfileRef, key: string, httpStatus: number, body: string): Promise<void>;
+  /** Issue 18: many answers stored at once (one pipeline), as `completeIdempotency` stores one. */
+  completeIdempotencies(answers: readonly IdempotentAnswerRecord[]): Promise<void>;
   releaseIdempotency(profile: ProfileRef, key: string): Promise<void>;
 }

@@ -15,12 +15,23 @@ import { assertNever, pinsServe, profileLabel } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
-import { profileView, readLeaseView } from './lease-views.js';
+import { leaseView, profileView, readLeaseView } from './lease-views.js';
 import type { LeaseArtifacts } from './page-artifacts.js';
 import { LeasePageCalls } from './page-calls.js';
 import type { PageFactory } from './pages.js';
-import type { LeaseCaps, LeaseStore, StoredProfile } from './ports.js';
+import type { IdempotentRenewal, LeaseCaps, LeaseStore, StoredProfile } from './ports.js';
 import { sealState, unsealState } from './seal.js';
+
+/**
+ * One renewal's result in a batch (issue 18): the stored answer of an earlier request with its key,
+ * the lease renewed, a refusal (`claimed`: the item's idempotency record is this call's to complete,
+ * as the single route stores its refusals), or an unexpected failure (its record is to be released).
+ */
+export type RenewalResult =
+  | { kind: 'replay'; httpStatus: number; body: string }
+  | { kind: 'renewed'; lease: LeaseView }
+  | { kind: 'refused'; error: DataPlaneError; claimed: boolean }
+  | { kind: 'failed'; error: unknown };
 
 /** ADR-0127 d5: a lease is granted at most 15 minutes at a time and lives at most 60 minutes. */
 export const DEFAULT_LEASE_CAPS: LeaseCaps = Object.freeze({
@@ -251,6 +262,66 @@ export class LeaseService {
     }
     this.#metrics.operations.inc({ op: 'renew', result: 'renewed' });
     return this.#view(profile, leaseId);
+  }
+
+  /**
+   * Issue 18: many renewals at once, each under its own idempotency record, by the rules `renew`
+   * follows (one Lua include): one pipelined round trip claims and renews them all, and the renewed
+   * leases come back with it. An expired or revoked lease is closed unsealed before its refusal is
+   * answered, as `renew` does; the other refusals are `renew`'s own codes.
+   */
+  async renewMany(renewals: readonly IdempotentRenewal[]): Promise<RenewalResult[]> {
+    const outcomes = await this.#store.renewIdempotently(renewals, this.#clock(), this.#caps);
+    return Promise.all(
+      outcomes.map(async (outcome, index): Promise<RenewalResult> => {
+        const { profile, leaseId } = renewals[index] as IdempotentRenewal;
+        switch (outcome.status) {
+          case 'replay':
+            return { kind: 'replay', httpStatus: outcome.httpStatus, body: outcome.body };
+          case 'conflict':
+            return {
+              kind: 'refused',
+              claimed: false,
+              error: new DataPlaneError(
+                'idempotency_conflict',
+                'this Idempotency-Key was used with another request',
+              ),
+            };
+          case 'pending':
+            return {
+              kind: 'refused',
+              claimed: false,
+              error: new DataPlaneError(
+                'idempotency_in_progress',
+                'the first request with this Idempotency-Key is still being answered',
+              ),
+            };
+          case 'not_found':
+            return {
+              kind: 'refused',
+              claimed: true,
+              error: new DataPlaneError('not_found', `no lease ${leaseId}`),
+            };
+          case 'lease_expired':
+            this.#metrics.operations.inc({ op: 'renew', result: 'lease_expired' });
+            try {
+              await this.close(profile, leaseId, { seal: false, reason: 'expired' });
+            } catch (error) {
+              if (!(error instanceof DataPlaneError && error.status < 500)) return { kind: 'failed', error };
+            }
+            return {
+              kind: 'refused',
+              claimed: true,
+              error: new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`),
+            };
+          case 'renewed':
+            this.#metrics.operations.inc({ op: 'renew', result: 'renewed' });
+            return { kind: 'renewed', lease: leaseView(outcome.lease) };
+          default:
+            return assertNever(outcome);
+        }
+      }),
+    );
   }
 
   /**

@@ -17,6 +17,7 @@ export {
   previewCallAnswerSchema as previewAnswerSchema,
   profileAnswerSchema as profileViewSchema,
   profileListAnswerSchema as profileListSchema,
+  renewalsAnswerSchema,
 } from '../contracts/index.js';
 
 /** The answer of navigate, observe and act: observe's carries no artifacts. */

@@ -16,6 +16,7 @@ import {
   previewAnswerSchema,
   profileListSchema,
   profileViewSchema,
+  renewalsAnswerSchema,
 } from './answers.js';
 import {
   type DataPlaneOperation,
@@ -52,6 +53,18 @@ export interface DataPlaneClientOptions {
   /** Tests: another fetch. */
   fetch?: typeof fetch;
 }
+
+/** One renewal of {@link DataPlaneClient.renewMany}: a lease of the worker and the expiry asked for. */
+export interface RenewalRequest {
+  profile: ProfileRef;
+  leaseId: string;
+  requestedExpiresAtMs: number;
+}
+
+/** Each renewal's result, in the order asked: the lease renewed, or the error `renew` would throw. */
+export type RenewalOutcome =
+  | { leaseId: string; lease: LeaseView; error?: undefined }
+  | { leaseId: string; lease?: undefined; error: ProviderError };
 
 export interface AcquireResult {
   lease: AcquireAnswer;
@@ -156,6 +169,52 @@ export class DataPlaneClient {
       ...leaseLimits(limits),
     });
     return this.#parse('renew', leaseViewSchema, answer.body);
+  }
+
+  /**
+   * Issue 18: many renewals of this worker's leases in one request (at most
+   * `MAX_RENEWALS_PER_REQUEST`). Each item carries the Idempotency-Key `renew` would send for it, so a
+   * renewal sent in a batch and sent alone are one request to the service. A refusal of one item is
+   * that item's error, as `renew` would throw it; a failure of the request itself throws.
+   */
+  async renewMany(renewals: readonly RenewalRequest[], limits: CallLimits = {}): Promise<RenewalOutcome[]> {
+    if (renewals.length === 0) return [];
+    const answer = await this.#send({
+      operation: 'renew_many',
+      method: 'POST',
+      path: '/v1/renewals',
+      body: {
+        renewals: renewals.map((renewal) => ({
+          tenant: renewal.profile.tenant,
+          profile_id: renewal.profile.id,
+          lease_id: renewal.leaseId,
+          requested_expires_at_ms: renewal.requestedExpiresAtMs,
+          idempotency_key: renewIdempotencyKey(renewal.leaseId, renewal.requestedExpiresAtMs),
+        })),
+      },
+      ...leaseLimits(limits),
+    });
+    const answered = this.#parse('renew_many', renewalsAnswerSchema, answer.body).renewals;
+    if (answered.length !== renewals.length)
+      throw errorFromTransport(
+        'renew_many',
+        'invalid_answer',
+        new Error(`${renewals.length} renewals sent, ${answered.length} answered`),
+      );
+    return renewals.map((renewal, index): RenewalOutcome => {
+      const item = answered[index];
+      if (item?.lease_id !== renewal.leaseId)
+        return {
+          leaseId: renewal.leaseId,
+          error: errorFromTransport('renew', 'invalid_answer', new Error('renewals answered out of order')),
+        };
+      if (item.status >= 200 && item.status < 300 && item.lease)
+        return { leaseId: renewal.leaseId, lease: item.lease };
+      return {
+        leaseId: renewal.leaseId,
+        error: errorFromAnswer('renew', item.status, item.error ? { error: item.error } : undefined),
+      };
+    });
   }
 
   async close(

@@ -14,6 +14,8 @@ export type DataPlaneOperation =
   | 'acquire'
   | 'get_lease'
   | 'renew'
+  /** Issue 18: many renewals in one request; each item's own answer reads as a `renew`'s. */
+  | 'renew_many'
   | 'close'
   | 'navigate'
   | 'observe'

@@ -35,6 +35,8 @@ export {
   type DataPlaneClientOptions,
   DEFAULT_LEASE_CALL_TIMEOUT_MS,
   DEFAULT_PAGE_CALL_TIMEOUT_MS,
+  type RenewalOutcome,
+  type RenewalRequest,
 } from './client.js';
 export {
   type DataPlaneOperation,

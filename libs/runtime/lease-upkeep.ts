@@ -1,5 +1,5 @@
 import { ADR_0127 } from '../config/index.js';
-import type { ProfileRef, RunStatus } from '../contracts/index.js';
+import { MAX_RENEWALS_PER_REQUEST, type ProfileRef, type RunStatus } from '../contracts/index.js';
 import { DataPlaneClient } from '../provider/index.js';
 
 /** ADR-0127 d5–d6: renew within five minutes of expiry, 15 minutes a step, 60 minutes a lease. */
@@ -8,6 +8,7 @@ export const LEASE_UPKEEP_DEFAULTS = Object.freeze({
   stepMs: ADR_0127.leaseStepMs,
   lifetimeMs: ADR_0127.leaseLifetimeMs,
   concurrency: 32,
+  renewalBatchSize: MAX_RENEWALS_PER_REQUEST,
 });
 
 /** A live lease as the upkeep reads it from the lease store. */
@@ -38,6 +39,11 @@ export interface LeaseUpkeepDeps {
   lifetimeMs?: number;
   /** Data-plane calls in flight at once. Default 32. */
   concurrency?: number;
+  /**
+   * Renewals sent to one browser worker in one request (issue 18). Default and most: 150, the data
+   * plane's bound; smaller only makes more requests.
+   */
+  renewalBatchSize?: number;
   onError?: (lease: UpkeepLease, error: unknown) => void;
 }
 
@@ -82,7 +88,10 @@ export function renewalTarget(
  * One upkeep pass (ADR-0127 d5–d6), beside each run worker's claim loop: every live lease whose run
  * still needs it and that expires within the window is renewed; a lease whose run is done with the
  * page is sealed and closed. Reads are three pipelined round trips for the leases and one for the
- * runs, whatever their number; each renewal or close is one data-plane call to the lease's worker.
+ * runs, whatever their number. Renewals go to each lease's worker in batches (issue 18: one
+ * `POST /v1/renewals` per worker per batch of up to 150, each renewal under the key its single renew
+ * would carry); each close is one data-plane call. A renewal its batch refuses fails alone, with the
+ * error the single renew would have thrown; a batch that gets no answer fails each of its leases.
  */
 export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass> {
   const now = (deps.clock ?? Date.now)();
@@ -91,6 +100,10 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
     stepMs: deps.stepMs ?? LEASE_UPKEEP_DEFAULTS.stepMs,
     lifetimeMs: deps.lifetimeMs ?? LEASE_UPKEEP_DEFAULTS.lifetimeMs,
   };
+  const batchSize = Math.min(
+    MAX_RENEWALS_PER_REQUEST,
+    Math.max(1, deps.renewalBatchSize ?? LEASE_UPKEEP_DEFAULTS.renewalBatchSize),
+  );
   const pass: UpkeepPass = { renewed: [], closed: [], kept: 0, failed: [] };
   const leases = (await deps.leases.listLiveLeases()).filter((lease) => lease.expiresAtMs > now);
   if (leases.length === 0) return pass;
@@ -101,8 +114,14 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
       new DataPlaneClient({ baseUrl: worker.url, token: deps.dataPlaneToken }),
     ]),
   );
+  const fail = (lease: UpkeepLease, error: unknown) => {
+    pass.failed.push(lease.id);
+    deps.onError?.(lease, error);
+  };
 
-  const work: Array<{ lease: UpkeepLease; run: () => Promise<void> }> = [];
+  const work: UpkeepTask[] = [];
+  /** Due renewals by the worker that serves them, each with the expiry it is renewed to. */
+  const due = new Map<string, Array<{ lease: UpkeepLease; target: number }>>();
   for (const lease of leases) {
     const client = clients.get(lease.providerRef);
     // A worker that is gone took the page with it; its restart revokes the lease, or it expires.
@@ -110,7 +129,7 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
     const run = runs.get(lease.scope.run_id);
     if (!leaseStillNeeded(run?.status)) {
       work.push({
-        lease,
+        leases: [lease],
         run: async () => {
           await client.close(lease.profile, lease.id, { seal: true }, callLimits());
           pass.closed.push(lease.id);
@@ -123,19 +142,42 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
       pass.kept += 1;
       continue;
     }
-    work.push({
-      lease,
-      run: async () => {
-        await client.renew(lease.profile, lease.id, target, callLimits());
-        pass.renewed.push(lease.id);
-      },
-    });
+    const ofWorker = due.get(lease.providerRef) ?? [];
+    ofWorker.push({ lease, target });
+    due.set(lease.providerRef, ofWorker);
   }
-  await inLanes(work, deps.concurrency ?? LEASE_UPKEEP_DEFAULTS.concurrency, (lease, error) => {
-    pass.failed.push(lease.id);
-    deps.onError?.(lease, error);
-  });
+  for (const [workerId, renewals] of due) {
+    const client = clients.get(workerId) as DataPlaneClient;
+    for (let start = 0; start < renewals.length; start += batchSize) {
+      const batch = renewals.slice(start, start + batchSize);
+      work.push({
+        leases: batch.map(({ lease }) => lease),
+        run: async () => {
+          const results = await client.renewMany(
+            batch.map(({ lease, target }) => ({
+              profile: lease.profile,
+              leaseId: lease.id,
+              requestedExpiresAtMs: target,
+            })),
+            callLimits(),
+          );
+          for (const [index, result] of results.entries()) {
+            const { lease } = batch[index] as { lease: UpkeepLease };
+            if (result.error) fail(lease, result.error);
+            else pass.renewed.push(lease.id);
+          }
+        },
+      });
+    }
+  }
+  await inLanes(work, deps.concurrency ?? LEASE_UPKEEP_DEFAULTS.concurrency, fail);
   return pass;
+}
+
+/** One data-plane call of a pass: a close, or a batch of renewals; its leases fail if it throws. */
+interface UpkeepTask {
+  leases: UpkeepLease[];
+  run: () => Promise<void>;
 }
 
 /** Each data-plane call's own deadline, from when it starts (not when the pass was planned). */
@@ -143,9 +185,9 @@ function callLimits(): { deadlineMs: number } {
   return { deadlineMs: Date.now() + 15_000 };
 }
 
-/** Runs `tasks` with at most `limit` in flight; a failure is reported and the rest go on. */
+/** Runs `tasks` with at most `limit` in flight; a failure fails that task's leases and the rest go on. */
 async function inLanes(
-  tasks: ReadonlyArray<{ lease: UpkeepLease; run: () => Promise<void> }>,
+  tasks: readonly UpkeepTask[],
   limit: number,
   onFailure: (lease: UpkeepLease, error: unknown) => void,
 ): Promise<void> {
@@ -154,7 +196,10 @@ async function inLanes(
     while (next < tasks.length) {
       const task = tasks[next];
       next += 1;
-      if (task) await task.run().catch((error: unknown) => onFailure(task.lease, error));
+      if (task)
+        await task.run().catch((error: unknown) => {
+          for (const lease of task.leases) onFailure(lease, error);
+        });
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, lane));

@@ -3,6 +3,9 @@ import type {
   AcquireOutcome,
   BeginCloseOutcome,
   IdempotencyClaim,
+  IdempotentAnswerRecord,
+  IdempotentRenewal,
+  IdempotentRenewOutcome,
   LeaseCaps,
   LeaseRecord,
   LeaseStore,
@@ -222,6 +225,53 @@ export class RedisLeaseStore implements LeaseStore {
     return { status: 'not_found' };
   }
 
+  /**
+   * Issue 18: one `renewIdempotently` script per renewal (its idempotency record and lease share the
+   * profile's slot), all in one pipeline: one round trip for the batch on one Redis, one per node on
+   * a cluster (`slotBatch`). A renewed lease comes back with its record, so no second read is needed.
+   */
+  async renewIdempotently(
+    renewals: readonly IdempotentRenewal[],
+    nowMs: number,
+    caps: LeaseCaps,
+  ): Promise<IdempotentRenewOutcome[]> {
+    if (renewals.length === 0) return [];
+    const batch = slotBatch(this.#redis) as ReturnType<typeof slotBatch> & {
+      renewIdempotently(...args: Array<string | number>): unknown;
+    };
+    for (const renewal of renewals)
+      batch.renewIdempotently(
+        this.#idempotencyKey(renewal.profile, renewal.idempotencyKey),
+        this.#leaseKey(renewal.profile, renewal.leaseId),
+        renewal.requestHash,
+        IDEMPOTENCY_TTL_MS,
+        renewal.requestedExpiresAtMs,
+        nowMs,
+        caps.stepMs,
+        caps.lifetimeMs,
+      );
+    const replies = (await batch.exec()) ?? [];
+    const failed = renewals.find((_, index) => replies[index]?.[0] !== null);
+    if (failed) {
+      // As the single route does on an unexpected failure: the claims this batch made are released,
+      // so a retry really retries instead of waiting on records no one will complete.
+      const claimed = renewals.filter((_, index) => {
+        const [error, reply] = replies[index] ?? [null, null];
+        return !error && ['renewed', 'lease_expired', 'not_found'].includes(String((reply as unknown[])[0]));
+      });
+      if (claimed.length > 0) {
+        const release = slotBatch(this.#redis);
+        for (const renewal of claimed)
+          release.del(this.#idempotencyKey(renewal.profile, renewal.idempotencyKey));
+        await release.exec();
+      }
+      throw replies[renewals.indexOf(failed)]?.[0] ?? new Error('renewIdempotently answered no reply');
+    }
+    return renewals.map((renewal, index) =>
+      renewOutcome(renewal.profile, ((replies[index]?.[1] ?? []) as Array<string | number>).map(String)),
+    );
+  }
+
   async beginClose(
     profile: ProfileRef,
     leaseId: string,
@@ -313,6 +363,22 @@ export class RedisLeaseStore implements LeaseStore {
     );
   }
 
+  async completeIdempotencies(answers: readonly IdempotentAnswerRecord[]): Promise<void> {
+    if (answers.length === 0) return;
+    const batch = slotBatch(this.#redis);
+    for (const answer of answers)
+      batch.hset(
+        this.#idempotencyKey(answer.profile, answer.key),
+        'state',
+        'done',
+        'status',
+        answer.httpStatus,
+        'body',
+        answer.body,
+      );
+    failOnError(await batch.exec());
+  }
+
   async releaseIdempotency(profile: ProfileRef, key: string): Promise<void> {
     await this.#redis.del(this.#idempotencyKey(profile, key));
   }
@@ -370,6 +436,30 @@ function refFromLabel(label: string): ProfileRef | undefined {
   const slash = label.indexOf('/');
   if (slash <= 0 || slash === label.length - 1) return undefined;
   return { tenant: label.slice(0, slash), id: label.slice(slash + 1) };
+}
+
+/** What `renewIdempotently-2.lua` answered for one renewal. */
+function renewOutcome(profile: ProfileRef, reply: string[]): IdempotentRenewOutcome {
+  const [status, a, b] = reply;
+  switch (status) {
+    case 'replay':
+      return { status, httpStatus: Number(a), body: b ?? '' };
+    case 'pending':
+    case 'conflict':
+    case 'lease_expired':
+    case 'not_found':
+      return { status };
+    case 'renewed': {
+      const fields: Record<string, string> = {};
+      for (let index = 2; index + 1 < reply.length; index += 2)
+        fields[reply[index] as string] = reply[index + 1] as string;
+      const lease = leaseFromFields(profile, fields);
+      if (!lease) throw new Error('renewIdempotently answered renewed without the lease record');
+      return { status, lease };
+    }
+    default:
+      throw new Error(`renewIdempotently answered ${status}`);
+  }
 }
 
 /** A lease hash as the store writes it; undefined for a missing one. */

@@ -21,6 +21,7 @@ export interface ScriptCommands {
   createProfile(profileKey: string, ...argv: Arg[]): Promise<number>;
   acquireLease(liveKey: string, leaseKey: string, leasePrefix: string, ...argv: Arg[]): Reply;
   renewLease(leaseKey: string, ...argv: Arg[]): Reply;
+  renewIdempotently(idempotencyKey: string, leaseKey: string, ...argv: Arg[]): Reply;
   beginClose(leaseKey: string, ...argv: Arg[]): Reply;
   finishClose(leaseKey: string, liveKey: string, profileKey: string, ...argv: Arg[]): Reply;
   advanceSequence(leaseKey: string, ...argv: Arg[]): Reply;

@@ -102,6 +102,20 @@ describe('every store script touches one hash slot (issue 12: the store works on
       caps: CAPS,
     });
     await leases.renew(profile, acquired.leaseId, nowMs + 120_000, nowMs, CAPS);
+    // Issue 18: a batch's renewals, each its own script call in its profile's slot.
+    await leases.renewIdempotently(
+      [
+        {
+          profile,
+          leaseId: acquired.leaseId,
+          requestedExpiresAtMs: nowMs + 180_000,
+          idempotencyKey: 'idem-2',
+          requestHash: 'hash-2',
+        },
+      ],
+      nowMs,
+      CAPS,
+    );
     await leases.advanceSequence(profile, acquired.leaseId, 1, nowMs, true);
     await leases.beginClose(profile, acquired.leaseId, nowMs, 'closed');
     await leases.finishClose(profile, acquired.leaseId, nowMs, undefined);

@@ -17,6 +17,17 @@ export interface IdempotentAnswer {
 }
 
 /**
+ * What an Idempotency-Key is bound to: the method, the path and the body's canonical JSON. Issue 18:
+ * the batch renewals hash each item as the single renew route hashes that renewal sent alone
+ * (`POST …/leases/{id}/renew` and its body), so the two share one record per key.
+ */
+export function idempotentRequestHash(method: string, path: string, body: unknown): string {
+  return createHash('sha256')
+    .update(`${method} ${path}\n${canonicalJson(body)}`)
+    .digest('hex');
+}
+
+/**
  * The exact idempotency rule of DESIGN §5: the same `Idempotency-Key` with the same body (method,
  * path and canonical JSON) replays the stored answer; with another body it is `idempotency_conflict`.
  * Refusals (4xx) are stored like answers; a 5xx or an unexpected failure releases the key, so a
@@ -36,9 +47,7 @@ export async function answerIdempotently(
       'Idempotency-Key: a header of 1 to 128 letters, digits, _ . : or -',
       { field: 'Idempotency-Key' },
     );
-  const requestHash = createHash('sha256')
-    .update(`${request.method} ${request.url.split('?')[0]}\n${canonicalJson(request.body)}`)
-    .digest('hex');
+  const requestHash = idempotentRequestHash(request.method, request.url.split('?')[0] ?? '', request.body);
 
   const deadline = Date.now() + PENDING_WAIT_MS;
   for (;;) {

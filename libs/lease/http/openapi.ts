@@ -17,6 +17,7 @@ import {
   previewCallAnswerSchema,
   profileAnswerSchema,
   profileListAnswerSchema,
+  renewalsAnswerSchema,
   workerAnswerSchema,
 } from '../../contracts/index.js';
 import {
@@ -50,6 +51,7 @@ const ANSWER_COMPONENTS: ReadonlyArray<[string, z.ZodType]> = [
   ['LeaseScope', leaseScopeSchema],
   ['Lease', leaseAnswerSchema],
   ['AcquiredLease', acquireLeaseAnswerSchema],
+  ['RenewalsAnswer', renewalsAnswerSchema],
   ['BrowserObservation', browserObservationSchema],
   ['PageArtifacts', pageArtifactsSchema],
   ['ObserveAnswer', observeCallAnswerSchema],
@@ -71,6 +73,8 @@ const COMPONENT_DESCRIPTIONS: Readonly<Record<string, string>> = {
   Lease:
     'A lease. `provider_ref` names the browser worker that serves it; the next navigate or act carries `sequence + 1`.',
   AcquiredLease: 'A lease as acquire answers it: `created` is false for a reattach.',
+  RenewalsAnswer:
+    'Each renewal of a batch as `renewLease` answers it alone, in the order sent: its status, and the lease or the error; `replayed` when it is the stored answer of an earlier request with the same key.',
   BrowserObservation: `The page as the model sees it (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION}): visible text, up to 256 visible controls with references valid for this \`revision\` only, the settle result and the window.`,
   PageArtifacts: "What the worker captured of the settled page: an artifact's name, never the bytes.",
   ObserveAnswer:

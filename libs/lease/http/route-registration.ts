@@ -13,7 +13,7 @@ const serializationSchemas = new WeakMap<z.ZodType, JsonSchema>();
  * serializer writes only the properties the schema names, so a field the contract lacks never
  * leaves the worker.
  */
-function serializationSchema(schema: z.ZodType): JsonSchema {
+export function serializationSchema(schema: z.ZodType): JsonSchema {
   let json = serializationSchemas.get(schema);
   if (!json) {
     const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {

@@ -18,6 +18,8 @@ import {
   profileAnswerSchema,
   profileIdSchema,
   profileListAnswerSchema,
+  renewalsAnswerSchema,
+  renewalsSchema,
   renewLeaseSchema,
   tenantIdSchema,
   workerAnswerSchema,
@@ -213,6 +215,31 @@ export const DATA_PLANE_OPERATIONS = {
     idempotent: true,
     answers: { 200: { description: 'The lease with its new expiry.', schema: leaseAnswerSchema } },
     refusals: { 404: ['not_found'], 409: ['lease_expired'], 422: ['validation_failed'] },
+  },
+  renewLeases: {
+    operationId: 'renewLeases',
+    method: 'POST',
+    url: '/v1/renewals',
+    tag: 'leases',
+    summary: 'Renew many leases',
+    description:
+      'Issue 18: up to 150 renewals of leases this worker serves in one request, each answered as `renewLease` answers it alone: its status and the lease, or its error (`not_found`, `lease_expired`, `idempotency_conflict`, `idempotency_in_progress`). Each item carries the Idempotency-Key `renewLease` would: the same key with the same renewal replays the stored answer (`replayed`), whichever route stored it. A malformed body, or more than 150 items, is refused whole before anything is written.',
+    body: renewalsSchema,
+    bodyExample: {
+      renewals: [
+        {
+          tenant: 'acme',
+          profile_id: 'shop',
+          lease_id: 'lse_Q2x9aK3mZp1vR8tY',
+          requested_expires_at_ms: 1_767_226_500_000,
+          idempotency_key: 'renew.8d0f5c2a9b1e4f7c3a6d2b8e5f1c9a7d3b6e2f8a4c1d9e5b',
+        },
+      ],
+    },
+    answers: {
+      200: { description: 'Each renewal answered, in the order sent.', schema: renewalsAnswerSchema },
+    },
+    refusals: { 422: ['validation_failed'] },
   },
   closeLease: {
     operationId: 'closeLease',

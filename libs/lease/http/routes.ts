@@ -5,6 +5,7 @@ import type { LeaseView, ProfileRef } from '../../contracts/index.js';
 import { DataPlaneError, type LeaseService, type LeaseStore, type PageResult } from '../index.js';
 import { setDataPlaneErrorAnswers } from './error-answers.js';
 import { answerIdempotently } from './idempotency.js';
+import { registerRenewalsRoute } from './renewals.js';
 import { registerOperation } from './route-registration.js';
 import {
   leaseParams,
@@ -26,8 +27,8 @@ function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z
 }
 
 /**
- * The data-plane routes (DESIGN §5): profiles, and the lease's acquire, renew, close, navigate,
- * observe and act. Acquire, renew and close follow the exact idempotency rule
+ * The data-plane routes (DESIGN §5): profiles, and the lease's acquire, renew (alone, or many at once:
+ * issue 18), close, navigate, observe and act. Acquire, renew and close follow the exact idempotency rule
  * (`answerIdempotently`). Authentication is the server's (`createDataPlaneServer`), not the routes'.
  * Each registers as its entry of the route table (issue 16): the table gives the method and path,
  * and the schemas its answers are serialized through and documented by.
@@ -75,6 +76,7 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
       body: await leases.renew(profile, params.leaseId, body.requested_expires_at_ms),
     }));
   });
+  registerRenewalsRoute(app, leases, store, parse);
   registerOperation(app, OPERATIONS.closeLease, async (request, reply) => {
     const params = parse(leaseParams, request.params, 'path');
     const profile = profileRef(params);

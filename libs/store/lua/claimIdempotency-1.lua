@@ -14,16 +14,6 @@
     {'pending'}                 the first request is still being answered
     {'conflict'}
 ]]
-local f = redis.call("HMGET", KEYS[1], "hash", "state", "status", "body")
-if not f[1] then
-  redis.call("HSET", KEYS[1], "hash", ARGV[1], "state", "pending")
-  redis.call("PEXPIRE", KEYS[1], ARGV[2])
-  return {"claimed"}
-end
-if f[1] ~= ARGV[1] then
-  return {"conflict"}
-end
-if f[2] == "done" then
-  return {"replay", f[3], f[4]}
-end
-return {"pending"}
+--- @include "includes/claim-idempotency.lua"
+
+return claimIdempotencyRecord(KEYS[1], ARGV[1], ARGV[2])

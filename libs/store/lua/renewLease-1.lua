@@ -14,19 +14,6 @@
     {'lease_expired', state}   'close' in state: the caller must close it unsealed now
     {'not_found'}
 ]]
-local f = redis.call("HMGET", KEYS[1], "state", "expires_at", "acquired_at")
-if not f[1] then
-  return {"not_found"}
-end
-local now = tonumber(ARGV[2])
-if f[1] ~= "live" then
-  return {"lease_expired", f[1]}
-end
-if tonumber(f[2]) <= now then
-  redis.call("HSET", KEYS[1], "state", "closing", "close_reason", "expired")
-  return {"lease_expired", "close"}
-end
-local granted = math.min(tonumber(ARGV[1]), now + tonumber(ARGV[3]), tonumber(f[3]) + tonumber(ARGV[4]))
-local expiresAt = math.max(granted, tonumber(f[2]))
-redis.call("HSET", KEYS[1], "expires_at", expiresAt)
-return {"renewed", tostring(expiresAt)}
+--- @include "includes/renew-lease.lua"
+
+return renewLeaseRecord(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
