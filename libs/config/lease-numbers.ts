@@ -13,3 +13,10 @@ export const ADR_0127 = Object.freeze({
   /** d6: the upkeep passes once a minute beside the claim loop. */
   upkeepIntervalMs: 60_000,
 });
+
+/**
+ * Issue 18: what one warm browser context (a context and its blank page) is taken to cost, in MiB,
+ * when BROWSER_WARM_POOL_MB is turned into a number of contexts. Measured by the lease bench
+ * (`rss_per_lease_mb`, proportional set size of Chromium's processes) at 47–50.
+ */
+export const WARM_CONTEXT_ESTIMATE_MB = 48;

@@ -15,8 +15,10 @@ export type {
   LeaseStore,
   ProfileSettings,
   RenewOutcome,
+  SealedState,
   SequenceOutcome,
   StoredProfile,
 } from './ports.js';
 export { sealState, unsealState } from './seal.js';
 export { DEFAULT_LEASE_CAPS, LeaseService, type LeaseServiceOptions } from './service.js';
+export { WarmPool, type WarmPoolLimits, type WarmPoolOptions } from './warm-pool.js';

@@ -15,12 +15,13 @@ import { assertNever, pinsServe, profileLabel } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
-import { profileView, readLeaseView } from './lease-views.js';
+import { leaseView, profileView, readLeaseView } from './lease-views.js';
 import type { LeaseArtifacts } from './page-artifacts.js';
 import { LeasePageCalls } from './page-calls.js';
-import type { PageFactory } from './pages.js';
-import type { LeaseCaps, LeaseStore, StoredProfile } from './ports.js';
+import type { PageFactory, PageSession } from './pages.js';
+import type { LeaseCaps, LeaseRecord, LeaseStore, ProfileSettings, StoredProfile } from './ports.js';
 import { sealState, unsealState } from './seal.js';
+import type { WarmPool } from './warm-pool.js';
 
 /** ADR-0127 d5: a lease is granted at most 15 minutes at a time and lives at most 60 minutes. */
 export const DEFAULT_LEASE_CAPS: LeaseCaps = Object.freeze({
@@ -43,6 +44,8 @@ export interface LeaseServiceOptions {
   caps?: LeaseCaps;
   /** Issue 13: where the pages' screenshots go; without it, page calls answer none. */
   artifacts?: LeaseArtifacts;
+  /** Issue 18: ready contexts an acquire takes before it creates one; without it, none. */
+  warmPool?: WarmPool;
 }
 
 /**
@@ -140,29 +143,21 @@ export class LeaseService {
     const profileId = ref.id;
     // Admission comes before publication: nothing is written for a caller that may not lease.
     // A scope of another tenant names another tenant's profile, which reads as absent (DESIGN §3).
+    // The rest of admission runs in the store's acquire script, so one round trip admits and
+    // publishes (issue 18).
     if (request.tenant !== ref.tenant) throw new DataPlaneError('not_found', `no profile ${profileId}`);
-    const profile = await this.#requireProfile(ref);
-    if (!this.#servesProfile(ref))
-      throw new DataPlaneError(
-        'profile_unavailable',
-        `profile ${profileId} is not served by worker ${this.workerId}`,
-      );
-    if (profile.protected && profile.principal !== request.principal)
-      throw new DataPlaneError(
-        'profile_unavailable',
-        `profile ${profileId} is protected against this principal`,
-      );
-
     const scope = {
       tenant: request.tenant,
       principal: request.principal,
       run_id: request.run_id,
       attempt: request.attempt,
     };
+    const served = this.#servesProfile(ref);
     // Each pass either answers or removes one obstacle (an expired or orphaned lease); three suffice.
     for (let pass = 0; pass < 3; pass += 1) {
       const outcome = await this.#store.acquire({
         profile: ref,
+        served,
         newLeaseId: newLeaseId(),
         scope,
         providerRef: this.workerId,
@@ -171,11 +166,23 @@ export class LeaseService {
         caps: this.#caps,
       });
       switch (outcome.status) {
+        case 'not_found':
+          throw new DataPlaneError('not_found', `no profile ${profileId}`);
+        case 'not_served':
+          throw new DataPlaneError(
+            'profile_unavailable',
+            `profile ${profileId} is not served by worker ${this.workerId}`,
+          );
+        case 'protected':
+          throw new DataPlaneError(
+            'profile_unavailable',
+            `profile ${profileId} is protected against this principal`,
+          );
         case 'created':
-          return { ...(await this.#open(profile, outcome.leaseId)), created: true };
+          return { ...(await this.#open(outcome.profile, outcome.lease)), created: true };
         case 'reattached': {
-          if (this.#held.has(outcome.leaseId))
-            return { ...(await this.#view(ref, outcome.leaseId)), created: false };
+          // The script answered the lease as it stands: nothing more to read (issue 18).
+          if (this.#held.has(outcome.leaseId)) return { ...leaseView(outcome.lease), created: false };
           // Ours by scope, but its page is gone (a restart): revoke it and start afresh.
           await this.close(ref, outcome.leaseId, { seal: false, reason: 'revoked' });
           continue;
@@ -201,19 +208,16 @@ export class LeaseService {
     throw new DataPlaneError('provider_unavailable', `profile ${profileId} could not be leased; try again`);
   }
 
-  async #open(profile: StoredProfile, leaseId: string): Promise<LeaseView> {
+  /**
+   * The lease's context: a warm one restored from the profile's current seal version when the pool
+   * has one (issue 18), else one made now from the sealed state, read after publication: nothing
+   * can seal the profile while this lease is live, so that read is the state the lease starts from.
+   */
+  async #open(profile: ProfileSettings, lease: LeaseRecord): Promise<LeaseView> {
     const ref: ProfileRef = { tenant: profile.tenant, id: profile.id };
-    const storageState = profile.sealedBlob
-      ? unsealState(profile.sealedBlob, this.options.sealKey, profileLabel(ref))
-      : undefined;
-    // Issue 11: the page fence of every page and frame of the lease takes the profile's settings.
-    const session = this.#pages.open({
-      profileId: profile.id,
-      allowedOrigins: profile.allowedOrigins,
-      frameOrigins: profile.frameOrigins,
-      subresources: profile.subresources,
-      storageState,
-    });
+    const leaseId = lease.id;
+    const warm = this.options.warmPool?.take(ref, profile.sealVersion);
+    const session = warm ? Promise.resolve(warm) : this.#openCold(profile);
     const held: HeldLease = { profile: ref, session, tail: Promise.resolve() };
     this.#held.set(leaseId, held);
     try {
@@ -230,8 +234,27 @@ export class LeaseService {
         { cause: error },
       );
     }
+    // A profile acquired here is kept warm from now on. The refill starts once this lease's context
+    // is ready, so it never competes with the acquire that is being answered.
+    this.options.warmPool?.want(ref);
     this.#gauges();
-    return this.#view(ref, leaseId);
+    return leaseView(lease);
+  }
+
+  async #openCold(profile: ProfileSettings): Promise<PageSession> {
+    const ref: ProfileRef = { tenant: profile.tenant, id: profile.id };
+    const sealed = await this.#store.sealedState(ref);
+    const storageState = sealed?.blob
+      ? unsealState(sealed.blob, this.options.sealKey, profileLabel(ref))
+      : undefined;
+    // Issue 11: the page fence of every page and frame of the lease takes the profile's settings.
+    return this.#pages.open({
+      profileId: profile.id,
+      allowedOrigins: profile.allowedOrigins,
+      frameOrigins: profile.frameOrigins,
+      subresources: profile.subresources,
+      storageState,
+    });
   }
 
   async renew(profile: ProfileRef, leaseId: string, requestedExpiresAtMs: number): Promise<LeaseView> {
@@ -300,6 +323,8 @@ export class LeaseService {
       this.#gauges();
     }
     const finished = await this.#store.finishClose(profile, leaseId, this.#clock(), blob);
+    // Issue 18: the warm contexts were restored from the state before this seal; make new ones.
+    if (finished.sealed) this.options.warmPool?.resealed(profile);
     this.#metrics.operations.inc({ op: 'close', result: finished.sealed ? 'sealed' : finished.reason });
     if (finished.reason === 'expired') this.#metrics.expiryCloses.inc();
     this.#log.info(

@@ -1,10 +1,13 @@
 --[[
-  Publishes a profile's lease, or answers why not (ADR-0127 d1, d7). Admission has already passed.
+  Admits and publishes a profile's lease in one round trip, or answers why not (DESIGN §5,
+  ADR-0127 d1, d7). Admission comes first, and nothing is written for a caller that may not lease:
+  the profile exists, is served by this worker, and is not protected against the principal.
 
   Input:
     KEYS[1] the profile's live-lease pointer   ({prf:TENANT/ID}:live)
     KEYS[2] the new lease's record             ({prf:TENANT/ID}:lease:NEWID)
     KEYS[3] prefix of the profile's lease records ({prf:TENANT/ID}:lease:)
+    KEYS[4] the profile's record               ({prf:TENANT/ID}:profile)
 
     ARGV[1] new lease id
     ARGV[2] tenant       ARGV[3] principal     ARGV[4] provider reference
@@ -12,13 +15,33 @@
     ARGV[7] requested expiry (epoch ms)
     ARGV[8] now (epoch ms)
     ARGV[9] step cap (ms)   ARGV[10] lifetime cap (ms)
+    ARGV[11] whether this worker serves the profile (1|0)
+    ARGV[12..] the profile fields to answer with a created lease
 
   Output: { status, lease id, ... }
-    {'created', id}
-    {'reattached', id}          the live lease has this scope: same lease, nothing created
+    {'not_found'}               no such profile
+    {'not_served'}              the profile is not pinned to this worker
+    {'protected'}               protected against this principal
+    {'created', id, lease fields (HGETALL), profile fields (ARGV[12..])}
+    {'reattached', id, lease fields (HGETALL)}   the live lease has this scope: same lease, nothing created
     {'conflict', id, run, attempt}   another scope holds it
     {'expired', id}             the live lease is past its expiry: close it unsealed first, then retry
+
+  The sealed state is not read here (it may be large): a created lease reads it after publication,
+  when no warm context of the current seal version is at hand. Nothing can seal the profile while
+  its lease is live, so what it reads then is what this lease starts from.
 ]]
+local admission = redis.call("HMGET", KEYS[4], "id", "protected", "principal")
+if not admission[1] then
+  return {"not_found"}
+end
+if ARGV[11] ~= "1" then
+  return {"not_served"}
+end
+if admission[2] == "1" and admission[3] ~= ARGV[3] then
+  return {"protected"}
+end
+
 local liveId = redis.call("GET", KEYS[1])
 if liveId then
   local leaseKey = KEYS[3] .. liveId
@@ -28,7 +51,7 @@ if liveId then
       return {"expired", liveId}
     end
     if f[3] == ARGV[2] and f[4] == ARGV[3] and f[5] == ARGV[4] and f[6] == ARGV[5] and f[7] == ARGV[6] then
-      return {"reattached", liveId}
+      return {"reattached", liveId, redis.call("HGETALL", leaseKey)}
     end
     return {"conflict", liveId, f[6], f[7]}
   end
@@ -50,4 +73,8 @@ redis.call("HSET", KEYS[2],
   "tenant", ARGV[2], "principal", ARGV[3], "provider_ref", ARGV[4], "run_id", ARGV[5], "attempt", ARGV[6],
   "acquired_at", ARGV[8], "expires_at", expiresAt, "seq", 0, "effects", 0, "sealed", 0)
 redis.call("SET", KEYS[1], ARGV[1])
-return {"created", ARGV[1]}
+local profileFields = {}
+for i = 12, #ARGV do
+  profileFields[#profileFields + 1] = ARGV[i]
+end
+return {"created", ARGV[1], redis.call("HGETALL", KEYS[2]), redis.call("HMGET", KEYS[4], unpack(profileFields))}
