@@ -22,7 +22,8 @@ const PER_PROFILE = 2;
  * restored, origin guard attached — hands one over on acquire, refills in the background, is
  * bounded by count and memory, and never hands over a context of an older seal.
  */
-describe('warm contexts of a browser worker (issue 18)', () => {
+// Each test makes several contexts one after another; a loaded machine takes a while over them.
+describe('warm contexts of a browser worker (issue 18)', { timeout: 120_000 }, () => {
   const prefix = uniquePrefix('warm');
   let worker: TestBrowserWorker;
   let redis: Redis;
