@@ -10,6 +10,7 @@ export type {
   AcquireOutcome,
   BeginCloseOutcome,
   IdempotencyClaim,
+  IdempotencyTicket,
   LeaseCaps,
   LeaseRecord,
   LeaseStore,
@@ -20,5 +21,5 @@ export type {
   StoredProfile,
 } from './ports.js';
 export { sealState, unsealState } from './seal.js';
-export { DEFAULT_LEASE_CAPS, LeaseService, type LeaseServiceOptions } from './service.js';
+export { DEFAULT_LEASE_CAPS, LeaseService, type LeaseServiceOptions, type UnclaimedKey } from './service.js';
 export { WarmPool, type WarmPoolLimits, type WarmPoolOptions } from './warm-pool.js';

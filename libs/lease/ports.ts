@@ -59,7 +59,15 @@ export type AcquireOutcome =
   | { status: 'conflict'; leaseId: string; runId: string; attempt: number }
   | { status: 'expired'; leaseId: string }
   /** Admission refused: no such profile, not served by this worker, protected against the principal. */
-  | { status: 'not_found' | 'not_served' | 'protected' };
+  | { status: 'not_found' | 'not_served' | 'protected' }
+  /** The idempotency key was not claimed (a replay, a request still answered, a conflict): nothing done. */
+  | { status: 'idempotency'; claim: Exclude<IdempotencyClaim, { status: 'claimed' }> };
+
+/** An Idempotency-Key and the hash of its request, claimed by the store call that does the work. */
+export interface IdempotencyTicket {
+  key: string;
+  requestHash: string;
+}
 
 /** A profile's sealed state as stored (encrypted), with the seal version it is. */
 export interface SealedState {
@@ -107,6 +115,8 @@ export interface LeaseStore {
     profile: ProfileRef;
     /** Whether this worker's pins serve the profile (checked in the script after existence); default true. */
     served?: boolean;
+    /** Claimed first, in the same script (issue 18: a reattach in fewer round trips). */
+    idempotency?: IdempotencyTicket;
     newLeaseId: string;
     scope: LeaseScope;
     providerRef: string;

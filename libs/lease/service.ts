@@ -19,7 +19,15 @@ import { leaseView, profileView, readLeaseView } from './lease-views.js';
 import type { LeaseArtifacts } from './page-artifacts.js';
 import { LeasePageCalls } from './page-calls.js';
 import type { PageFactory, PageSession } from './pages.js';
-import type { LeaseCaps, LeaseRecord, LeaseStore, ProfileSettings, StoredProfile } from './ports.js';
+import type {
+  IdempotencyClaim,
+  IdempotencyTicket,
+  LeaseCaps,
+  LeaseRecord,
+  LeaseStore,
+  ProfileSettings,
+  StoredProfile,
+} from './ports.js';
 import { sealState, unsealState } from './seal.js';
 import type { WarmPool } from './warm-pool.js';
 
@@ -120,10 +128,25 @@ export class LeaseService {
 
   // ---- acquire, renew, close --------------------------------------------------------------
 
-  async acquire(profile: ProfileRef, request: AcquireLease): Promise<AcquireAnswer> {
+  /**
+   * Admits, then publishes or reattaches (DESIGN §5). With an idempotency ticket the key is claimed
+   * in the same script (issue 18): a key already used answers its claim and nothing is done.
+   */
+  acquire(profile: ProfileRef, request: AcquireLease): Promise<AcquireAnswer>;
+  acquire(
+    profile: ProfileRef,
+    request: AcquireLease,
+    idempotency: IdempotencyTicket,
+  ): Promise<AcquireAnswer | UnclaimedKey>;
+  async acquire(
+    profile: ProfileRef,
+    request: AcquireLease,
+    idempotency?: IdempotencyTicket,
+  ): Promise<AcquireAnswer | UnclaimedKey> {
     const startedAt = performance.now();
     try {
-      const answer = await this.#acquire(profile, request);
+      const answer = await this.#acquire(profile, request, idempotency);
+      if ('claim' in answer) return answer;
       this.#metrics.operations.inc({ op: 'acquire', result: answer.created ? 'created' : 'reattached' });
       this.#metrics.acquireSeconds.observe(
         { result: answer.created ? 'created' : 'reattached' },
@@ -139,13 +162,15 @@ export class LeaseService {
     }
   }
 
-  async #acquire(ref: ProfileRef, request: AcquireLease): Promise<AcquireAnswer> {
+  async #acquire(
+    ref: ProfileRef,
+    request: AcquireLease,
+    idempotency: IdempotencyTicket | undefined,
+  ): Promise<AcquireAnswer | UnclaimedKey> {
     const profileId = ref.id;
-    // Admission comes before publication: nothing is written for a caller that may not lease.
-    // A scope of another tenant names another tenant's profile, which reads as absent (DESIGN §3).
-    // The rest of admission runs in the store's acquire script, so one round trip admits and
-    // publishes (issue 18).
-    if (request.tenant !== ref.tenant) throw new DataPlaneError('not_found', `no profile ${profileId}`);
+    // Admission comes before publication: nothing is written for a caller that may not lease. It
+    // runs in the store's acquire script, so one round trip admits and publishes (issue 18); a
+    // scope of another tenant names another tenant's profile, which reads as absent (DESIGN §3).
     const scope = {
       tenant: request.tenant,
       principal: request.principal,
@@ -158,6 +183,8 @@ export class LeaseService {
       const outcome = await this.#store.acquire({
         profile: ref,
         served,
+        // The key is claimed once, by the first pass; later passes run under that claim.
+        ...(pass === 0 && idempotency ? { idempotency } : {}),
         newLeaseId: newLeaseId(),
         scope,
         providerRef: this.workerId,
@@ -166,6 +193,8 @@ export class LeaseService {
         caps: this.#caps,
       });
       switch (outcome.status) {
+        case 'idempotency':
+          return { claim: outcome.claim };
         case 'not_found':
           throw new DataPlaneError('not_found', `no profile ${profileId}`);
         case 'not_served':
@@ -428,6 +457,11 @@ export class LeaseService {
     this.#metrics.liveLeases.set(this.#held.size);
     this.#metrics.contextsOpen.set(this.#pages.openContexts());
   }
+}
+
+/** An acquire whose idempotency key was not claimed: the claim's answer, and nothing was done. */
+export interface UnclaimedKey {
+  claim: Exclude<IdempotencyClaim, { status: 'claimed' }>;
 }
 
 function newLeaseId(): string {

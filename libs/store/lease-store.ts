@@ -146,6 +146,7 @@ export class RedisLeaseStore implements LeaseStore {
       this.#leaseKey(profile, input.newLeaseId),
       this.#leasePrefix(profile),
       this.#profileKey(profile),
+      this.#idempotencyKey(profile, input.idempotency?.key ?? ''),
       input.newLeaseId,
       scope.tenant,
       scope.principal,
@@ -157,10 +158,21 @@ export class RedisLeaseStore implements LeaseStore {
       input.caps.stepMs,
       input.caps.lifetimeMs,
       input.served === false ? 0 : 1,
+      input.idempotency?.requestHash ?? '',
+      IDEMPOTENCY_TTL_MS,
       ...PROFILE_FIELDS,
     );
     const [status, leaseId, third, fourth] = reply;
     switch (status) {
+      case 'idem_replay':
+        return {
+          status: 'idempotency',
+          claim: { status: 'replay', httpStatus: Number(leaseId), body: String(third ?? '') },
+        };
+      case 'idem_pending':
+        return { status: 'idempotency', claim: { status: 'pending' } };
+      case 'idem_conflict':
+        return { status: 'idempotency', claim: { status: 'conflict' } };
       case 'not_found':
       case 'not_served':
       case 'protected':

@@ -24,6 +24,7 @@ export interface ScriptCommands {
     leaseKey: string,
     leasePrefix: string,
     profileKey: string,
+    idempotencyKey: string,
     ...argv: Arg[]
   ): Promise<Array<string | null | Array<string | null>>>;
   renewLease(leaseKey: string, ...argv: Arg[]): Reply;
