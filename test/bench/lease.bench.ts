@@ -12,8 +12,8 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 import { figure, percentile, report } from './report.js';
 
 const SUITE = 'lease';
-const ROUNDS = 40;
-const COLD_ROUNDS = 20;
+const ROUNDS = 20;
+const COLD_ROUNDS = 10;
 const IDLE_LEASES = 50;
 
 /**
