@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Browser } from 'playwright-core';
 import type { ArtifactStore } from '../../libs/artifacts/index.js';
 import type { Config } from '../../libs/config/index.js';
-import type { LeaseCaps, LeaseService, LeaseStore, PageFactory } from '../../libs/lease/index.js';
+import type { LeaseCaps, LeaseService, LeaseStore, PageFactory, WarmPool } from '../../libs/lease/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import type { RedisTarget } from '../../queues/index.js';
 
@@ -26,6 +26,8 @@ export interface BrowserWorkerHandle {
   leases: LeaseService;
   store: LeaseStore;
   pages: PageFactory;
+  /** Issue 18: the warm contexts (undefined with BROWSER_WARM_CONTEXTS=0). */
+  warmPool: WarmPool | undefined;
   /** Issue 13: where the pages' screenshots go. */
   artifacts: ArtifactStore;
   browser: Browser;

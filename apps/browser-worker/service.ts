@@ -3,7 +3,7 @@ import { openArtifactStore } from '../../libs/artifacts/index.js';
 import { launchChromium, resolveChromium } from '../../libs/browser/index.js';
 import { ConfigError } from '../../libs/config/index.js';
 import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../../libs/lease/http/index.js';
-import { LeaseService, PlaywrightPageFactory } from '../../libs/lease/index.js';
+import { LeaseService, PlaywrightPageFactory, WarmPool } from '../../libs/lease/index.js';
 import { IntervalTask, Shutdown } from '../../libs/lifecycle/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore } from '../../libs/store/index.js';
 import {
@@ -62,9 +62,22 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       new PlaywrightPageFactory(browser, { onSettle: recordSettle(leaseMetrics, log) });
     // Issue 13: screenshots after navigate and act, under each lease's tenant and run.
     const artifacts = options.artifacts ?? (await openArtifactStore(config));
+    // Issue 18: ready contexts for the profiles served here; disposed before Chromium closes.
+    const warmPool =
+      config.browser.warmContexts > 0
+        ? new WarmPool({
+            pages,
+            store,
+            sealKey,
+            limits: { perProfile: config.browser.warmContexts, poolMb: config.browser.warmPoolMb },
+            logger: log,
+          })
+        : undefined;
+    if (warmPool) held.add('warm-pool', () => warmPool.close());
     const leases = new LeaseService({
       store,
       pages,
+      ...(warmPool ? { warmPool } : {}),
       workerId,
       pinnedProfiles,
       sealKey,
@@ -78,6 +91,12 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     if (revoked > 0) log.warn({ revoked }, 'revoked leases whose pages a previous run of this worker held');
     // Pages go with this process: their leases are revoked, unsealed, for the run side to see.
     held.add('leases', () => leases.shutdown());
+    // The profiles pinned here by name are warmed from the start; any other on its first acquire.
+    if (warmPool && pinnedProfiles !== '*')
+      for (const pin of pinnedProfiles) {
+        const [tenant, id] = pin.split('/');
+        if (tenant && id && id !== '*') warmPool.want({ tenant, id });
+      }
 
     const readiness = (): ReadinessCheck[] => [
       { name: 'browser_redis', check: async () => (await redis.ping()) === 'PONG' },
@@ -128,6 +147,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       leases,
       store,
       pages,
+      warmPool,
       artifacts,
       browser,
       executablePath: chromium.path,

@@ -137,6 +137,20 @@ export const envSchema = z.object({
           .min(1),
       ]),
     ),
+  /**
+   * Issue 18: ready browser contexts (each with its page, the sealed state restored and the origin
+   * guard attached) a browser worker keeps per profile it serves, so an acquire hands one over
+   * instead of creating it. 0 turns warm contexts off. Too small and bursts of acquires on one
+   * profile meet an empty pool (a cold acquire, as without it); too large only costs memory, which
+   * BROWSER_WARM_POOL_MB bounds.
+   */
+  BROWSER_WARM_CONTEXTS: z.coerce.number().int().min(0).max(64).default(4),
+  /**
+   * Issue 18: memory the warm contexts of one browser worker may take in all, in MiB, at an
+   * estimate of 48 MiB a context: at most BROWSER_WARM_POOL_MB / 48 contexts across its profiles.
+   * Below 48 with warm contexts on, the start is refused (the pool could hold none).
+   */
+  BROWSER_WARM_POOL_MB: z.coerce.number().int().min(0).max(1_048_576).default(256),
   /** How often a browser worker closes its expired leases, unsealed. */
   LEASE_EXPIRY_SWEEP_INTERVAL_MS: positiveMs.default(2_000),
   /** How often a browser worker renews its registration; the record lives three times this. */

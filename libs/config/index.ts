@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { z } from 'zod';
 import { type Env, envSchema } from './env.js';
-import { ADR_0127 } from './lease-numbers.js';
+import { ADR_0127, WARM_CONTEXT_ESTIMATE_MB } from './lease-numbers.js';
 import {
   type LimitsFile,
   loadLimitsFile,
@@ -11,7 +11,7 @@ import {
 } from './ops-files.js';
 
 export { decodeKey } from './env.js';
-export { ADR_0127 } from './lease-numbers.js';
+export { ADR_0127, WARM_CONTEXT_ESTIMATE_MB } from './lease-numbers.js';
 export { checkLimits, type LimitsFile, type ModelsFile, OpsFileError } from './ops-files.js';
 
 /** ADR-0127 d6: the upkeep renews leases due within five minutes, so it must pass at least twice in that window. */
@@ -67,6 +67,10 @@ export interface Config {
     readonly workerUrl: string | undefined;
     readonly expirySweepIntervalMs: number;
     readonly heartbeatMs: number;
+    /** Issue 18: warm contexts kept per served profile (0: none). */
+    readonly warmContexts: number;
+    /** Issue 18: the warm contexts' memory bound in all, MiB (see WARM_CONTEXT_ESTIMATE_MB). */
+    readonly warmPoolMb: number;
   };
   readonly runWorker: {
     readonly concurrency: number;
@@ -134,6 +138,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `invalid configuration: LEASE_UPKEEP_INTERVAL_MS: expected at most ${LEASE_RENEW_WINDOW_MS / 2} (half the five-minute renew window); got "${e.LEASE_UPKEEP_INTERVAL_MS}"`,
     );
   }
+  if (e.BROWSER_WARM_CONTEXTS > 0 && e.BROWSER_WARM_POOL_MB < WARM_CONTEXT_ESTIMATE_MB) {
+    throw new ConfigError(
+      `invalid configuration: BROWSER_WARM_POOL_MB: expected at least ${WARM_CONTEXT_ESTIMATE_MB} (one warm context) while BROWSER_WARM_CONTEXTS is ${e.BROWSER_WARM_CONTEXTS}, or BROWSER_WARM_CONTEXTS=0; got "${e.BROWSER_WARM_POOL_MB}"`,
+    );
+  }
   if (e.RUN_STALLED_INTERVAL_MS > e.RUN_LOCK_DURATION_MS * 4) {
     throw new ConfigError(
       `invalid configuration: RUN_STALLED_INTERVAL_MS: expected at most 4 × RUN_LOCK_DURATION_MS (${e.RUN_LOCK_DURATION_MS * 4}); got "${e.RUN_STALLED_INTERVAL_MS}"`,
@@ -190,6 +199,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       workerUrl: e.BROWSER_WORKER_URL,
       expirySweepIntervalMs: e.LEASE_EXPIRY_SWEEP_INTERVAL_MS,
       heartbeatMs: e.BROWSER_WORKER_HEARTBEAT_MS,
+      warmContexts: e.BROWSER_WARM_CONTEXTS,
+      warmPoolMb: e.BROWSER_WARM_POOL_MB,
     },
     runWorker: {
       concurrency: e.RUN_WORKER_CONCURRENCY,

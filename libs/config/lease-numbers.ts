@@ -13,3 +13,11 @@ export const ADR_0127 = Object.freeze({
   /** d6: the upkeep passes once a minute beside the claim loop. */
   upkeepIntervalMs: 60_000,
 });
+
+/**
+ * Issue 18: what one warm browser context (a context and its blank page) is taken to cost, in MiB,
+ * when BROWSER_WARM_POOL_MB is turned into a number of contexts: about what the lease bench reports
+ * for an idle lease's context (`rss_per_lease_mb`, proportional set size of Chromium's processes);
+ * its `warm_pool_mb` reports what a full pool really takes.
+ */
+export const WARM_CONTEXT_ESTIMATE_MB = 48;

@@ -10,6 +10,7 @@ export type {
   AcquireOutcome,
   BeginCloseOutcome,
   IdempotencyClaim,
+  IdempotencyTicket,
   IdempotentAnswerRecord,
   IdempotentRenewal,
   IdempotentRenewOutcome,
@@ -18,6 +19,7 @@ export type {
   LeaseStore,
   ProfileSettings,
   RenewOutcome,
+  SealedState,
   SequenceOutcome,
   StoredProfile,
 } from './ports.js';
@@ -27,4 +29,6 @@ export {
   LeaseService,
   type LeaseServiceOptions,
   type RenewalResult,
+  type UnclaimedKey,
 } from './service.js';
+export { WarmPool, type WarmPoolLimits, type WarmPoolOptions } from './warm-pool.js';

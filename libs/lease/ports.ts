@@ -19,6 +19,11 @@ export interface ProfileSettings {
   protected: boolean;
   sealedAtMs: number | undefined;
   createdAtMs: number;
+  /**
+   * Issue 18: names the profile's sealed state as it is now; every seal changes it. A warm context
+   * restored from one version is never served once the profile is at another.
+   */
+  sealVersion: string;
 }
 
 /** A profile as stored: its sealed state is an encrypted blob, never shown by a route. */
@@ -48,9 +53,27 @@ export interface LeaseCaps {
 }
 
 export type AcquireOutcome =
-  | { status: 'created' | 'reattached'; leaseId: string }
+  /** Published now, with the profile's settings as they were when it was (its seal version). */
+  | { status: 'created'; leaseId: string; lease: LeaseRecord; profile: ProfileSettings }
+  | { status: 'reattached'; leaseId: string; lease: LeaseRecord }
   | { status: 'conflict'; leaseId: string; runId: string; attempt: number }
-  | { status: 'expired'; leaseId: string };
+  | { status: 'expired'; leaseId: string }
+  /** Admission refused: no such profile, not served by this worker, protected against the principal. */
+  | { status: 'not_found' | 'not_served' | 'protected' }
+  /** The idempotency key was not claimed (a replay, a request still answered, a conflict): nothing done. */
+  | { status: 'idempotency'; claim: Exclude<IdempotencyClaim, { status: 'claimed' }> };
+
+/** An Idempotency-Key and the hash of its request, claimed by the store call that does the work. */
+export interface IdempotencyTicket {
+  key: string;
+  requestHash: string;
+}
+
+/** A profile's sealed state as stored (encrypted), with the seal version it is. */
+export interface SealedState {
+  blob: string | undefined;
+  sealVersion: string;
+}
 
 export type RenewOutcome =
   | { status: 'renewed'; expiresAtMs: number }
@@ -113,8 +136,16 @@ export interface LeaseStore {
   listProfiles(tenant: string): Promise<ProfileSettings[]>;
   /** Every tenant's profiles (start-up revocation of orphaned leases), names only. */
   listAllProfileRefs(): Promise<ProfileRef[]>;
+  /**
+   * Admission and publication in one script (DESIGN §5): the profile exists, is served here, and
+   * is not protected against the scope's principal; only then the lease is published or reattached.
+   */
   acquire(input: {
     profile: ProfileRef;
+    /** Whether this worker's pins serve the profile (checked in the script after existence); default true. */
+    served?: boolean;
+    /** Claimed first, in the same script (issue 18: a reattach in fewer round trips). */
+    idempotency?: IdempotencyTicket;
     newLeaseId: string;
     scope: LeaseScope;
     providerRef: string;
@@ -122,6 +153,8 @@ export interface LeaseStore {
     nowMs: number;
     caps: LeaseCaps;
   }): Promise<AcquireOutcome>;
+  /** The profile's sealed state and its seal version, read together; undefined without the profile. */
+  sealedState(profile: ProfileRef): Promise<SealedState | undefined>;
   getLease(profile: ProfileRef, leaseId: string): Promise<LeaseRecord | undefined>;
   liveLeaseId(profile: ProfileRef): Promise<string | undefined>;
   renew(

@@ -18,9 +18,19 @@ import type { HeldLease } from './held-lease.js';
 import { leaseView, profileView, readLeaseView } from './lease-views.js';
 import type { LeaseArtifacts } from './page-artifacts.js';
 import { LeasePageCalls } from './page-calls.js';
-import type { PageFactory } from './pages.js';
-import type { IdempotentRenewal, LeaseCaps, LeaseStore, StoredProfile } from './ports.js';
+import type { PageFactory, PageSession } from './pages.js';
+import type {
+  IdempotencyClaim,
+  IdempotencyTicket,
+  IdempotentRenewal,
+  LeaseCaps,
+  LeaseRecord,
+  LeaseStore,
+  ProfileSettings,
+  StoredProfile,
+} from './ports.js';
 import { sealState, unsealState } from './seal.js';
+import type { WarmPool } from './warm-pool.js';
 
 /**
  * One renewal's result in a batch (issue 18): the stored answer of an earlier request with its key,
@@ -54,6 +64,8 @@ export interface LeaseServiceOptions {
   caps?: LeaseCaps;
   /** Issue 13: where the pages' screenshots go; without it, page calls answer none. */
   artifacts?: LeaseArtifacts;
+  /** Issue 18: ready contexts an acquire takes before it creates one; without it, none. */
+  warmPool?: WarmPool;
 }
 
 /**
@@ -128,10 +140,25 @@ export class LeaseService {
 
   // ---- acquire, renew, close --------------------------------------------------------------
 
-  async acquire(profile: ProfileRef, request: AcquireLease): Promise<AcquireAnswer> {
+  /**
+   * Admits, then publishes or reattaches (DESIGN §5). With an idempotency ticket the key is claimed
+   * in the same script (issue 18): a key already used answers its claim and nothing is done.
+   */
+  acquire(profile: ProfileRef, request: AcquireLease): Promise<AcquireAnswer>;
+  acquire(
+    profile: ProfileRef,
+    request: AcquireLease,
+    idempotency: IdempotencyTicket,
+  ): Promise<AcquireAnswer | UnclaimedKey>;
+  async acquire(
+    profile: ProfileRef,
+    request: AcquireLease,
+    idempotency?: IdempotencyTicket,
+  ): Promise<AcquireAnswer | UnclaimedKey> {
     const startedAt = performance.now();
     try {
-      const answer = await this.#acquire(profile, request);
+      const answer = await this.#acquire(profile, request, idempotency);
+      if ('claim' in answer) return answer;
       this.#metrics.operations.inc({ op: 'acquire', result: answer.created ? 'created' : 'reattached' });
       this.#metrics.acquireSeconds.observe(
         { result: answer.created ? 'created' : 'reattached' },
@@ -147,33 +174,29 @@ export class LeaseService {
     }
   }
 
-  async #acquire(ref: ProfileRef, request: AcquireLease): Promise<AcquireAnswer> {
+  async #acquire(
+    ref: ProfileRef,
+    request: AcquireLease,
+    idempotency: IdempotencyTicket | undefined,
+  ): Promise<AcquireAnswer | UnclaimedKey> {
     const profileId = ref.id;
-    // Admission comes before publication: nothing is written for a caller that may not lease.
-    // A scope of another tenant names another tenant's profile, which reads as absent (DESIGN §3).
-    if (request.tenant !== ref.tenant) throw new DataPlaneError('not_found', `no profile ${profileId}`);
-    const profile = await this.#requireProfile(ref);
-    if (!this.#servesProfile(ref))
-      throw new DataPlaneError(
-        'profile_unavailable',
-        `profile ${profileId} is not served by worker ${this.workerId}`,
-      );
-    if (profile.protected && profile.principal !== request.principal)
-      throw new DataPlaneError(
-        'profile_unavailable',
-        `profile ${profileId} is protected against this principal`,
-      );
-
+    // Admission comes before publication: nothing is written for a caller that may not lease. It
+    // runs in the store's acquire script, so one round trip admits and publishes (issue 18); a
+    // scope of another tenant names another tenant's profile, which reads as absent (DESIGN §3).
     const scope = {
       tenant: request.tenant,
       principal: request.principal,
       run_id: request.run_id,
       attempt: request.attempt,
     };
+    const served = this.#servesProfile(ref);
     // Each pass either answers or removes one obstacle (an expired or orphaned lease); three suffice.
     for (let pass = 0; pass < 3; pass += 1) {
       const outcome = await this.#store.acquire({
         profile: ref,
+        served,
+        // The key is claimed once, by the first pass; later passes run under that claim.
+        ...(pass === 0 && idempotency ? { idempotency } : {}),
         newLeaseId: newLeaseId(),
         scope,
         providerRef: this.workerId,
@@ -182,11 +205,25 @@ export class LeaseService {
         caps: this.#caps,
       });
       switch (outcome.status) {
+        case 'idempotency':
+          return { claim: outcome.claim };
+        case 'not_found':
+          throw new DataPlaneError('not_found', `no profile ${profileId}`);
+        case 'not_served':
+          throw new DataPlaneError(
+            'profile_unavailable',
+            `profile ${profileId} is not served by worker ${this.workerId}`,
+          );
+        case 'protected':
+          throw new DataPlaneError(
+            'profile_unavailable',
+            `profile ${profileId} is protected against this principal`,
+          );
         case 'created':
-          return { ...(await this.#open(profile, outcome.leaseId)), created: true };
+          return { ...(await this.#open(outcome.profile, outcome.lease)), created: true };
         case 'reattached': {
-          if (this.#held.has(outcome.leaseId))
-            return { ...(await this.#view(ref, outcome.leaseId)), created: false };
+          // The script answered the lease as it stands: nothing more to read (issue 18).
+          if (this.#held.has(outcome.leaseId)) return { ...leaseView(outcome.lease), created: false };
           // Ours by scope, but its page is gone (a restart): revoke it and start afresh.
           await this.close(ref, outcome.leaseId, { seal: false, reason: 'revoked' });
           continue;
@@ -212,19 +249,16 @@ export class LeaseService {
     throw new DataPlaneError('provider_unavailable', `profile ${profileId} could not be leased; try again`);
   }
 
-  async #open(profile: StoredProfile, leaseId: string): Promise<LeaseView> {
+  /**
+   * The lease's context: a warm one restored from the profile's current seal version when the pool
+   * has one (issue 18), else one made now from the sealed state, read after publication: nothing
+   * can seal the profile while this lease is live, so that read is the state the lease starts from.
+   */
+  async #open(profile: ProfileSettings, lease: LeaseRecord): Promise<LeaseView> {
     const ref: ProfileRef = { tenant: profile.tenant, id: profile.id };
-    const storageState = profile.sealedBlob
-      ? unsealState(profile.sealedBlob, this.options.sealKey, profileLabel(ref))
-      : undefined;
-    // Issue 11: the page fence of every page and frame of the lease takes the profile's settings.
-    const session = this.#pages.open({
-      profileId: profile.id,
-      allowedOrigins: profile.allowedOrigins,
-      frameOrigins: profile.frameOrigins,
-      subresources: profile.subresources,
-      storageState,
-    });
+    const leaseId = lease.id;
+    const warm = this.options.warmPool?.take(ref, profile.sealVersion);
+    const session = warm ? Promise.resolve(warm) : this.#openCold(profile);
     const held: HeldLease = { profile: ref, session, tail: Promise.resolve() };
     this.#held.set(leaseId, held);
     try {
@@ -241,8 +275,27 @@ export class LeaseService {
         { cause: error },
       );
     }
+    // A profile acquired here is kept warm from now on. The refill starts once this lease's context
+    // is ready, so it never competes with the acquire that is being answered.
+    this.options.warmPool?.want(ref);
     this.#gauges();
-    return this.#view(ref, leaseId);
+    return leaseView(lease);
+  }
+
+  async #openCold(profile: ProfileSettings): Promise<PageSession> {
+    const ref: ProfileRef = { tenant: profile.tenant, id: profile.id };
+    const sealed = await this.#store.sealedState(ref);
+    const storageState = sealed?.blob
+      ? unsealState(sealed.blob, this.options.sealKey, profileLabel(ref))
+      : undefined;
+    // Issue 11: the page fence of every page and frame of the lease takes the profile's settings.
+    return this.#pages.open({
+      profileId: profile.id,
+      allowedOrigins: profile.allowedOrigins,
+      frameOrigins: profile.frameOrigins,
+      subresources: profile.subresources,
+      storageState,
+    });
   }
 
   async renew(profile: ProfileRef, leaseId: string, requestedExpiresAtMs: number): Promise<LeaseView> {
@@ -371,6 +424,8 @@ export class LeaseService {
       this.#gauges();
     }
     const finished = await this.#store.finishClose(profile, leaseId, this.#clock(), blob);
+    // Issue 18: the warm contexts were restored from the state before this seal; make new ones.
+    if (finished.sealed) this.options.warmPool?.resealed(profile);
     this.#metrics.operations.inc({ op: 'close', result: finished.sealed ? 'sealed' : finished.reason });
     if (finished.reason === 'expired') this.#metrics.expiryCloses.inc();
     this.#log.info(
@@ -474,6 +529,11 @@ export class LeaseService {
     this.#metrics.liveLeases.set(this.#held.size);
     this.#metrics.contextsOpen.set(this.#pages.openContexts());
   }
+}
+
+/** An acquire whose idempotency key was not claimed: the claim's answer, and nothing was done. */
+export interface UnclaimedKey {
+  claim: Exclude<IdempotencyClaim, { status: 'claimed' }>;
 }
 
 function newLeaseId(): string {

@@ -11,6 +11,7 @@ import type {
   LeaseStore,
   ProfileSettings,
   RenewOutcome,
+  SealedState,
   SequenceOutcome,
   StoredProfile,
 } from '../lease/ports.js';
@@ -147,6 +148,8 @@ export class RedisLeaseStore implements LeaseStore {
       this.#liveKey(profile),
       this.#leaseKey(profile, input.newLeaseId),
       this.#leasePrefix(profile),
+      this.#profileKey(profile),
+      this.#idempotencyKey(profile, input.idempotency?.key ?? ''),
       input.newLeaseId,
       scope.tenant,
       scope.principal,
@@ -157,18 +160,55 @@ export class RedisLeaseStore implements LeaseStore {
       input.nowMs,
       input.caps.stepMs,
       input.caps.lifetimeMs,
+      input.served === false ? 0 : 1,
+      input.idempotency?.requestHash ?? '',
+      IDEMPOTENCY_TTL_MS,
+      ...PROFILE_FIELDS,
     );
-    const [status, leaseId, runId, attempt] = reply.map(String);
+    const [status, leaseId, third, fourth] = reply;
     switch (status) {
+      case 'idem_replay':
+        return {
+          status: 'idempotency',
+          claim: { status: 'replay', httpStatus: Number(leaseId), body: String(third ?? '') },
+        };
+      case 'idem_pending':
+        return { status: 'idempotency', claim: { status: 'pending' } };
+      case 'idem_conflict':
+        return { status: 'idempotency', claim: { status: 'conflict' } };
+      case 'not_found':
+      case 'not_served':
+      case 'protected':
+        return { status };
       case 'created':
-      case 'reattached':
+      case 'reattached': {
+        const lease = leaseFromFields(profile, pairsOf(third));
+        if (!lease) throw new Error(`acquireLease answered ${status} without the lease`);
+        if (status === 'reattached') return { status, leaseId: String(leaseId), lease };
+        const settings = parseProfile(fieldsOf(fourth as Array<string | null>, PROFILE_FIELDS));
+        if (!settings) throw new Error('acquireLease answered created without the profile');
+        return { status, leaseId: String(leaseId), lease, profile: settings };
+      }
       case 'expired':
-        return { status, leaseId: leaseId as string };
+        return { status, leaseId: String(leaseId) };
       case 'conflict':
-        return { status, leaseId: leaseId as string, runId: runId ?? '', attempt: Number(attempt) };
+        return {
+          status,
+          leaseId: String(leaseId),
+          runId: third === null || third === undefined ? '' : String(third),
+          attempt: Number(fourth),
+        };
       default:
-        throw new Error(`acquireLease answered ${status}`);
+        throw new Error(`acquireLease answered ${String(status)}`);
     }
+  }
+
+  /** Issue 18: the sealed state and its version in one read, so a context warmed from it is named right. */
+  async sealedState(profile: ProfileRef): Promise<SealedState | undefined> {
+    const values = await this.#redis.hmget(this.#profileKey(profile), 'sealed', ...SEAL_VERSION_FIELDS);
+    const fields = fieldsOf(values.slice(1), SEAL_VERSION_FIELDS);
+    if (!fields.created_at) return undefined;
+    return { blob: values[0] || undefined, sealVersion: sealVersionOf(fields) };
   }
 
   async getLease(profile: ProfileRef, leaseId: string): Promise<LeaseRecord | undefined> {
@@ -395,11 +435,30 @@ const SETTINGS_FIELDS = [
   'protected',
   'sealed_at',
   'created_at',
+  'seal_gen',
 ] as const;
 
-function fieldsOf(values: ReadonlyArray<string | null>): Record<string, string> {
+/** What a created lease answers of its profile: its settings, never the sealed state. */
+const PROFILE_FIELDS = SETTINGS_FIELDS;
+
+/** The fields a seal version is made of (see `sealVersionOf`). */
+const SEAL_VERSION_FIELDS = ['created_at', 'seal_gen', 'sealed_at'] as const;
+
+/**
+ * Issue 18: the version of a profile's sealed state. `seal_gen` counts seals (finishClose); the
+ * seal time and the profile's creation time are part of it too, so a seal written without the count
+ * (an older worker during a rolling update) or a profile made again under the same id still differ.
+ */
+function sealVersionOf(fields: Record<string, string>): string {
+  return `${fields.created_at ?? ''}.${fields.seal_gen ?? '0'}.${fields.sealed_at ?? ''}`;
+}
+
+function fieldsOf(
+  values: ReadonlyArray<string | null>,
+  names: readonly string[] = SETTINGS_FIELDS,
+): Record<string, string> {
   const fields: Record<string, string> = {};
-  for (const [index, name] of SETTINGS_FIELDS.entries()) {
+  for (const [index, name] of names.entries()) {
     const value = values[index];
     if (value !== null && value !== undefined) fields[name] = value;
   }
@@ -418,7 +477,17 @@ function parseProfile(fields: Record<string, string>): ProfileSettings | undefin
     protected: fields.protected === '1',
     sealedAtMs: fields.sealed_at ? Number(fields.sealed_at) : undefined,
     createdAtMs: Number(fields.created_at),
+    sealVersion: sealVersionOf(fields),
   };
+}
+
+/** A flat HGETALL reply (`[field, value, …]`) as a record. */
+function pairsOf(reply: unknown): Record<string, string> {
+  const fields: Record<string, string> = {};
+  if (!Array.isArray(reply)) return fields;
+  for (let index = 0; index + 1 < reply.length; index += 2)
+    fields[String(reply[index])] = String(reply[index + 1]);
+  return fields;
 }
 
 /** A profile's `tenant/id` label in the index of every profile. */

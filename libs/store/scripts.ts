@@ -19,7 +19,14 @@ export interface ScriptCommands {
   acquireOrRenewLock(lockKey: string, token: string, ttlMs: number): Promise<number>;
   releaseLock(lockKey: string, token: string): Promise<number>;
   createProfile(profileKey: string, ...argv: Arg[]): Promise<number>;
-  acquireLease(liveKey: string, leaseKey: string, leasePrefix: string, ...argv: Arg[]): Reply;
+  acquireLease(
+    liveKey: string,
+    leaseKey: string,
+    leasePrefix: string,
+    profileKey: string,
+    idempotencyKey: string,
+    ...argv: Arg[]
+  ): Promise<Array<string | null | Array<string | null>>>;
   renewLease(leaseKey: string, ...argv: Arg[]): Reply;
   renewIdempotently(idempotencyKey: string, leaseKey: string, ...argv: Arg[]): Reply;
   beginClose(leaseKey: string, ...argv: Arg[]): Reply;

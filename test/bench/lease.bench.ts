@@ -1,11 +1,19 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
+import { decodeKey } from '../../libs/config/index.js';
+import { DEFAULT_LEASE_CAPS, sealState } from '../../libs/lease/index.js';
+import {
+  idemKey,
+  startTestBrowserWorker,
+  TEST_SEAL_KEY,
+  type TestBrowserWorker,
+} from '../fixtures/browser-worker.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { figure, percentile, report } from './report.js';
 
 const SUITE = 'lease';
-const ROUNDS = 40;
+const ROUNDS = 20;
+const COLD_ROUNDS = 10;
 const IDLE_LEASES = 50;
 
 /**
@@ -35,16 +43,54 @@ function descendantsRssMb(rootPid: number): number {
   return total / 1024;
 }
 
+/** Lets Chromium's processes that closed contexts go before memory is read. */
+function settleMemory(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 1_000));
+}
+
 async function timed<T>(run: () => Promise<T>): Promise<[number, T]> {
   const started = performance.now();
   const value = await run();
   return [performance.now() - started, value];
 }
 
-export default async function leaseBench(): Promise<void> {
-  const prefix = uniquePrefix('bench-lease');
-  const worker: TestBrowserWorker = await startTestBrowserWorker({ prefix, workerId: 'bw-bench' });
-  const redis = new Redis(testRedisUrl());
+/** Opens a context with `storageState` and its page, as a lease's is made without a pool. */
+async function rawNewContextMs(worker: TestBrowserWorker, storageState: SealedCookieState): Promise<number> {
+  const [ms, context] = await timed(async () => {
+    const context = await worker.handle.browser.newContext({ storageState });
+    await context.newPage();
+    return context;
+  });
+  await context.close();
+  return ms;
+}
+
+type SealedCookieState = Awaited<ReturnType<typeof sealedCookieState>>;
+
+/** The storage state the bench profile is sealed with: a session cookie, as a logged-in profile has. */
+async function sealedCookieState(worker: TestBrowserWorker) {
+  const context = await worker.handle.browser.newContext();
+  const state = await context.storageState();
+  await context.close();
+  return {
+    ...state,
+    cookies: [
+      {
+        name: 'session',
+        value: 'x'.repeat(200),
+        domain: 'example.com',
+        path: '/',
+        expires: -1,
+        httpOnly: false,
+        secure: false,
+        sameSite: 'Lax' as const,
+      },
+    ],
+  };
+}
+
+/** The data-plane calls the bench makes, on one worker. */
+function leaseCalls(worker: TestBrowserWorker) {
   const scope = (runId: string) => ({
     tenant: 't1',
     principal: 'owner',
@@ -62,37 +108,102 @@ export default async function leaseBench(): Promise<void> {
       idempotencyKey: idemKey(),
       body: { seal },
     });
+  const createProfile = (id: string) =>
+    worker.call('POST', '/v1/tenants/t1/profiles', {
+      body: { id, tenant: 't1', principal: 'owner', allowed_origins: ['https://example.com'] },
+    });
+  /**
+   * Gives the profile a sealed state (a session cookie), written as a lease's close writes it: a
+   * lease published and closed with the sealed blob, in the store itself (no context is made).
+   */
+  const seal = async (profileId: string, state: SealedCookieState) => {
+    const profile = { tenant: 't1', id: profileId };
+    const leaseId = `lse_seed_${profileId}`;
+    const now = worker.clock.now();
+    const store = worker.handle.store;
+    await store.acquire({
+      profile,
+      newLeaseId: leaseId,
+      scope: { tenant: 't1', principal: 'owner', run_id: 'run_seed', attempt: 1 },
+      providerRef: 'bw-seed',
+      requestedExpiresAtMs: now + 60_000,
+      nowMs: now,
+      caps: DEFAULT_LEASE_CAPS,
+    });
+    await store.beginClose(profile, leaseId, now, 'closed');
+    const blob = sealState(state, decodeKey(TEST_SEAL_KEY) as Buffer, `t1/${profileId}`);
+    if (!(await store.finishClose(profile, leaseId, now, blob)).sealed) throw new Error('seed not sealed');
+  };
+  return { acquire, close, createProfile, seal };
+}
 
+/**
+ * Issue 18, the cold side: a worker with no warm contexts (BROWSER_WARM_CONTEXTS=0), each acquire
+ * making its context from the sealed state, beside a raw newContext + newPage measured between them.
+ */
+async function coldAcquires(prefix: string): Promise<{ coldMs: number[]; rawMs: number[] }> {
+  const worker = await startTestBrowserWorker({
+    prefix: `${prefix}-cold`,
+    workerId: 'bw-bench-cold',
+    env: { BROWSER_WARM_CONTEXTS: '0' },
+  });
+  const calls = leaseCalls(worker);
   try {
-    await worker.call('POST', '/v1/tenants/t1/profiles', {
-      body: { id: 'bench', tenant: 't1', principal: 'owner', allowed_origins: ['https://example.com'] },
-    });
-    // Give the profile a sealed state (a cookie and an origin's storage), as a logged-in profile has.
-    const seeded = (await acquire('bench', 'run_seed')).body;
-    await worker.handle.browser
-      .contexts()
-      .at(-1)
-      ?.addCookies([{ name: 'session', value: 'x'.repeat(200), domain: 'example.com', path: '/' }]);
-    await close('bench', seeded.lease_id, true);
-    const sealedState = await worker.handle.browser.newContext().then(async (context) => {
-      const state = await context.storageState();
-      await context.close();
-      return {
-        ...state,
-        cookies: [
-          {
-            name: 'session',
-            value: 'x'.repeat(200),
-            domain: 'example.com',
-            path: '/',
-            expires: -1,
-            httpOnly: false,
-            secure: false,
-            sameSite: 'Lax' as const,
-          },
-        ],
-      };
-    });
+    const state = await sealedCookieState(worker);
+    await calls.createProfile('bench');
+    await calls.seal('bench', state);
+    const coldMs: number[] = [];
+    const rawMs: number[] = [];
+    for (let round = 0; round < COLD_ROUNDS; round += 1) {
+      rawMs.push(await rawNewContextMs(worker, state));
+      const [acquired, answer] = await timed(() => calls.acquire('bench', `run_cold_${round}`));
+      if (answer.status !== 201) throw new Error(`cold acquire answered ${answer.status}`);
+      coldMs.push(acquired);
+      await calls.close('bench', answer.body.lease_id, true);
+    }
+    return { coldMs, rawMs };
+  } finally {
+    await worker.handle.close();
+  }
+}
+
+export default async function leaseBench(): Promise<void> {
+  const prefix = uniquePrefix('bench-lease');
+  const redis = new Redis(testRedisUrl());
+  try {
+    const cold = await coldAcquires(prefix);
+    report(
+      figure(SUITE, 'acquire_cold_p50_ms', percentile(cold.coldMs, 50), {
+        metric: 'raw_new_context_p50_ms',
+        value: percentile(cold.rawMs, 50),
+      }),
+    );
+    await warmAcquires(prefix);
+  } finally {
+    await deletePrefixedKeys(redis, prefix);
+    redis.disconnect();
+  }
+}
+
+/**
+ * The warm side: a worker with the default pool (BROWSER_WARM_CONTEXTS, BROWSER_WARM_POOL_MB).
+ * Before each round the pool has settled (refilled after the last round's seal), so the raw
+ * baseline and the acquire are measured on a quiet worker; each round closes with a seal, as a
+ * run's end does, and the pool remakes its contexts from the new state.
+ */
+async function warmAcquires(prefix: string): Promise<void> {
+  const worker = await startTestBrowserWorker({
+    prefix,
+    workerId: 'bw-bench',
+    env: { BROWSER_WARM_CONTEXTS: '4', BROWSER_WARM_POOL_MB: '256' },
+  });
+  const pool = worker.handle.warmPool;
+  if (!pool) throw new Error('the bench worker has no warm pool');
+  const calls = leaseCalls(worker);
+  try {
+    const sealedState = await sealedCookieState(worker);
+    await calls.createProfile('bench');
+    await calls.seal('bench', sealedState);
 
     const acquireMs: number[] = [];
     const rawMs: number[] = [];
@@ -100,21 +211,17 @@ export default async function leaseBench(): Promise<void> {
     const renewMs: number[] = [];
     const closeSealMs: number[] = [];
     for (let round = 0; round < ROUNDS; round += 1) {
-      const [raw] = await timed(async () => {
-        const context = await worker.handle.browser.newContext({ storageState: sealedState });
-        await context.newPage();
-        return context;
-      }).then(async ([ms, context]) => {
-        await context.close();
-        return [ms] as const;
-      });
-      rawMs.push(raw);
+      await pool.settled();
+      rawMs.push(await rawNewContextMs(worker, sealedState));
 
-      const [acquired, answer] = await timed(() => acquire('bench', `run_${round}`));
+      const [acquired, answer] = await timed(() => calls.acquire('bench', `run_${round}`));
       if (answer.status !== 201) throw new Error(`acquire answered ${answer.status}`);
       acquireMs.push(acquired);
       const lease = answer.body;
-      const [reattached] = await timed(() => acquire('bench', `run_${round}`));
+      // The acquire's refill makes a context in the background; reattach and renew do not depend
+      // on the pool, so they are measured once it is done, as before there was a pool.
+      await pool.settled();
+      const [reattached] = await timed(() => calls.acquire('bench', `run_${round}`));
       reattachMs.push(reattached);
       const [renewed] = await timed(() =>
         worker.call('POST', `/v1/tenants/t1/profiles/bench/leases/${lease.lease_id}/renew`, {
@@ -123,7 +230,7 @@ export default async function leaseBench(): Promise<void> {
         }),
       );
       renewMs.push(renewed);
-      const [closed] = await timed(() => close('bench', lease.lease_id, true));
+      const [closed] = await timed(() => calls.close('bench', lease.lease_id, true));
       closeSealMs.push(closed);
     }
 
@@ -144,26 +251,29 @@ export default async function leaseBench(): Promise<void> {
     report(figure(SUITE, 'renew_p50_ms', percentile(renewMs, 50)));
     report(figure(SUITE, 'close_seal_p50_ms', percentile(closeSealMs, 50)));
 
-    // Idle leases: one per profile, nothing loaded, the browser's RSS shared out among them.
-    const rssBefore = descendantsRssMb(process.pid);
+    // The pool's own memory: the worker with its pool full, then with it emptied.
+    await pool.settled();
+    await settleMemory();
+    const rssFull = descendantsRssMb(process.pid);
+    await pool.drain();
+    await settleMemory();
+    const rssEmpty = descendantsRssMb(process.pid);
+    report(figure(SUITE, 'warm_pool_mb', rssFull - rssEmpty));
+
+    // Idle leases: one per profile, nothing loaded, the browser's RSS shared out among them. Their
+    // acquires make the pool warm their profiles too; it is emptied before the measure, so what it
+    // holds is counted in neither measure.
     for (let index = 0; index < IDLE_LEASES; index += 1) {
-      await worker.call('POST', '/v1/tenants/t1/profiles', {
-        body: {
-          id: `idle${index}`,
-          tenant: 't1',
-          principal: 'owner',
-          allowed_origins: ['https://example.com'],
-        },
-      });
-      const answer = await acquire(`idle${index}`, `run_idle_${index}`);
+      await calls.createProfile(`idle${index}`);
+      const answer = await calls.acquire(`idle${index}`, `run_idle_${index}`);
       if (answer.status !== 201) throw new Error(`idle acquire answered ${answer.status}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await pool.settled();
+    await pool.drain();
+    await settleMemory();
     const rssAfter = descendantsRssMb(process.pid);
-    report(figure(SUITE, 'rss_per_lease_mb', (rssAfter - rssBefore) / IDLE_LEASES));
+    report(figure(SUITE, 'rss_per_lease_mb', (rssAfter - rssEmpty) / IDLE_LEASES));
   } finally {
     await worker.handle.close();
-    await deletePrefixedKeys(redis, prefix);
-    redis.disconnect();
   }
 }

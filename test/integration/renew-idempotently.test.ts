@@ -60,6 +60,7 @@ describe.each(['one Redis', 'a Redis Cluster'] as const)('renewals in one batch 
         nowMs: NOW_MS,
         caps: CAPS,
       });
+      if (acquired.status !== 'created') throw new Error(`acquire: ${acquired.status}`);
       held.push(acquired.leaseId);
     }
     const renewals = profiles.map((profile, index) => ({

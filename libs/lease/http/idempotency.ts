@@ -3,7 +3,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ProfileRef } from '../../contracts/index.js';
 import { canonicalJson } from '../../store/index.js';
 import { errorBody } from '../../telemetry/index.js';
-import { DataPlaneError, type LeaseStore } from '../index.js';
+import {
+  DataPlaneError,
+  type IdempotencyClaim,
+  type IdempotencyTicket,
+  type LeaseStore,
+  type UnclaimedKey,
+} from '../index.js';
 
 /** How long a request with an Idempotency-Key waits for the first one with the same key to answer. */
 const PENDING_WAIT_MS = 10_000;
@@ -15,6 +21,9 @@ export interface IdempotentAnswer {
   status: number;
   body: unknown;
 }
+
+/** An answer that claims its key itself: its claim's answer when the key was not its to claim. */
+export type SelfClaimedAnswer = IdempotentAnswer | UnclaimedKey;
 
 /**
  * What an Idempotency-Key is bound to: the method, the path and the body's canonical JSON. Issue 18:
@@ -32,6 +41,10 @@ export function idempotentRequestHash(method: string, path: string, body: unknow
  * path and canonical JSON) replays the stored answer; with another body it is `idempotency_conflict`.
  * Refusals (4xx) are stored like answers; a 5xx or an unexpected failure releases the key, so a
  * retry really retries.
+ *
+ * The key is claimed here before `answer` runs, unless `claimsItself` is passed: then `answer`
+ * gets the ticket and claims it in its own first store call (issue 18: acquire claims it in its
+ * script, one round trip fewer), answering the claim instead when the key was not its to claim.
  */
 export async function answerIdempotently(
   store: LeaseStore,
@@ -39,6 +52,22 @@ export async function answerIdempotently(
   request: FastifyRequest,
   reply: FastifyReply,
   answer: () => Promise<IdempotentAnswer>,
+): Promise<FastifyReply>;
+export async function answerIdempotently(
+  store: LeaseStore,
+  profile: ProfileRef,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  answer: (ticket: IdempotencyTicket) => Promise<SelfClaimedAnswer>,
+  options: { claimsItself: true },
+): Promise<FastifyReply>;
+export async function answerIdempotently(
+  store: LeaseStore,
+  profile: ProfileRef,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  answer: (ticket: IdempotencyTicket) => Promise<SelfClaimedAnswer>,
+  options: { claimsItself?: boolean } = {},
 ): Promise<FastifyReply> {
   const key = request.headers['idempotency-key'];
   if (typeof key !== 'string' || !/^[A-Za-z0-9_.:-]{1,128}$/.test(key))
@@ -48,10 +77,16 @@ export async function answerIdempotently(
       { field: 'Idempotency-Key' },
     );
   const requestHash = idempotentRequestHash(request.method, request.url.split('?')[0] ?? '', request.body);
+  const ticket: IdempotencyTicket = { key, requestHash };
 
   const deadline = Date.now() + PENDING_WAIT_MS;
   for (;;) {
-    const claim = await store.claimIdempotency(profile, key, requestHash);
+    let outcome: { claim: IdempotencyClaim; answered?: Settled };
+    if (options.claimsItself) {
+      const answered = await settle(store, profile, key, () => answer(ticket));
+      outcome = 'claim' in answered ? { claim: answered.claim } : { claim: { status: 'claimed' }, answered };
+    } else outcome = { claim: await store.claimIdempotency(profile, key, requestHash) };
+    const { claim } = outcome;
     if (claim.status === 'conflict')
       throw new DataPlaneError('idempotency_conflict', 'this Idempotency-Key was used with another request');
     if (claim.status === 'replay')
@@ -60,7 +95,16 @@ export async function answerIdempotently(
         .header('idempotent-replayed', 'true')
         .type('application/json')
         .send(claim.body);
-    if (claim.status === 'claimed') break;
+    if (claim.status === 'claimed') {
+      const { status, body } =
+        outcome.answered ?? ((await settle(store, profile, key, () => answer(ticket))) as Settled);
+      // Issue 16: serialized through the route's answer schema for this status (plain JSON for a
+      // refusal), once: a replay sends the stored text as it is.
+      // Both serializers (the schema's and JSON.stringify) answer text.
+      const text = reply.code(status).serialize(body) as string;
+      await store.completeIdempotency(profile, key, status, text);
+      return reply.type('application/json').send(text);
+    }
     if (Date.now() > deadline)
       throw new DataPlaneError(
         'idempotency_in_progress',
@@ -68,24 +112,30 @@ export async function answerIdempotently(
       );
     await new Promise((resolve) => setTimeout(resolve, PENDING_POLL_MS));
   }
+}
 
-  let status: number;
-  let body: unknown;
+/** An answer under a claimed key: what the route answered, or the refusal it threw (4xx). */
+type Settled = IdempotentAnswer;
+
+/**
+ * Runs `answer` under a claimed key: a refusal (4xx) becomes the answer to store; a 5xx or an
+ * unexpected failure releases the key and is thrown, so a retry really retries. An answer that
+ * claims its key itself and did not claim it is passed back as it is.
+ */
+async function settle(
+  store: LeaseStore,
+  profile: ProfileRef,
+  key: string,
+  answer: () => Promise<SelfClaimedAnswer>,
+): Promise<SelfClaimedAnswer> {
   try {
-    ({ status, body } = await answer());
+    return await answer();
   } catch (error) {
     const refusal = error instanceof DataPlaneError && error.status < 500;
     if (!refusal) {
       await store.releaseIdempotency(profile, key);
       throw error;
     }
-    status = error.status;
-    body = errorBody(error.code, error.message, error.details);
+    return { status: error.status, body: errorBody(error.code, error.message, error.details) };
   }
-  // Issue 16: serialized through the route's answer schema for this status (plain JSON for a
-  // refusal), once: a replay sends the stored text as it is.
-  // Both serializers (the schema's and JSON.stringify) answer text.
-  const text = reply.code(status).serialize(body) as string;
-  await store.completeIdempotency(profile, key, status, text);
-  return reply.type('application/json').send(text);
 }
