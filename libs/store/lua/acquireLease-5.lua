@@ -1,7 +1,7 @@
 --[[
   Claims the request's idempotency key, admits, and publishes a profile's lease in one round trip,
   or answers why not (DESIGN §5, ADR-0127 d1, d7; issue 18: a reattach is this script and the
-  answer's record). The key is claimed first, as claimIdempotency-1.lua does, so a replay or a
+  answer's record). The key is claimed first, by the rule claimIdempotency-1.lua includes, so a replay or a
   conflicting body does nothing else. Admission comes next, and nothing is published for a caller
   that may not lease: the profile exists in the scope's tenant, is served by this worker, and is
   not protected against the principal.
@@ -40,19 +40,14 @@
   when no warm context of the current seal version is at hand. Nothing can seal the profile while
   its lease is live, so what it reads then is what this lease starts from.
 ]]
+--- @include "includes/claim-idempotency.lua"
+
 if ARGV[12] ~= "" then
-  local claim = redis.call("HMGET", KEYS[5], "hash", "state", "status", "body")
-  if claim[1] then
-    if claim[1] ~= ARGV[12] then
-      return {"idem_conflict"}
-    end
-    if claim[2] == "done" then
-      return {"idem_replay", claim[3], claim[4]}
-    end
-    return {"idem_pending"}
+  local claim = claimIdempotencyRecord(KEYS[5], ARGV[12], ARGV[13])
+  if claim[1] ~= "claimed" then
+    claim[1] = "idem_" .. claim[1]
+    return claim
   end
-  redis.call("HSET", KEYS[5], "hash", ARGV[12], "state", "pending")
-  redis.call("PEXPIRE", KEYS[5], ARGV[13])
 end
 
 local admission = redis.call("HMGET", KEYS[4], "id", "protected", "principal", "tenant")

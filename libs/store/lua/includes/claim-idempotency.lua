@@ -1,7 +1,7 @@
 --[[
   Included (`--- @include "includes/claim-idempotency.lua"`) by claimIdempotency-1 (every
-  idempotent route) and renewIdempotently-2 (the batch renewals' items), so a renewal sent alone and
-  the same renewal sent in a batch claim, replay and conflict by the one rule below.
+  idempotent route), renewIdempotently-2 (the batch renewals' items) and acquireLease-5 (an
+  acquire claims its own key), so every route claims, replays and conflicts by the one rule below.
 ]]
 
 -- The exact idempotency rule (DESIGN §5): the first request with a key claims the record `recordKey`;
