@@ -110,14 +110,32 @@ interface Registry {
 
 let registry: Registry | null = null;
 
-function styleOf(element: Element): CSSStyleDeclaration {
-  const view = element.ownerDocument.defaultView ?? window;
-  return view.getComputedStyle(element);
+/**
+ * The computed style the accessible-name computation reads, one declaration per element for the
+ * whole capture: the page does not change while a capture runs (it is one synchronous task), and a
+ * declaration is live, so it answers what a fresh one would. dom-accessibility-api asks again for
+ * every name it computes, and for `::before` and `::after` (answered with the element's own style,
+ * as it always was here), so most of its calls were repeats.
+ */
+function stylesOfCapture(): (element: Element) => CSSStyleDeclaration {
+  const styles = new Map<Element, CSSStyleDeclaration>();
+  return (element) => {
+    let style = styles.get(element);
+    if (style === undefined) {
+      const view = element.ownerDocument.defaultView ?? window;
+      style = view.getComputedStyle(element);
+      styles.set(element, style);
+    }
+    return style;
+  };
 }
+
+/** One options object for every visibility check, not one made per element. */
+const VISIBILITY_PROPERTY = { visibilityProperty: true } as const;
 
 /** Rendered with a box and not visibility-hidden: the same notion as Playwright's isVisible(). */
 function isVisible(element: Element): boolean {
-  if (!element.checkVisibility({ visibilityProperty: true })) return false;
+  if (!element.checkVisibility(VISIBILITY_PROPERTY)) return false;
   const rect = element.getBoundingClientRect();
   return rect.width > 0 && rect.height > 0;
 }
@@ -265,6 +283,7 @@ function capture(request: CaptureRequest): Capture {
   const windowElements = visible.slice(offset, offset + request.windowSize);
   const refs = new Map<string, WeakRef<Element>>();
   const secrets = secretValues(page);
+  const styleOf = stylesOfCapture();
   const elements: CapturedElement[] = windowElements.map((element, index) => {
     const ref = `e${offset + index + 1}`;
     refs.set(ref, new WeakRef(element));
