@@ -1,6 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PageEngine, ToolOutcome } from '../../libs/browser/index.js';
-import { candidateBoundPage, edgePage, page5000, shadowPage5000 } from '../fixtures/observation-pages.js';
+import {
+  candidateBoundPage,
+  edgePage,
+  namesPage,
+  page5000,
+  shadowPage5000,
+} from '../fixtures/observation-pages.js';
 import { PageServer } from '../fixtures/page-server.js';
 import { EngineHarness, limits } from './harness.js';
 
@@ -20,6 +26,7 @@ beforeAll(async () => {
   harness.server.addPage('pin-shadow-5000.html', shadowPage5000());
   harness.server.addPage('pin-edges.html', edgePage());
   harness.server.addPage('pin-bound.html', candidateBoundPage());
+  harness.server.addPage('pin-names.html', namesPage());
   child.addPage(
     'pin-child.html',
     `<!doctype html><title>Child</title><p>Inside the child frame</p>
@@ -100,6 +107,11 @@ describe('observations are pinned byte for byte (issue 18)', () => {
   it('keeps the edges of visibility, naming, state and secrets', async () => {
     const { first } = await observed('/pages/pin-edges.html');
     await expect(pinned(first)).toMatchFileSnapshot(`${SNAPSHOTS}/edges.txt`);
+  });
+
+  it('keeps the names of links, buttons and headings named every way', async () => {
+    const { first } = await observed('/pages/pin-names.html');
+    await expect(pinned(first)).toMatchFileSnapshot(`${SNAPSHOTS}/names.txt`);
   });
 
   it('keeps a page whose candidates pass the bound', async () => {
