@@ -6,7 +6,7 @@
  * or the DOM-quiet watch (ADR-0159). Element references live in a closure, keyed by revision, as
  * weak references.
  */
-import { computeAccessibleName } from 'dom-accessibility-api';
+import { accessibleName } from './names.js';
 import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
 import { type ElementState, inputType, isSecretField, roleOf, stateOf } from './roles.js';
 import { type PageScan, type Root, scanPage, walkComposed } from './shadow.js';
@@ -289,7 +289,7 @@ function capture(request: CaptureRequest): Capture {
     refs.set(ref, new WeakRef(element));
     const state = stateOf(element, request.nameLimit);
     if (state.value !== undefined) state.value = redact(state.value, secrets);
-    const name = redact(computeAccessibleName(element, { getComputedStyle: styleOf }).trim(), secrets);
+    const name = redact(accessibleName(element, styleOf).trim(), secrets);
     const type = inputType(element);
     return {
       ref,
