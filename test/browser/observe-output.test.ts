@@ -3,6 +3,7 @@ import type { PageEngine, ToolOutcome } from '../../libs/browser/index.js';
 import {
   candidateBoundPage,
   edgePage,
+  longTextPage,
   namesPage,
   page5000,
   shadowPage5000,
@@ -27,6 +28,7 @@ beforeAll(async () => {
   harness.server.addPage('pin-edges.html', edgePage());
   harness.server.addPage('pin-bound.html', candidateBoundPage());
   harness.server.addPage('pin-names.html', namesPage());
+  harness.server.addPage('pin-long-text.html', longTextPage());
   child.addPage(
     'pin-child.html',
     `<!doctype html><title>Child</title><p>Inside the child frame</p>
@@ -112,6 +114,11 @@ describe('observations are pinned byte for byte (issue 18)', () => {
   it('keeps the names of links, buttons and headings named every way', async () => {
     const { first } = await observed('/pages/pin-names.html');
     await expect(pinned(first)).toMatchFileSnapshot(`${SNAPSHOTS}/names.txt`);
+  });
+
+  it('keeps the text of a page with far more of it than the bound, mostly white space', async () => {
+    const { first } = await observed('/pages/pin-long-text.html');
+    await expect(pinned(first)).toMatchFileSnapshot(`${SNAPSHOTS}/long-text.txt`);
   });
 
   it('keeps a page whose candidates pass the bound', async () => {
