@@ -227,6 +227,21 @@ function normalizeText(raw: string): string {
 }
 
 /**
+ * `normalizeText(raw)`, or a prefix of it longer than `limit` (issue 18: the text of a long page is
+ * mostly cut off, and normalizing all of it cost as much as reading it). Normalizing rewrites each
+ * run of white space on its own, so the normalized form of a prefix of `raw` is a prefix of the
+ * normalized whole: both agree up to the prefix's last character that is not white space, where
+ * the trimmed form of the prefix ends.
+ */
+function normalizedText(raw: string, limit: number): string {
+  for (let cut = 4 * limit; cut < raw.length; cut *= 2) {
+    const text = normalizeText(raw.slice(0, cut));
+    if (text.length > limit) return text;
+  }
+  return normalizeText(raw);
+}
+
+/**
  * The rendered text of a root. A document's body's innerText leaves out its shadow roots' text,
  * so each open shadow root adds its own: the innerText of its rendered children (a child that is
  * not rendered, such as a <style>, would answer its source instead, so it is left out).
@@ -249,7 +264,8 @@ function visibleText(page: PageScan, limit: number): { text: string; truncated: 
   for (const root of page.roots) {
     if (length > limit) break;
     if (page.unrendered.has(root)) continue;
-    const text = normalizeText(renderedText(root));
+    // A part longer than the limit is the last one kept, and it is cut to the limit below.
+    const text = normalizedText(renderedText(root), limit);
     if (text) {
       parts.push(text);
       length += text.length + 1;
