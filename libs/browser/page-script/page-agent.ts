@@ -6,7 +6,7 @@
  * or the DOM-quiet watch (ADR-0159). Element references live in a closure, keyed by revision, as
  * weak references.
  */
-import { computeAccessibleName } from 'dom-accessibility-api';
+import { accessibleName } from './names.js';
 import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
 import { type ElementState, inputType, isSecretField, roleOf, stateOf } from './roles.js';
 import { type PageScan, type Root, scanPage, walkComposed } from './shadow.js';
@@ -110,14 +110,32 @@ interface Registry {
 
 let registry: Registry | null = null;
 
-function styleOf(element: Element): CSSStyleDeclaration {
-  const view = element.ownerDocument.defaultView ?? window;
-  return view.getComputedStyle(element);
+/**
+ * The computed style the accessible-name computation reads, one declaration per element for the
+ * whole capture: the page does not change while a capture runs (it is one synchronous task), and a
+ * declaration is live, so it answers what a fresh one would. dom-accessibility-api asks again for
+ * every name it computes, and for `::before` and `::after` (answered with the element's own style,
+ * as it always was here), so most of its calls were repeats.
+ */
+function stylesOfCapture(): (element: Element) => CSSStyleDeclaration {
+  const styles = new Map<Element, CSSStyleDeclaration>();
+  return (element) => {
+    let style = styles.get(element);
+    if (style === undefined) {
+      const view = element.ownerDocument.defaultView ?? window;
+      style = view.getComputedStyle(element);
+      styles.set(element, style);
+    }
+    return style;
+  };
 }
+
+/** One options object for every visibility check, not one made per element. */
+const VISIBILITY_PROPERTY = { visibilityProperty: true } as const;
 
 /** Rendered with a box and not visibility-hidden: the same notion as Playwright's isVisible(). */
 function isVisible(element: Element): boolean {
-  if (!element.checkVisibility({ visibilityProperty: true })) return false;
+  if (!element.checkVisibility(VISIBILITY_PROPERTY)) return false;
   const rect = element.getBoundingClientRect();
   return rect.width > 0 && rect.height > 0;
 }
@@ -209,6 +227,21 @@ function normalizeText(raw: string): string {
 }
 
 /**
+ * `normalizeText(raw)`, or a prefix of it longer than `limit` (issue 18: the text of a long page is
+ * mostly cut off, and normalizing all of it cost as much as reading it). Normalizing rewrites each
+ * run of white space on its own, so the normalized form of a prefix of `raw` is a prefix of the
+ * normalized whole: both agree up to the prefix's last character that is not white space, where
+ * the trimmed form of the prefix ends.
+ */
+function normalizedText(raw: string, limit: number): string {
+  for (let cut = 4 * limit; cut < raw.length; cut *= 2) {
+    const text = normalizeText(raw.slice(0, cut));
+    if (text.length > limit) return text;
+  }
+  return normalizeText(raw);
+}
+
+/**
  * The rendered text of a root. A document's body's innerText leaves out its shadow roots' text,
  * so each open shadow root adds its own: the innerText of its rendered children (a child that is
  * not rendered, such as a <style>, would answer its source instead, so it is left out).
@@ -231,7 +264,8 @@ function visibleText(page: PageScan, limit: number): { text: string; truncated: 
   for (const root of page.roots) {
     if (length > limit) break;
     if (page.unrendered.has(root)) continue;
-    const text = normalizeText(renderedText(root));
+    // A part longer than the limit is the last one kept, and it is cut to the limit below.
+    const text = normalizedText(renderedText(root), limit);
     if (text) {
       parts.push(text);
       length += text.length + 1;
@@ -265,12 +299,13 @@ function capture(request: CaptureRequest): Capture {
   const windowElements = visible.slice(offset, offset + request.windowSize);
   const refs = new Map<string, WeakRef<Element>>();
   const secrets = secretValues(page);
+  const styleOf = stylesOfCapture();
   const elements: CapturedElement[] = windowElements.map((element, index) => {
     const ref = `e${offset + index + 1}`;
     refs.set(ref, new WeakRef(element));
     const state = stateOf(element, request.nameLimit);
     if (state.value !== undefined) state.value = redact(state.value, secrets);
-    const name = redact(computeAccessibleName(element, { getComputedStyle: styleOf }).trim(), secrets);
+    const name = redact(accessibleName(element, styleOf).trim(), secrets);
     const type = inputType(element);
     return {
       ref,
