@@ -6,10 +6,10 @@ import { DataPlaneClient } from '../../libs/provider/index.js';
 import { runLeaseUpkeep } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
-import { idemKey, TEST_SEAL_KEY, TEST_TOKEN, TestClock } from '../fixtures/browser-worker.js';
+import { leaseForRunningRun, TEST_SEAL_KEY, TEST_TOKEN, TestClock } from '../fixtures/browser-worker.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+import { createTestSession } from '../fixtures/run-store.js';
 import { figure, report } from './report.js';
 
 const SUITE = 'upkeep';
@@ -156,32 +156,7 @@ async function measureUpkeep(count: number): Promise<UpkeepMeasure> {
     const sessionId = await createTestSession(runs, 't1', { instructions: 'hold the page' });
     await inLanes(count, SETUP_CONCURRENCY, async (index) => {
       const profileId = `upkeep-${index}`;
-      await dataPlane.createProfile({
-        id: profileId,
-        tenant: 't1',
-        principal: 'alice',
-        allowed_origins: ['http://127.0.0.1:1'],
-      });
-      const { run } = await runs.submitRun({
-        tenant: 't1',
-        principal: 'alice',
-        sessionId,
-        input: 'x',
-        limits: TEST_RUN_LIMITS,
-        timeoutMs: 3 * 60 * MINUTE_MS,
-      });
-      ran(await runs.claimRun(run.id, 1, 'owner'));
-      await dataPlane.acquire(
-        { tenant: 't1', id: profileId },
-        {
-          tenant: 't1',
-          principal: 'alice',
-          run_id: run.id,
-          attempt: 1,
-          requested_expires_at_ms: run.deadline_at_ms,
-        },
-        idemKey(),
-      );
+      await leaseForRunningRun(dataPlane, runs, sessionId, profileId);
     });
     clock.advance(11 * MINUTE_MS);
 

@@ -5,14 +5,14 @@ import { DataPlaneClient, ProviderError } from '../../libs/provider/index.js';
 import { runLeaseUpkeep, type UpkeepLease } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import {
-  idemKey,
+  leaseForRunningRun,
   startTestBrowserWorker,
   TEST_TOKEN,
   type TestBrowserWorker,
   TestClock,
 } from '../fixtures/browser-worker.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+import { createTestSession } from '../fixtures/run-store.js';
 
 const MINUTE_MS = 60_000;
 
@@ -62,33 +62,8 @@ describe('lease upkeep in batches', () => {
     profiles += 1;
     const profileId = `batch-${profiles}`;
     const client = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
-    await client.createProfile({
-      id: profileId,
-      tenant: 't1',
-      principal: 'alice',
-      allowed_origins: ['http://127.0.0.1:1'],
-    });
-    const { run } = await runs.submitRun({
-      tenant: 't1',
-      principal: 'alice',
-      sessionId,
-      input: 'x',
-      limits: TEST_RUN_LIMITS,
-      timeoutMs: 3 * 60 * MINUTE_MS,
-    });
-    ran(await runs.claimRun(run.id, 1, 'owner'));
-    const { lease } = await client.acquire(
-      { tenant: 't1', id: profileId },
-      {
-        tenant: 't1',
-        principal: 'alice',
-        run_id: run.id,
-        attempt: 1,
-        requested_expires_at_ms: run.deadline_at_ms,
-      },
-      idemKey(),
-    );
-    return { profileId, leaseId: lease.lease_id };
+    const { leaseId } = await leaseForRunningRun(client, runs, sessionId, profileId);
+    return { profileId, leaseId };
   }
 
   function renewRequests(workerId: string): { batches: number; alone: number } {
