@@ -19,3 +19,17 @@ export class DataPlaneError extends LeaseholdError<DataPlaneErrorCode> {
     return DATA_PLANE_ERROR_STATUS[this.code];
   }
 }
+
+/**
+ * The refusal of a request whose Idempotency-Key is not its to claim (DESIGN §5): used with another
+ * request, or still being answered for the first one. One wording for the single routes and the
+ * batch renewals' items alike.
+ */
+export function unclaimedKeyError(status: 'conflict' | 'pending'): DataPlaneError {
+  return status === 'conflict'
+    ? new DataPlaneError('idempotency_conflict', 'this Idempotency-Key was used with another request')
+    : new DataPlaneError(
+        'idempotency_in_progress',
+        'the first request with this Idempotency-Key is still being answered',
+      );
+}

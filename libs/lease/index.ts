@@ -1,4 +1,4 @@
-export { DataPlaneError } from './errors.js';
+export { DataPlaneError, unclaimedKeyError } from './errors.js';
 export {
   type LeaseArtifacts,
   screenshotName,

@@ -13,7 +13,7 @@ import type {
 } from '../contracts/index.js';
 import { assertNever, pinsServe, profileLabel } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
-import { DataPlaneError } from './errors.js';
+import { DataPlaneError, unclaimedKeyError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
 import { leaseView, profileView, readLeaseView } from './lease-views.js';
 import type { LeaseArtifacts } from './page-artifacts.js';
@@ -332,23 +332,8 @@ export class LeaseService {
           case 'replay':
             return { kind: 'replay', httpStatus: outcome.httpStatus, body: outcome.body };
           case 'conflict':
-            return {
-              kind: 'refused',
-              claimed: false,
-              error: new DataPlaneError(
-                'idempotency_conflict',
-                'this Idempotency-Key was used with another request',
-              ),
-            };
           case 'pending':
-            return {
-              kind: 'refused',
-              claimed: false,
-              error: new DataPlaneError(
-                'idempotency_in_progress',
-                'the first request with this Idempotency-Key is still being answered',
-              ),
-            };
+            return { kind: 'refused', claimed: false, error: unclaimedKeyError(outcome.status) };
           case 'not_found':
             return {
               kind: 'refused',

@@ -9,6 +9,7 @@ import {
   type IdempotencyTicket,
   type LeaseStore,
   type UnclaimedKey,
+  unclaimedKeyError,
 } from '../index.js';
 
 /** How long a request with an Idempotency-Key waits for the first one with the same key to answer. */
@@ -87,8 +88,7 @@ export async function answerIdempotently(
       outcome = 'claim' in answered ? { claim: answered.claim } : { claim: { status: 'claimed' }, answered };
     } else outcome = { claim: await store.claimIdempotency(profile, key, requestHash) };
     const { claim } = outcome;
-    if (claim.status === 'conflict')
-      throw new DataPlaneError('idempotency_conflict', 'this Idempotency-Key was used with another request');
+    if (claim.status === 'conflict') throw unclaimedKeyError('conflict');
     if (claim.status === 'replay')
       return reply
         .code(claim.httpStatus)
@@ -105,11 +105,7 @@ export async function answerIdempotently(
       await store.completeIdempotency(profile, key, status, text);
       return reply.type('application/json').send(text);
     }
-    if (Date.now() > deadline)
-      throw new DataPlaneError(
-        'idempotency_in_progress',
-        'the first request with this Idempotency-Key is still being answered',
-      );
+    if (Date.now() > deadline) throw unclaimedKeyError('pending');
     await new Promise((resolve) => setTimeout(resolve, PENDING_POLL_MS));
   }
 }
