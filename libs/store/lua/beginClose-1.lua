@@ -35,9 +35,13 @@ if tonumber(f[2]) <= tonumber(ARGV[1]) then
   end
 end
 if f[1] == "closing" then
-  -- Closing after a failed renew of an expired lease: never sealed.
+  -- A close taken over is never sealed. It keeps `expired` if that is why it began (a failed renew
+  -- of an expired lease); a revoke over another revoke, or over a seal its crashed closer began,
+  -- stays a revoke.
   sealAllowed = 0
-  reason = "expired"
+  if f[3] == "expired" then
+    reason = "expired"
+  end
 end
 redis.call("HSET", KEYS[1], "state", "closing", "close_reason", reason)
 return {"closing", sealAllowed}
