@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   decodeToolName,
   encodeToolName,
@@ -343,8 +343,11 @@ describe('retries', () => {
     const target = await serve({ policy: () => ({ content: 'ok' }) });
     target.failNext(1, 'hang');
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 100);
-    const error = await rejection(modelFor(target).call(request(), { ...soon(), signal: controller.signal }));
+    const pending = rejection(modelFor(target).call(request(), { ...soon(), signal: controller.signal }));
+    // Aborted while the model holds the request (a fixed 100 ms fired before it arrived in CI).
+    await vi.waitFor(() => expect(target.requests).toHaveLength(1), { timeout: 10_000 });
+    controller.abort();
+    const error = await pending;
     expect(error).not.toBeInstanceOf(ModelError);
     expect(error).toMatchObject({ name: 'AbortError' });
     expect(target.requests).toHaveLength(1);
