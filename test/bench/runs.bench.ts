@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,8 +23,26 @@ const CPU_PROFILE_DIR = process.env.BENCH_CPU_PROF_DIR;
 const RUNS = 400;
 const CONCURRENCY = 50;
 
-/** Raw BullMQ: no-op jobs through one worker (in this process) at the same concurrency, jobs per second. */
-async function bullmqNoopJobsPerSecond(prefix: string): Promise<number> {
+/**
+ * CPU milliseconds a process has used (user + system), read from /proc: the run worker is a child
+ * process. CPU per run does not depend on what else the machine is doing, as runs per second does.
+ */
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  // utime and stime are the 12th and 13th fields after the command's name, in clock ticks (100/s).
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function ownCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
+/**
+ * Raw BullMQ: no-op jobs through one worker (in this process) at the same concurrency: jobs per
+ * second, and the CPU this process spent per job.
+ */
+async function bullmqNoop(prefix: string): Promise<{ jobsPerSecond: number; cpuMsPerJob: number }> {
   const connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
   const queue = new Queue('noop', { connection, prefix });
   let done = 0;
@@ -46,18 +64,20 @@ async function bullmqNoopJobsPerSecond(prefix: string): Promise<number> {
   });
   await worker.waitUntilReady();
   const started = performance.now();
+  const cpuBefore = ownCpuMs();
   for (let index = 0; index < RUNS; index += CONCURRENCY)
     await queue.addBulk(
       Array.from({ length: CONCURRENCY }, (_, offset) => ({ name: 'noop', data: { index: index + offset } })),
     );
   await allDone;
   const seconds = (performance.now() - started) / 1000;
+  const cpuMsPerJob = (ownCpuMs() - cpuBefore) / RUNS;
   await worker.close();
   await queue.obliterate({ force: true });
   await queue.close();
   workerConnection.disconnect();
   connection.disconnect();
-  return RUNS / seconds;
+  return { jobsPerSecond: RUNS / seconds, cpuMsPerJob };
 }
 
 /** Issue 13: what a finished 10-step run keeps in Redis must stay at or under this. */
@@ -73,7 +93,7 @@ export default async function runsBench(): Promise<void> {
   );
 
   const prefix = uniquePrefix('bench-runs');
-  const baseline = await bullmqNoopJobsPerSecond(`${prefix}-raw`);
+  const baseline = await bullmqNoop(`${prefix}-raw`);
 
   // The per-key request limit (issue 11.10) would measure itself here, not the run pipeline.
   const fleet: FleetHandle = await startTestFleet(prefix, {
@@ -142,6 +162,7 @@ export default async function runsBench(): Promise<void> {
       await profiler.post('Profiler.start');
     }
     const started = performance.now();
+    const cpuBefore = { api: ownCpuMs(), worker: processCpuMs(worker.pid ?? 0) };
     for (let index = 0; index < RUNS; index += CONCURRENCY) {
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
@@ -155,6 +176,8 @@ export default async function runsBench(): Promise<void> {
       );
     }
     await allDone;
+    const apiCpuMs = (ownCpuMs() - cpuBefore.api) / RUNS;
+    const workerCpuMs = (processCpuMs(worker.pid ?? 0) - cpuBefore.worker) / RUNS;
     if (profiler && CPU_PROFILE_DIR) {
       const { profile } = await profiler.post('Profiler.stop');
       mkdirSync(CPU_PROFILE_DIR, { recursive: true });
@@ -163,7 +186,17 @@ export default async function runsBench(): Promise<void> {
     }
     const latencies = [...submittedAt].map(([jobId, at]) => (completedAt.get(jobId) ?? Number.NaN) - at);
     const runsPerSecond = RUNS / ((performance.now() - started) / 1000);
-    report(figure(SUITE, 'runs_per_s', runsPerSecond, { metric: 'bullmq_noop_jobs_per_s', value: baseline }));
+    report(
+      figure(SUITE, 'runs_per_s', runsPerSecond, {
+        metric: 'bullmq_noop_jobs_per_s',
+        value: baseline.jobsPerSecond,
+      }),
+    );
+    // Where a run's cost lies, steady under a busy machine: this process (the API and the bench's
+    // HTTP client) and the run worker's, each per run, beside raw BullMQ's per no-op job.
+    const noopCpu = { metric: 'bullmq_noop_cpu_ms_per_job', value: baseline.cpuMsPerJob };
+    report(figure(SUITE, 'api_and_client_cpu_ms_per_run', apiCpuMs, noopCpu));
+    report(figure(SUITE, 'run_worker_cpu_ms_per_run', workerCpuMs, noopCpu));
     report(figure(SUITE, 'submit_to_done_p50_ms', percentile(latencies, 50)));
     report(figure(SUITE, 'submit_to_done_p99_ms', percentile(latencies, 99)));
   } finally {
