@@ -3,7 +3,7 @@ import { openArtifactStore } from '../../libs/artifacts/index.js';
 import { launchChromium, resolveChromium } from '../../libs/browser/index.js';
 import { ConfigError } from '../../libs/config/index.js';
 import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../../libs/lease/http/index.js';
-import { LeaseService, PlaywrightPageFactory, WarmPool } from '../../libs/lease/index.js';
+import { LeaseService, PageActivity, PlaywrightPageFactory, WarmPool } from '../../libs/lease/index.js';
 import { IntervalTask, Shutdown } from '../../libs/lifecycle/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore } from '../../libs/store/index.js';
 import {
@@ -62,7 +62,9 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       new PlaywrightPageFactory(browser, { onSettle: recordSettle(leaseMetrics, log) });
     // Issue 13: screenshots after navigate and act, under each lease's tenant and run.
     const artifacts = options.artifacts ?? (await openArtifactStore(config));
-    // Issue 18: ready contexts for the profiles served here; disposed before Chromium closes.
+    // Issue 18: ready contexts for the profiles served here, made while the pages are quiet;
+    // disposed before Chromium closes.
+    const activity = new PageActivity();
     const warmPool =
       config.browser.warmContexts > 0
         ? new WarmPool({
@@ -71,6 +73,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
             sealKey,
             limits: { perProfile: config.browser.warmContexts, poolMb: config.browser.warmPoolMb },
             logger: log,
+            activity,
           })
         : undefined;
     if (warmPool) held.add('warm-pool', () => warmPool.close());
@@ -78,6 +81,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       store,
       pages,
       ...(warmPool ? { warmPool } : {}),
+      activity,
       workerId,
       pinnedProfiles,
       sealKey,

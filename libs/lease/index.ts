@@ -1,4 +1,5 @@
 export { DataPlaneError, unclaimedKeyError } from './errors.js';
+export { PageActivity } from './page-activity.js';
 export {
   type LeaseArtifacts,
   screenshotName,

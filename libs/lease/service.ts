@@ -16,6 +16,7 @@ import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError, unclaimedKeyError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
 import { leaseView, profileView, readLeaseView } from './lease-views.js';
+import type { PageActivity } from './page-activity.js';
 import type { LeaseArtifacts } from './page-artifacts.js';
 import { LeasePageCalls } from './page-calls.js';
 import type { PageFactory, PageSession } from './pages.js';
@@ -66,6 +67,8 @@ export interface LeaseServiceOptions {
   artifacts?: LeaseArtifacts;
   /** Issue 18: ready contexts an acquire takes before it creates one; without it, none. */
   warmPool?: WarmPool;
+  /** Issue 18: where page calls and contexts made for acquires are counted, for the warm pool to yield to. */
+  activity?: PageActivity;
 }
 
 /**
@@ -258,7 +261,7 @@ export class LeaseService {
     const ref: ProfileRef = { tenant: profile.tenant, id: profile.id };
     const leaseId = lease.id;
     const warm = this.options.warmPool?.take(ref, profile.sealVersion);
-    const session = warm ? Promise.resolve(warm) : this.#openCold(profile);
+    const session = warm ? Promise.resolve(warm) : this.#busy(this.#openCold(profile));
     const held: HeldLease = { profile: ref, session, tail: Promise.resolve() };
     this.#held.set(leaseId, held);
     try {
@@ -433,7 +436,7 @@ export class LeaseService {
   // ---- page routes ------------------------------------------------------------------------
 
   navigate(profile: ProfileRef, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
-    return this.#pageCalls.navigate(profile, leaseId, sequence, url, limits);
+    return this.#busy(this.#pageCalls.navigate(profile, leaseId, sequence, url, limits));
   }
 
   act(
@@ -443,11 +446,11 @@ export class LeaseService {
     args: Record<string, unknown>,
     limits: OperationLimits,
   ) {
-    return this.#pageCalls.act(profile, leaseId, sequence, args, limits);
+    return this.#busy(this.#pageCalls.act(profile, leaseId, sequence, args, limits));
   }
 
   observe(profile: ProfileRef, leaseId: string, args: Record<string, unknown>, limits: OperationLimits) {
-    return this.#pageCalls.observe(profile, leaseId, args, limits);
+    return this.#busy(this.#pageCalls.observe(profile, leaseId, args, limits));
   }
 
   preview(
@@ -456,7 +459,12 @@ export class LeaseService {
     args: { revision: string; element: string },
     limits: OperationLimits,
   ) {
-    return this.#pageCalls.preview(profile, leaseId, args, limits);
+    return this.#busy(this.#pageCalls.preview(profile, leaseId, args, limits));
+  }
+
+  /** A page call (or a context made for an acquire) under way, for the warm pool to wait out. */
+  #busy<T>(work: Promise<T>): Promise<T> {
+    return this.options.activity ? this.options.activity.track(work) : work;
   }
 
   // ---- upkeep inside the service ----------------------------------------------------------

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { WARM_CONTEXT_ESTIMATE_MB } from '../config/index.js';
 import type { ProfileRef } from '../contracts/index.js';
 import { profileLabel } from '../contracts/index.js';
+import type { PageActivity } from './page-activity.js';
 import type { PageFactory, PageSession } from './pages.js';
 import type { LeaseStore } from './ports.js';
 import { unsealState } from './seal.js';
@@ -20,6 +21,8 @@ export interface WarmPoolOptions {
   sealKey: Buffer;
   limits: WarmPoolLimits;
   logger: Logger;
+  /** The leases' page calls: a context is made only while they are quiet. Without it, at once. */
+  activity?: PageActivity;
 }
 
 /** A context warmed from one version of its profile's sealed state. */
@@ -42,8 +45,9 @@ interface ProfilePool {
  *
  * - A context is kept with the seal version it was restored from, and handed over only for that
  *   version: a profile sealed again since it was warmed never gets it (it is disposed).
- * - Refills run in the background, one context at a time, and never hold up an acquire: `take`
- *   answers at once, with a context or with none (the acquire then creates its own).
+ * - Refills run in the background, one context at a time, each once the leases' page calls are
+ *   quiet (`activity`), and never hold up an acquire: `take` answers at once, with a context or
+ *   with none (the acquire then creates its own).
  * - Bounded per profile (`perProfile`) and in all (`poolMb` ÷ WARM_CONTEXT_ESTIMATE_MB).
  * - A profile is warmed once it is asked for here (`want`): a pinned one at start, any other on
  *   its first acquire.
@@ -164,7 +168,11 @@ export class WarmPool {
   }
 
   async #fill(): Promise<void> {
-    for (let pool = this.#nextToFill(); pool && !this.#closed; pool = this.#nextToFill()) {
+    while (!this.#closed && this.#nextToFill()) {
+      // A live lease's page comes first: each context waits for a quiet moment of the pages.
+      await this.options.activity?.whenQuiet(() => this.#closed);
+      const pool = this.#nextToFill();
+      if (!pool || this.#closed) return;
       try {
         await this.#warmOne(pool);
       } catch (error) {

@@ -32,6 +32,8 @@ describe('warm contexts of a browser worker (issue 18)', { timeout: 120_000 }, (
   /** Another origin of the same server, which no profile allows. */
   let otherOrigin: string;
   let profileCount = 0;
+  /** Answers of `/hang` requests held back until the test releases them. */
+  const hanging: Array<() => void> = [];
   const sealKey = decodeKey(TEST_SEAL_KEY) as Buffer;
 
   beforeAll(async () => {
@@ -43,6 +45,11 @@ describe('warm contexts of a browser worker (issue 18)', { timeout: 120_000 }, (
     site = createServer((request, response) => {
       const url = new URL(request.url ?? '/', 'http://site');
       response.setHeader('content-type', 'text/html');
+      if (url.pathname === '/hang') {
+        // Answered only when the test lets it go: a page call held under way.
+        hanging.push(() => response.end('<!doctype html><title>slow</title><p>at last</p>'));
+        return;
+      }
       const value = url.searchParams.get('set');
       if (value) response.setHeader('set-cookie', `session=${value}; Path=/; Max-Age=3600`);
       response.end(`<!doctype html><title>site</title><p>cookie is ${request.headers.cookie ?? 'none'}</p>`);
@@ -54,6 +61,7 @@ describe('warm contexts of a browser worker (issue 18)', { timeout: 120_000 }, (
   });
 
   afterAll(async () => {
+    for (const release of hanging.splice(0)) release();
     await worker?.handle.close();
     await deletePrefixedKeys(redis, prefix);
     redis.disconnect();
@@ -246,5 +254,30 @@ describe('warm contexts of a browser worker (issue 18)', { timeout: 120_000 }, (
     await pool().settled();
     expect(pool().size(ref(profileId))).toBe(PER_PROFILE);
     expect(pool().size()).toBeLessThanOrEqual(pool().maxContexts);
+  });
+
+  it('makes no warm context while a page call of a live lease is under way, and fills once it ends', async () => {
+    // On a 2-core machine eager refills starved live pages (test/chaos/fifty-runs stranded runs
+    // with four warm contexts a profile): the pool yields to the leases' page calls.
+    const busy = await newProfile();
+    const leaseId = await acquire(busy, 'run_busy');
+    await pool().settled();
+    const navigating = navigate(busy, leaseId, 1, `${siteOrigin}/hang`);
+    while (hanging.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+
+    const waiting = await newProfile();
+    pool().want(ref(waiting));
+    // Long enough for a refill to make a context on a loaded machine, were it allowed to.
+    let filledWhileBusy = false;
+    for (let waited = 0; waited < 3_000 && !filledWhileBusy; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      filledWhileBusy = pool().size(ref(waiting)) > 0;
+    }
+    for (const release of hanging.splice(0)) release();
+    expect((await navigating).status).toBe(200);
+    expect(filledWhileBusy).toBe(false);
+    await pool().settled();
+    expect(pool().size(ref(waiting))).toBe(PER_PROFILE);
+    await close(busy, leaseId, false);
   });
 });
