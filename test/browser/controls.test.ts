@@ -103,6 +103,27 @@ describe('every control has the role Playwright finds it by (issue 14)', () => {
     }
   });
 
+  it('observes the open shadow root of every kind of element that can host one', async () => {
+    // The page scan leaves out elements that never host a shadow root (issue 18): it must not leave
+    // out one that can, whatever its tag.
+    const tags = ['article', 'aside', 'blockquote', 'div', 'footer', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6'];
+    tags.push('header', 'main', 'nav', 'p', 'section', 'span', 'x-host');
+    harness.server.addPage(
+      'every-host.html',
+      `<!doctype html><title>Hosts</title>${tags.map((tag) => `<${tag}></${tag}>`).join('')}
+      <script>
+        for (const host of document.body.children) {
+          if (host.localName === 'script') continue;
+          host.attachShadow({ mode: 'open' }).innerHTML = '<button type="button">In ' + host.localName + '</button>';
+        }
+      </script>`,
+    );
+    const { engine } = await harness.engine();
+    const { observation } = await engine.navigate({ url: harness.url('/pages/every-host.html') }, limits());
+    const buttons = observation.elements.filter(({ role }) => role === 'button');
+    expect(buttons.map(({ name }) => name)).toEqual(tags.map((tag) => `In ${tag}`));
+  });
+
   it('reads the text of open shadow roots, nested ones too', async () => {
     const { observation } = await everyControl();
     expect(observation().text).toContain('Shadow words');

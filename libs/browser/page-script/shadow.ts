@@ -9,6 +9,23 @@ export type Root = Document | ShadowRoot;
 
 const DOCUMENT_NODE = 9;
 
+/**
+ * A document's elements less the commonest of those that can never host a shadow root: only an
+ * HTML element that is a custom element or one of article, aside, blockquote, body, div, footer,
+ * h1-h6, header, main, nav, p, section and span can (DOM's attachShadow, which declarative roots
+ * follow too). The list is short: a query testing every tag that cannot cost more than it saved.
+ */
+const MAYBE_HOSTS =
+  ':not(a,abbr,b,br,button,code,dd,dl,dt,em,i,img,input,label,li,link,meta,ol,option,path,script,' +
+  'small,strong,style,svg,table,tbody,td,th,thead,tr,ul)';
+
+/**
+ * The inputs that can hold a secret (roles.ts isSecretField): a password field's `type` is
+ * `password` in any case, and the other secrets are named by an `autocomplete` attribute. The
+ * rest of a document's inputs are left to the native query, not read one by one.
+ */
+const MAYBE_SECRET_INPUTS = 'input[type="password" i],input[autocomplete]';
+
 /** What the page scan needs from the agent, passed in so this file stays free of its state. */
 export interface ScanRules {
   /** A frame's document when it is of the same origin and loaded; null otherwise. */
@@ -42,10 +59,12 @@ export function scanPage(top: Document, rules: ScanRules): PageScan {
     const hosts: Element[] = [];
     scan.hosts.set(root, hosts);
     // A document is read by native queries and one property read per element for hosts (0.6 ms
-    // for 5,000 elements; reading each one's name too cost 5 ms). A shadow root is mostly small,
-    // and a query's own cost is then what counts: one pass reads all it needs.
-    const all = root.querySelectorAll('*');
+    // for 5,000 elements; reading each one's name too cost 5 ms), leaving out the elements that
+    // can never host a shadow root (issue 18: each element the agent reads needs a wrapper in its
+    // world, made again after a GC). A shadow root is mostly small, and a query's own cost is then
+    // what counts: one pass reads all it needs.
     const small = root.nodeType !== DOCUMENT_NODE;
+    const all = root.querySelectorAll(small ? '*' : MAYBE_HOSTS);
     const frames: Element[] = [];
     for (let i = 0; i < all.length; i += 1) {
       const element = all[i] as Element;
@@ -56,7 +75,7 @@ export function scanPage(top: Document, rules: ScanRules): PageScan {
         frames.push(element);
     }
     if (!small) {
-      for (const input of root.querySelectorAll('input')) {
+      for (const input of root.querySelectorAll<HTMLInputElement>(MAYBE_SECRET_INPUTS)) {
         if (rules.isSecret(input)) scan.secretInputs.push(input);
       }
       frames.push(...root.querySelectorAll('iframe,frame'));
