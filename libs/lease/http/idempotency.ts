@@ -44,8 +44,9 @@ export function idempotentRequestHash(method: string, path: string, body: unknow
  * retry really retries.
  *
  * The key is claimed here before `answer` runs, unless `claimsItself` is passed: then `answer`
- * gets the ticket and claims it in its own first store call (issue 18: acquire claims it in its
- * script, one round trip fewer), answering the claim instead when the key was not its to claim.
+ * gets the ticket and claims it in its own first store call (issue 18: acquire and renew claim it
+ * in their scripts, one round trip fewer), answering the claim instead when the key was not its to
+ * claim.
  */
 export async function answerIdempotently(
   store: LeaseStore,
