@@ -18,7 +18,6 @@ export type {
   LeaseRecord,
   LeaseStore,
   ProfileSettings,
-  RenewOutcome,
   SealedState,
   SequenceOutcome,
   StoredProfile,
