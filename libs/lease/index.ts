@@ -19,7 +19,6 @@ export type {
   LeaseRecord,
   LeaseStore,
   ProfileSettings,
-  RenewOutcome,
   SealedState,
   SequenceOutcome,
   StoredProfile,

@@ -75,11 +75,6 @@ export interface SealedState {
   sealVersion: string;
 }
 
-export type RenewOutcome =
-  | { status: 'renewed'; expiresAtMs: number }
-  | { status: 'lease_expired' }
-  | { status: 'not_found' };
-
 export type BeginCloseOutcome =
   | { status: 'closing'; sealAllowed: boolean }
   | { status: 'in_progress' }
@@ -157,13 +152,6 @@ export interface LeaseStore {
   sealedState(profile: ProfileRef): Promise<SealedState | undefined>;
   getLease(profile: ProfileRef, leaseId: string): Promise<LeaseRecord | undefined>;
   liveLeaseId(profile: ProfileRef): Promise<string | undefined>;
-  renew(
-    profile: ProfileRef,
-    leaseId: string,
-    requestedExpiresAtMs: number,
-    nowMs: number,
-    caps: LeaseCaps,
-  ): Promise<RenewOutcome>;
   beginClose(
     profile: ProfileRef,
     leaseId: string,
@@ -184,8 +172,9 @@ export interface LeaseStore {
     advance: boolean,
   ): Promise<SequenceOutcome>;
   /**
-   * Issue 18: many renewals, each claiming its own idempotency record and renewing in one script
-   * (one slot per call), all in one pipeline; answers in the order given.
+   * Issue 18: renewals (one, from the single renew route, or a batch's), each claiming its own
+   * idempotency record and renewing in one script (one slot per call), all in one pipeline; answers
+   * in the order given. The only way a lease is renewed.
    */
   renewIdempotently(
     renewals: readonly IdempotentRenewal[],

@@ -24,6 +24,7 @@ import type {
   IdempotencyClaim,
   IdempotencyTicket,
   IdempotentRenewal,
+  IdempotentRenewOutcome,
   LeaseCaps,
   LeaseRecord,
   LeaseStore,
@@ -301,30 +302,49 @@ export class LeaseService {
     });
   }
 
-  async renew(profile: ProfileRef, leaseId: string, requestedExpiresAtMs: number): Promise<LeaseView> {
-    const outcome = await this.#store.renew(
-      profile,
-      leaseId,
-      requestedExpiresAtMs,
+  /**
+   * Renews under the request's Idempotency-Key (issue 18): one script claims the key and renews, as
+   * it does for each renewal of `renewMany`, so a renewal sent alone and in a batch take one path
+   * (claim, renew, and the lease as it is after, in one round trip). A key already used answers its
+   * claim and nothing is done; an expired or revoked lease is closed unsealed before `lease_expired`.
+   */
+  async renew(
+    profile: ProfileRef,
+    leaseId: string,
+    requestedExpiresAtMs: number,
+    idempotency: IdempotencyTicket,
+  ): Promise<LeaseView | UnclaimedKey> {
+    const [outcome] = await this.#store.renewIdempotently(
+      [
+        {
+          profile,
+          leaseId,
+          requestedExpiresAtMs,
+          idempotencyKey: idempotency.key,
+          requestHash: idempotency.requestHash,
+        },
+      ],
       this.#clock(),
       this.#caps,
     );
-    if (outcome.status === 'not_found') throw new DataPlaneError('not_found', `no lease ${leaseId}`);
-    if (outcome.status === 'lease_expired') {
-      this.#metrics.operations.inc({ op: 'renew', result: 'lease_expired' });
-      // Closed before the answer, whoever began the close (this call or the expiry sweep).
-      await this.close(profile, leaseId, { seal: false, reason: 'expired' });
-      throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
+    if (!outcome) throw new Error('renewIdempotently answered no outcome');
+    switch (outcome.status) {
+      case 'replay':
+      case 'pending':
+      case 'conflict':
+        return { claim: outcome };
+      default: {
+        const result = await this.#claimedRenewal(outcome, profile, leaseId);
+        if (result.kind === 'renewed') return result.lease;
+        throw result.error;
+      }
     }
-    this.#metrics.operations.inc({ op: 'renew', result: 'renewed' });
-    return this.#view(profile, leaseId);
   }
 
   /**
    * Issue 18: many renewals at once, each under its own idempotency record, by the rules `renew`
-   * follows (one Lua include): one pipelined round trip claims and renews them all, and the renewed
-   * leases come back with it. An expired or revoked lease is closed unsealed before its refusal is
-   * answered, as `renew` does; the other refusals are `renew`'s own codes.
+   * follows (one script, one Lua include): one pipelined round trip claims and renews them all, and
+   * the renewed leases come back with it. Each claimed one is answered as `renew` answers it.
    */
   async renewMany(renewals: readonly IdempotentRenewal[]): Promise<RenewalResult[]> {
     const outcomes = await this.#store.renewIdempotently(renewals, this.#clock(), this.#caps);
@@ -337,32 +357,49 @@ export class LeaseService {
           case 'conflict':
           case 'pending':
             return { kind: 'refused', claimed: false, error: unclaimedKeyError(outcome.status) };
-          case 'not_found':
-            return {
-              kind: 'refused',
-              claimed: true,
-              error: new DataPlaneError('not_found', `no lease ${leaseId}`),
-            };
-          case 'lease_expired':
-            this.#metrics.operations.inc({ op: 'renew', result: 'lease_expired' });
-            try {
-              await this.close(profile, leaseId, { seal: false, reason: 'expired' });
-            } catch (error) {
-              if (!(error instanceof DataPlaneError && error.status < 500)) return { kind: 'failed', error };
-            }
-            return {
-              kind: 'refused',
-              claimed: true,
-              error: new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`),
-            };
-          case 'renewed':
-            this.#metrics.operations.inc({ op: 'renew', result: 'renewed' });
-            return { kind: 'renewed', lease: leaseView(outcome.lease) };
           default:
-            return assertNever(outcome);
+            return this.#claimedRenewal(outcome, profile, leaseId);
         }
       }),
     );
+  }
+
+  /**
+   * What a renewal whose key it claimed answers, alone or in a batch: the lease renewed, `not_found`,
+   * or `lease_expired` once the lease is closed unsealed (DESIGN §5, ADR-0127 d5, d8: closed before
+   * the answer, whoever began the close — this call or the expiry sweep). A close that fails
+   * unexpectedly is the renewal's failure: its key is released, so a retry really retries.
+   */
+  async #claimedRenewal(
+    outcome: ClaimedRenewOutcome,
+    profile: ProfileRef,
+    leaseId: string,
+  ): Promise<Exclude<RenewalResult, { kind: 'replay' }>> {
+    switch (outcome.status) {
+      case 'not_found':
+        return {
+          kind: 'refused',
+          claimed: true,
+          error: new DataPlaneError('not_found', `no lease ${leaseId}`),
+        };
+      case 'lease_expired':
+        this.#metrics.operations.inc({ op: 'renew', result: 'lease_expired' });
+        try {
+          await this.close(profile, leaseId, { seal: false, reason: 'expired' });
+        } catch (error) {
+          if (!(error instanceof DataPlaneError && error.status < 500)) return { kind: 'failed', error };
+        }
+        return {
+          kind: 'refused',
+          claimed: true,
+          error: new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`),
+        };
+      case 'renewed':
+        this.#metrics.operations.inc({ op: 'renew', result: 'renewed' });
+        return { kind: 'renewed', lease: leaseView(outcome.lease) };
+      default:
+        return assertNever(outcome);
+    }
   }
 
   /**
@@ -524,7 +561,10 @@ export class LeaseService {
   }
 }
 
-/** An acquire whose idempotency key was not claimed: the claim's answer, and nothing was done. */
+/** A renewal whose idempotency key it claimed: the renewal's own outcome. */
+type ClaimedRenewOutcome = Exclude<IdempotentRenewOutcome, IdempotencyClaim>;
+
+/** An acquire or renew whose idempotency key was not claimed: the claim's answer, and nothing was done. */
 export interface UnclaimedKey {
   claim: Exclude<IdempotencyClaim, { status: 'claimed' }>;
 }

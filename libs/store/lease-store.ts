@@ -10,7 +10,6 @@ import type {
   LeaseRecord,
   LeaseStore,
   ProfileSettings,
-  RenewOutcome,
   SealedState,
   SequenceOutcome,
   StoredProfile,
@@ -242,27 +241,6 @@ export class RedisLeaseStore implements LeaseStore {
 
   async liveLeaseId(profile: ProfileRef): Promise<string | undefined> {
     return (await this.#redis.get(this.#liveKey(profile))) ?? undefined;
-  }
-
-  async renew(
-    profile: ProfileRef,
-    leaseId: string,
-    requestedExpiresAtMs: number,
-    nowMs: number,
-    caps: LeaseCaps,
-  ): Promise<RenewOutcome> {
-    const [status, value] = (
-      await this.#redis.renewLease(
-        this.#leaseKey(profile, leaseId),
-        requestedExpiresAtMs,
-        nowMs,
-        caps.stepMs,
-        caps.lifetimeMs,
-      )
-    ).map(String);
-    if (status === 'renewed') return { status, expiresAtMs: Number(value) };
-    if (status === 'lease_expired') return { status };
-    return { status: 'not_found' };
   }
 
   /**

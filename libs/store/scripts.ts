@@ -27,7 +27,6 @@ export interface ScriptCommands {
     idempotencyKey: string,
     ...argv: Arg[]
   ): Promise<Array<string | null | Array<string | null>>>;
-  renewLease(leaseKey: string, ...argv: Arg[]): Reply;
   renewIdempotently(idempotencyKey: string, leaseKey: string, ...argv: Arg[]): Reply;
   beginClose(leaseKey: string, ...argv: Arg[]): Reply;
   finishClose(leaseKey: string, liveKey: string, profileKey: string, ...argv: Arg[]): Reply;

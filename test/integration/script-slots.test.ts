@@ -102,8 +102,7 @@ describe('every store script touches one hash slot (issue 12: the store works on
       caps: CAPS,
     });
     if (acquired.status !== 'created') throw new Error(`acquire answered ${acquired.status}`);
-    await leases.renew(profile, acquired.leaseId, nowMs + 120_000, nowMs, CAPS);
-    // Issue 18: a batch's renewals, each its own script call in its profile's slot.
+    // Issue 18: every renewal (alone or a batch's), each its own script call in its profile's slot.
     await leases.renewIdempotently(
       [
         {

@@ -44,8 +44,9 @@ export function idempotentRequestHash(method: string, path: string, body: unknow
  * retry really retries.
  *
  * The key is claimed here before `answer` runs, unless `claimsItself` is passed: then `answer`
- * gets the ticket and claims it in its own first store call (issue 18: acquire claims it in its
- * script, one round trip fewer), answering the claim instead when the key was not its to claim.
+ * gets the ticket and claims it in its own first store call (issue 18: acquire and renew claim it
+ * in their scripts, one round trip fewer), answering the claim instead when the key was not its to
+ * claim.
  */
 export async function answerIdempotently(
   store: LeaseStore,
@@ -102,12 +103,34 @@ export async function answerIdempotently(
       // refusal), once: a replay sends the stored text as it is.
       // Both serializers (the schema's and JSON.stringify) answer text.
       const text = reply.code(status).serialize(body) as string;
-      await store.completeIdempotency(profile, key, status, text);
+      storeAnswer(store, profile, key, status, text, reply);
       return reply.type('application/json').send(text);
     }
     if (Date.now() > deadline) throw unclaimedKeyError('pending');
     await new Promise((resolve) => setTimeout(resolve, PENDING_POLL_MS));
   }
+}
+
+/**
+ * Stores the answer under its key, and lets the answer go without waiting for Redis to acknowledge
+ * it (issue 18: a reattach waited one round trip more for nothing). The write is sent now, on the
+ * store's connection, ahead of anything a later request sends: a retry with the key claims after it
+ * and replays it; one that reaches another connection first finds the record pending and waits for
+ * it. A write that fails leaves the record pending, as a failed store left it when the answer waited.
+ */
+function storeAnswer(
+  store: LeaseStore,
+  profile: ProfileRef,
+  key: string,
+  status: number,
+  text: string,
+  reply: FastifyReply,
+): void {
+  store
+    .completeIdempotency(profile, key, status, text)
+    .catch((error: unknown) =>
+      reply.log.error({ err: error, idempotency_key: key }, 'the answer could not be stored under its key'),
+    );
 }
 
 /** An answer under a claimed key: what the route answered, or the refusal it threw (4xx). */

@@ -80,10 +80,19 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
     const params = parse(leaseParams, request.params, 'path');
     const profile = profileRef(params);
     const body = parse(OPERATIONS.renewLease.body, request.body, 'body');
-    return answerIdempotently(store, profile, request, reply, async () => ({
-      status: 200,
-      body: await leases.renew(profile, params.leaseId, body.requested_expires_at_ms),
-    }));
+    // Issue 18: the key is claimed in the renew script itself, as each renewal of a batch claims its
+    // own: one path for both, and two round trips (the script, the answer stored) where it took four.
+    return answerIdempotently(
+      store,
+      profile,
+      request,
+      reply,
+      async (ticket) => {
+        const answer = await leases.renew(profile, params.leaseId, body.requested_expires_at_ms, ticket);
+        return 'claim' in answer ? answer : { status: 200, body: answer };
+      },
+      { claimsItself: true },
+    );
   });
   registerRenewalsRoute(app, leases, store, parse);
   registerOperation(app, OPERATIONS.closeLease, async (request, reply) => {

@@ -1,10 +1,10 @@
 --[[
-  One renewal under its idempotency record (issue 18, batch renewals): the claim of the exact
-  idempotency rule and the renewal in one script, so a batch of renewals is one pipeline of these,
-  one round trip whatever its size. Both keys share the profile's hash tag: one slot per call, which
-  is why a batch pipelines many calls instead of sending one script many leases' keys. The claim and
-  the renewal are the very rules claimIdempotency-1 and renewLease-1 run (their includes), so a
-  renewal sent alone and the same renewal in a batch replay each other's answers.
+  One renewal under its idempotency record (issue 18): the claim of the exact idempotency rule and
+  the renewal in one script. The single renew route sends one; a batch of renewals is one pipeline
+  of these, one round trip whatever its size. Both keys share the profile's hash tag: one slot per
+  call, which is why a batch pipelines many calls instead of sending one script many leases' keys.
+  The claim is the rule claimIdempotency-1 runs (its include), and a renewal sent alone and the
+  same renewal in a batch are the same call, so they replay each other's answers.
 
   Input:
     KEYS[1] the idempotency record

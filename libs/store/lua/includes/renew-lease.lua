@@ -1,7 +1,7 @@
 --[[
-  Included (`--- @include "includes/renew-lease.lua"`) by the renew scripts: renewLease-1 (one
-  renewal) and renewIdempotently-2 (a renewal under its idempotency record, as the batch route sends
-  many in one pipeline), so both renew by the one rule below. The loader in scripts.ts pastes it in.
+  Included (`--- @include "includes/renew-lease.lua"`) by renewIdempotently-2, the one renew script
+  (a renewal under its idempotency record: the single renew route sends one, the batch route many
+  in one pipeline). The loader in scripts.ts pastes it in.
 ]]
 
 -- Renews the lease record `leaseKey` (ADR-0127 d5): at most one step past now, never past the
