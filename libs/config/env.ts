@@ -140,14 +140,13 @@ export const envSchema = z.object({
   /**
    * Issue 18: ready browser contexts (each with its page, the sealed state restored and the origin
    * guard attached) a browser worker keeps per profile it serves, so an acquire hands one over
-   * instead of creating it. 0 (the default) turns warm contexts off. They are refilled in the
-   * background and rebuilt after every seal of their profile, which costs the browser worker CPU:
-   * on the 2-core machine the whole fleet shares, 4 a profile starved live pages until runs stalled
-   * (test/chaos/fifty-runs), so they are for browser workers with cores to spare. Too small and
-   * bursts of acquires on one profile meet an empty pool (a cold acquire, as without it); too large
-   * costs memory, which BROWSER_WARM_POOL_MB bounds.
+   * instead of creating it; 0 turns them off. One (the default) is enough: a profile has one live
+   * lease at a time, and a seal makes every warm context of its profile stale. They are made in
+   * the background only while the leases' pages are quiet (libs/lease/page-activity.ts): made
+   * eagerly, 4 a profile starved live pages on a 2-core machine (test/chaos/fifty-runs). Each costs
+   * memory, which BROWSER_WARM_POOL_MB bounds.
    */
-  BROWSER_WARM_CONTEXTS: z.coerce.number().int().min(0).max(64).default(0),
+  BROWSER_WARM_CONTEXTS: z.coerce.number().int().min(0).max(64).default(1),
   /**
    * Issue 18: memory the warm contexts of one browser worker may take in all, in MiB, at an
    * estimate of 48 MiB a context: at most BROWSER_WARM_POOL_MB / 48 contexts across its profiles.

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { decodeKey } from '../../libs/config/index.js';
+import { decodeKey, loadConfig } from '../../libs/config/index.js';
 import { DEFAULT_LEASE_CAPS, sealState } from '../../libs/lease/index.js';
 import {
   idemKey,
@@ -10,6 +10,8 @@ import {
 } from '../fixtures/browser-worker.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { figure, percentile, report } from './report.js';
+
+const WARM_DEFAULTS = loadConfig({}).browser;
 
 const SUITE = 'lease';
 const ROUNDS = 20;
@@ -195,7 +197,11 @@ async function warmAcquires(prefix: string): Promise<void> {
   const worker = await startTestBrowserWorker({
     prefix,
     workerId: 'bw-bench',
-    env: { BROWSER_WARM_CONTEXTS: '4', BROWSER_WARM_POOL_MB: '256' },
+    // The defaults (the test fixture turns the pool off unless asked).
+    env: {
+      BROWSER_WARM_CONTEXTS: String(WARM_DEFAULTS.warmContexts),
+      BROWSER_WARM_POOL_MB: String(WARM_DEFAULTS.warmPoolMb),
+    },
   });
   const pool = worker.handle.warmPool;
   if (!pool) throw new Error('the bench worker has no warm pool');

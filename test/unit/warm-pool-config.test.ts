@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, WARM_CONTEXT_ESTIMATE_MB } from '../../libs/config/index.js';
 
 describe('warm context settings (issue 18)', () => {
-  it('keeps no warm contexts by default (they cost CPU), within 256 MiB once turned on', () => {
+  it('keeps one warm context a profile by default, within 256 MiB', () => {
     const { browser } = loadConfig({});
-    expect(browser.warmContexts).toBe(0);
+    expect(browser.warmContexts).toBe(1);
     expect(browser.warmPoolMb).toBe(256);
   });
 
