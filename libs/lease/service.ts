@@ -263,6 +263,7 @@ export class LeaseService {
     const leaseId = lease.id;
     const warm = this.options.warmPool?.take(ref, profile.sealVersion);
     const session = warm ? Promise.resolve(warm) : this.#busy(this.#openCold(profile));
+    this.#metrics.contexts.inc({ source: warm ? 'warm' : 'cold' });
     const held: HeldLease = { profile: ref, session, tail: Promise.resolve() };
     this.#held.set(leaseId, held);
     try {

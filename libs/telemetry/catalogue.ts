@@ -143,6 +143,13 @@ export const METRICS = {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     roles: ['browser-worker'],
   },
+  leaseContexts: {
+    name: 'leasehold_lease_contexts_total',
+    type: 'counter',
+    help: "Browser contexts given to new leases, by source: warm (the worker's warm pool) or cold (made for the acquire).",
+    labelNames: ['source'],
+    roles: ['browser-worker'],
+  },
   leaseExpiryCloses: {
     name: 'leasehold_lease_expiry_closes_total',
     type: 'counter',

@@ -8,6 +8,8 @@ export interface LeaseMetrics {
   contextsOpen: Gauge;
   operations: Counter<'op' | 'result'>;
   acquireSeconds: Histogram<'result'>;
+  /** Issue 18: contexts given to new leases, by `source`: warm (the pool's) or cold (made then). */
+  contexts: Counter<'source'>;
   expiryCloses: Counter;
   sequenceRefusals: Counter;
   /** Issue 13: `stage` capture (the page gave no image) or store (the write failed). */
@@ -26,6 +28,7 @@ export function createLeaseMetrics(registry: Registry): LeaseMetrics {
     contextsOpen: metricOf(METRICS.contextsOpen, registry),
     operations: metricOf(METRICS.leaseOperations, registry),
     acquireSeconds: metricOf(METRICS.leaseAcquireSeconds, registry),
+    contexts: metricOf(METRICS.leaseContexts, registry),
     expiryCloses: metricOf(METRICS.leaseExpiryCloses, registry),
     sequenceRefusals: metricOf(METRICS.leaseSequenceRefusals, registry),
     settles: metricOf(METRICS.settles, registry),

@@ -128,14 +128,26 @@ describe('warm contexts of a browser worker (issue 18)', { timeout: 120_000 }, (
       .find((context) => context.pages().some((page) => page.url().includes(marker)));
   }
 
+  /** The value of one sample line of the worker's `/metrics` (0 when it has none yet). */
+  async function sample(line: string): Promise<number> {
+    const text = await (await fetch(`${worker.url}/metrics`)).text();
+    const row = text.split('\n').find((candidate) => candidate.startsWith(`${line} `));
+    return row ? Number(row.slice(line.length + 1)) : 0;
+  }
+  const WARM = 'leasehold_lease_contexts_total{source="warm"}';
+  const COLD = 'leasehold_lease_contexts_total{source="cold"}';
+
   it('hands over a warm context with the sealed state restored and the origin guard attached', async () => {
     const profileId = await newProfile();
     await sealCookie(profileId, 'first');
     await pool().settled();
     expect(pool().size(ref(profileId))).toBe(PER_PROFILE);
     const warmed = new Set(worker.handle.browser.contexts());
+    const [warmBefore, coldBefore] = [await sample(WARM), await sample(COLD)];
 
     const leaseId = await acquire(profileId, 'run_warm');
+    // An operator sees where each new lease's context came from.
+    expect([await sample(WARM), await sample(COLD)]).toEqual([warmBefore + 1, coldBefore]);
     const page = await navigate(profileId, leaseId, 1, `${siteOrigin}/?marker=warm1`);
     expect(page.status).toBe(200);
     expect(page.body.observation.text).toContain('cookie is session=first');
@@ -219,8 +231,10 @@ describe('warm contexts of a browser worker (issue 18)', { timeout: 120_000 }, (
     await pool().settled();
     await pool().drain();
     expect(pool().size(ref(profileId))).toBe(0);
+    const [warmBefore, coldBefore] = [await sample(WARM), await sample(COLD)];
 
     const leaseId = await acquire(profileId, 'run_cold');
+    expect([await sample(WARM), await sample(COLD)]).toEqual([warmBefore, coldBefore + 1]);
     const page = await navigate(profileId, leaseId, 1, `${siteOrigin}/?marker=cold`);
     expect(page.body.observation.text).toContain('cookie is session=cold');
     const refused = await navigate(profileId, leaseId, 2, `${otherOrigin}/`);
