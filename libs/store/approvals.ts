@@ -125,7 +125,11 @@ export async function getApproval(
 
 /** Every approval of one run, oldest first. */
 export async function listRunApprovals(context: RunStoreContext, runId: string): Promise<ApprovalView[]> {
-  const values = await context.redis.hvals(context.keys.approvals(runId));
+  return approvalsInOrder(await context.redis.hvals(context.keys.approvals(runId)));
+}
+
+/** A run's approvals as stored (the values of its approvals hash), oldest first. */
+export function approvalsInOrder(values: readonly string[]): ApprovalView[] {
   return values
     .map(parseApproval)
     .sort((a, b) => a.created_at_ms - b.created_at_ms || a.id.localeCompare(b.id));

@@ -1,5 +1,6 @@
-import { type RunStatus, type RunView, recordIdSchema } from '../contracts/index.js';
+import { type ApprovalView, type RunStatus, type RunView, recordIdSchema } from '../contracts/index.js';
 import { getSession } from './agents.js';
+import { approvalsInOrder } from './approvals.js';
 import type { RunStoreContext } from './run-keys.js';
 import { parseRun, parseRunStatus } from './run-records.js';
 import { slotBatch } from './slot-batch.js';
@@ -16,6 +17,35 @@ export async function getRun(
   // when it could not be parsed (`record_unreadable` would tell them it exists).
   if (tenant !== undefined && fields.tenant !== tenant) return undefined;
   return parseRun(fields)?.run;
+}
+
+/**
+ * A run of the tenant with its pending approvals, read in one transaction: both keys are the run's
+ * (one slot), so the two are of one moment. Read apart, a park between the reads answered a run
+ * `running` with an approval pending (CI, stop 24: MCP's wait_for_run stopped on it).
+ */
+export async function getRunDetail(
+  context: RunStoreContext,
+  runId: string,
+  tenant: string,
+): Promise<{ run: RunView; pendingApprovals: ApprovalView[] } | undefined> {
+  if (!recordIdSchema.safeParse(runId).success) return undefined;
+  const replies = await context.redis
+    .multi()
+    .hgetall(context.keys.run(runId))
+    .hvals(context.keys.approvals(runId))
+    .exec();
+  const [fieldsReply, approvalsReply] = replies ?? [];
+  if (fieldsReply?.[0]) throw fieldsReply[0];
+  if (approvalsReply?.[0]) throw approvalsReply[0];
+  const fields = fieldsReply?.[1] as Record<string, string>;
+  if (fields.tenant !== tenant) return undefined;
+  const run = parseRun(fields)?.run;
+  if (!run) return undefined;
+  const pendingApprovals = approvalsInOrder(approvalsReply?.[1] as string[]).filter(
+    (approval) => approval.status === 'pending',
+  );
+  return { run, pendingApprovals };
 }
 
 /** How long an index entry without its run may be a submission still in flight, in ms. */

@@ -58,7 +58,7 @@ import {
   renewStreamSlots,
 } from './run-events.js';
 import { RunKeys, type RunStoreContext } from './run-keys.js';
-import { getRun, listRuns, runStates, stopRequested } from './run-reads.js';
+import { getRun, getRunDetail, listRuns, runStates, stopRequested } from './run-reads.js';
 import { checkedRetentionMs, DEFAULT_RUN_RETENTION_MS } from './run-retention.js';
 import { retryRun } from './run-retry.js';
 import {
@@ -390,6 +390,13 @@ export class RunStore {
   }
   getApproval(tenant: string, approvalId: string): Promise<ApprovalView | undefined> {
     return getApproval(this.#context, tenant, approvalId);
+  }
+  /** A run of the tenant with its pending approvals (`GET /v1/runs/:id`). */
+  getRunDetail(
+    runId: string,
+    tenant: string,
+  ): Promise<{ run: RunView; pendingApprovals: ApprovalView[] } | undefined> {
+    return getRunDetail(this.#context, runId, tenant);
   }
   /** Pending approvals of the tenant, or of one of its runs. */
   async listPendingApprovals(tenant: string, runId?: string): Promise<ApprovalView[]> {

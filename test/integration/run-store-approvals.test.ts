@@ -58,6 +58,36 @@ describe('the run store: approvals and task grants', () => {
     return { run: ran(transition), approvalId };
   }
 
+  it('reads a run and its pending approvals as of one moment: never running with an approval pending', async () => {
+    // CI, stop 24: GET /v1/runs/:id read the run, then its approvals; a park between the two reads
+    // answered `running` with a pending approval, and MCP's wait_for_run stopped on it.
+    const torn: string[] = [];
+    for (let round = 0; round < 30; round += 1) {
+      const run = await runningRun(`w-torn-${round}`);
+      let parked = false;
+      const reads = (async () => {
+        while (!parked) {
+          const detail = await store.getRunDetail(run.id, TENANT);
+          if (detail?.run.status === 'running' && detail.pendingApprovals.length > 0) torn.push(run.id);
+          if (detail?.run.status === 'parked') return;
+        }
+      })();
+      await new Promise((resolve) => setImmediate(resolve));
+      await store.requestApproval(run.id, `w-torn-${round}`, {
+        invocationId: `${run.id}-a1-s0-i0`,
+        tool: 'browser.act',
+        arguments: { element: 'e1', action: 'click' },
+      });
+      await reads;
+      parked = true;
+      const detail = await store.getRunDetail(run.id, TENANT);
+      expect(detail?.run.status).toBe('parked');
+      expect(detail?.pendingApprovals).toHaveLength(1);
+    }
+    expect(torn).toEqual([]);
+    expect(await store.getRunDetail('run_00000000000000000000', TENANT)).toBeUndefined();
+  });
+
   it('records a pending approval and parks the run in the same step', async () => {
     const { run, approvalId } = await parkedOnApproval();
     expect(run.status).toBe('parked');

@@ -92,10 +92,10 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
     },
     async (request) => {
       const { tenant } = identityOf(request);
-      const run = await store.getRun(request.params.id, tenant);
-      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
-      const pending = await store.listPendingApprovals(tenant, run.id);
-      return { ...run, pending_approvals: pending };
+      // The run and its approvals of one moment: never `running` with an approval pending.
+      const detail = await store.getRunDetail(request.params.id, tenant);
+      if (!detail) throw new ApiError('not_found', `run ${request.params.id} not found`);
+      return { ...detail.run, pending_approvals: detail.pendingApprovals };
     },
   );
 
