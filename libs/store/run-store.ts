@@ -401,8 +401,7 @@ export class RunStore {
   /** Pending approvals of the tenant, or of one of its runs. */
   async listPendingApprovals(tenant: string, runId?: string): Promise<ApprovalView[]> {
     if (runId === undefined) return listTenantPendingApprovals(this.#context, tenant);
-    if (!(await this.getRun(runId, tenant))) return [];
-    return (await listRunApprovals(this.#context, runId)).filter((approval) => approval.status === 'pending');
+    return (await this.getRunDetail(runId, tenant))?.pendingApprovals ?? [];
   }
   listApprovals(runId: string): Promise<ApprovalView[]> {
     return listRunApprovals(this.#context, runId);

@@ -1,7 +1,12 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LeaseStore } from '../../libs/lease/index.js';
-import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
+import {
+  idemKey,
+  recordStoreCalls,
+  startTestBrowserWorker,
+  type TestBrowserWorker,
+} from '../fixtures/browser-worker.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
@@ -14,14 +19,13 @@ describe('the store calls of an acquire through the data plane (issue 18)', () =
   const prefix = uniquePrefix('reattach-trips');
   let worker: TestBrowserWorker;
   let redis: Redis;
-  const calls: string[] = [];
+  let calls: string[] = [];
 
   beforeAll(async () => {
     // No expiry sweep during the test: it reads leases on its own.
     worker = await startTestBrowserWorker({ prefix, env: { LEASE_EXPIRY_SWEEP_INTERVAL_MS: '3600000' } });
     redis = new Redis(testRedisUrl());
-    const store = worker.handle.store as unknown as Record<string, (...args: unknown[]) => unknown>;
-    const names: ReadonlyArray<keyof LeaseStore> = [
+    calls = recordStoreCalls(worker, [
       'getProfile',
       'acquire',
       'sealedState',
@@ -29,14 +33,7 @@ describe('the store calls of an acquire through the data plane (issue 18)', () =
       'claimIdempotency',
       'completeIdempotency',
       'releaseIdempotency',
-    ];
-    for (const name of names) {
-      const original = (store[name] as (...args: unknown[]) => unknown).bind(store);
-      store[name] = (...args: unknown[]) => {
-        calls.push(name);
-        return original(...args);
-      };
-    }
+    ] satisfies ReadonlyArray<keyof LeaseStore>);
     await worker.call('POST', '/v1/tenants/t1/profiles', {
       body: { id: 'trips', tenant: 't1', principal: 'owner', allowed_origins: ['https://example.com'] },
     });

@@ -1,6 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
+import {
+  idemKey,
+  recordStoreCalls,
+  startTestBrowserWorker,
+  type TestBrowserWorker,
+} from '../fixtures/browser-worker.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 const MINUTE_MS = 60_000;
@@ -16,23 +21,13 @@ describe('the store calls of a renew through the data plane (issue 18)', () => {
   let worker: TestBrowserWorker;
   let redis: Redis;
   let leaseId: string;
-  const calls: string[] = [];
+  let calls: string[] = [];
 
   beforeAll(async () => {
     // No expiry sweep during the test: it reads leases on its own.
     worker = await startTestBrowserWorker({ prefix, env: { LEASE_EXPIRY_SWEEP_INTERVAL_MS: '3600000' } });
     redis = new Redis(testRedisUrl());
-    const store = worker.handle.store as unknown as Record<string, (...args: unknown[]) => unknown>;
-    const methods = Object.getOwnPropertyNames(Object.getPrototypeOf(store)).filter(
-      (name) => name !== 'constructor' && typeof store[name] === 'function',
-    );
-    for (const name of methods) {
-      const original = (store[name] as (...args: unknown[]) => unknown).bind(store);
-      store[name] = (...args: unknown[]) => {
-        calls.push(name);
-        return original(...args);
-      };
-    }
+    calls = recordStoreCalls(worker);
     await worker.call('POST', '/v1/tenants/t1/profiles', {
       body: { id: 'trips', tenant: 't1', principal: 'owner', allowed_origins: ['https://example.com'] },
     });
