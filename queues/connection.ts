@@ -1,5 +1,5 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import type { RedisClient } from '../libs/store/redis-client.js';
+import { type RedisClient, shareScriptsWithPipelines } from '../libs/store/redis-client.js';
 import { VARIADIC_KEY_SCRIPTS } from '../libs/store/scripts.js';
 import { redisLink } from '../libs/telemetry/redis-link.js';
 
@@ -136,6 +136,7 @@ export async function connectRedis(
   // Errors are reported by the commands that meet them, and an outage once by the process's link
   // watch (issue 12); an unhandled 'error' event would crash.
   client.on('error', () => {});
+  shareScriptsWithPipelines(client);
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([

@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from 'ioredis';
+import { type Cluster, Pipeline, type Redis } from 'ioredis';
 
 /**
  * A connection to Leasehold's Redis: one server, or a Redis Cluster (issue 15). Both answer the
@@ -18,5 +18,58 @@ export function isCluster(client: RedisClient): client is Cluster {
  * tick's commands; one that blocks or subscribes must not). A cluster's keeps its own options.
  */
 export function duplicateUnbatched(client: RedisClient): RedisClient {
-  return isCluster(client) ? client.duplicate() : client.duplicate({ enableAutoPipelining: false });
+  const duplicate = isCluster(client)
+    ? client.duplicate()
+    : client.duplicate({ enableAutoPipelining: false });
+  shareScriptsWithPipelines(duplicate);
+  return duplicate;
+}
+
+/** The parts of an ioredis client (or cluster) that hold and hand out its scripts. */
+interface ScriptHolder {
+  scriptsSet: Record<string, unknown>;
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
+  pipeline(...args: unknown[]): unknown;
+  multi(...args: unknown[]): unknown;
+  [method: string]: unknown;
+}
+
+const sharing = new WeakSet<object>();
+
+/**
+ * Issue 18: ioredis copies each script defined on a client onto every pipeline and transaction it
+ * makes (two properties a script), and an auto-pipelined connection makes one a tick. With
+ * BullMQ's scripts and the store's on one connection that copy cost 0.15–0.37 ms a pipeline, most
+ * of making one. Here the client's scripts live on one prototype its pipelines share: each
+ * pipeline or transaction the client makes gets it, and a script defined later (BullMQ defines its
+ * own when its queue first connects) joins it. The client's `scriptsSet` keeps every script by
+ * name, not enumerable. A pipeline still runs a script as before (EVALSHA, loading it on the
+ * connection first): ioredis reads the copies only to call them.
+ */
+export function shareScriptsWithPipelines(client: RedisClient): void {
+  if (sharing.has(client)) return;
+  sharing.add(client);
+  const holder = client as unknown as ScriptHolder;
+  const shared = Object.create(Pipeline.prototype) as Record<string, unknown>;
+  const share = (name: string) => {
+    shared[name] = holder[name];
+    shared[`${name}Buffer`] = holder[`${name}Buffer`];
+    // Kept, by name, but out of the pipeline constructor's `Object.keys` walk.
+    Object.defineProperty(holder.scriptsSet, name, { enumerable: false });
+  };
+  for (const name of Object.keys(holder.scriptsSet)) share(name);
+  const define = holder.defineCommand;
+  holder.defineCommand = function (this: ScriptHolder, name, definition) {
+    define.call(this, name, definition);
+    share(name);
+  };
+  for (const make of ['pipeline', 'multi'] as const) {
+    const original = holder[make];
+    holder[make] = function (this: ScriptHolder, ...args: unknown[]) {
+      const made = original.apply(this, args);
+      // `multi({ pipeline: false })` is the MULTI command itself: a promise, not a pipeline.
+      if (made instanceof Pipeline) Object.setPrototypeOf(made, shared);
+      return made;
+    };
+  }
 }

@@ -41,7 +41,9 @@ function recordScriptCalls(client: Redis): ScriptCall[] {
   withScripts(client);
   const calls: ScriptCall[] = [];
   const scripts = (client as unknown as { scriptsSet: Record<string, LoadedScript> }).scriptsSet;
-  for (const [name, script] of Object.entries(scripts)) {
+  // Not enumerable: the connection shares them with its pipelines (shareScriptsWithPipelines).
+  for (const name of Object.getOwnPropertyNames(scripts)) {
+    const script = scripts[name] as LoadedScript;
     const execute = script.execute.bind(script);
     script.execute = (container, args, options, callback) => {
       // A `+` script (issue 13: it holds every key its run owns) takes its key count first.
