@@ -4,6 +4,7 @@ import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue, QueueEvents, Worker } from 'bullmq';
+import Fastify from 'fastify';
 import { Redis } from 'ioredis';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { runJobId } from '../../queues/index.js';
@@ -80,6 +81,43 @@ async function bullmqNoop(prefix: string): Promise<{ jobsPerSecond: number; cpuM
   return { jobsPerSecond: RUNS / seconds, cpuMsPerJob };
 }
 
+/**
+ * The floor a submission over HTTP stands on: a bare Fastify route that parses a JSON body and
+ * answers a small one, called by the same `fetch` client at the same concurrency, in this process
+ * (as the API and the bench's client are), with nothing behind it — no key, no Redis, no queue.
+ * A run's submission is one such request and more; this says how much of its cost is the door.
+ */
+async function httpFloor(): Promise<{ requestsPerSecond: number; cpuMsPerRequest: number }> {
+  const app = Fastify({ logger: false });
+  let served = 0;
+  app.post('/v1/floor', async (request) => {
+    served += 1;
+    return { id: `run_${served}`, status: 'queued', input: (request.body as { input?: unknown }).input };
+  });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  const post = async () => {
+    const response = await fetch(`${url}/v1/floor`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer floor', 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'hello', script: { steps: [], answer: 'hi' } }),
+    });
+    return response.json();
+  };
+  try {
+    await Promise.all(Array.from({ length: CONCURRENCY }, post));
+    const started = performance.now();
+    const cpuBefore = ownCpuMs();
+    for (let index = 0; index < RUNS; index += CONCURRENCY)
+      await Promise.all(Array.from({ length: CONCURRENCY }, post));
+    return {
+      requestsPerSecond: RUNS / ((performance.now() - started) / 1000),
+      cpuMsPerRequest: (ownCpuMs() - cpuBefore) / RUNS,
+    };
+  } finally {
+    await app.close();
+  }
+}
+
 /** Issue 13: what a finished 10-step run keeps in Redis must stay at or under this. */
 const REDIS_BYTES_PER_RUN_TARGET = 20 * 1024;
 
@@ -94,6 +132,7 @@ export default async function runsBench(): Promise<void> {
 
   const prefix = uniquePrefix('bench-runs');
   const baseline = await bullmqNoop(`${prefix}-raw`);
+  const floor = await httpFloor();
 
   // The per-key request limit (issue 11.10) would measure itself here, not the run pipeline.
   const fleet: FleetHandle = await startTestFleet(prefix, {
@@ -197,6 +236,19 @@ export default async function runsBench(): Promise<void> {
     const noopCpu = { metric: 'bullmq_noop_cpu_ms_per_job', value: baseline.cpuMsPerJob };
     report(figure(SUITE, 'api_and_client_cpu_ms_per_run', apiCpuMs, noopCpu));
     report(figure(SUITE, 'run_worker_cpu_ms_per_run', workerCpuMs, noopCpu));
+    // Beside the door alone: how much of a submission is HTTP (server and client), not Leasehold.
+    report(
+      figure(SUITE, 'http_floor_requests_per_s', floor.requestsPerSecond, {
+        metric: 'bullmq_noop_jobs_per_s',
+        value: baseline.jobsPerSecond,
+      }),
+    );
+    report(
+      figure(SUITE, 'http_floor_cpu_ms_per_request', floor.cpuMsPerRequest, {
+        metric: 'api_and_client_cpu_ms_per_run',
+        value: apiCpuMs,
+      }),
+    );
     report(figure(SUITE, 'submit_to_done_p50_ms', percentile(latencies, 50)));
     report(figure(SUITE, 'submit_to_done_p99_ms', percentile(latencies, 99)));
   } finally {
