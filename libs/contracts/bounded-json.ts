@@ -22,18 +22,25 @@ export const JSON_MAX_DEPTH = 32;
  * than its size and never the call stack.
  */
 export function jsonBoundsProblem(value: unknown, bounds: JsonBounds): string | undefined {
+  const tooDeep = jsonDepthProblem(value, bounds.maxDepth);
+  if (tooDeep) return tooDeep;
+  const text = JSON.stringify(value);
+  const bytes = text === undefined ? 0 : Buffer.byteLength(text, 'utf8');
+  if (bytes > bounds.maxBytes) return `${bytes} bytes of JSON, over the ${bounds.maxBytes} bytes allowed`;
+  return undefined;
+}
+
+/** The depth half of {@link jsonBoundsProblem}: for a value whose size is bounded already. */
+export function jsonDepthProblem(value: unknown, maxDepth: number): string | undefined {
   const pending: Array<[unknown, number]> = [[value, 1]];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [item, depth] = next;
     if (item === null || typeof item !== 'object') continue;
-    if (depth > bounds.maxDepth) return `nested deeper than ${bounds.maxDepth} levels`;
+    if (depth > maxDepth) return `nested deeper than ${maxDepth} levels`;
     for (const child of Array.isArray(item) ? item : Object.values(item)) {
       if (child !== null && typeof child === 'object') pending.push([child, depth + 1]);
     }
   }
-  const text = JSON.stringify(value);
-  const bytes = text === undefined ? 0 : Buffer.byteLength(text, 'utf8');
-  if (bytes > bounds.maxBytes) return `${bytes} bytes of JSON, over the ${bounds.maxBytes} bytes allowed`;
   return undefined;
 }
 

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import {
   ApiError,
   type ApprovalView,
@@ -5,6 +6,7 @@ import {
   approvalViewSchema,
   type GrantView,
   grantViewSchema,
+  jsonDepthProblem,
   type LedgerEntry,
   ledgerEntrySchema,
   microUsdToUsd,
@@ -66,9 +68,34 @@ export function parseRun(fields: Record<string, string>): StoredRun | undefined 
   }
 }
 
+/**
+ * Issue 18: a run record is read by the view's schema but for `input` and `result`. JSON.parse made
+ * those, so they are JSON by construction; zod's `z.json()` walked them again, recursively, and
+ * that walk was most of a read's cost (23 of 27 µs a record, measured) on a path that reads the
+ * run back after every transition. What the walk also did — refuse a value nested past what a
+ * reader takes (issue 11.4: older code could store one), at whatever depth the call stack gave
+ * out — {@link READ_MAX_DEPTH} does, iteratively and at a depth that does not depend on the stack.
+ */
+const storedRunSchema = runViewSchema.extend({ input: z.unknown(), result: z.unknown() });
+
+/**
+ * The deepest stored input or result read: far past what a writer takes (a run's input, 33 levels)
+ * and well inside what the recursive steps after the read (the response's encoding, canonical
+ * JSON) take on Node's default stack (a 2,000-level value overflows it).
+ */
+const READ_MAX_DEPTH = 1_000;
+
+function storedJson(text: string | undefined, field: string): unknown {
+  const value = jsonOrNull(text);
+  const problem = jsonDepthProblem(value, READ_MAX_DEPTH);
+  if (problem) throw new Error(`${field}: ${problem}`);
+  return value;
+}
+
 function parseRunFields(fields: Record<string, string>): StoredRun {
   const reason = fields.error_reason ?? '';
-  const run = runViewSchema.parse({
+  // The schema checks every field but the two JSON values, which storedJson bounds (see above).
+  const run = storedRunSchema.parse({
     id: fields.id,
     tenant: fields.tenant,
     principal: fields.principal,
@@ -83,7 +110,7 @@ function parseRunFields(fields: Record<string, string>): StoredRun {
     status: fields.status,
     attempt: Number(fields.attempt),
     execution: Number(fields.execution),
-    input: jsonOrNull(fields.input),
+    input: storedJson(fields.input, 'input'),
     limits: limitsView(jsonOrNull(fields.limits)),
     usage: {
       steps: Number(fields.steps),
@@ -96,7 +123,7 @@ function parseRunFields(fields: Record<string, string>): StoredRun {
     created_at_ms: Number(fields.created_at),
     updated_at_ms: Number(fields.updated_at),
     ended_at_ms: fields.ended_at ? Number(fields.ended_at) : null,
-    result: jsonOrNull(fields.result),
+    result: storedJson(fields.result, 'result'),
     // The field keeps its stored name (`error_reason`, written by every ending script since the
     // first version); it holds the run's error code.
     error: reason
@@ -110,7 +137,7 @@ function parseRunFields(fields: Record<string, string>): StoredRun {
     unverified_error: jsonOrNull(fields.unverified_error),
     // Issue 14: noted by an execution that offered browser tools; absent on every other run.
     browser_tools_version: fields.browser_tools || null,
-  });
+  }) as RunView;
   return { run, ownerToken: fields.owner ?? '' };
 }
 
