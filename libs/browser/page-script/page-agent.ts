@@ -6,6 +6,7 @@
  * or the DOM-quiet watch (ADR-0159). Element references live in a closure, keyed by revision, as
  * weak references.
  */
+import { documentText } from './document-text.js';
 import { accessibleName } from './names.js';
 import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
 import { type ElementState, inputType, isSecretField, roleOf, stateOf } from './roles.js';
@@ -117,7 +118,9 @@ let registry: Registry | null = null;
  * every name it computes, and for `::before` and `::after` (answered with the element's own style,
  * as it always was here), so most of its calls were repeats.
  */
-function stylesOfCapture(): (element: Element) => CSSStyleDeclaration {
+type StyleOf = (element: Element) => CSSStyleDeclaration;
+
+function stylesOfCapture(): StyleOf {
   const styles = new Map<Element, CSSStyleDeclaration>();
   return (element) => {
     let style = styles.get(element);
@@ -246,9 +249,12 @@ function normalizedText(raw: string, limit: number): string {
  * so each open shadow root adds its own: the innerText of its rendered children (a child that is
  * not rendered, such as a <style>, would answer its source instead, so it is left out).
  */
-function renderedText(root: Root): string {
-  // biome-ignore lint/performance/useDomNodeTextContent: innerText is the rendered text; textContent would include hidden nodes.
-  if (root.nodeType === Node.DOCUMENT_NODE) return (root as Document).body?.innerText ?? '';
+function renderedText(root: Root, limit: number, styleOf: StyleOf): string {
+  if (root.nodeType === Node.DOCUMENT_NODE) {
+    const body = (root as Document).body;
+    const passesLimit = (raw: string) => normalizedText(raw, limit).length > limit;
+    return body ? documentText(body, limit, styleOf, passesLimit) : '';
+  }
   const parts: string[] = [];
   for (const child of root.children) {
     // biome-ignore lint/performance/useDomNodeTextContent: as above.
@@ -258,14 +264,14 @@ function renderedText(root: Root): string {
 }
 
 /** The page's rendered text: each document's, then its open shadow roots', then its frames'. */
-function visibleText(page: PageScan, limit: number): { text: string; truncated: boolean } {
+function visibleText(page: PageScan, limit: number, styleOf: StyleOf): { text: string; truncated: boolean } {
   const parts: string[] = [];
   let length = 0;
   for (const root of page.roots) {
     if (length > limit) break;
     if (page.unrendered.has(root)) continue;
     // A part longer than the limit is the last one kept, and it is cut to the limit below.
-    const text = normalizedText(renderedText(root), limit);
+    const text = normalizedText(renderedText(root, limit, styleOf), limit);
     if (text) {
       parts.push(text);
       length += text.length + 1;
@@ -317,7 +323,7 @@ function capture(request: CaptureRequest): Capture {
   });
   // The new revision replaces the old one: its references are released here (ADR-0130 d8).
   registry = { revision: request.revision, refs };
-  const { text, truncated } = visibleText(page, request.textLimit);
+  const { text, truncated } = visibleText(page, request.textLimit, styleOf);
   return {
     url: redact(location.href, secrets),
     title: redact(document.title, secrets),
