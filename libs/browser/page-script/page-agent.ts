@@ -157,7 +157,7 @@ function scan(): PageScan {
   return scanPage(document, { frameDocument: sameOriginDocument, isVisible, isSecret: isSecretField });
 }
 
-const CANDIDATES_AND_FRAMES = `${CANDIDATE_SELECTOR},${FRAME_SELECTOR}`;
+const CANDIDATES_AND_FRAMES = `:is(${CANDIDATE_SELECTOR},${FRAME_SELECTOR})`;
 
 /**
  * Visible candidates in composed order: open shadow roots after their host, frames of the same
