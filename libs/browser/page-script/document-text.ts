@@ -78,8 +78,8 @@ function noGeneratedText(element: Element): boolean {
 }
 
 /**
- * The rendered text of `body` (its innerText, or a prefix of it whose normalized form is longer
- * than `limit`), in parts to be joined by line breaks.
+ * The rendered text of `body`: its innerText, or the text of its first blocks joined by line
+ * breaks once that is longer than `limit` normalized, which normalizes to a prefix of the whole.
  */
 export function documentText(
   body: HTMLElement,
@@ -100,7 +100,10 @@ export function documentText(
     nextCheck = 2 * rawLength;
     enough = passesLimit(parts.join('\n'));
   };
-  /** Whether the children of `element` are flow blocks (and white space, comments, nothing rendered). */
+  /**
+   * Reads the children of `element` as blocks, and answers true, when they are flow blocks (white
+   * space, comments and what is not rendered aside); otherwise takes back what it read.
+   */
   const readByBlocks = (element: Element): boolean => {
     const start = parts.length;
     const startLength = rawLength;
@@ -120,7 +123,6 @@ export function documentText(
       // Something other than blocks: the element is read whole after all.
       parts.length = start;
       rawLength = startLength;
-      enough = false;
       return false;
     }
     return true;
@@ -133,8 +135,8 @@ export function documentText(
     element.shadowRoot === null &&
     noGeneratedText(element);
   const read = (element: HTMLElement) => {
-    // textContent is cheap and bounds the rendered text: a block shorter than what is still needed
-    // is read whole, without looking at its children.
+    // textContent is cheap and about as long as the rendered text at most: a block whose
+    // textContent is shorter than what is still needed is read whole, its children unlooked at.
     const long = (element.textContent?.length ?? 0) > nextCheck - rawLength;
     if (long && divisible(element, styleOf(element)) && readByBlocks(element)) return;
     // biome-ignore lint/performance/useDomNodeTextContent: innerText is the rendered text; textContent would include hidden nodes.
