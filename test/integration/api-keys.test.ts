@@ -11,7 +11,6 @@ import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
 
 /** Every string a stored record of this prefix holds: its key names and, for hashes, every field and value. */
 async function storedText(redis: Redis, prefix: string): Promise<string> {
@@ -112,9 +111,11 @@ describe('the api-key CLI', () => {
     env: Record<string, string> = {},
   ): Promise<{ code: number; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
+      // The script as `npm run api-key` runs it, with tsx as a loader of this one process: the
+      // tsx command would start a second node process for each call (seconds on a loaded machine).
       execFile(
-        TSX,
-        ['scripts/create-api-key.ts', ...args],
+        process.execPath,
+        ['--import', 'tsx', 'scripts/create-api-key.ts', ...args],
         {
           cwd: ROOT,
           env: { ...process.env, REDIS_URL: testRedisUrl(), LEASEHOLD_KEY_PREFIX: `${prefix}:`, ...env },
