@@ -1,7 +1,5 @@
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeRedis, connectRedis } from '../../queues/index.js';
-import { testRedisUrl } from '../fixtures/redis.js';
+import { monitorRedis } from '../fixtures/redis.js';
 import { type ApiRig, startApiRig } from './api-rig.js';
 
 /** An open SSE stream: the text received so far, and how to stop it. */
@@ -47,17 +45,14 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5_
 
 /** Commands Redis runs on keys under `prefix` while `during` runs (MONITOR, filtered by prefix). */
 async function commandsOnPrefix(prefix: string, during: () => Promise<void>): Promise<string[]> {
-  const monitorClient: Redis = await connectRedis(testRedisUrl(), 'worker', 'test-events-monitor');
-  const monitor = await monitorClient.monitor();
   const seen: string[] = [];
-  monitor.on('monitor', (_time: string, args: string[]) => {
+  const monitor = await monitorRedis((args) => {
     if (args.some((arg) => String(arg).includes(prefix))) seen.push(args.slice(0, 2).join(' '));
   });
   try {
     await during();
   } finally {
-    monitor.disconnect();
-    await closeRedis(monitorClient);
+    await monitor.stop();
   }
   return seen;
 }

@@ -1,7 +1,6 @@
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLeaseStore } from '../../libs/store/index.js';
-import { testRedisUrl } from '../fixtures/redis.js';
+import { monitorRedis } from '../fixtures/redis.js';
 import { type ApiRig, startApiRig } from './api-rig.js';
 
 /**
@@ -155,9 +154,8 @@ describe('profiles scoped to their tenant (REST)', () => {
     await seal.exec();
     await rig.redis.hset(`${rig.prefix}:{prf:tenant-a/shop}:profile`, 'sealed', sealed);
 
-    const monitor = await new Redis(testRedisUrl()).monitor();
     const seen: string[][] = [];
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    const monitor = await monitorRedis((args) => {
       if (args.some((arg) => arg.startsWith(`${rig.prefix}:`))) seen.push(args);
     });
     try {
@@ -169,7 +167,7 @@ describe('profiles scoped to their tenant (REST)', () => {
       expect(listed.body.profiles.map((profile: { id: string }) => profile.id)).toEqual(['only-a', 'shop']);
       expect(listed.body.profiles.find((p: { id: string }) => p.id === 'shop').sealed).toBe(true);
     } finally {
-      monitor.disconnect();
+      await monitor.stop();
     }
     // What the listing touched (the API key's own lookups aside): tenant A's index and profiles.
     const profileCommands = seen.filter((args) => args.some((arg) => /profile/.test(arg)));
