@@ -1,12 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TEXT_LIMIT_CHARS } from '../../libs/browser/observation.js';
+import { normalizeText } from '../../libs/browser/page-script/document-text.js';
 import { EngineHarness, limits } from './harness.js';
 
 /**
  * Issue 18: the page's text is read block by block, only as far as the observation keeps it, and
  * must read exactly as `body.innerText` normalized and cut to the bound. Each page puts one way of
  * laying out text first in a container long enough to be read by its blocks, so the reading meets
- * it there; the same normalization as the agent's is applied to the page's innerText here.
+ * it there; the agent's own normalization is applied to the page's innerText here.
  */
 const harness = new EngineHarness();
 
@@ -40,13 +41,6 @@ const CASES: Record<string, string> = {
   'non-breaking spaces': '<div>\u00a0\u00a0</div><div>a\u00a0\u00a0b</div><div>\u3000wide</div>',
   'shadow host': '<div id="host"><span>Light child</span></div><div>After host</div>',
 };
-
-function normalizeText(raw: string): string {
-  return raw
-    .replace(/[ \t\f\v\u00a0]+/g, ' ')
-    .replace(/\s*\n\s*/g, '\n')
-    .trim();
-}
 
 function casePage(content: string, nested: boolean): string {
   const body = `<div class="case">${content}\n${FILLER}</div>`;

@@ -54,6 +54,17 @@ const HTML_NAMESPACE = 'http://www.w3.org/1999/xhtml';
 const ELEMENT_NODE = 1;
 const TEXT_NODE = 3;
 
+/**
+ * Rendered text as the observation reports it: each run of spaces (tabs, no-break spaces) as one
+ * space, each run of white space holding a line break as one line break, trimmed.
+ */
+export function normalizeText(raw: string): string {
+  return raw
+    .replace(/[ \t\f\v\u00a0]+/g, ' ')
+    .replace(/\s*\n\s*/g, '\n')
+    .trim();
+}
+
 /** A block whose own text is read by innerText in place of its parent's. */
 function isFlowBlock(element: Element, style: CSSStyleDeclaration): boolean {
   return (

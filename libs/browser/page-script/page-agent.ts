@@ -6,7 +6,7 @@
  * or the DOM-quiet watch (ADR-0159). Element references live in a closure, keyed by revision, as
  * weak references.
  */
-import { documentText } from './document-text.js';
+import { documentText, normalizeText } from './document-text.js';
 import { accessibleName } from './names.js';
 import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
 import { type ElementState, inputType, isSecretField, roleOf, stateOf } from './roles.js';
@@ -220,13 +220,6 @@ function redact(text: string, secrets: readonly string[]): string {
   let result = text;
   for (const secret of secrets) if (result.includes(secret)) result = result.split(secret).join(REDACTED);
   return result;
-}
-
-function normalizeText(raw: string): string {
-  return raw
-    .replace(/[ \t\f\v\u00a0]+/g, ' ')
-    .replace(/\s*\n\s*/g, '\n')
-    .trim();
 }
 
 /**
