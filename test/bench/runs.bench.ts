@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue, QueueEvents, Worker } from 'bullmq';
@@ -40,10 +41,27 @@ function ownCpuMs(): number {
 }
 
 /**
+ * CPU milliseconds the Redis server has used (INFO cpu, user + system, the main thread's and its
+ * helpers'). The bench is the server's only client while it runs, so the difference over a timed
+ * part is that part's Redis cost: what a run costs is the API's, the run worker's and this together.
+ */
+async function redisCpuMs(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const seconds = (field: string) =>
+    Number(new RegExp(`^${field}:([0-9.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  return (seconds('used_cpu_user') + seconds('used_cpu_sys')) * 1000;
+}
+
+/** The cores this machine has: with every process busy, runs per second cannot pass cores / CPU per run. */
+const CORES = availableParallelism();
+
+/**
  * Raw BullMQ: no-op jobs through one worker (in this process) at the same concurrency: jobs per
  * second, and the CPU this process spent per job.
  */
-async function bullmqNoop(prefix: string): Promise<{ jobsPerSecond: number; cpuMsPerJob: number }> {
+async function bullmqNoop(
+  prefix: string,
+): Promise<{ jobsPerSecond: number; cpuMsPerJob: number; redisCpuMsPerJob: number }> {
   const connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
   const queue = new Queue('noop', { connection, prefix });
   let done = 0;
@@ -64,6 +82,7 @@ async function bullmqNoop(prefix: string): Promise<{ jobsPerSecond: number; cpuM
     if (done === RUNS) finished();
   });
   await worker.waitUntilReady();
+  const redisBefore = await redisCpuMs(connection);
   const started = performance.now();
   const cpuBefore = ownCpuMs();
   for (let index = 0; index < RUNS; index += CONCURRENCY)
@@ -73,12 +92,13 @@ async function bullmqNoop(prefix: string): Promise<{ jobsPerSecond: number; cpuM
   await allDone;
   const seconds = (performance.now() - started) / 1000;
   const cpuMsPerJob = (ownCpuMs() - cpuBefore) / RUNS;
+  const redisCpuMsPerJob = ((await redisCpuMs(connection)) - redisBefore) / RUNS;
   await worker.close();
   await queue.obliterate({ force: true });
   await queue.close();
   workerConnection.disconnect();
   connection.disconnect();
-  return { jobsPerSecond: RUNS / seconds, cpuMsPerJob };
+  return { jobsPerSecond: RUNS / seconds, cpuMsPerJob, redisCpuMsPerJob };
 }
 
 /**
@@ -200,8 +220,12 @@ export default async function runsBench(): Promise<void> {
       await profiler.post('Profiler.enable');
       await profiler.post('Profiler.start');
     }
+    const cpuBefore = {
+      redis: await redisCpuMs(eventsConnection),
+      api: ownCpuMs(),
+      worker: processCpuMs(worker.pid ?? 0),
+    };
     const started = performance.now();
-    const cpuBefore = { api: ownCpuMs(), worker: processCpuMs(worker.pid ?? 0) };
     for (let index = 0; index < RUNS; index += CONCURRENCY) {
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
@@ -217,6 +241,7 @@ export default async function runsBench(): Promise<void> {
     await allDone;
     const apiCpuMs = (ownCpuMs() - cpuBefore.api) / RUNS;
     const workerCpuMs = (processCpuMs(worker.pid ?? 0) - cpuBefore.worker) / RUNS;
+    const redisCpuMsPerRun = ((await redisCpuMs(eventsConnection)) - cpuBefore.redis) / RUNS;
     if (profiler && CPU_PROFILE_DIR) {
       const { profile } = await profiler.post('Profiler.stop');
       mkdirSync(CPU_PROFILE_DIR, { recursive: true });
@@ -236,6 +261,30 @@ export default async function runsBench(): Promise<void> {
     const noopCpu = { metric: 'bullmq_noop_cpu_ms_per_job', value: baseline.cpuMsPerJob };
     report(figure(SUITE, 'api_and_client_cpu_ms_per_run', apiCpuMs, noopCpu));
     report(figure(SUITE, 'run_worker_cpu_ms_per_run', workerCpuMs, noopCpu));
+    report(
+      figure(SUITE, 'redis_cpu_ms_per_run', redisCpuMsPerRun, {
+        metric: 'redis_cpu_ms_per_noop_job',
+        value: baseline.redisCpuMsPerJob,
+      }),
+    );
+    // All a run costs, every process together, beside all a no-op job costs. With every core busy
+    // (the API, its client, the run worker and Redis share this machine's), runs per second cannot
+    // pass cores × 1,000 / total CPU per run: the bound beside runs_per_s says whether the run
+    // path's speed is its CPU, and what a runs_per_s target asks of the CPU per run.
+    const totalCpuMs = apiCpuMs + workerCpuMs + redisCpuMsPerRun;
+    const noopTotalCpuMs = baseline.cpuMsPerJob + baseline.redisCpuMsPerJob;
+    report(
+      figure(SUITE, 'total_cpu_ms_per_run', totalCpuMs, {
+        metric: 'bullmq_noop_total_cpu_ms_per_job',
+        value: noopTotalCpuMs,
+      }),
+    );
+    report(
+      figure(SUITE, 'cpu_bound_runs_per_s', (CORES * 1000) / totalCpuMs, {
+        metric: 'bullmq_noop_jobs_per_s',
+        value: baseline.jobsPerSecond,
+      }),
+    );
     // Beside the door alone: how much of a submission is HTTP (server and client), not Leasehold.
     report(
       figure(SUITE, 'http_floor_requests_per_s', floor.requestsPerSecond, {
@@ -247,6 +296,14 @@ export default async function runsBench(): Promise<void> {
       figure(SUITE, 'http_floor_cpu_ms_per_request', floor.cpuMsPerRequest, {
         metric: 'api_and_client_cpu_ms_per_run',
         value: apiCpuMs,
+      }),
+    );
+    // The most a run path could reach here if Leasehold's own work cost nothing: a bare HTTP request
+    // (server and client) and a BullMQ no-op job (its process and Redis) per run, every core busy.
+    report(
+      figure(SUITE, 'floor_bound_runs_per_s', (CORES * 1000) / (floor.cpuMsPerRequest + noopTotalCpuMs), {
+        metric: 'bullmq_noop_jobs_per_s',
+        value: baseline.jobsPerSecond,
       }),
     );
     report(figure(SUITE, 'submit_to_done_p50_ms', percentile(latencies, 50)));

@@ -6,6 +6,7 @@
  * or the DOM-quiet watch (ADR-0159). Element references live in a closure, keyed by revision, as
  * weak references.
  */
+import { CANDIDATE_SELECTOR } from './candidates.js';
 import { documentText, normalizeText } from './document-text.js';
 import { accessibleName } from './names.js';
 import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
@@ -79,29 +80,6 @@ export interface TargetAnswer {
   path: TargetPath | null;
 }
 
-/** Nodes that can be controls or landmarks a model acts on or reads by name. */
-const CANDIDATE_SELECTOR = [
-  'a[href]',
-  'area[href]',
-  'button',
-  'input:not([type="hidden"])',
-  'select',
-  'textarea',
-  'summary',
-  '[role]',
-  '[tabindex]:not([tabindex="-1"])',
-  '[contenteditable=""]',
-  '[contenteditable="true"]',
-  'h1',
-  'h2',
-  'h3',
-  'h4',
-  'h5',
-  'h6',
-  'img[alt]:not([alt=""])',
-  'meter',
-  'progress',
-].join(',');
 const FRAME_SELECTOR = 'iframe,frame';
 
 interface Registry {
