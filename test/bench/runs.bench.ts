@@ -22,6 +22,11 @@ const SUITE = 'runs';
  * what it profiles: figures of such a run are for finding where time goes, not for comparing.
  */
 const CPU_PROFILE_DIR = process.env.BENCH_CPU_PROF_DIR;
+/**
+ * Microseconds between samples. V8's default (1,000) is coarse beside a run's few milliseconds, and
+ * on a busy machine a sample taken late is charged to whatever runs then.
+ */
+const PROFILE_INTERVAL_US = 200;
 const RUNS = 400;
 const CONCURRENCY = 50;
 
@@ -65,10 +70,24 @@ async function bullmqNoop(
   const connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
   const queue = new Queue('noop', { connection, prefix });
   let done = 0;
-  let finished!: () => void;
-  const allDone = new Promise<void>((resolve) => {
-    finished = resolve;
-  });
+  let wanted = 0;
+  let finished = () => {};
+  /** Adds `count` jobs, in batches as wide as the concurrency, and waits until all are done. */
+  const runJobs = async (count: number) => {
+    done = 0;
+    wanted = count;
+    const allDone = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    for (let index = 0; index < count; index += CONCURRENCY)
+      await queue.addBulk(
+        Array.from({ length: CONCURRENCY }, (_, offset) => ({
+          name: 'noop',
+          data: { index: index + offset },
+        })),
+      );
+    await allDone;
+  };
   // BullMQ does not close a connection it was handed: each one given here is closed below, or
   // the process stays alive after its figures (issue 12).
   const workerConnection = connection.duplicate();
@@ -79,17 +98,16 @@ async function bullmqNoop(
   });
   worker.on('completed', () => {
     done += 1;
-    if (done === RUNS) finished();
+    if (done === wanted) finished();
   });
   await worker.waitUntilReady();
+  // Warm up, as the runs are: BullMQ loads its scripts and the code runs hot before the clock starts
+  // (without it the no-op rate swung 2,200–3,900 jobs/s between runs here).
+  await runJobs(CONCURRENCY);
   const redisBefore = await redisCpuMs(connection);
   const started = performance.now();
   const cpuBefore = ownCpuMs();
-  for (let index = 0; index < RUNS; index += CONCURRENCY)
-    await queue.addBulk(
-      Array.from({ length: CONCURRENCY }, (_, offset) => ({ name: 'noop', data: { index: index + offset } })),
-    );
-  await allDone;
+  await runJobs(RUNS);
   const seconds = (performance.now() - started) / 1000;
   const cpuMsPerJob = (ownCpuMs() - cpuBefore) / RUNS;
   const redisCpuMsPerJob = ((await redisCpuMs(connection)) - redisBefore) / RUNS;
@@ -162,7 +180,9 @@ export default async function runsBench(): Promise<void> {
   });
   // The run worker is a process of its own, as in production: the API and this client keep theirs.
   await fleet.roles.runWorker.close();
-  const profiling = CPU_PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROFILE_DIR] : [];
+  const profiling = CPU_PROFILE_DIR
+    ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROFILE_DIR, '--cpu-prof-interval', String(PROFILE_INTERVAL_US)]
+    : [];
   const worker = spawn(process.execPath, [...profiling, '--import', 'tsx', 'apps/run-worker/main.ts'], {
     cwd: fileURLToPath(new URL('../../', import.meta.url)),
     env: {
@@ -218,6 +238,7 @@ export default async function runsBench(): Promise<void> {
     if (profiler) {
       profiler.connect();
       await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.setSamplingInterval', { interval: PROFILE_INTERVAL_US });
       await profiler.post('Profiler.start');
     }
     const cpuBefore = {
