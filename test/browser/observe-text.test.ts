@@ -1,4 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PageEngine } from '../../libs/browser/index.js';
 import { TEXT_LIMIT_CHARS } from '../../libs/browser/observation.js';
 import { normalizeText } from '../../libs/browser/page-script/document-text.js';
 import { EngineHarness, limits } from './harness.js';
@@ -53,15 +55,23 @@ ${nested ? `<main><section>${body}</section></main>` : body}
 </script></body></html>`;
 }
 
+/**
+ * One page and engine for every case: each case loads its page and observes it. The pages are
+ * static (their one script runs while the page parses), so the load is the whole of their making,
+ * and the engine's settle after a navigate (most of a case's time) has nothing to wait for.
+ */
+let engine: PageEngine;
+let page: Page;
+
 beforeAll(async () => {
   await harness.start();
   for (const [index, content] of Object.values(CASES).entries()) {
     harness.server.addPage(`text-${index}.html`, casePage(content, false));
     harness.server.addPage(`text-nested-${index}.html`, casePage(content, true));
   }
+  ({ engine, page } = await harness.engine());
 });
 afterAll(() => harness.stop());
-afterEach(() => harness.cleanup());
 
 describe('the observed text reads as the page body innerText (issue 18)', () => {
   it.each(
@@ -70,8 +80,8 @@ describe('the observed text reads as the page body innerText (issue 18)', () => 
       [`${name}, nested two blocks deep`, `text-nested-${index}.html`],
     ]),
   )('reads %s as innerText does', async (_name, path) => {
-    const { engine, page } = await harness.engine();
-    const { observation } = await engine.navigate({ url: harness.url(`/pages/${path}`) }, limits());
+    await page.goto(harness.url(`/pages/${path}`));
+    const { observation } = await engine.observe({}, limits());
     // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what is compared.
     const whole = normalizeText(await page.evaluate(() => document.body.innerText));
     expect(observation.text).toBe(whole.slice(0, TEXT_LIMIT_CHARS));
