@@ -172,6 +172,12 @@ export const envSchema = z.object({
   RUN_STALLED_INTERVAL_MS: positiveMs.default(30_000),
   /** The worker retry limit: times a stalled run is handed to another worker before the sweeper fails it. */
   RUN_MAX_STALLED_COUNT: z.coerce.number().int().min(0).max(100).default(2),
+  /**
+   * Issue 12: the wait before a run handed back after a retryable fault (a lost Redis connection, a
+   * browser worker out of reach) is tried again; each next wait is twice the last, five at most,
+   * so an outage is waited out for 31 × this in all before the run fails.
+   */
+  RUN_HANDBACK_BASE_MS: positiveMs.max(60_000).default(1_000),
   /** The run worker's lease upkeep period (ADR-0127 d6: once a minute). */
   LEASE_UPKEEP_INTERVAL_MS: positiveMs.default(ADR_0127.upkeepIntervalMs),
   /** The sweeper's period. */

@@ -78,6 +78,8 @@ export interface Config {
     readonly stalledIntervalMs: number;
     readonly maxStalledCount: number;
     readonly upkeepIntervalMs: number;
+    /** The first wait before a run handed back after a fault is tried again (then doubling). */
+    readonly handBackBaseMs: number;
   };
   readonly sweeper: { readonly intervalMs: number };
   /** Issue 13: where run artifacts go (a local folder, or an S3-compatible bucket when named). */
@@ -208,6 +210,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       stalledIntervalMs: e.RUN_STALLED_INTERVAL_MS,
       maxStalledCount: e.RUN_MAX_STALLED_COUNT,
       upkeepIntervalMs: e.LEASE_UPKEEP_INTERVAL_MS,
+      handBackBaseMs: e.RUN_HANDBACK_BASE_MS,
     },
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS },
     artifacts: {

@@ -4,7 +4,13 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { type RunWorkerHandle, startRunWorker } from '../../apps/run-worker/run-worker.js';
-import { handBackDelayMs, isRetryableFault, MAX_FAULT_HANDBACKS } from '../../libs/runtime/worker/index.js';
+import { RunLifecycle } from '../../libs/runtime/index.js';
+import {
+  handBackDelayMs,
+  isRetryableFault,
+  MAX_FAULT_HANDBACKS,
+  settleEscapedError,
+} from '../../libs/runtime/worker/index.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
 import { createMetrics, type Metrics } from '../../libs/telemetry/index.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';
@@ -259,7 +265,32 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
     expect((await fleet.store.getRun(run.id))?.status).toBe('running');
     // Only the owner may hand its run back.
     expect((await fleet.store.releaseRun(run.id, 'someone-else')).ok).toBe(false);
-    expect([1, 2, 3, 4, 5].map(handBackDelayMs)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000]);
+    expect([1, 2, 3, 4, 5].map((handbacks) => handBackDelayMs(handbacks))).toEqual([
+      1_000, 2_000, 4_000, 8_000, 16_000,
+    ]);
+    await fleet.store.failRun(run.id, 'internal_error', { message: 'test over' });
+  });
+
+  it('waits RUN_HANDBACK_BASE_MS before the first re-execution after a fault, twice that before the next', async () => {
+    const { run } = await fleet.store.submitRun({
+      tenant: 'dev',
+      principal: 'dev',
+      sessionId,
+      input: { text: 'backoff' },
+      limits: TEST_RUN_LIMITS,
+      timeoutMs: 60_000,
+    });
+    const lifecycle = new RunLifecycle({ store: fleet.store, enqueue: async () => undefined });
+    const deps = { store: fleet.store, lifecycle, logger: pino({ level: 'silent' }), handBackBaseMs: 250 };
+    const waits: number[] = [];
+    for (let execution = 1; execution <= 3; execution += 1) {
+      const claim = await fleet.store.claimRun(run.id, 1, `backoff-${execution}`);
+      if (!claim.ok) throw new Error(`claim ${execution} refused`);
+      const settled = await settleEscapedError(deps, claim.run, `backoff-${execution}`, connectionLost());
+      if (settled.kind !== 'handed_back') throw new Error(`execution ${execution} was not handed back`);
+      waits.push(settled.delayMs);
+    }
+    expect(waits).toEqual([250, 500, 1_000]);
     await fleet.store.failRun(run.id, 'internal_error', { message: 'test over' });
   });
 });

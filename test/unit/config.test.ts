@@ -83,6 +83,13 @@ describe('configuration', () => {
     expect(errorOf({ BROWSER_WORKER_PROFILES: 'shop' })).toMatch(/BROWSER_WORKER_PROFILES/);
   });
 
+  it('reads the first hand-back wait after a fault, 1 s unless set, and refuses one past a minute', () => {
+    expect(load({}).runWorker.handBackBaseMs).toBe(1_000);
+    expect(load({ RUN_HANDBACK_BASE_MS: '250' }).runWorker.handBackBaseMs).toBe(250);
+    expect(errorOf({ RUN_HANDBACK_BASE_MS: '0' })).toMatch(/RUN_HANDBACK_BASE_MS: .*got "0"/);
+    expect(errorOf({ RUN_HANDBACK_BASE_MS: '60001' })).toMatch(/RUN_HANDBACK_BASE_MS: .*got "60001"/);
+  });
+
   it('refuses an upkeep interval that would pass fewer than twice inside the five-minute renew window', () => {
     expect(load({ LEASE_UPKEEP_INTERVAL_MS: '150000' }).runWorker.upkeepIntervalMs).toBe(150_000);
     expect(errorOf({ LEASE_UPKEEP_INTERVAL_MS: '150001' })).toMatch(

@@ -7,15 +7,16 @@ import type { RunLifecycle } from '../run-lifecycle.js';
 
 /**
  * Issue 12: an execution is re-run at most this often after a retryable fault (a lost Redis
- * connection, a browser worker restarting), with a backoff doubling from {@link HAND_BACK_BASE_MS}
- * — about a minute in all, well inside a run's deadline; past it the run fails `internal_error`.
+ * connection, a browser worker restarting), with a backoff doubling from RUN_HANDBACK_BASE_MS
+ * ({@link HAND_BACK_BASE_MS} unless set) — 31 s in all by default, well inside a run's deadline;
+ * past it the run fails `internal_error`.
  */
 export const MAX_FAULT_HANDBACKS = 5;
 export const HAND_BACK_BASE_MS = 1_000;
 
-/** The backoff before the `handbacks`-th re-execution (1-based): 1 s, 2 s, 4 s, … */
-export function handBackDelayMs(handbacks: number): number {
-  return HAND_BACK_BASE_MS * 2 ** Math.max(0, handbacks - 1);
+/** The backoff before the `handbacks`-th re-execution (1-based): 1 s, 2 s, 4 s, … from `baseMs`. */
+export function handBackDelayMs(handbacks: number, baseMs = HAND_BACK_BASE_MS): number {
+  return baseMs * 2 ** Math.max(0, handbacks - 1);
 }
 
 /** Network failures that a Redis or browser worker restart causes and that pass by themselves. */
@@ -57,6 +58,8 @@ export interface EscapedDeps {
   /** Carries out an ended run's consequences: its lease released, its parent resumed, its end counted. */
   lifecycle: Pick<RunLifecycle, 'followUp'>;
   logger: Logger;
+  /** RUN_HANDBACK_BASE_MS: the first hand-back's wait; {@link HAND_BACK_BASE_MS} when absent. */
+  handBackBaseMs?: number;
 }
 
 /** What became of a run whose execution an error escaped. */
@@ -92,7 +95,7 @@ export async function settleEscapedError(
       maxHandbacks: MAX_FAULT_HANDBACKS,
     });
     if (released.ok) {
-      const delayMs = handBackDelayMs(Number(released.detail));
+      const delayMs = handBackDelayMs(Number(released.detail), deps.handBackBaseMs);
       deps.logger.warn(
         { err: error, error_id: errorId, run_id: run.id, retry_in_ms: delayMs },
         'execution failed on a retryable fault; the run is handed back',

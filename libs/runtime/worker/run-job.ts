@@ -91,7 +91,7 @@ export function runJobProcessor(deps: RunJobDeps) {
         await handBack(job, token);
       }
       const settled = await settleEscapedError(
-        { store, lifecycle, logger: runLog },
+        { store, lifecycle, logger: runLog, handBackBaseMs: deps.config.runWorker.handBackBaseMs },
         claim.run,
         ownerToken,
         error,
