@@ -238,16 +238,22 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
     await fleet.store.failRun(runId, 'internal_error', { message: 'test over' });
   }, 30_000);
 
-  it('hands a run back at most MAX_FAULT_HANDBACKS times, then refuses and leaves it running for the worker to fail', async () => {
-    // A run no worker sees (never enqueued): the store's bound, without the backoff's minute.
+  /** A run stored queued but never enqueued: no worker sees it, so a test settles its executions. */
+  async function unservedRun(text: string) {
     const { run } = await fleet.store.submitRun({
       tenant: 'dev',
       principal: 'dev',
       sessionId,
-      input: { text: 'bounded' },
+      input: { text },
       limits: TEST_RUN_LIMITS,
       timeoutMs: 60_000,
     });
+    return run;
+  }
+
+  it('hands a run back at most MAX_FAULT_HANDBACKS times, then refuses and leaves it running for the worker to fail', async () => {
+    // A run no worker sees (never enqueued): the store's bound, without the backoff's minute.
+    const run = await unservedRun('bounded');
     for (let handback = 1; handback <= MAX_FAULT_HANDBACKS; handback += 1) {
       expect((await fleet.store.claimRun(run.id, 1, `owner-${handback}`)).ok).toBe(true);
       const released = await fleet.store.releaseRun(run.id, `owner-${handback}`, {
@@ -272,14 +278,7 @@ describe('no stranded run: an error that escapes an execution (issue 12)', () =>
   });
 
   it('waits RUN_HANDBACK_BASE_MS before the first re-execution after a fault, twice that before the next', async () => {
-    const { run } = await fleet.store.submitRun({
-      tenant: 'dev',
-      principal: 'dev',
-      sessionId,
-      input: { text: 'backoff' },
-      limits: TEST_RUN_LIMITS,
-      timeoutMs: 60_000,
-    });
+    const run = await unservedRun('backoff');
     const lifecycle = new RunLifecycle({ store: fleet.store, enqueue: async () => undefined });
     const deps = { store: fleet.store, lifecycle, logger: pino({ level: 'silent' }), handBackBaseMs: 250 };
     const waits: number[] = [];

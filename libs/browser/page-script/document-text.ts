@@ -12,7 +12,7 @@
  * their children), the element is read whole, as before.
  */
 
-type StyleOf = (element: Element) => CSSStyleDeclaration;
+import type { StyleOf } from './names.js';
 
 /** Collapsible white space: a text node of only these between blocks renders nothing. */
 const COLLAPSIBLE_ONLY = /^[ \t\n\r\f]*$/;

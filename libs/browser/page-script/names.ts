@@ -7,7 +7,8 @@
  */
 import { computeAccessibleName } from 'dom-accessibility-api';
 
-type StyleOf = (element: Element) => CSSStyleDeclaration;
+/** The computed style of an element, as one capture reads it (page-agent.ts stylesOfCapture). */
+export type StyleOf = (element: Element) => CSSStyleDeclaration;
 
 const HTML_NAMESPACE = 'http://www.w3.org/1999/xhtml';
 const NAMED_FROM_TEXT = new Set(['a', 'button', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6']);

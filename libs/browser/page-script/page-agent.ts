@@ -8,7 +8,7 @@
  */
 import { CANDIDATE_SELECTOR } from './candidates.js';
 import { documentText, normalizeText } from './document-text.js';
-import { accessibleName } from './names.js';
+import { accessibleName, type StyleOf } from './names.js';
 import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
 import { type ElementState, inputType, isSecretField, roleOf, stateOf } from './roles.js';
 import { type PageScan, type Root, scanPage, walkComposed } from './shadow.js';
@@ -96,8 +96,6 @@ let registry: Registry | null = null;
  * every name it computes, and for `::before` and `::after` (answered with the element's own style,
  * as it always was here), so most of its calls were repeats.
  */
-type StyleOf = (element: Element) => CSSStyleDeclaration;
-
 function stylesOfCapture(): StyleOf {
   const styles = new Map<Element, CSSStyleDeclaration>();
   return (element) => {

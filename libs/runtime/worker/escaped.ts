@@ -9,7 +9,7 @@ import type { RunLifecycle } from '../run-lifecycle.js';
  * Issue 12: an execution is re-run at most this often after a retryable fault (a lost Redis
  * connection, a browser worker restarting), with a backoff doubling from RUN_HANDBACK_BASE_MS
  * ({@link HAND_BACK_BASE_MS} unless set) — 31 s in all by default, well inside a run's deadline;
- * past it the run fails `internal_error`.
+ * past it the run fails `provider_unavailable` (its browser worker stayed away) or `internal_error`.
  */
 export const MAX_FAULT_HANDBACKS = 5;
 export const HAND_BACK_BASE_MS = 1_000;
