@@ -37,7 +37,6 @@ const revokedSchema = z.undefined();
 export function registerApiKeyRoutes(root: FastifyInstance, deps: ApiKeyDependencies): void {
   const app = root.withTypeProvider<ZodTypeProvider>();
   const { store } = deps;
-  const keysPerTenant = deps.config.api.apiKeysPerTenant;
 
   app.post(
     '/v1/api-keys',
@@ -57,7 +56,11 @@ export function registerApiKeyRoutes(root: FastifyInstance, deps: ApiKeyDependen
       preHandler: authenticate(store, 'admin'),
     },
     async (request, reply) => {
-      const made = await store.createApiKeyBy(identityOf(request), request.body, keysPerTenant);
+      const made = await store.createApiKeyBy(
+        identityOf(request),
+        request.body,
+        deps.config.api.apiKeysPerTenant,
+      );
       if (made.ok)
         return reply.code(201).send({ key: made.key, ...made.identity, created_by: made.createdBy });
       switch (made.code) {
