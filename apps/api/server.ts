@@ -85,7 +85,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   logTenantOf(app, (request) => request.identity?.tenant);
 
   await registerDashboard(app, { queue: runsQueue, store, authFailures });
-  await registerRunPages(app, { sessions: uiSessions, failures: authFailures });
+  await registerRunPages(app, { sessions: uiSessions, failures: authFailures, store });
 
   const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);
   // Issue 12, one lifecycle: every consequence of a transition a route causes goes through it.

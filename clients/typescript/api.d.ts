@@ -52,7 +52,10 @@ export interface paths {
     /** The caller's tenant's keys, oldest first (never a key or its hash) */
     get: operations['listApiKeys'];
     put?: never;
-    /** Issue an API key in the caller's tenant; the key is shown only in this answer */
+    /**
+     * Issue an API key in the caller's tenant; the key is shown only in this answer
+     * @description The new key names the key that made it (`created_by`) and holds only scopes that key holds (`admin` holds every tenant scope; 403 otherwise). A tenant holds at most API_KEYS_PER_TENANT live keys (100 by default): past it, 429 `rate_limited` with Retry-After until a key is revoked.
+     */
     post: operations['createApiKey'];
     delete?: never;
     options?: never;
@@ -457,6 +460,7 @@ export interface components {
     };
     ApiKey: {
       created_at_ms: number;
+      created_by: string | null;
       key_id: string;
       principal: string;
       scopes: ('runs:write' | 'runs:read' | 'approvals:write' | 'approvals:any' | 'admin' | 'operator')[];
@@ -526,6 +530,7 @@ export interface components {
       url: string;
     };
     CreatedApiKey: {
+      created_by: string | null;
       /** Format: starts_with */
       key: string;
       key_id: string;
@@ -1001,7 +1006,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1077,7 +1082,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1189,7 +1194,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1247,7 +1252,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1325,6 +1330,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body over 64 KiB */
       413: {
         headers: {
@@ -1343,7 +1357,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1417,7 +1431,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1484,7 +1498,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1563,7 +1577,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Refused to this key: the key that drives a run over MCP does not decide its approvals */
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1608,7 +1622,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1684,7 +1698,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Refused to this key: the key that drives a run over MCP does not decide its approvals */
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1729,7 +1743,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1785,7 +1799,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1841,7 +1855,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1945,7 +1959,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2021,7 +2035,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2120,7 +2134,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2205,7 +2219,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2301,7 +2315,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2404,7 +2418,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2500,7 +2514,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2603,7 +2617,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2700,7 +2714,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2801,7 +2815,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2877,7 +2891,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3001,7 +3015,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3057,7 +3071,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3161,7 +3175,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3235,7 +3249,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3311,7 +3325,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;

@@ -83,6 +83,14 @@ export const envSchema = z.object({
    */
   API_RATE_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(50),
   API_RATE_BURST: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  /**
+   * Live API keys one tenant may hold (revoked ones do not count), counted in Redis across API
+   * replicas: past it, `POST /v1/api-keys` answers 429 `rate_limited` with Retry-After until a key is
+   * revoked. Too small and a tenant with many bots cannot give each its own key; too large and an
+   * admin key in the wrong hands mints keys without end. The operator's `npm run api-key` is not
+   * held to it, so a full tenant can always be reached.
+   */
+  API_KEYS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(100),
   /** Event streams (SSE) one API key may hold open at once, across replicas; the next answers 429. */
   EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(1_000_000).default(20),
   /** How often an open event stream gets a keep-alive comment (and its slot is renewed in Redis). */

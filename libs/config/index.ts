@@ -43,6 +43,8 @@ export interface Config {
     /** Requests per second one key may make on average, and in one burst (see API_RATE_*). */
     readonly ratePerSecond: number;
     readonly rateBurst: number;
+    /** Live API keys one tenant may hold, across replicas (API_KEYS_PER_TENANT). */
+    readonly apiKeysPerTenant: number;
     /** Open event streams per API key, across replicas. */
     readonly eventStreamsPerKey: number;
     readonly eventStreamKeepAliveMs: number;
@@ -182,6 +184,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     api: {
       ratePerSecond: e.API_RATE_PER_SECOND,
       rateBurst: e.API_RATE_BURST,
+      apiKeysPerTenant: e.API_KEYS_PER_TENANT,
       eventStreamsPerKey: e.EVENT_STREAMS_PER_KEY,
       eventStreamKeepAliveMs: e.EVENT_STREAM_KEEPALIVE_MS,
       mcpIdleTimeoutMs: e.MCP_IDLE_TIMEOUT_MS,

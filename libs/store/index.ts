@@ -1,5 +1,5 @@
 export { agentVersionOf, type NewSession, type PutAgentOutcome } from './agents.js';
-export type { NewApiKey } from './api-keys.js';
+export type { ApiKeyRefusal, IssuedApiKey, NewApiKey } from './api-keys.js';
 export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';
 export { canonicalJson, contentAddress, sha256Hex } from './canonical-json.js';
 export { FollowUpIndex, type OwedFollowUp } from './follow-ups.js';

@@ -6,6 +6,7 @@ import type {
   ApprovalView,
   GrantRequest,
   GrantView,
+  KeyLineage,
   LedgerEntry,
   RunEvent,
   RunEventType,
@@ -24,7 +25,17 @@ import {
   type PutAgentOutcome,
   putAgent,
 } from './agents.js';
-import { createApiKey, listApiKeys, type NewApiKey, resolveApiKey, revokeApiKey } from './api-keys.js';
+import {
+  type ApiKeyRefusal,
+  apiKeyLineage,
+  createApiKey,
+  createApiKeyBy,
+  type IssuedApiKey,
+  listApiKeys,
+  type NewApiKey,
+  resolveApiKey,
+  revokeApiKey,
+} from './api-keys.js';
 import {
   type ApprovalDecider,
   type ApprovalDecision,
@@ -156,8 +167,21 @@ export class RunStore {
 
   // API keys
 
-  createApiKey(input: NewApiKey): Promise<{ key: string; identity: ApiKeyIdentity }> {
+  /** A key made by the operator (no maker, not held to the tenant's bound). */
+  createApiKey(input: NewApiKey): Promise<IssuedApiKey> {
     return createApiKey(this.#context, input);
+  }
+  /** A key made by the key `maker`, in its tenant, within the bounds `createApiKeyBy` keeps. */
+  createApiKeyBy(
+    maker: ApiKeyIdentity,
+    input: Omit<NewApiKey, 'tenant'>,
+    maxPerTenant: number,
+  ): Promise<({ ok: true } & IssuedApiKey) | ApiKeyRefusal> {
+    return createApiKeyBy(this.#context, maker, input, maxPerTenant);
+  }
+  /** The tenant's live key `keyId` and the keys that made it, or undefined. */
+  apiKeyLineage(tenant: string, keyId: string): Promise<KeyLineage | undefined> {
+    return apiKeyLineage(this.#context, tenant, keyId);
   }
   resolveApiKey(presented: string): Promise<ApiKeyIdentity | undefined> {
     return resolveApiKey(this.#context, presented);

@@ -19,6 +19,7 @@ export interface ScriptCommands {
   acquireOrRenewLock(lockKey: string, token: string, ttlMs: number): Promise<number>;
   releaseLock(lockKey: string, token: string): Promise<number>;
   createProfile(profileKey: string, ...argv: Arg[]): Promise<number>;
+  addApiKey(tenantKeysKey: string, keyId: string, keyHash: string, maxPerTenant: number): Promise<number>;
   acquireLease(
     liveKey: string,
     leaseKey: string,

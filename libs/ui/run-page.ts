@@ -38,8 +38,11 @@ ${run.error ? html`<dt>Error</dt><dd class="error">${run.error.code}: ${run.erro
 ${answer !== undefined ? html`<dt>Answer</dt><dd class="answer">${String(answer)}</dd>` : ''}</dl>`;
 }
 
-/** The pending approval as the person deciding it needs it: what, where, and the outlined page. */
-function approvalCard(runId: string, approval: ApprovalView): Html {
+/**
+ * The pending approval as the person deciding it needs it: what, where, and the outlined page —
+ * with Approve and Deny, or, where the viewer's key may not decide it, `decisionRefused` instead.
+ */
+function approvalCard(runId: string, approval: ApprovalView, decisionRefused?: string): Html {
   const card = approval.card;
   const element = card?.element ? `${card.element.role} “${card.element.name}”` : 'an element of the page';
   return html`<article class="approval" data-approval-id="${approval.id}">
@@ -51,14 +54,19 @@ ${
     : html`<p class="empty">No screenshot of the page.</p>`
 }
 <details><summary>The call as recorded</summary><pre>${JSON.stringify(approval.arguments, null, 2)}</pre></details>
-<form class="decide" data-approval-id="${approval.id}">
+${decisionRefused ? html`<p class="not-yours">${decisionRefused}</p>` : decideForm(approval)}</article>`;
+}
+
+/** Approve (with an optional grant) and Deny, posted by the page's script to the /v1 routes. */
+function decideForm(approval: ApprovalView): Html {
+  return html`<form class="decide" data-approval-id="${approval.id}">
 <fieldset><legend>Grant (optional): approve this and later actions of this run</legend>
 <label>For minutes <input type="number" name="grant_minutes" min="1" max="30"></label>
 <label>Actions <input type="number" name="grant_actions" min="1" max="200"></label></fieldset>
 <label>Reason to deny <input type="text" name="reason" maxlength="2000"></label>
 <button type="submit" name="decision" value="approve" class="approve">Approve</button>
 <button type="submit" name="decision" value="deny" class="deny">Deny</button>
-<p class="error" role="alert" hidden></p></form></article>`;
+<p class="error" role="alert" hidden></p></form>`;
 }
 
 function stepRow(runId: string, step: RunStep): Html {
@@ -101,6 +109,8 @@ export function renderRunPage(options: {
   run: RunView;
   steps: readonly RunStep[];
   approvals: readonly ApprovalView[];
+  /** Why the viewer's key may not decide this run's approvals: shown in place of Approve and Deny. */
+  decisionRefused?: string;
   /** Why no steps could be had, shown in the timeline's place. */
   stepsProblem?: string;
 }): string {
@@ -111,7 +121,7 @@ export function renderRunPage(options: {
 <h1>Run <code>${run.id}</code></h1>${summary(run)}${meters(run)}
 ${
   options.approvals.length > 0
-    ? html`<section id="approvals"><h2>Waiting for you</h2>${options.approvals.map((approval) => approvalCard(run.id, approval))}</section>`
+    ? html`<section id="approvals"><h2>Waiting for you</h2>${options.approvals.map((approval) => approvalCard(run.id, approval, options.decisionRefused))}</section>`
     : ''
 }
 ${

@@ -90,6 +90,12 @@ describe('configuration', () => {
     expect(errorOf({ RUN_HANDBACK_BASE_MS: '60001' })).toMatch(/RUN_HANDBACK_BASE_MS: .*got "60001"/);
   });
 
+  it('reads the live API keys a tenant may hold, 100 unless set, and refuses a bound of none', () => {
+    expect(load({}).api.apiKeysPerTenant).toBe(100);
+    expect(load({ API_KEYS_PER_TENANT: '5' }).api.apiKeysPerTenant).toBe(5);
+    expect(errorOf({ API_KEYS_PER_TENANT: '0' })).toMatch(/API_KEYS_PER_TENANT: expected .*>=1/);
+  });
+
   it('refuses an upkeep interval that would pass fewer than twice inside the five-minute renew window', () => {
     expect(load({ LEASE_UPKEEP_INTERVAL_MS: '150000' }).runWorker.upkeepIntervalMs).toBe(150_000);
     expect(errorOf({ LEASE_UPKEEP_INTERVAL_MS: '150001' })).toMatch(
