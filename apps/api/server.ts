@@ -124,7 +124,13 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   };
   registerV1Routes(app, v1);
   // Issue 16: the MCP server at /mcp, its tools calling the routes above as their caller.
-  const mcp = await registerMcp(app, { store, redis, deps: v1 });
+  const mcp = await registerMcp(app, {
+    store,
+    redis,
+    deps: v1,
+    keyPrefix: config.redis.keyPrefix,
+    places: { perTenant: config.api.mcpSessionsPerTenant, perKey: config.api.mcpSessionsPerKey },
+  });
 
   registerOpsRoutes(app, metrics.registry, () => [
     { name: `browser_tools:${browserTools}`, check: async () => true },

@@ -2,7 +2,6 @@ import { fileURLToPath } from 'node:url';
 import type { z } from 'zod';
 import { type Env, envSchema } from './env.js';
 import { ADR_0127, WARM_CONTEXT_ESTIMATE_MB } from './lease-numbers.js';
-import { isStrongSecret, type SecretLength } from './secret-strength.js';
 import {
   type LimitsFile,
   loadLimitsFile,
@@ -10,6 +9,7 @@ import {
   type ModelsFile,
   OpsFileError,
 } from './ops-files.js';
+import { isStrongSecret, type SecretLength } from './secret-strength.js';
 
 export { decodeKey } from './env.js';
 export { ADR_0127, WARM_CONTEXT_ESTIMATE_MB } from './lease-numbers.js';

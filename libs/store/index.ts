@@ -7,6 +7,13 @@ export { AgentVersionCache, SessionCache } from './immutable-caches.js';
 export { LeaderLock } from './leader-lock.js';
 export { RedisLeaseStore } from './lease-store.js';
 export type { InvocationRecord, LedgerOutcome } from './ledger.js';
+export {
+  type McpSessionSlot,
+  type McpSessionSlotLimits,
+  McpSessionSlots,
+  type McpSlotVerdict,
+  mcpSessionSlotKeys,
+} from './mcp-session-slots.js';
 export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turns.js';
 export { isEventId } from './run-events.js';
 export { RunKeys } from './run-keys.js';

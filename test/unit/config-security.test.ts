@@ -30,7 +30,9 @@ describe('secrets in production', () => {
     ['the example placeholder', 'CHANGE_ME'],
   ])('refuses a data-plane token of %s', (_what, token) => {
     const message = refusal({ ...PRODUCTION, LEASEHOLD_DATA_PLANE_TOKEN: token });
-    expect(message).toMatch(/^invalid configuration: LEASEHOLD_DATA_PLANE_TOKEN: expected .*32 (bytes|characters)/);
+    expect(message).toMatch(
+      /^invalid configuration: LEASEHOLD_DATA_PLANE_TOKEN: expected .*32 (bytes|characters)/,
+    );
     expect(message).not.toContain('\n');
     if (token.trim()) expect(message).not.toContain(token.trim());
   });
@@ -68,9 +70,10 @@ describe('secrets in production', () => {
   });
 
   it('keeps development as it was: a 32-character token passes there', () => {
-    expect(loadConfig({ LEASEHOLD_DATA_PLANE_TOKEN: 'test-data-plane-token-0123456789abcdef' }).secrets.dataPlaneToken).toBe(
-      'test-data-plane-token-0123456789abcdef',
-    );
+    expect(
+      loadConfig({ LEASEHOLD_DATA_PLANE_TOKEN: 'test-data-plane-token-0123456789abcdef' }).secrets
+        .dataPlaneToken,
+    ).toBe('test-data-plane-token-0123456789abcdef');
   });
 });
 
@@ -95,7 +98,12 @@ describe('limits per tenant and sign-in settings', () => {
   });
 
   it('refuses a limit below one', () => {
-    for (const name of ['MCP_SESSIONS_PER_TENANT', 'MCP_SESSIONS_PER_KEY', 'UI_SESSIONS_PER_KEY', 'SIGNINS_PER_MINUTE'])
+    for (const name of [
+      'MCP_SESSIONS_PER_TENANT',
+      'MCP_SESSIONS_PER_KEY',
+      'UI_SESSIONS_PER_KEY',
+      'SIGNINS_PER_MINUTE',
+    ])
       expect(refusal({ [name]: '0' })).toContain(name);
   });
 });
