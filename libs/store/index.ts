@@ -37,5 +37,12 @@ export {
 } from './run-store.js';
 export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
 export { type ScriptCommands, withScripts } from './scripts.js';
-export { csrfTokenMatches, UI_SESSION_TTL_MS, type UiSession, UiSessions } from './ui-sessions.js';
+export {
+  csrfTokenMatches,
+  UI_SESSION_TTL_MS,
+  UI_SESSIONS_PER_KEY,
+  type UiSession,
+  type UiSessionOptions,
+  UiSessions,
+} from './ui-sessions.js';
 export { type BrowserWorkerRecord, BrowserWorkerRegistry } from './worker-registry.js';

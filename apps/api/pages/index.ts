@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApprovalView, RunView } from '../../../libs/contracts/index.js';
-import type { UiSession, UiSessions } from '../../../libs/store/index.js';
-import { type FailedAuthLimiter, markDoor, PUBLIC_ROUTE } from '../../../libs/telemetry/index.js';
+import type { UiSession } from '../../../libs/store/index.js';
+import { markDoor, PUBLIC_ROUTE } from '../../../libs/telemetry/index.js';
 import {
   PAGE_HEADERS,
   PAGE_SCRIPT,
@@ -15,12 +15,9 @@ import {
   renderRunsPage,
 } from '../../../libs/ui/index.js';
 import { readAsViewer, readStepsAsViewer, runListQuery } from './read-as-viewer.js';
-import { pageSession, registerSignIn, toSignIn } from './signin.js';
+import { pageSession, registerSignIn, type SignInDependencies, toSignIn } from './signin.js';
 
-export interface PageDependencies {
-  sessions: UiSessions;
-  failures: FailedAuthLimiter;
-}
+export type PageDependencies = SignInDependencies;
 
 function viewerOf(session: UiSession): PageViewer {
   const { tenant, principal } = session.identity;
