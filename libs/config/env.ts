@@ -96,6 +96,43 @@ export const envSchema = z.object({
   /** How often an open event stream gets a keep-alive comment (and its slot is renewed in Redis). */
   EVENT_STREAM_KEEPALIVE_MS: positiveMs.default(15_000),
   /**
+   * MCP sessions one tenant may hold open at once, all its keys and API replicas together (counted
+   * in Redis, each entry expiring unless its session renews it). Past it a new `initialize` answers
+   * 429 `rate_limited` with Retry-After, so one tenant cannot fill an API process for the others.
+   * Too small refuses a tenant's agents at busy times; too large lets one tenant hold the memory
+   * of many sessions (each keeps its MCP server and transport) in the processes it reaches.
+   */
+  MCP_SESSIONS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(64),
+  /**
+   * MCP sessions one API key may hold open at once, across replicas; the next `initialize` answers
+   * 429 until one ends (DELETE) or idles out (15 minutes). Default 16.
+   */
+  MCP_SESSIONS_PER_KEY: z.coerce.number().int().min(1).max(1_000_000).default(16),
+  /**
+   * Run-page sessions (signed-in browsers) one API key may hold; a new sign-in past it ends the
+   * key's oldest, so repeated sign-ins never pile up records (each lives 12 hours). Default 5.
+   */
+  UI_SESSIONS_PER_KEY: z.coerce.number().int().min(1).max(1_000).default(5),
+  /**
+   * Sign-ins (`POST /signin`, right key or wrong) one network may make a minute: an IPv4 /24 or an
+   * IPv6 /64 counts as one, as one host commonly holds all of it. Counted in Redis across replicas;
+   * past it 429 with Retry-After. Failed sign-ins also spend AUTH_FAILURES_PER_MINUTE, per network.
+   */
+  SIGNINS_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(20),
+  /**
+   * The API's own origin as browsers reach it (`https://leasehold.example.com`), which a sign-in
+   * form's `Origin` must match: another site's form is refused. Unset: http://HOST:PORT as it
+   * listens (with HOST a loopback or any-address, also localhost, 127.0.0.1 and [::1] on that
+   * port). Behind a proxy or a port mapping, set it, or the run pages' sign-in is refused.
+   */
+  API_PUBLIC_URL: optionalText.pipe(
+    z
+      .url({ protocol: /^https?$/, error: 'an http(s) URL' })
+      .refine((value) => /^https?:\/\/[^/?#]+\/?$/.test(value), 'an origin: scheme, host and port, no path')
+      .transform((value) => new URL(value).origin)
+      .optional(),
+  ),
+  /**
    * Issue 16, MCP browser mode: how long a run driven by an MCP client waits for the client's next
    * call before it ends `cancelled` and releases its lease. Too small and a client whose own model
    * thinks slowly loses its run; too large and a client gone holds its profile's page that long.
@@ -107,9 +144,16 @@ export const envSchema = z.object({
    * sweeper without one refuses to start, so runs never silently go without a browser.
    */
   LEASEHOLD_BROWSER_TOOLS: z.enum(['on', 'off']).default('on'),
-  /** Shared secret of the browser worker data plane (≥ 32 characters). The fleet makes one when unset. */
+  /**
+   * Shared secret of the browser worker data plane (≥ 32 characters). The fleet makes one when
+   * unset. In production it must decode (hex or base64) to at least 32 bytes and not be one
+   * character repeated (`openssl rand -hex 32`): see libs/config/secret-strength.ts.
+   */
   LEASEHOLD_DATA_PLANE_TOKEN: optionalText.pipe(z.string().min(32, 'at least 32 characters').optional()),
-  /** AES-256-GCM key for sealed profile state: 32 bytes, base64 or hex. The fleet makes one when unset. */
+  /**
+   * AES-256-GCM key for sealed profile state: 32 bytes, base64 or hex. The fleet makes one when
+   * unset. In production also not one character repeated (`openssl rand -hex 32`).
+   */
   LEASEHOLD_SEAL_KEY: optionalText.pipe(
     z
       .string()

@@ -9,6 +9,7 @@ import {
   type ModelsFile,
   OpsFileError,
 } from './ops-files.js';
+import { isStrongSecret, type SecretLength } from './secret-strength.js';
 
 export { decodeKey } from './env.js';
 export { ADR_0127, WARM_CONTEXT_ESTIMATE_MB } from './lease-numbers.js';
@@ -50,6 +51,18 @@ export interface Config {
     readonly eventStreamKeepAliveMs: number;
     /** Issue 16: an MCP client silent this long ends the run it drives `cancelled` (MCP_IDLE_TIMEOUT_MS). */
     readonly mcpIdleTimeoutMs: number;
+    /** Open MCP sessions per tenant and per API key, across replicas (MCP_SESSIONS_PER_*). */
+    readonly mcpSessionsPerTenant: number;
+    readonly mcpSessionsPerKey: number;
+    /** Run-page sessions one key holds; a new sign-in past it ends the oldest (UI_SESSIONS_PER_KEY). */
+    readonly uiSessionsPerKey: number;
+    /** Sign-ins one IPv4 /24 or IPv6 /64 may make a minute (SIGNINS_PER_MINUTE). */
+    readonly signInsPerMinute: number;
+    /**
+     * The API's origin as browsers reach it (API_PUBLIC_URL), or undefined: its listening address,
+     * known once it listens (apps/api/public-origin.ts resolves both).
+     */
+    readonly publicUrl: string | undefined;
   };
   /** `off`: browser tools switched off on purpose (LEASEHOLD_BROWSER_TOOLS). */
   readonly browserTools: 'on' | 'off';
@@ -137,6 +150,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration: ${first ? describeIssue(first, env) : 'unknown problem'}`);
   }
   const e = parsed.data;
+  if (e.NODE_ENV === 'production') checkProductionSecrets(env);
   if (e.LEASE_UPKEEP_INTERVAL_MS * 2 > LEASE_RENEW_WINDOW_MS) {
     throw new ConfigError(
       `invalid configuration: LEASE_UPKEEP_INTERVAL_MS: expected at most ${LEASE_RENEW_WINDOW_MS / 2} (half the five-minute renew window); got "${e.LEASE_UPKEEP_INTERVAL_MS}"`,
@@ -188,6 +202,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       eventStreamsPerKey: e.EVENT_STREAMS_PER_KEY,
       eventStreamKeepAliveMs: e.EVENT_STREAM_KEEPALIVE_MS,
       mcpIdleTimeoutMs: e.MCP_IDLE_TIMEOUT_MS,
+      mcpSessionsPerTenant: e.MCP_SESSIONS_PER_TENANT,
+      mcpSessionsPerKey: e.MCP_SESSIONS_PER_KEY,
+      uiSessionsPerKey: e.UI_SESSIONS_PER_KEY,
+      signInsPerMinute: e.SIGNINS_PER_MINUTE,
+      publicUrl: e.API_PUBLIC_URL,
     },
     browserTools: e.LEASEHOLD_BROWSER_TOOLS,
     secrets: {
@@ -233,6 +252,27 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     limits,
     models,
   });
+}
+
+/** The production rule of each shared secret, and how an operator makes one that passes. */
+const PRODUCTION_SECRETS: ReadonlyArray<[name: string, length: SecretLength, rule: string]> = [
+  ['LEASEHOLD_DATA_PLANE_TOKEN', { minBytes: 32 }, 'hex or base64 decoding to at least 32 bytes'],
+  ['LEASEHOLD_SEAL_KEY', { exactBytes: 32 }, 'hex or base64 decoding to exactly 32 bytes'],
+];
+
+/**
+ * In production a shared secret that is set must be a real one (libs/config/secret-strength.ts):
+ * a row of spaces, a placeholder or one character repeated stops the start with one line that
+ * names the setting, never its value. An empty value is unset, answered where the secret is needed.
+ */
+function checkProductionSecrets(env: Record<string, string | undefined>): void {
+  for (const [name, length, rule] of PRODUCTION_SECRETS) {
+    const raw = env[name];
+    if (raw === undefined || raw === '' || isStrongSecret(raw, length)) continue;
+    throw new ConfigError(
+      `invalid configuration: ${name}: expected in production ${rule}, not one character repeated (openssl rand -hex 32); got a value that does not fit`,
+    );
+  }
 }
 
 /**

@@ -165,3 +165,19 @@ export class ApiError extends LeaseholdError<ApiErrorCode> {
     return API_ERROR_STATUS[this.code];
   }
 }
+
+/**
+ * 429 `rate_limited` that says when a retry may pass: the REST answer carries `Retry-After` in
+ * whole seconds (at least 1), rounded up from `retryAfterMs`.
+ */
+export class RateLimitedError extends ApiError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super('rate_limited', message, true);
+  }
+  get retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil(this.retryAfterMs / 1_000));
+  }
+}

@@ -11,6 +11,7 @@ export {
   isRunErrorCode,
   isToolErrorCode,
   LeaseholdError,
+  RateLimitedError,
   RUN_ERROR_CODES,
   RUN_ERROR_TABLE,
   RUN_FAILURE_REASONS,

@@ -7,6 +7,13 @@ export { AgentVersionCache, SessionCache } from './immutable-caches.js';
 export { LeaderLock } from './leader-lock.js';
 export { RedisLeaseStore } from './lease-store.js';
 export type { InvocationRecord, LedgerOutcome } from './ledger.js';
+export {
+  type McpSessionSlot,
+  type McpSessionSlotLimits,
+  McpSessionSlots,
+  type McpSlotVerdict,
+  mcpSessionSlotKeys,
+} from './mcp-session-slots.js';
 export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turns.js';
 export { isEventId } from './run-events.js';
 export { RunKeys } from './run-keys.js';
@@ -30,5 +37,12 @@ export {
 } from './run-store.js';
 export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
 export { type ScriptCommands, withScripts } from './scripts.js';
-export { csrfTokenMatches, UI_SESSION_TTL_MS, type UiSession, UiSessions } from './ui-sessions.js';
+export {
+  csrfTokenMatches,
+  UI_SESSION_TTL_MS,
+  UI_SESSIONS_PER_KEY,
+  type UiSession,
+  type UiSessionOptions,
+  UiSessions,
+} from './ui-sessions.js';
 export { type BrowserWorkerRecord, BrowserWorkerRegistry } from './worker-registry.js';

@@ -92,6 +92,7 @@ export interface ScriptCommands {
   ): Promise<[string, string, Array<string | number>]>;
   settleRunDeadline(deadlinesKey: string, ...argv: Arg[]): Promise<number>;
   takeTurn(turnsKey: string, ...argv: Arg[]): Promise<[string, string, number]>;
+  takeSessionSlot(tenantSlotsKey: string, keySlotsKey: string, ...argv: Arg[]): Promise<[string, string]>;
   passTurn(turnsKey: string, ...argv: Arg[]): Promise<[string, number]>;
   waitForProfile(
     runKey: string,

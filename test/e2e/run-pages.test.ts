@@ -136,7 +136,12 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
     const signIn = await fetch(`${base}/signin`, {
       method: 'POST',
       redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https' },
+      // The API's own origin, as a browser sends it with the form (a sign-in without it is refused).
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-forwarded-proto': 'https',
+        origin: new URL(base).origin,
+      },
       body: new URLSearchParams({ key: fleet.apiKey, next: '//evil.example/' }).toString(),
     });
     expect(signIn.status).toBe(303);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApprovalView, RunView } from '../../../libs/contracts/index.js';
-import type { RunStore, UiSession, UiSessions } from '../../../libs/store/index.js';
-import { type FailedAuthLimiter, markDoor, PUBLIC_ROUTE } from '../../../libs/telemetry/index.js';
+import type { RunStore, UiSession } from '../../../libs/store/index.js';
+import { markDoor, PUBLIC_ROUTE } from '../../../libs/telemetry/index.js';
 import {
   PAGE_HEADERS,
   PAGE_SCRIPT,
@@ -16,11 +16,9 @@ import {
 } from '../../../libs/ui/index.js';
 import { DRIVER_CHAIN_RULE, inDriverChain } from '../mcp/browser-mode-approvals.js';
 import { readAsViewer, readStepsAsViewer, runListQuery } from './read-as-viewer.js';
-import { pageSession, registerSignIn, toSignIn } from './signin.js';
+import { pageSession, registerSignIn, type SignInDependencies, toSignIn } from './signin.js';
 
-export interface PageDependencies {
-  sessions: UiSessions;
-  failures: FailedAuthLimiter;
+export interface PageDependencies extends SignInDependencies {
   /** Whose keys may decide a run's approvals (an MCP-driven run's: none of its driver's chain). */
   store: Pick<RunStore, 'apiKeyLineage'>;
 }
