@@ -627,7 +627,8 @@ export interface components {
           | 'action_not_allowed'
           | 'url_disallowed'
           | 'grant_not_applicable'
-          | 'invalid_arguments';
+          | 'invalid_arguments'
+          | 'secret_not_allowed';
         message: string;
         step: number | null;
       } | null;
@@ -710,7 +711,8 @@ export interface components {
           | 'action_not_allowed'
           | 'url_disallowed'
           | 'grant_not_applicable'
-          | 'invalid_arguments';
+          | 'invalid_arguments'
+          | 'secret_not_allowed';
         message: string;
         step: number | null;
       } | null;
@@ -879,6 +881,12 @@ export interface components {
               tool: 'agent.delegate';
             }
         )[];
+      };
+      secrets?: {
+        [key: string]: {
+          origins: string[];
+          value: string;
+        };
       };
       /** @default 3600000 */
       timeout_ms?: number;

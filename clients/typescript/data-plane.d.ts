@@ -199,7 +199,7 @@ export interface paths {
     put?: never;
     /**
      * Act on an observed element
-     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.3.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`).
+     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.4.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`). A fill naming a run's declared secret (`{{secret:NAME}}`) into a field or origin the secret is not for is refused `secret_not_allowed` before dispatch.
      */
     post: operations['act'];
     delete?: never;
@@ -259,7 +259,7 @@ export interface paths {
     put?: never;
     /**
      * Observe the lease's page
-     * @description The page's visible controls and text (browser tools contract 1.3.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.
+     * @description The page's visible controls and text (browser tools contract 1.4.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.
      */
     post: operations['observe'];
     delete?: never;
@@ -371,7 +371,7 @@ export interface components {
       deadline_ms?: number;
       sequence: number;
     };
-    /** @description The page as the model sees it (browser tools contract 1.3.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
+    /** @description The page as the model sees it (browser tools contract 1.4.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
     BrowserObservation: {
       blocked?: {
         frames: number;
@@ -478,6 +478,7 @@ export interface components {
           | 'element_not_found'
           | 'action_not_allowed'
           | 'url_disallowed'
+          | 'secret_not_allowed'
           | 'outcome_unknown'
           | 'provider_unavailable'
           | 'internal'
@@ -635,7 +636,7 @@ export interface components {
     };
     /** @description This browser worker: its id, the profiles it serves, its browser and browser tools contracts. */
     Worker: {
-      browser_tools_compatible: ('1.2.0' | '1.3.0')[];
+      browser_tools_compatible: ('1.2.0' | '1.3.0' | '1.4.0')[];
       browser_tools_contract: string;
       browser_version: string;
       id: string;
@@ -644,8 +645,8 @@ export interface components {
   };
   responses: never;
   parameters: {
-    /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
-    BrowserToolsContract: '1.2.0' | '1.3.0';
+    /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+    BrowserToolsContract: '1.2.0' | '1.3.0' | '1.4.0';
     /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
     IdempotencyKey: string;
   };
@@ -662,7 +663,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -708,7 +709,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -774,7 +775,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -801,7 +802,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -831,7 +832,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -875,7 +876,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -905,7 +906,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -932,7 +933,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -971,7 +972,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1085,7 +1086,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -1151,7 +1152,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1233,7 +1234,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -1299,7 +1300,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1445,7 +1446,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -1511,7 +1512,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1611,7 +1612,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -1679,7 +1680,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1854,7 +1855,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -1920,7 +1921,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2021,7 +2022,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -2087,7 +2088,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2179,7 +2180,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description Refused in the state the profile, lease or page is in: `sequence_mismatch`, `lease_expired`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`. */
+      /** @description Refused in the state the profile, lease or page is in: `sequence_mismatch`, `lease_expired`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`, `secret_not_allowed`. */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2257,7 +2258,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -2342,7 +2343,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2504,7 +2505,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -2570,7 +2571,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2732,7 +2733,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -2815,7 +2816,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2982,7 +2983,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -3065,7 +3066,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3229,7 +3230,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -3314,7 +3315,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3476,7 +3477,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -3542,7 +3543,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -3588,7 +3589,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */

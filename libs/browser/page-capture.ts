@@ -35,11 +35,27 @@ export interface Box {
 export class PageCapture {
   #session: Promise<CDPSession> | undefined;
   #overlay = false;
+  #maskSelector: string | null = null;
 
   constructor(private readonly page: Page) {}
 
+  /**
+   * DESIGN §12: from now on every capture paints the fields `selector` finds over (a run's declared
+   * secret was typed into one; a username field shows its value). Playwright's `mask` draws the
+   * boxes in the page for the capture's moment, which is why it is used only from then on.
+   */
+  mask(selector: string): void {
+    this.#maskSelector = selector;
+  }
+
+  /** Whether captures are masked (an early capture, taken without the mask, is then never used). */
+  get masking(): boolean {
+    return this.#maskSelector !== null;
+  }
+
   /** The settled viewport as it is now; `untilMs` bounds it (with {@link CAPTURE_BOUND_MS}). */
   async viewport(untilMs: number, signal?: AbortSignal): Promise<Capture> {
+    if (this.#maskSelector !== null) return this.#maskedViewport(this.#maskSelector, untilMs, signal);
     try {
       const session = await this.#cdp();
       const shot = session.send('Page.captureScreenshot', {
@@ -53,6 +69,27 @@ export class PageCapture {
       const done = await within(shot, Math.min(untilMs, Date.now() + CAPTURE_BOUND_MS), signal);
       if (!done.done) return { ok: false, reason: 'timeout' };
       return { ok: true, bytes: Buffer.from(done.value.data, 'base64') };
+    } catch (error) {
+      return { ok: false, reason: 'error', cause: error };
+    }
+  }
+
+  async #maskedViewport(selector: string, untilMs: number, signal?: AbortSignal): Promise<Capture> {
+    const boundMs = Math.max(1, Math.min(untilMs - Date.now(), CAPTURE_BOUND_MS));
+    try {
+      const shot = this.page.screenshot({
+        type: 'jpeg',
+        quality: SCREENSHOT_LIMITS.quality,
+        scale: 'css',
+        caret: 'initial',
+        animations: 'allow',
+        mask: [this.page.locator(selector)],
+        timeout: boundMs,
+      });
+      shot.catch(() => undefined);
+      const done = await within(shot, Date.now() + boundMs, signal);
+      if (!done.done) return { ok: false, reason: 'timeout' };
+      return { ok: true, bytes: done.value };
     } catch (error) {
       return { ok: false, reason: 'error', cause: error };
     }
@@ -143,6 +180,8 @@ export class SettledCapture {
 
   /** The DOM-quiet watch begins: arm the sentinel, then capture (a later watch replaces both). */
   begin(): void {
+    // A masked capture draws its mask in the page: it is taken after settling, never early.
+    if (this.capture.masking) return;
     this.#attempt += 1;
     const id = this.#attempt;
     const shot = this.world

@@ -8,10 +8,12 @@ import {
   type NavigateArgs,
   navigateArgsSchema,
   type ObserveArgsInput,
+  type OpenedSecret,
   observeArgsSchema,
   type SettleResult,
 } from '../contracts/index.js';
 import { dispatch, targetFor } from './act-target.js';
+import { CREDENTIAL_FIELDS_SELECTOR, DeclaredSecrets } from './declared-secrets.js';
 import { observeWithDialog, untilDialog } from './dialogs.js';
 import { BrowserToolError } from './errors.js';
 import {
@@ -27,9 +29,6 @@ import { type Capture, SettledCapture } from './page-capture.js';
 import { type BlockedCounts, ContextFence } from './page-fence.js';
 import { settlePage } from './settle.js';
 import { PageBundle, TabStack } from './tabs.js';
-
-/** A password typed by an act is struck from dialog messages from this length on (as the page agent does). */
-const SECRET_MATCH_MIN_CHARS = 3;
 
 export interface PageEngineOptions {
   /** The profile's allowed origins (`https://example.com`); top-level navigations elsewhere are blocked. */
@@ -62,10 +61,8 @@ export type EffectOutcome = ToolOutcome & { capture?: Capture };
  * tracked from then on.
  */
 export class PageEngine {
-  /** Issue 14: what acts typed into secret fields, struck from dialog messages (the page cannot be asked). */
-  private readonly secrets = new Set<string>();
-  /** The secret fields of the current revision, by reference. */
-  private secretRefs = new Set<string>();
+  /** The run's declared secrets: typed by reference, struck from every answer (DESIGN §12). */
+  private readonly secrets = new DeclaredSecrets();
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
 
@@ -97,6 +94,14 @@ export class PageEngine {
       await fence?.close();
       throw error;
     }
+  }
+
+  /**
+   * The declared secrets of the run this engine's lease serves (DESIGN §12): what a `fill` may name
+   * as `{{secret:NAME}}`, and what every later answer has struck. Told before the lease's first call.
+   */
+  useSecrets(secrets: readonly OpenedSecret[]): void {
+    this.secrets.use(secrets);
   }
 
   /** The page the engine observes and acts on now (issue 14: the newest open tab). */
@@ -246,6 +251,7 @@ export class PageEngine {
         `accept and dismiss answer the dialog (element "${DIALOG_REF}"), and only they do`,
       );
     }
+    const named = this.secrets.referencedBy(args);
     op.throwIfEnded('the action');
     if (args.revision !== this.revisions.current) {
       throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
@@ -255,7 +261,7 @@ export class PageEngine {
     if (answersDialog) {
       await bundle.dialogs.answerAsAct(args.action as 'accept' | 'dismiss', args.text, op);
     } else {
-      await this.dispatchOn(bundle, args, op);
+      await this.dispatchOn(bundle, args, op, named);
     }
     // ADR-0130 d6: the settled page is returned; no earlier reference survives the action.
     this.revisions.current = null;
@@ -284,7 +290,12 @@ export class PageEngine {
     }
   }
 
-  private async dispatchOn(bundle: PageBundle, args: ActArgs, op: Operation): Promise<void> {
+  private async dispatchOn(
+    bundle: PageBundle,
+    args: ActArgs,
+    op: Operation,
+    named: readonly OpenedSecret[],
+  ): Promise<void> {
     if (bundle.dialogs.open !== null) {
       throw new BrowserToolError(
         'action_not_allowed',
@@ -292,18 +303,22 @@ export class PageEngine {
       );
     }
     const target = await targetFor(bundle.page, bundle.agent, args, op);
+    let sent = args;
     try {
+      if (named.length > 0) {
+        // DESIGN §12: the value goes in here, after the target is known to take it, never before.
+        sent = { ...args, text: await this.secrets.textFor(args, named, target.element) };
+        // The field shows what was typed: its screenshots mask credential fields from now on.
+        bundle.capture.mask(CREDENTIAL_FIELDS_SELECTOR);
+      }
       await op.beforeDispatch('the action');
     } catch (error) {
       await target.element.dispose().catch(() => undefined);
       throw error;
     }
-    if (args.action === 'fill' && this.secretRefs.has(args.element) && args.text !== undefined) {
-      if (args.text.length >= SECRET_MATCH_MIN_CHARS) this.secrets.add(args.text);
-    }
     try {
       // A dialog the action opens blocks it until answered: the action reached the page then.
-      await dispatch(target.element, args, target.selectBy, untilDialog(op, bundle.dialogs));
+      await dispatch(target.element, sent, target.selectBy, untilDialog(op, bundle.dialogs));
     } catch (error) {
       if (bundle.dialogs.open !== null && !op.signal?.aborted) return;
       // A tab the action closed (window.close() in its handler) took it: the previous tab is observed.
@@ -389,13 +404,11 @@ export class PageEngine {
       // Switched again meanwhile: this revision is not the current page's.
       if (current !== this.tabs.current) this.revisions.current = null;
     }
-    this.secretRefs = new Set(
-      outcome.observation.elements
-        .filter((element) => element.state.value_present !== undefined)
-        .map((element) => element.ref),
-    );
+    // DESIGN §12: the declared secrets' values are struck from what the engine answers (the
+    // evidence key, never shown, was taken from the page as it is).
+    const observation = this.secrets.strikeObservation(outcome.observation);
     const tabs = this.tabs.observed();
-    return tabs ? { ...outcome, observation: { ...outcome.observation, tabs } } : outcome;
+    return { ...outcome, observation: tabs ? { ...observation, tabs } : observation };
   }
 
   private async readPage(
@@ -422,7 +435,6 @@ export class PageEngine {
     return observeWithDialog(bundle.page, bundle.dialogs, this.revisions, {
       settle,
       untilMs: op.deadlineMs,
-      secrets: this.secrets,
     });
   }
 

@@ -253,6 +253,7 @@ export const DATA_PLANE_ERROR_STATUS = {
   element_not_found: 409,
   action_not_allowed: 409,
   url_disallowed: 409,
+  secret_not_allowed: 409,
   outcome_unknown: 502,
   provider_unavailable: 503,
   internal: 500,

@@ -1,5 +1,12 @@
 import type { OperationLimits } from '../browser/index.js';
-import type { LeaseCloseReason, LeaseView, ProfileRef } from '../contracts/index.js';
+import {
+  type LeaseCloseReason,
+  type LeaseView,
+  type OpenedSecret,
+  type ProfileRef,
+  runSecretsLabel,
+  runSecretsSchema,
+} from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
@@ -7,6 +14,7 @@ import { readLeaseView } from './lease-views.js';
 import { type LeaseArtifacts, storeCapture } from './page-artifacts.js';
 import type { PageResult, PageSession } from './pages.js';
 import type { LeaseRecord, LeaseStore } from './ports.js';
+import { unsealState } from './seal.js';
 import { toldRefusal } from './told-refusal.js';
 
 /** What the page routes share with the lease service that owns them. */
@@ -26,6 +34,8 @@ export interface LeasePageCallsDeps {
   ) => Promise<LeaseView>;
   /** Issue 13: where screenshots go; without it, calls answer none. */
   artifacts?: LeaseArtifacts | undefined;
+  /** DESIGN §12: opens the declared secrets of the runs the leases serve (AES-256-GCM). */
+  sealKey?: Buffer | undefined;
 }
 
 /**
@@ -60,7 +70,7 @@ export class LeasePageCalls {
 
   observe(profile: ProfileRef, leaseId: string, args: Record<string, unknown>, limits: OperationLimits) {
     return this.#serially(profile, leaseId, async (session) => {
-      await this.#requireLive(profile, leaseId);
+      await this.#tellSecrets(leaseId, await this.#requireLive(profile, leaseId), session);
       const result = await session.observe(args, limits);
       return { lease: await this.#view(profile, leaseId), result };
     });
@@ -79,6 +89,7 @@ export class LeasePageCalls {
   ) {
     return this.#serially(profile, leaseId, async (session) => {
       const lease = await this.#requireLive(profile, leaseId);
+      await this.#tellSecrets(leaseId, lease, session);
       const capture = session.preview
         ? await session.preview(args, limits)
         : ({ ok: false, reason: 'error' } as const);
@@ -100,6 +111,7 @@ export class LeasePageCalls {
   ) {
     return this.#serially(profile, leaseId, async (session) => {
       const lease = await this.#requireLive(profile, leaseId);
+      await this.#tellSecrets(leaseId, lease, session);
       await this.#fence(profile, leaseId, sequence, false);
       let dispatched = false;
       let result: PageResult;
@@ -116,6 +128,47 @@ export class LeasePageCalls {
       const artifacts = await storeCapture(this.#deps.artifacts, lease.scope, screenshot, 'shot');
       return { lease: await this.#view(profile, leaseId), result: { ...answered, artifacts } };
     });
+  }
+
+  /**
+   * DESIGN §12: the page learns the declared secrets of the run the lease serves before the
+   * lease's first call, and keeps them for the lease's life (one lease serves one run attempt, and
+   * a run's secrets never change). They are read from the run's own key and opened here: the run
+   * side never holds a value, and everything the page answers has them struck.
+   */
+  async #tellSecrets(leaseId: string, lease: LeaseRecord, session: PageSession): Promise<void> {
+    const held = this.#deps.held.get(leaseId);
+    if (!held || held.secretsTold) return;
+    const sealed = await this.#deps.store.sealedRunSecrets?.(lease.scope.run_id);
+    if (sealed !== undefined) {
+      const secrets = this.#openSecrets(sealed, lease);
+      if (!session.useSecrets)
+        throw new DataPlaneError('internal', "this page cannot hold the run's declared secrets");
+      session.useSecrets(secrets);
+    }
+    held.secretsTold = true;
+  }
+
+  #openSecrets(sealed: string, lease: LeaseRecord): OpenedSecret[] {
+    const key = this.#deps.sealKey;
+    if (!key)
+      throw new DataPlaneError('internal', 'the run declares secrets and this worker has no seal key');
+    let opened: unknown;
+    try {
+      opened = unsealState(sealed, key, runSecretsLabel(lease.scope.tenant, lease.scope.run_id));
+    } catch (error) {
+      throw new DataPlaneError(
+        'internal',
+        "the run's declared secrets do not open with this worker's seal key",
+        {},
+        {
+          cause: error,
+        },
+      );
+    }
+    const parsed = runSecretsSchema.safeParse(opened);
+    if (!parsed.success) throw new DataPlaneError('internal', "the run's declared secrets are not readable");
+    return Object.entries(parsed.data).map(([name, secret]) => ({ name, ...secret }));
   }
 
   async #fence(profile: ProfileRef, leaseId: string, sequence: number, advance: boolean): Promise<void> {

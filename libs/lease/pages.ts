@@ -1,5 +1,5 @@
 import type { Capture, OperationLimits } from '../browser/index.js';
-import type { PageArtifacts } from '../contracts/index.js';
+import type { OpenedSecret, PageArtifacts } from '../contracts/index.js';
 
 /**
  * The page under one lease, as the lease rules use it. Effects (navigate, act) call
@@ -20,6 +20,12 @@ export interface PageSession {
    * an effect; the page is left as it was. Optional: a page without it answers no preview.
    */
   preview?(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture>;
+  /**
+   * DESIGN §12: the declared secrets of the run the lease serves, told before its first call: a
+   * fill may name them, every answer has them struck. A page without it serves no secrets (a fill
+   * naming one is then refused by the lease rules).
+   */
+  useSecrets?(secrets: readonly OpenedSecret[]): void;
   /** Playwright storage state (cookies and local storage) to seal into the profile. */
   storageState(): Promise<unknown>;
   /** Closes the browser context; afterwards the pages are gone. */

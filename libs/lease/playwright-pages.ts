@@ -7,6 +7,7 @@ import {
   PageEngine,
   type PageEngineOptions,
 } from '../browser/index.js';
+import type { OpenedSecret } from '../contracts/index.js';
 import type { PageFactory, PageResult, PageSession } from './pages.js';
 
 /**
@@ -98,6 +99,10 @@ class PlaywrightPageSession implements PageSession {
 
   preview(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture> {
     return this.engine.preview(args, limits);
+  }
+
+  useSecrets(secrets: readonly OpenedSecret[]): void {
+    this.engine.useSecrets(secrets);
   }
 
   /** Issue 17.4: what the pages wrote is what is sealed — their cookie writes are waited for first. */

@@ -102,6 +102,7 @@ export class LeaseService {
       held: this.#held,
       close: (profile, leaseId, closeOptions) => this.close(profile, leaseId, closeOptions),
       artifacts: options.artifacts,
+      sealKey: options.sealKey,
     });
   }
 

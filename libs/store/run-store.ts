@@ -4,6 +4,7 @@ import type {
   ApiKeyIdentity,
   ApiKeyView,
   ApprovalView,
+  DeclaredSecretName,
   GrantRequest,
   GrantView,
   KeyLineage,
@@ -72,6 +73,7 @@ import { RunKeys, type RunStoreContext } from './run-keys.js';
 import { getRun, getRunDetail, listRuns, runStates, stopRequested } from './run-reads.js';
 import { checkedRetentionMs, DEFAULT_RUN_RETENTION_MS } from './run-retention.js';
 import { retryRun } from './run-retry.js';
+import { readDeclaredSecrets } from './run-secrets.js';
 import {
   type ClaimTransition,
   cancelRun,
@@ -217,6 +219,13 @@ export class RunStore {
    */
   submitRun(input: SubmitRun): Promise<SubmitOutcome> {
     return submitRun(this.#context, input);
+  }
+  /**
+   * DESIGN §12: the names and origins of the run's declared secrets (none: empty), what its model
+   * is told. Never a value: those stay sealed for the browser worker.
+   */
+  declaredSecrets(runId: string): Promise<DeclaredSecretName[]> {
+    return readDeclaredSecrets(this.#context, runId);
   }
   /**
    * Whether the loop must stop before its next call: a cancel was asked, or the run is no longer

@@ -37,6 +37,7 @@ export interface ScriptCommands {
   submitRun(
     runKey: string,
     eventsKey: string,
+    secretsKey: string,
     ...argv: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
   claimRun(

@@ -134,19 +134,30 @@ describe('dialogs (issue 14)', () => {
     expect(accepted.text).toContain('After the welcome');
   });
 
-  it('clips a long message and strikes a password the run typed from it', async () => {
+  // The page's own text is the page's (DESIGN §12): a password the model typed is its to see; a
+  // run's declared secret is struck, wherever the page echoes it.
+  it("clips a long message and strikes the run's declared secret from it", async () => {
     const { engine } = await harness.engine();
+    engine.useSecrets([{ name: 'pw', value: 'hunter22', origins: [harness.server.origin] }]);
     const signIn = (await engine.navigate({ url: harness.url('/pages/dialog-secret.html') }, limits()))
       .observation;
     const filled = (
       await engine.act(
-        { revision: signIn.revision, element: ref(signIn, 'Password'), action: 'fill', text: 'hunter22' },
+        {
+          revision: signIn.revision,
+          element: ref(signIn, 'Password'),
+          action: 'fill',
+          text: '{{secret:pw}}',
+        },
         limits(),
       )
     ).observation;
     const held = await click(engine, filled, 'Reveal');
-    expect(held.dialog?.message).toMatch(/^You typed \[secret\] x+$/);
-    expect(held.dialog?.message).toHaveLength(DIALOG_MESSAGE_LIMIT_CHARS);
+    expect(held.dialog?.message).toMatch(/^You typed \[secret:pw\] x+$/);
+    // Clipped as the page gave it, then struck: the marker is longer than the value it replaces.
+    expect(held.dialog?.message).toHaveLength(
+      DIALOG_MESSAGE_LIMIT_CHARS - 'hunter22'.length + '[secret:pw]'.length,
+    );
     expect(JSON.stringify(held)).not.toContain('hunter22');
   });
 
