@@ -1,4 +1,5 @@
 import type { BrowserContext, Frame, Page, Request, Route, WebSocketRoute } from 'playwright-core';
+import { HeldRequests, type RequestPage } from './held-requests.js';
 import {
   type BlockedKind,
   type FencePolicy,
@@ -71,13 +72,8 @@ export class ContextFence {
   private readonly frameGuards = new Map<Frame, FrameGuard>();
   private readonly heldPopups: HeldPopup[] = [];
   private readonly pending = new Set<Promise<unknown>>();
-  /** Requests paused in the route handler and not answered yet, with the page each belongs to. */
-  private readonly held = new Map<Route, Page | null | undefined>();
-  /** Pages that crashed or that the fence is closing: their requests are aborted. */
-  private readonly ended = new WeakSet<Page>();
+  private readonly held = new HeldRequests((work) => this.track(work));
   private readonly counts: BlockedCounts = { navigation: 0, popup: 0, frame: 0, subresource: 0 };
-  /** Set once closing began: every request held or reaching the fence from then on is aborted. */
-  private stopped = false;
   private ending: Promise<void> | undefined;
   /** Issue 14: whose blocked top-level navigations fail the call (`navigation`) rather than count as `popup`. */
   private current: Page;
@@ -90,7 +86,10 @@ export class ContextFence {
       adopted.catch(() => false),
     );
   };
-  private readonly onRoute = (route: Route) => this.track(this.hold(route));
+  private readonly onRoute = (route: Route) => {
+    const page = pageOf(route.request());
+    this.track(this.held.hold(route, page, () => this.route(route, page)));
+  };
   private readonly onWebSocket = (socket: WebSocketRoute) => this.webSocket(socket);
 
   private constructor(
@@ -155,7 +154,7 @@ export class ContextFence {
     if (!guard) {
       // A child frame that commits in a process of its own is guarded before it navigates again.
       page.on('framenavigated', (frame) => {
-        if (frame.parentFrame() === null || this.stopped) return;
+        if (frame.parentFrame() === null || this.ending !== undefined) return;
         // The commit may have moved the frame into another process: guard whichever target it has now.
         const previous = this.frameGuards.get(frame);
         this.frameGuards.delete(frame);
@@ -170,12 +169,12 @@ export class ContextFence {
         page,
         this.policy,
         (kind) => this.count(kind, page),
-        () => this.isEnded(page),
+        () => this.held.isEnded(page),
       );
       this.guards.set(page, guard);
       guard.catch(() => this.guards.delete(page));
       // A crashed page's held requests would otherwise wait for a removal to let them go.
-      page.once('crash', () => this.end(page));
+      page.once('crash', () => this.held.end(page));
       page.once('close', () => {
         this.guards.delete(page);
         guard?.then((installed) => installed.close()).catch(() => undefined);
@@ -196,7 +195,7 @@ export class ContextFence {
         frame,
         this.policy,
         (kind) => this.count(kind),
-        () => this.isEnded(frame.page()),
+        () => this.held.isEnded(frame.page()),
       ).catch(() => null),
       ready: false,
     };
@@ -210,7 +209,7 @@ export class ContextFence {
 
   private async restartFrameNavigation(route: Route, frame: Frame): Promise<void> {
     const request = route.request();
-    if (!(await this.refuse(route, 'aborted'))) return;
+    if (!(await this.held.refuse(route, 'aborted'))) return;
     if (request.method() !== 'GET' || !fenceAllows(this.policy, 'frame', request.url())) {
       this.count('frame');
       return;
@@ -248,9 +247,8 @@ export class ContextFence {
 
   /** From now on every request held or reaching the fence (routes and guards) is aborted. */
   private stop(): void {
-    this.stopped = true;
     this.context.off('page', this.onPage);
-    this.abortHeld(() => true);
+    this.held.stop();
   }
 
   private async remove(): Promise<void> {
@@ -265,24 +263,6 @@ export class ContextFence {
     for (const guard of guards) if (guard.status === 'fulfilled') await guard.value?.close();
   }
 
-  /** A page that crashed or that the fence closes: its held requests are aborted, as its later ones. */
-  private end(page: Page): void {
-    this.ended.add(page);
-    this.abortHeld((of) => of === page);
-  }
-
-  private isEnded(page: Page | null | undefined): boolean {
-    return this.stopped || (page !== null && page !== undefined && this.ended.has(page));
-  }
-
-  private abortHeld(which: (page: Page | null | undefined) => boolean): void {
-    for (const [route, page] of [...this.held]) {
-      if (!which(page)) continue;
-      this.held.delete(route);
-      this.track(route.abort('aborted'));
-    }
-  }
-
   private count(kind: BlockedKind, page?: Page): void {
     this.counts[kind === 'navigation' && page !== this.current ? 'popup' : kind] += 1;
   }
@@ -294,36 +274,7 @@ export class ContextFence {
     void owned.finally(() => this.pending.delete(owned));
   }
 
-  /**
-   * Holds a paused request while the fence decides on it. One the decision leaves unanswered (it
-   * failed: its page went away) is aborted, never left paused for a removal to let go.
-   */
-  private async hold(route: Route): Promise<void> {
-    const page = pageOf(route.request());
-    this.held.set(route, page);
-    try {
-      if (this.isEnded(page)) await this.refuse(route, 'aborted');
-      else await this.route(route, page);
-    } finally {
-      if (this.held.delete(route)) await route.abort('aborted').catch(() => undefined);
-    }
-  }
-
-  /** Lets a held request go on, or aborts it when its page (or the fence) is ending meanwhile. */
-  private async pass(route: Route, page: Page | null | undefined): Promise<void> {
-    if (!this.held.delete(route)) return;
-    if (this.isEnded(page)) await route.abort('aborted');
-    else await route.continue();
-  }
-
-  /** Aborts a held request; false when it was aborted already (its page or the fence ended). */
-  private async refuse(route: Route, errorCode: string): Promise<boolean> {
-    if (!this.held.delete(route)) return false;
-    await route.abort(errorCode);
-    return true;
-  }
-
-  private async route(route: Route, page: Page | null | undefined): Promise<void> {
+  private async route(route: Route, page: RequestPage): Promise<void> {
     const request = route.request();
     if (page === undefined) {
       // A service worker's own request: no page to fence it by, so it counts as a subresource.
@@ -337,7 +288,7 @@ export class ContextFence {
       // A popup its opener closes before Playwright reports it is never matched: forget the oldest.
       if (this.heldPopups.length > HELD_POPUPS_LIMIT) this.heldPopups.shift();
       // BlockedByClient commits an error page, which is what makes Playwright report the page.
-      await this.refuse(route, 'blockedbyclient');
+      await this.held.refuse(route, 'blockedbyclient');
       return;
     }
     // The page's redirect guard is in place before its first request is let through.
@@ -370,12 +321,12 @@ export class ContextFence {
     page?: Page,
   ): Promise<void> {
     if (fenceAllows(this.policy, kind, url)) {
-      await this.pass(route, page);
+      await this.held.pass(route, page);
       return;
     }
     this.count(kind === 'page' ? 'navigation' : kind, page);
     // Aborted, not BlockedByClient: a blocked navigation leaves the page on its document.
-    await this.refuse(route, kind === 'subresource' ? 'blockedbyclient' : 'aborted');
+    await this.held.refuse(route, kind === 'subresource' ? 'blockedbyclient' : 'aborted');
   }
 
   private webSocket(socket: WebSocketRoute): void {
@@ -404,7 +355,7 @@ export class ContextFence {
     }
     if (!held?.allowed) {
       // Whatever the page asks for while it closes is aborted, and so is what it asked for before.
-      this.end(page);
+      this.held.end(page);
       await page.close();
       return false;
     }
@@ -414,7 +365,7 @@ export class ContextFence {
       await page.route(
         request.url(),
         (route) =>
-          this.isEnded(page)
+          this.held.isEnded(page)
             ? route.abort('aborted')
             : route.continue({ method: request.method(), postData: request.postDataBuffer() ?? undefined }),
         { times: 1 },
@@ -430,7 +381,7 @@ export class ContextFence {
 export type NewPageListener = (page: Page, kept: Promise<boolean>) => void;
 
 /** The page a request belongs to; null for a new page's first navigation, undefined for a worker's. */
-function pageOf(request: Request): Page | null | undefined {
+function pageOf(request: Request): RequestPage {
   if (request.serviceWorker()) return undefined;
   try {
     return request.frame().page();
