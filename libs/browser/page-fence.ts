@@ -330,6 +330,11 @@ export class ContextFence {
   }
 
   private webSocket(socket: WebSocketRoute): void {
+    // A closing fence lets nothing new out, whatever its origin.
+    if (this.ending !== undefined) {
+      socket.close({ code: 1001, reason: 'closing' }).catch(() => undefined);
+      return;
+    }
     if (fenceAllows(this.policy, 'subresource', socket.url().replace(/^ws/i, 'http'))) {
       socket.connectToServer();
       return;
