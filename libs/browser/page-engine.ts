@@ -64,7 +64,9 @@ export class PageEngine {
   /** The run's declared secrets: typed by reference, struck from every answer (DESIGN §12). */
   private readonly secrets = new DeclaredSecrets();
   private queue: Promise<unknown> = Promise.resolve();
-  private closed = false;
+  /** Aborted when the engine closes: every wait of a call under way ends then. */
+  private readonly closing = new AbortController();
+  private ending: Promise<void> | undefined;
 
   private constructor(
     private readonly tabs: TabStack,
@@ -75,7 +77,8 @@ export class PageEngine {
 
   /**
    * One engine per browser context (one lease): the fence covers every page and frame of the
-   * page's context, popups included (issue 11), and is removed by {@link close}.
+   * page's context, popups included (issue 11), and is removed by {@link close}, which closes the
+   * context too.
    */
   static async create(page: Page, options: PageEngineOptions): Promise<PageEngine> {
     // The bundle's tracking starts before its first await so no request of the page is missed.
@@ -111,19 +114,17 @@ export class PageEngine {
 
   /** `browser.navigate {url}`: the settled page at the new URL. */
   navigate(args: NavigateArgs, limits: OperationLimits, options: EffectOptions = {}): Promise<EffectOutcome> {
-    return this.serially(() =>
-      this.navigateNow(parse(navigateArgsSchema, args), new Operation(limits), options),
-    );
+    return this.serially(limits, (op) => this.navigateNow(parse(navigateArgsSchema, args), op, options));
   }
 
   /** `browser.observe {continuation? | wait_for?}`: the page as it is, not waited for. */
   observe(args: ObserveArgsInput, limits: OperationLimits): Promise<ToolOutcome> {
-    return this.serially(() => this.observeNow(parse(observeArgsSchema, args), new Operation(limits)));
+    return this.serially(limits, (op) => this.observeNow(parse(observeArgsSchema, args), op));
   }
 
   /** `browser.act {revision, element, action, text?, postcondition?}`: the settled page after one action. */
   act(args: ActArgsInput, limits: OperationLimits, options: EffectOptions = {}): Promise<EffectOutcome> {
-    return this.serially(() => this.actNow(parse(actArgsSchema, args), new Operation(limits), options));
+    return this.serially(limits, (op) => this.actNow(parse(actArgsSchema, args), op, options));
   }
 
   /**
@@ -132,8 +133,7 @@ export class PageEngine {
    * An open dialog has no box to outline and blocks the page: no capture then.
    */
   preview(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture> {
-    return this.serially(async () => {
-      const op = new Operation(limits);
+    return this.serially(limits, async (op) => {
       if (args.revision !== this.revisions.current) {
         throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
       }
@@ -150,18 +150,50 @@ export class PageEngine {
     });
   }
 
-  /** Stops tracking and guarding every tab; the pages themselves belong to the caller. Idempotent. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.tabs.close();
-    await this.fence.close();
+  /**
+   * Ends the lease's pages: the fence aborts every request it holds and closes the context (every
+   * tab with it) before it removes a route (see ContextFence.close); then the tabs are let go. A
+   * call under way fails `lease_expired`, as does any later one. Idempotent.
+   */
+  close(): Promise<void> {
+    this.ending ??= (async () => {
+      this.closing.abort();
+      await this.fence.close();
+      await this.tabs.close();
+    })();
+    return this.ending;
   }
 
-  private serially<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(() => {
-      if (this.closed) throw new BrowserToolError('provider_unavailable', 'the page engine is closed');
-      return work();
+  /**
+   * Stops tracking and guarding every tab but leaves the pages open, unfenced from then on (every
+   * request the fence held is aborted first): only for a caller that keeps the pages, never for a
+   * lease's. Idempotent.
+   */
+  release(): Promise<void> {
+    this.ending ??= (async () => {
+      this.closing.abort();
+      await this.tabs.close();
+      await this.fence.release();
+    })();
+    return this.ending;
+  }
+
+  /**
+   * Runs calls one at a time. A call under way when the engine closes ends at once (its waits see
+   * the close as an abort) and fails `lease_expired`: its page is gone with its lease.
+   */
+  private serially<T>(limits: OperationLimits, work: (op: Operation) => Promise<T>): Promise<T> {
+    const run = this.queue.then(async () => {
+      if (this.closing.signal.aborted) throw closedError(undefined);
+      const signal = limits.signal
+        ? AbortSignal.any([limits.signal, this.closing.signal])
+        : this.closing.signal;
+      try {
+        return await work(new Operation({ ...limits, signal }));
+      } catch (error) {
+        if (this.closing.signal.aborted) throw closedError(error);
+        throw error;
+      }
     });
     this.queue = run.catch(() => undefined);
     return run;
@@ -468,6 +500,10 @@ export class PageEngine {
     if (blocked.popups + blocked.frames + blocked.subresources === 0) return outcome;
     return { ...outcome, observation: { ...outcome.observation, blocked } };
   }
+}
+
+function closedError(cause: unknown): BrowserToolError {
+  return new BrowserToolError('lease_expired', "the lease's pages were closed", false, { cause });
 }
 
 function withCapture(outcome: ToolOutcome, capture: Capture | undefined): EffectOutcome {

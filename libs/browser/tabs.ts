@@ -138,7 +138,10 @@ export class TabStack {
     return { count: this.bundles.length, index: this.bundles.length - 1, event };
   }
 
-  /** Stops watching every page; the pages themselves belong to the caller's context. */
+  /**
+   * Stops watching every page; the pages themselves belong to the caller's context. The stack
+   * keeps its pages, so a call still under way finds a current one (and fails on it, closed).
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -147,7 +150,7 @@ export class TabStack {
       Date.now() + OPENING_CLOSE_BOUND_MS,
     );
     await Promise.allSettled([...this.settling]);
-    await Promise.all(this.bundles.splice(0).map((bundle) => bundle.close()));
+    await Promise.all(this.bundles.map((bundle) => bundle.close()));
   }
 
   private opened(page: Page, kept: Promise<boolean>): void {

@@ -111,8 +111,11 @@ class PlaywrightPageSession implements PageSession {
     return this.context.storageState();
   }
 
+  /**
+   * The engine closes the context, every page with it, before its fence removes a route: a
+   * request the fence still held would otherwise go out unfenced after the lease ended.
+   */
   async dispose(): Promise<void> {
     await this.engine.close();
-    await this.context.close();
   }
 }

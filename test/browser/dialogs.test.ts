@@ -199,11 +199,11 @@ describe('dialogs (issue 14)', () => {
     expect(left.dialog).toBeUndefined();
   });
 
-  it('dismisses a dialog nobody answered when the engine closes, so the page goes on', async () => {
+  it('dismisses a dialog nobody answered when the engine lets its page go, so the page goes on', async () => {
     const { engine, page, observation } = await buttonsPage();
     const asked = await click(engine, observation, 'Confirm');
     expect(asked.dialog?.type).toBe('confirm');
-    await engine.close();
+    await engine.release();
     expect(await page.evaluate(`document.getElementById('log').textContent`)).toBe('kept');
   });
 });
