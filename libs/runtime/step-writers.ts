@@ -67,6 +67,8 @@ export class ToolStepWriter {
       outcome: outcome ? stepOutcomeOf(outcome) : null,
       ...(outcome ? pageDetails(outcome) : { settle: null, postcondition: null, page: null }),
       screenshot: artifacts?.screenshot ?? null,
+      // Where the screenshot is, the browser worker notes apart (it is taken after the answer).
+      screenshot_status: null,
       approval_id: this.#approvalId,
     };
   }

@@ -29,6 +29,7 @@ export {
   type TenantRunQuery,
 } from './run-store.js';
 export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
+export { RunScreenshotNotes } from './screenshot-states.js';
 export { type ScriptCommands, withScripts } from './scripts.js';
 export { csrfTokenMatches, UI_SESSION_TTL_MS, type UiSession, UiSessions } from './ui-sessions.js';
 export { type BrowserWorkerRecord, BrowserWorkerRegistry } from './worker-registry.js';

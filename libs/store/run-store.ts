@@ -12,6 +12,7 @@ import type {
   RunStatus,
   RunUsage,
   RunView,
+  ScreenshotFailure,
   SessionView,
   UnverifiedError,
 } from '../contracts/index.js';
@@ -85,6 +86,7 @@ import {
 import { type SubmitOutcome, type SubmitRun, submitRun } from './run-submit.js';
 import type { RunRefusal, RunTransition } from './run-transition.js';
 import { addUsage, markUnverified, noteBrowserTools } from './run-usage.js';
+import { noteScreenshotMissing } from './screenshot-states.js';
 import { withScripts } from './scripts.js';
 import { listTenantRuns, type TenantRunPage, type TenantRunQuery } from './tenant-runs.js';
 
@@ -387,6 +389,13 @@ export class RunStore {
     request: ApprovalRequest,
   ): Promise<{ approvalId: string; transition: RunTransition<'parked' | 'cancelled'> }> {
     return requestApproval(this.#context, runId, ownerToken, request);
+  }
+  /**
+   * A screenshot this run named that no browser worker took (its preview call was refused) is
+   * noted `failed` with `reason`; a name a worker noted is left as it is.
+   */
+  noteScreenshotMissing(runId: string, name: string, reason: ScreenshotFailure): Promise<void> {
+    return noteScreenshotMissing(this.#context.redis, this.#context.keys, runId, name, reason);
   }
   getApproval(tenant: string, approvalId: string): Promise<ApprovalView | undefined> {
     return getApproval(this.#context, tenant, approvalId);

@@ -64,6 +64,7 @@ function toolStep(
       postcondition: null,
       page: status === 'ended' ? { url: 'https://shop.test/', title: 'Shop' } : null,
       screenshot: status === 'ended' ? 'a1-t1-0.jpg' : null,
+      screenshot_status: null,
       approval_id: approvalId,
     },
   };

@@ -68,6 +68,7 @@ const toolStep: RunStep = {
     postcondition: null,
     page: { url: HOSTILE, title: HOSTILE },
     screenshot: 'shot-1.jpg',
+    screenshot_status: null,
     approval_id: null,
   },
 };
