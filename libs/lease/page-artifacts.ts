@@ -78,19 +78,23 @@ export class LeaseScreenshots {
 
   /**
    * Takes the announced screenshot: the capture now (the caller runs this in the lease's call
-   * order), tried once more when it timed out or failed; then the write and the note, tracked
-   * apart. `outline` null: the target could not be outlined (a dialog holds the page).
+   * order and waits for it alone), tried once more when it timed out or failed; then the write and
+   * the note, tracked apart. `outline` null: the target could not be outlined (a dialog holds the
+   * page).
    */
-  async take(session: PageSession, scope: LeaseScope, name: string, outline?: Box | null): Promise<void> {
-    const capture =
+  take(session: PageSession, scope: LeaseScope, name: string, outline?: Box | null): Promise<void> {
+    const captured: Promise<Capture> =
       outline === null
-        ? ({ ok: false, reason: 'dialog_open' } as const)
-        : await this.#capture(session, outline);
-    const write = this.#keep(scope, name, capture).finally(() => this.#writes.delete(write));
+        ? Promise.resolve({ ok: false, reason: 'dialog_open' })
+        : this.#capture(session, outline);
+    const write = captured
+      .then((capture) => this.#keep(scope, name, capture))
+      .finally(() => this.#writes.delete(write));
     this.#writes.add(write);
+    return captured.then(() => undefined);
   }
 
-  /** Resolves once every screenshot taken so far is stored or noted failed (shutdown, tests). */
+  /** Resolves once every screenshot begun so far is stored or noted failed (shutdown, tests). */
   async drained(): Promise<void> {
     while (this.#writes.size > 0) await Promise.all([...this.#writes]);
   }
