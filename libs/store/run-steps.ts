@@ -49,7 +49,8 @@ function compactStep(step: Omit<StepRecord, 'started_at_ms' | 'status'>): Record
   const stored: Record<string, unknown> = withoutNulls(times);
   if (model) stored.model = model;
   if (tool) {
-    const { invocation_id: invocationId, ...rest } = tool;
+    // A screenshot's status is the browser worker's note, read beside the step: never stored in it.
+    const { invocation_id: invocationId, screenshot_status: _status, ...rest } = tool;
     stored.tool = {
       ...withoutNulls(rest),
       ...(invocationId !== derivedInvocationId(step.run_id, attempt, turn, index ?? 0)
