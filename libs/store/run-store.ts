@@ -86,7 +86,7 @@ import {
 import { type SubmitOutcome, type SubmitRun, submitRun } from './run-submit.js';
 import type { RunRefusal, RunTransition } from './run-transition.js';
 import { addUsage, markUnverified, noteBrowserTools } from './run-usage.js';
-import { noteScreenshotMissing } from './screenshot-states.js';
+import { notePreviewPending, noteScreenshotMissing } from './screenshot-states.js';
 import { withScripts } from './scripts.js';
 import { listTenantRuns, type TenantRunPage, type TenantRunQuery } from './tenant-runs.js';
 
@@ -396,6 +396,10 @@ export class RunStore {
    */
   noteScreenshotMissing(runId: string, name: string, reason: ScreenshotFailure): Promise<void> {
     return noteScreenshotMissing(this.#context.redis, this.#context.keys, runId, name, reason);
+  }
+  /** An approval's preview this run named, `pending` before it is asked for (see notePreviewPending). */
+  notePreviewPending(runId: string, name: string): Promise<void> {
+    return notePreviewPending(this.#context.redis, this.#context.keys, runId, name);
   }
   getApproval(tenant: string, approvalId: string): Promise<ApprovalView | undefined> {
     return getApproval(this.#context, tenant, approvalId);

@@ -44,28 +44,43 @@ export class RunScreenshotNotes {
    * no record (a data plane used without the run side) is noted nothing, and may take the name.
    */
   async pending(runId: string, name: string): Promise<boolean> {
-    return (await this.#note(runId, name, 'pending', true)) !== 'exists';
+    return (await this.#note(runId, name, 'pending', 2)) !== 'exists';
   }
 
   /** `stored`, or `failed` with its reason: the end of a pending screenshot. */
   async settled(runId: string, name: string, status: ScreenshotStatus): Promise<void> {
-    await this.#note(runId, name, encode(status), false);
+    await this.#note(runId, name, encode(status), 0);
   }
 
-  #note(runId: string, name: string, state: string, onlyIfNew: boolean): Promise<string> {
+  /** `mode` as the script's ARGV[3]: 0 write, 1 only new, 2 only new or pending. */
+  #note(runId: string, name: string, state: string, mode: 0 | 1 | 2): Promise<string> {
     return this.#redis.noteScreenshot(
       this.#keys.run(runId),
       this.#keys.screenshots(runId),
       name,
       state,
-      onlyIfNew ? 1 : 0,
+      mode,
     );
   }
 }
 
 /**
- * Notes `failed` with `reason` a name no browser worker noted (a preview the run side named whose
- * call was refused), so the card shows why rather than a missing picture; a noted name is kept.
+ * Notes `pending` a screenshot the run side named before asking for it (an approval's preview):
+ * the approval that names it is visible at once, and reads `pending` until the worker took it.
+ */
+export async function notePreviewPending(
+  redis: RedisClient & ScriptCommands,
+  keys: RunKeys,
+  runId: string,
+  name: string,
+): Promise<void> {
+  await redis.noteScreenshot(keys.run(runId), keys.screenshots(runId), name, 'pending', 1);
+}
+
+/**
+ * Notes `failed` with `reason` a name no browser worker took (a preview the run side named whose
+ * call was refused), so the card shows why rather than a missing picture. A race with a worker
+ * that did take it is not possible: the run side notes this only after the preview call answered.
  */
 export async function noteScreenshotMissing(
   redis: RedisClient & ScriptCommands,
@@ -74,7 +89,8 @@ export async function noteScreenshotMissing(
   name: string,
   reason: ScreenshotFailure,
 ): Promise<void> {
-  await redis.noteScreenshot(keys.run(runId), keys.screenshots(runId), name, `failed ${reason}`, 1);
+  // Over the run side's own `pending` (mode 2), never over a worker's `stored` or `failed`.
+  await redis.noteScreenshot(keys.run(runId), keys.screenshots(runId), name, `failed ${reason}`, 2);
 }
 
 /** The notes of a run's screenshots, by name (a hash read whole: a run has a few hundred at most). */

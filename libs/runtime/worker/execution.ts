@@ -91,6 +91,9 @@ export async function executeRunToEnd(
         provider,
         run.deadline_at_ms,
       );
+      // Noted first, so the approval reads its picture `pending`, never missing, while it is taken.
+      if (card.screenshot)
+        await deps.store.notePreviewPending(run.id, card.screenshot).catch(() => undefined);
       const [{ approvalId, transition }, previewed] = await Promise.all([
         deps.store.requestApproval(run.id, ownerToken, {
           invocationId: invocation.id,

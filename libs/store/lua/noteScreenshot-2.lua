@@ -11,14 +11,17 @@
 
     ARGV[1] the screenshot's name
     ARGV[2] the state: `pending`, `stored` or `failed <reason>`
-    ARGV[3] 1: write only a name not yet noted
+    ARGV[3] 0: write it; 1: only a name not yet noted; 2: only a name not yet noted or noted
+            `pending` (the run side noted an approval's preview before asking for it)
 
   Output:
-    'ok' | 'exists' (ARGV[3] and the name was noted already) | 'no_run'
+    'ok' | 'exists' (the name was noted already, as ARGV[3] forbids) | 'no_run'
 ]]
 if redis.call("EXISTS", KEYS[1]) == 0 then return "no_run" end
-if ARGV[3] == "1" then
-  if redis.call("HSETNX", KEYS[2], ARGV[1], ARGV[2]) == 0 then return "exists" end
+if ARGV[3] == "1" or ARGV[3] == "2" then
+  local noted = redis.call("HGET", KEYS[2], ARGV[1])
+  if noted and not (ARGV[3] == "2" and noted == "pending") then return "exists" end
+  redis.call("HSET", KEYS[2], ARGV[1], ARGV[2])
 else
   redis.call("HSET", KEYS[2], ARGV[1], ARGV[2])
 end
