@@ -5,7 +5,7 @@ import { ConfigError } from '../../libs/config/index.js';
 import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../../libs/lease/http/index.js';
 import { LeaseService, PageActivity, PlaywrightPageFactory, WarmPool } from '../../libs/lease/index.js';
 import { IntervalTask, Shutdown } from '../../libs/lifecycle/index.js';
-import { BrowserWorkerRegistry, RedisLeaseStore } from '../../libs/store/index.js';
+import { BrowserWorkerRegistry, RedisLeaseStore, RunScreenshotNotes } from '../../libs/store/index.js';
 import {
   createLeaseMetrics,
   FailedAuthLimiter,
@@ -89,7 +89,14 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       metrics: leaseMetrics,
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.caps ? { caps: options.caps } : {}),
-      artifacts: { store: artifacts, failures: leaseMetrics.screenshotFailures, log },
+      artifacts: {
+        store: artifacts,
+        failures: leaseMetrics.screenshotFailures,
+        // DESIGN §12: each screenshot's state, noted under its run for the step view.
+        notes: new RunScreenshotNotes(redis, config.redis.keyPrefix),
+        captureTimeoutMs: config.browser.screenshotTimeoutMs,
+        log,
+      },
     });
     const revoked = await leases.revokeOrphans();
     if (revoked > 0) log.warn({ revoked }, 'revoked leases whose pages a previous run of this worker held');

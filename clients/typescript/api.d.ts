@@ -478,6 +478,21 @@ export interface components {
         page_title: string | null;
         page_url: string | null;
         screenshot: string | null;
+        /** @default null */
+        screenshot_status: {
+          reason:
+            | (
+                | 'capture_timeout'
+                | 'capture_error'
+                | 'dialog_open'
+                | 'page_closed'
+                | 'store_error'
+                | 'not_taken'
+              )
+            | null;
+          /** @enum {string} */
+          state: 'pending' | 'stored' | 'failed';
+        } | null;
       } | null;
       created_at_ms: number;
       decided_at_ms: number | null;
@@ -815,6 +830,21 @@ export interface components {
           scope: 'observation_window';
         } | null;
         screenshot: string | null;
+        /** @default null */
+        screenshot_status: {
+          reason:
+            | (
+                | 'capture_timeout'
+                | 'capture_error'
+                | 'dialog_open'
+                | 'page_closed'
+                | 'store_error'
+                | 'not_taken'
+              )
+            | null;
+          /** @enum {string} */
+          state: 'pending' | 'stored' | 'failed';
+        } | null;
         settle: {
           elapsed_ms: number;
           /** @enum {string} */

@@ -575,6 +575,7 @@ export interface components {
       };
       /** @default 10000 */
       deadline_ms?: number;
+      screenshot?: string;
     };
     /** @description A profile as the data plane shows it: never its sealed state. */
     Profile: {

@@ -25,7 +25,7 @@ import {
 } from './observation.js';
 import { Operation, type OperationLimits, within } from './operation.js';
 import { originAllowed, originOf } from './origin-guard.js';
-import { type Capture, SettledCapture } from './page-capture.js';
+import type { Box, Capture } from './page-capture.js';
 import { type BlockedCounts, ContextFence } from './page-fence.js';
 import { settlePage } from './settle.js';
 import { PageBundle, TabStack } from './tabs.js';
@@ -43,15 +43,6 @@ export interface PageEngineOptions {
    */
   onSettle?: (tool: 'navigate' | 'act', settle: SettleResult) => void;
 }
-
-/** Issue 13: what an effect captures beside its observation when asked. */
-export interface EffectOptions {
-  /** A JPEG of the settled viewport, taken with the observation the answer carries. */
-  screenshot?: boolean;
-}
-
-/** An effect's outcome, with its capture when one was asked for. */
-export type EffectOutcome = ToolOutcome & { capture?: Capture };
 
 /**
  * The three browser tools of contract 1.3.0 over the pages of one lease (DESIGN §6): navigate,
@@ -113,8 +104,8 @@ export class PageEngine {
   }
 
   /** `browser.navigate {url}`: the settled page at the new URL. */
-  navigate(args: NavigateArgs, limits: OperationLimits, options: EffectOptions = {}): Promise<EffectOutcome> {
-    return this.serially(limits, (op) => this.navigateNow(parse(navigateArgsSchema, args), op, options));
+  navigate(args: NavigateArgs, limits: OperationLimits): Promise<ToolOutcome> {
+    return this.serially(limits, (op) => this.navigateNow(parse(navigateArgsSchema, args), op));
   }
 
   /** `browser.observe {continuation? | wait_for?}`: the page as it is, not waited for. */
@@ -123,31 +114,55 @@ export class PageEngine {
   }
 
   /** `browser.act {revision, element, action, text?, postcondition?}`: the settled page after one action. */
-  act(args: ActArgsInput, limits: OperationLimits, options: EffectOptions = {}): Promise<EffectOutcome> {
-    return this.serially(limits, (op) => this.actNow(parse(actArgsSchema, args), op, options));
+  act(args: ActArgsInput, limits: OperationLimits): Promise<ToolOutcome> {
+    return this.serially(limits, (op) => this.actNow(parse(actArgsSchema, args), op));
   }
 
   /**
-   * Issue 13 (approval cards): the viewport with the element of `revision` outlined, for the person
-   * deciding an act on it. Not an effect: nothing is dispatched and the page is left as it was.
-   * An open dialog has no box to outline and blocks the page: no capture then.
+   * Issue 13 (approval cards): where the element of `revision` is on the viewport, for the person
+   * deciding an act on it to see it outlined ({@link screenshot}). Not an effect: nothing is
+   * dispatched and the page is left as it was. An open dialog has no box to outline: none then.
    */
-  preview(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture> {
+  previewTarget(
+    args: { revision: string; element: string },
+    limits: OperationLimits,
+  ): Promise<Box | undefined> {
     return this.serially(limits, async (op) => {
       if (args.revision !== this.revisions.current) {
         throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
       }
       const bundle = this.tabs.current;
-      if (args.element === DIALOG_REF || bundle.dialogs.open !== null) return { ok: false, reason: 'error' };
+      if (args.element === DIALOG_REF || bundle.dialogs.open !== null) return undefined;
       const target = await targetFor(bundle.page, bundle.agent, { ...args, action: 'click' }, op, 'outline');
       try {
         const box = await target.element.boundingBox();
         if (!box) throw new BrowserToolError('element_not_found', `element ${args.element} is not visible`);
-        return await bundle.capture.outlined(box, op.deadlineMs, op.signal);
+        return box;
       } finally {
         await target.element.dispose().catch(() => undefined);
       }
     });
+  }
+
+  /**
+   * The current tab's viewport as it is now, `outline` drawn over it when given (DESIGN §12: taken
+   * after the navigate or act it shows has answered, before any later call on the page). A page
+   * held by a dialog cannot be painted, and a closed engine has no page: no capture then.
+   */
+  screenshot(options: { timeoutMs: number; outline?: Box | undefined }): Promise<Capture> {
+    if (this.closing.signal.aborted) return Promise.resolve({ ok: false, reason: 'page_closed' });
+    return this.serially({ deadlineMs: Date.now() + options.timeoutMs }, async () => {
+      const bundle = this.tabs.current;
+      if (bundle.page.isClosed()) return { ok: false, reason: 'page_closed' } as const;
+      if (bundle.dialogs.open !== null) return { ok: false, reason: 'dialog_open' } as const;
+      const untilMs = Date.now() + options.timeoutMs;
+      return options.outline
+        ? bundle.capture.outlined(options.outline, untilMs)
+        : bundle.capture.viewport(untilMs);
+    }).catch(
+      (error: unknown) =>
+        ({ ok: false, reason: this.closing.signal.aborted ? 'page_closed' : 'error', cause: error }) as const,
+    );
   }
 
   /**
@@ -199,11 +214,7 @@ export class PageEngine {
     return run;
   }
 
-  private async navigateNow(
-    args: NavigateArgs,
-    op: Operation,
-    options: EffectOptions,
-  ): Promise<EffectOutcome> {
+  private async navigateNow(args: NavigateArgs, op: Operation): Promise<ToolOutcome> {
     if (originOf(args.url) === null) {
       throw new BrowserToolError('invalid_arguments', 'url must be an absolute http(s) URL');
     }
@@ -234,12 +245,8 @@ export class PageEngine {
       throw new BrowserToolError('provider_unavailable', 'the navigation failed', false, { cause: error });
     }
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
-    const settled = await this.settleEffect('navigate', op, options);
-    const [outcome, capture] = await Promise.all([
-      this.read(settled.bundle, op, 0, settled.settle),
-      settled.shot?.(),
-    ]);
-    return withCapture(this.withBlocked(outcome, blockedBefore), capture);
+    const settled = await this.settleEffect('navigate', op);
+    return this.withBlocked(await this.read(settled.bundle, op, 0, settled.settle), blockedBefore);
   }
 
   private async observeNow(
@@ -266,7 +273,7 @@ export class PageEngine {
     return args.wait_for === undefined ? read() : observeUntil(read, args.wait_for, op);
   }
 
-  private async actNow(args: ActArgs, op: Operation, options: EffectOptions): Promise<EffectOutcome> {
+  private async actNow(args: ActArgs, op: Operation): Promise<ToolOutcome> {
     if ((args.action === 'fill' || args.action === 'press') && args.text === undefined) {
       throw new BrowserToolError('invalid_arguments', `${args.action} needs text`);
     }
@@ -297,18 +304,14 @@ export class PageEngine {
     }
     // ADR-0130 d6: the settled page is returned; no earlier reference survives the action.
     this.revisions.current = null;
-    const settled = await this.settleEffect('act', op, options);
+    const settled = await this.settleEffect('act', op);
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
     const read = () => this.read(settled.bundle, op, 0, settled.settle);
     try {
-      // The screenshot is the settled page the answer's observation describes: taken beside that
-      // observation (one read), or after the postcondition's polls end on theirs.
       const postcondition = args.postcondition;
-      const [outcome, capture] =
-        postcondition === undefined
-          ? await Promise.all([read(), settled.shot?.()])
-          : [await observeUntil(read, postcondition, op), await settled.shot?.()];
-      return withCapture(this.withBlocked(outcome, blockedBefore), capture);
+      const outcome =
+        postcondition === undefined ? await read() : await observeUntil(read, postcondition, op);
+      return this.withBlocked(outcome, blockedBefore);
     } catch (error) {
       // ADR-0159: evidence lost after an action leaves its outcome unknown.
       throw new BrowserToolError(
@@ -377,45 +380,27 @@ export class PageEngine {
   /**
    * ADR-0159's settle after an effect, on the page the effect left current: a tab the effect
    * opened is waited for (inside the call's deadline), becomes current and is settled itself
-   * (issue 14). With the settle comes the screenshot, when asked for, of that same page.
+   * (issue 14).
    */
   private async settleEffect(
     tool: 'navigate' | 'act',
     op: Operation,
-    options: EffectOptions,
-  ): Promise<{
-    bundle: PageBundle;
-    settle: SettleResult;
-    shot: (() => Promise<Capture | undefined>) | undefined;
-  }> {
+  ): Promise<{ bundle: PageBundle; settle: SettleResult }> {
     let bundle = this.tabs.current;
-    let shot = this.settledCapture(bundle, options, op);
-    let settle = await this.settleOn(bundle, op, shot);
+    let settle = await this.settleOn(bundle, op);
     await this.tabs.openingSettled(op);
     if (bundle !== this.tabs.current) {
       bundle = this.tabs.current;
-      shot = this.settledCapture(bundle, options, op);
-      settle = await this.settleOn(bundle, op, shot);
+      settle = await this.settleOn(bundle, op);
     }
     this.onSettle?.(tool, settle);
-    const settledBundle = bundle;
-    const settledShot = shot;
-    // A page held by a dialog cannot be painted: no screenshot then (the capture would wait for it).
-    const take = settledShot
-      ? () => (settledBundle.dialogs.open === null ? settledShot.settled() : Promise.resolve(undefined))
-      : undefined;
-    return { bundle, settle, shot: take };
+    return { bundle, settle };
   }
 
   /** Settles `bundle`'s page; a dialog open or opening ends it at once (waiting would call into the page). */
-  private async settleOn(
-    bundle: PageBundle,
-    op: Operation,
-    shot: SettledCapture | undefined,
-  ): Promise<SettleResult> {
+  private async settleOn(bundle: PageBundle, op: Operation): Promise<SettleResult> {
     if (bundle.dialogs.open !== null) return { result: 'bound_expired', elapsed_ms: 0 };
-    const settleOp = untilDialog(op, bundle.dialogs);
-    return settlePage(bundle.page, bundle.agent, bundle.tracker, settleOp, shot?.begin.bind(shot));
+    return settlePage(bundle.page, bundle.agent, bundle.tracker, untilDialog(op, bundle.dialogs));
   }
 
   /**
@@ -470,17 +455,6 @@ export class PageEngine {
     });
   }
 
-  /** Issue 13: the settled page's screenshot, begun while the page settles (see SettledCapture). */
-  private settledCapture(
-    bundle: PageBundle,
-    options: EffectOptions,
-    op: Operation,
-  ): SettledCapture | undefined {
-    return options.screenshot
-      ? new SettledCapture(bundle.capture, bundle.agent, op.deadlineMs, op.signal)
-      : undefined;
-  }
-
   private navigationBlockedSince(before: BlockedCounts): boolean {
     return this.fence.blocked().navigation !== before.navigation;
   }
@@ -504,10 +478,6 @@ export class PageEngine {
 
 function closedError(cause: unknown): BrowserToolError {
   return new BrowserToolError('lease_expired', "the lease's pages were closed", false, { cause });
-}
-
-function withCapture(outcome: ToolOutcome, capture: Capture | undefined): EffectOutcome {
-  return capture === undefined ? outcome : { ...outcome, capture };
 }
 
 function disallowedRedirect(cause: unknown): BrowserToolError {

@@ -205,6 +205,15 @@ export const envSchema = z.object({
    * Below 48 with warm contexts on, the start is refused (the pool could hold none).
    */
   BROWSER_WARM_POOL_MB: z.coerce.number().int().min(0).max(1_048_576).default(256),
+  /**
+   * Longest one screenshot capture may take, in ms. Screenshots are taken after the navigate or
+   * act they show has answered (DESIGN §12), so this bounds no answer; it bounds how long the
+   * lease's next call may wait behind a page that cannot paint, and a capture that runs out is
+   * tried once more before its step shows `capture_timeout`. Too small and a loaded host loses
+   * screenshots (a capture there measured 0.7 s; 2 s lost several a session); too large and a
+   * frozen page holds its lease's next call up to twice this. Default 5 s; 1 ms to 60 s.
+   */
+  BROWSER_SCREENSHOT_TIMEOUT_MS: positiveMs.max(60_000).default(5_000),
   /** How often a browser worker closes its expired leases, unsealed. */
   LEASE_EXPIRY_SWEEP_INTERVAL_MS: positiveMs.default(2_000),
   /** How often a browser worker renews its registration; the record lives three times this. */

@@ -86,6 +86,8 @@ export interface Config {
     readonly warmContexts: number;
     /** Issue 18: the warm contexts' memory bound in all, MiB (see WARM_CONTEXT_ESTIMATE_MB). */
     readonly warmPoolMb: number;
+    /** Longest one screenshot capture may take, ms (BROWSER_SCREENSHOT_TIMEOUT_MS; tried twice). */
+    readonly screenshotTimeoutMs: number;
   };
   readonly runWorker: {
     readonly concurrency: number;
@@ -225,6 +227,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       heartbeatMs: e.BROWSER_WORKER_HEARTBEAT_MS,
       warmContexts: e.BROWSER_WARM_CONTEXTS,
       warmPoolMb: e.BROWSER_WARM_POOL_MB,
+      screenshotTimeoutMs: e.BROWSER_SCREENSHOT_TIMEOUT_MS,
     },
     runWorker: {
       concurrency: e.RUN_WORKER_CONCURRENCY,

@@ -11,7 +11,7 @@ import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
 import { readLeaseView } from './lease-views.js';
-import { type LeaseArtifacts, storeCapture } from './page-artifacts.js';
+import { type LeaseArtifacts, LeaseScreenshots } from './page-artifacts.js';
 import type { PageResult, PageSession } from './pages.js';
 import type { LeaseRecord, LeaseStore } from './ports.js';
 import { unsealState } from './seal.js';
@@ -38,6 +38,9 @@ export interface LeasePageCallsDeps {
   sealKey?: Buffer | undefined;
 }
 
+/** Work a call leaves for right after its answer, before the lease's next call (its screenshot). */
+type Later = (work: () => Promise<void>) => void;
+
 /**
  * The page routes of a held lease (DESIGN §5): navigate and act are effects fenced by the action
  * sequence, observe is not; calls on one lease run one at a time, so sequence checks and effects
@@ -45,9 +48,16 @@ export interface LeasePageCallsDeps {
  */
 export class LeasePageCalls {
   readonly #deps: LeasePageCallsDeps;
+  readonly #shots: LeaseScreenshots | undefined;
 
   constructor(deps: LeasePageCallsDeps) {
     this.#deps = deps;
+    this.#shots = deps.artifacts ? new LeaseScreenshots(deps.artifacts) : undefined;
+  }
+
+  /** Resolves once every screenshot named so far is stored or noted failed. */
+  screenshotsDrained(): Promise<void> {
+    return this.#shots?.drained() ?? Promise.resolve();
   }
 
   navigate(profile: ProfileRef, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
@@ -78,23 +88,30 @@ export class LeasePageCalls {
 
   /**
    * Issue 13 (approval cards): the viewport with an observed element outlined, stored as an
-   * artifact of the lease's run. Not an effect: no sequence, nothing dispatched. A capture or write
-   * that fails answers no screenshot; a stale revision or a missing element is refused as for act.
+   * artifact of the lease's run under `name` when the caller chose one (so an approval naming it
+   * can be written while the picture is taken). Not an effect: no sequence, nothing dispatched.
+   * Answers once the target is found; the capture follows, as an act's does. A stale revision or
+   * a missing element is refused as for act.
    */
   preview(
     profile: ProfileRef,
     leaseId: string,
     args: { revision: string; element: string },
     limits: OperationLimits,
+    name?: string,
   ) {
-    return this.#serially(profile, leaseId, async (session) => {
+    return this.#serially(profile, leaseId, async (session, later) => {
       const lease = await this.#requireLive(profile, leaseId);
       await this.#tellSecrets(leaseId, lease, session);
-      const capture = session.preview
-        ? await session.preview(args, limits)
-        : ({ ok: false, reason: 'error' } as const);
-      const artifacts = await storeCapture(this.#deps.artifacts, lease.scope, capture, 'preview');
-      return { lease: await this.#view(profile, leaseId), artifacts };
+      if (!session.previewTarget) return { lease: await this.#view(profile, leaseId), artifacts: {} };
+      const outline = (await session.previewTarget(args, limits)) ?? null;
+      const [view, shot] = await Promise.all([
+        this.#view(profile, leaseId),
+        this.#shots?.announce(lease.scope, 'preview', name),
+      ]);
+      const shots = this.#shots;
+      if (shots && shot) later(() => shots.take(session, lease.scope, shot, outline));
+      return { lease: view, artifacts: shot ? { screenshot: shot } : {} };
     });
   }
 
@@ -109,7 +126,7 @@ export class LeasePageCalls {
     sequence: number,
     run: (session: PageSession, beforeDispatch: () => Promise<void>) => Promise<PageResult>,
   ) {
-    return this.#serially(profile, leaseId, async (session) => {
+    return this.#serially(profile, leaseId, async (session, later) => {
       const lease = await this.#requireLive(profile, leaseId);
       await this.#tellSecrets(leaseId, lease, session);
       await this.#fence(profile, leaseId, sequence, false);
@@ -121,12 +138,21 @@ export class LeasePageCalls {
           dispatched = true;
         });
       } catch (error) {
+        // The lease closed under the call (its expiry, a revoke): its page went with it, whatever
+        // the engine met there, and the run side must learn the lease is gone, not a fault.
+        if (this.#closedUnder(leaseId))
+          throw new DataPlaneError('lease_expired', `lease ${leaseId} was closed during the call`);
         throw toldRefusal(error, dispatched, sequence);
       }
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
-      const { screenshot, ...answered } = result;
-      const artifacts = await storeCapture(this.#deps.artifacts, lease.scope, screenshot, 'shot');
-      return { lease: await this.#view(profile, leaseId), result: { ...answered, artifacts } };
+      // DESIGN §12: the answer names the screenshot; the picture is taken right after it.
+      const [view, shot] = await Promise.all([
+        this.#view(profile, leaseId),
+        this.#shots?.announce(lease.scope, 'shot'),
+      ]);
+      const shots = this.#shots;
+      if (shots && shot) later(() => shots.take(session, lease.scope, shot));
+      return { lease: view, result: { ...result, artifacts: shot ? { screenshot: shot } : {} } };
     });
   }
 
@@ -204,10 +230,19 @@ export class LeasePageCalls {
     return lease;
   }
 
+  #closedUnder(leaseId: string): boolean {
+    const held = this.#deps.held.get(leaseId);
+    return !held || held.closing !== undefined;
+  }
+
+  /**
+   * Runs `run` after the lease's earlier calls; what it leaves to `later` runs after its answer
+   * and before the lease's next call (the answer does not wait for it).
+   */
   async #serially<T>(
     profile: ProfileRef,
     leaseId: string,
-    run: (session: PageSession) => Promise<T>,
+    run: (session: PageSession, later: Later) => Promise<T>,
   ): Promise<T> {
     const held = this.#deps.held.get(leaseId);
     if (!held || held.profile.tenant !== profile.tenant || held.profile.id !== profile.id) {
@@ -220,8 +255,13 @@ export class LeasePageCalls {
         );
       throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
     }
-    const next = held.tail.then(async () => run(await held.session));
-    held.tail = next.catch(() => undefined);
+    const after: Array<() => Promise<void>> = [];
+    const next = held.tail.then(async () => run(await held.session, (work) => after.push(work)));
+    held.tail = next
+      .then(async () => {
+        for (const work of after) await work();
+      })
+      .catch(() => undefined);
     return next;
   }
 

@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-core';
 import {
+  type Box,
   type Capture,
-  type EffectOutcome,
   flushPageCookies,
   type OperationLimits,
   PageEngine,
@@ -53,15 +53,8 @@ export class PlaywrightPageFactory implements PageFactory {
   }
 }
 
-/** Issue 13: every navigate and act of a lease captures its settled page. */
-const SCREENSHOT = { screenshot: true } as const;
-
-function effectResult(outcome: EffectOutcome): PageResult {
-  return {
-    observation: outcome.observation,
-    evidenceKey: outcome.evidenceKey,
-    ...(outcome.capture ? { screenshot: outcome.capture } : {}),
-  };
+function effectResult(outcome: { observation: unknown; evidenceKey: string }): PageResult {
+  return { observation: outcome.observation, evidenceKey: outcome.evidenceKey };
 }
 
 class PlaywrightPageSession implements PageSession {
@@ -75,7 +68,7 @@ class PlaywrightPageSession implements PageSession {
     limits: OperationLimits,
     beforeDispatch: () => Promise<void>,
   ): Promise<PageResult> {
-    return effectResult(await this.engine.navigate({ url }, { ...limits, beforeDispatch }, SCREENSHOT));
+    return effectResult(await this.engine.navigate({ url }, { ...limits, beforeDispatch }));
   }
 
   async observe(args: Record<string, unknown>, limits: OperationLimits): Promise<PageResult> {
@@ -89,16 +82,19 @@ class PlaywrightPageSession implements PageSession {
     beforeDispatch: () => Promise<void>,
   ): Promise<PageResult> {
     return effectResult(
-      await this.engine.act(
-        args as Parameters<PageEngine['act']>[0],
-        { ...limits, beforeDispatch },
-        SCREENSHOT,
-      ),
+      await this.engine.act(args as Parameters<PageEngine['act']>[0], { ...limits, beforeDispatch }),
     );
   }
 
-  preview(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture> {
-    return this.engine.preview(args, limits);
+  previewTarget(
+    args: { revision: string; element: string },
+    limits: OperationLimits,
+  ): Promise<Box | undefined> {
+    return this.engine.previewTarget(args, limits);
+  }
+
+  screenshot(options: { timeoutMs: number; outline?: Box | undefined }): Promise<Capture> {
+    return this.engine.screenshot(options);
   }
 
   useSecrets(secrets: readonly OpenedSecret[]): void {

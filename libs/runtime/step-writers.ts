@@ -86,6 +86,8 @@ export class ToolStepWriter {
         ? pageDetails(outcome, this.typedSecrets)
         : { settle: null, postcondition: null, page: null }),
       screenshot: artifacts?.screenshot ?? null,
+      // Where the screenshot is, the browser worker notes apart (it is taken after the answer).
+      screenshot_status: null,
       approval_id: this.#approvalId,
     };
   }

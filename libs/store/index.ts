@@ -36,6 +36,7 @@ export {
   type TenantRunQuery,
 } from './run-store.js';
 export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
+export { RunScreenshotNotes } from './screenshot-states.js';
 export { type ScriptCommands, withScripts } from './scripts.js';
 export {
   csrfTokenMatches,

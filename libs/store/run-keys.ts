@@ -58,6 +58,13 @@ export class RunKeys {
     return `${this.prefix}{run:${runId}}:secrets`;
   }
   /**
+   * Hash: screenshot name → where it is (`pending`, `stored`, `failed <reason>`), written by the
+   * browser worker that takes it after its call answered; expires with the run.
+   */
+  screenshots(runId: string): string {
+    return `${this.prefix}{run:${runId}}:screenshots`;
+  }
+  /**
    * Every key a run owns, for retention and for counting (issue 13): all in the run's slot. The
    * earlier attempts' transcripts are named by the run's attempt count.
    */
@@ -77,6 +84,7 @@ export class RunKeys {
       this.steps(runId),
       this.stepOrder(runId),
       this.secrets(runId),
+      this.screenshots(runId),
     ];
   }
   /** Hash: the session's record, fixed at creation. */

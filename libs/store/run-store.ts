@@ -14,6 +14,7 @@ import type {
   RunStatus,
   RunUsage,
   RunView,
+  ScreenshotFailure,
   SessionView,
   UnverifiedError,
 } from '../contracts/index.js';
@@ -98,6 +99,7 @@ import {
 import { type SubmitOutcome, type SubmitRun, submitRun } from './run-submit.js';
 import type { RunRefusal, RunTransition } from './run-transition.js';
 import { addUsage, markUnverified, noteBrowserTools } from './run-usage.js';
+import { notePreviewPending, noteScreenshotMissing } from './screenshot-states.js';
 import { withScripts } from './scripts.js';
 import { listTenantRuns, type TenantRunPage, type TenantRunQuery } from './tenant-runs.js';
 
@@ -420,6 +422,17 @@ export class RunStore {
     request: ApprovalRequest,
   ): Promise<{ approvalId: string; transition: RunTransition<'parked' | 'cancelled'> }> {
     return requestApproval(this.#context, runId, ownerToken, request);
+  }
+  /**
+   * A screenshot this run named that no browser worker took (its preview call was refused) is
+   * noted `failed` with `reason`; a name a worker noted is left as it is.
+   */
+  noteScreenshotMissing(runId: string, name: string, reason: ScreenshotFailure): Promise<void> {
+    return noteScreenshotMissing(this.#context.redis, this.#context.keys, runId, name, reason);
+  }
+  /** An approval's preview this run named, `pending` before it is asked for (see notePreviewPending). */
+  notePreviewPending(runId: string, name: string): Promise<void> {
+    return notePreviewPending(this.#context.redis, this.#context.keys, runId, name);
   }
   getApproval(tenant: string, approvalId: string): Promise<ApprovalView | undefined> {
     return getApproval(this.#context, tenant, approvalId);

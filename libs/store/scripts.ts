@@ -118,6 +118,7 @@ export interface ScriptCommands {
     approvalsKey: string,
     ...argv: Arg[]
   ): Promise<[string, string | number]>;
+  noteScreenshot(runKey: string, screenshotsKey: string, ...argv: Arg[]): Promise<string>;
 }
 
 /**

@@ -1,4 +1,10 @@
-import type { ApprovalView, RunStep, RunView } from '../contracts/index.js';
+import type {
+  ApprovalView,
+  RunStep,
+  RunView,
+  ScreenshotFailure,
+  ScreenshotStatus,
+} from '../contracts/index.js';
 import { formatDuration, formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
 
 /** Statuses after which a run changes no more: its page stops listening. */
@@ -7,6 +13,34 @@ const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
 /** Where the API serves one of a run's artifacts (behind the tenant check, like every /v1 route). */
 export function artifactUrl(runId: string, name: string): string {
   return `/v1/runs/${encodeURIComponent(runId)}/artifacts/${encodeURIComponent(name)}`;
+}
+
+/** Why a screenshot is missing, as the person reading the run page needs it. */
+const MISSING_BECAUSE: Record<ScreenshotFailure, string> = {
+  capture_timeout: 'the page could not be captured in time (tried twice)',
+  capture_error: 'the page could not be captured (tried twice)',
+  dialog_open: 'a dialog held the page',
+  page_closed: 'the page was closed first',
+  store_error: 'the artifact store refused it',
+  not_taken: 'the browser worker could not take it',
+};
+
+/**
+ * A screenshot as its status allows (DESIGN §12: taken after the call answered): the image once
+ * stored, "pending" while it is taken (`shot-pending`: the page script refreshes until it is
+ * not), or why it is missing.
+ */
+function screenshotOf(
+  runId: string,
+  name: string,
+  status: ScreenshotStatus | null,
+  image: (src: string) => Html,
+): Html {
+  if (status?.state === 'pending')
+    return html`<p class="shot-pending" data-shot="${name}">Screenshot pending…</p>`;
+  if (status?.state === 'failed')
+    return html`<p class="shot-failed" data-shot="${name}">No screenshot: ${MISSING_BECAUSE[status.reason ?? 'capture_error']}.</p>`;
+  return image(artifactUrl(runId, name));
 }
 
 function meter(label: string, used: number, limit: number | null, shown = String(used)): Html {
@@ -50,7 +84,13 @@ function approvalCard(runId: string, approval: ApprovalView, decisionRefused?: s
 <p class="where">Page: ${card?.page_title ? html`<b>${card.page_title}</b> ` : ''}<code class="page-url">${card?.page_url ?? 'unknown'}</code></p>
 ${
   card?.screenshot
-    ? html`<img class="approval-shot" src="${artifactUrl(runId, card.screenshot)}" alt="The page with the element to act on outlined">`
+    ? screenshotOf(
+        runId,
+        card.screenshot,
+        card.screenshot_status,
+        (src) =>
+          html`<img class="approval-shot" src="${src}" alt="The page with the element to act on outlined">`,
+      )
     : html`<p class="empty">No screenshot of the page.</p>`
 }
 <details><summary>The call as recorded</summary><pre>${JSON.stringify(approval.arguments, null, 2)}</pre></details>
@@ -94,7 +134,13 @@ ${tool?.postcondition ? html`<p class="postcondition">Postcondition: ${JSON.stri
 ${tool?.page ? html`<p class="page">${tool.page.title} <code>${tool.page.url}</code></p>` : ''}
 ${
   tool?.screenshot
-    ? html`<a href="${artifactUrl(runId, tool.screenshot)}"><img class="thumb" src="${artifactUrl(runId, tool.screenshot)}" alt="The page after ${tool.name}"></a>`
+    ? screenshotOf(
+        runId,
+        tool.screenshot,
+        tool.screenshot_status,
+        (src) =>
+          html`<a href="${src}"><img class="thumb" src="${src}" alt="The page after ${tool.name}"></a>`,
+      )
     : ''
 }</li>`;
 }
@@ -116,7 +162,11 @@ export function renderRunPage(options: {
 }): string {
   const { run, steps } = options;
   const live = !ENDED.has(run.status);
-  const latest = [...steps].reverse().find((step) => step.tool?.screenshot)?.tool?.screenshot;
+  // The newest screenshot that can be shown: stored (or written before its call answered).
+  const latest = [...steps]
+    .reverse()
+    .find((step) => step.tool?.screenshot && (step.tool.screenshot_status?.state ?? 'stored') === 'stored')
+    ?.tool?.screenshot;
   const main = html`<div id="run" data-run-id="${run.id}" data-live="${live ? 'yes' : 'no'}">
 <h1>Run <code>${run.id}</code></h1>${summary(run)}${meters(run)}
 ${

@@ -69,9 +69,7 @@ describe('declared secrets in the page engine (DESIGN §12, secrets by name)', (
   it('types a named secret into credential fields and strikes it from everything the page echoes', async () => {
     const { engine, page, observation } = await signInPage(declared);
     const user = await engine.act(fill(observation, 'Username', '{{secret:user}}'), limits());
-    const pw = await engine.act(fill(user.observation, 'Password', '{{secret:pw}}'), limits(), {
-      screenshot: true,
-    });
+    const pw = await engine.act(fill(user.observation, 'Password', '{{secret:pw}}'), limits());
     // The page got the values.
     expect(await page.locator('[name=user]').inputValue()).toBe(USER);
     expect(await page.locator('[name=pw]').inputValue()).toBe(PASSWORD);
@@ -80,7 +78,7 @@ describe('declared secrets in the page engine (DESIGN §12, secrets by name)', (
     const username = pw.observation.elements.find((element) => element.name === 'Username');
     expect(username?.state.value).toBe('[secret:user]');
     // The screenshot after a secret fill is taken (masked) as any other.
-    expect(pw.capture?.ok).toBe(true);
+    expect((await engine.screenshot({ timeoutMs: 5_000 })).ok).toBe(true);
     const submitted = await engine.act(
       { revision: pw.observation.revision, element: refOf(pw.observation, 'Sign in'), action: 'click' },
       limits(),

@@ -4,6 +4,7 @@ import {
   acquireLeaseSchema,
   actArgsSchema,
   actSchema,
+  artifactNameSchema,
   BROWSER_TOOLS_CONTRACT_VERSION,
   closeLeaseSchema,
   createProfileSchema,
@@ -49,6 +50,12 @@ export const leaseParams = profileParams.extend({ leaseId: leaseIdSchema });
 export const previewSchema = z.object({
   deadline_ms: z.number().int().min(1).max(120_000).default(10_000),
   args: z.object({ revision: z.string().min(1).max(64), element: z.string().min(1).max(64) }),
+  /**
+   * The screenshot's artifact name, chosen by the caller so an approval naming it can be written
+   * while it is taken (a random `preview-….jpg`); a fresh one when absent. A name already used by
+   * the run answers no screenshot.
+   */
+  screenshot: artifactNameSchema.optional(),
 });
 
 /** What `/healthz` answers while the process lives. */

@@ -152,6 +152,7 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
       params.leaseId,
       body.args,
       limitsFor(request, body.deadline_ms),
+      body.screenshot,
     );
   });
 }
