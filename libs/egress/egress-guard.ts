@@ -97,3 +97,22 @@ export function describeRefusal(what: string, verdict: Verdict): string {
     ? `${what} is one of the fleet's own ports, which nothing the fleet sends out may reach`
     : `${what} is a loopback, private, link-local or metadata address (LEASEHOLD_EGRESS_ALLOW_CIDRS names the ranges an operator allows)`;
 }
+
+/**
+ * The first origin of a profile's lists the guard refuses at creation, named by its field
+ * (`allowed_origins[2]`) with the sentence to answer it with; undefined when none is.
+ */
+export function refusedProfileOrigin(
+  lists: Readonly<Record<string, readonly string[]>>,
+  guard: EgressGuard,
+): { field: string; message: string } | undefined {
+  for (const [name, origins] of Object.entries(lists))
+    for (const [index, origin] of origins.entries()) {
+      const verdict = judgeOriginAtCreation(origin, guard);
+      if (!verdict.allowed) {
+        const field = `${name}[${index}]`;
+        return { field, message: `${field}: ${describeRefusal(origin, verdict)}` };
+      }
+    }
+  return undefined;
+}

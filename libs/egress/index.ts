@@ -6,6 +6,7 @@ export {
   judgeOriginAtCreation,
   portOf,
   type RefusalReason,
+  refusedProfileOrigin,
   type Verdict,
 } from './egress-guard.js';
 export { type EgressLog, EgressProxy, type EgressProxyOptions, parseAuthority } from './egress-proxy.js';
