@@ -91,11 +91,15 @@ export function judgeOriginAtCreation(origin: string, guard: EgressGuard): Verdi
 }
 
 /** The sentence a refusal is told in: what was refused and the setting that widens the guard. */
-export function describeRefusal(what: string, verdict: Verdict): string {
+export function describeRefusal(
+  what: string,
+  verdict: Verdict,
+  widenedBy = 'LEASEHOLD_EGRESS_ALLOW_CIDRS names the ranges an operator allows',
+): string {
   if (verdict.allowed) return `${what} is allowed`;
   return verdict.reason === 'own_port'
     ? `${what} is one of the fleet's own ports, which nothing the fleet sends out may reach`
-    : `${what} is a loopback, private, link-local or metadata address (LEASEHOLD_EGRESS_ALLOW_CIDRS names the ranges an operator allows)`;
+    : `${what} is a loopback, private, link-local or metadata address (${widenedBy})`;
 }
 
 /**

@@ -8,7 +8,11 @@ import {
   webhookDeliveryPageSchema,
 } from '../../../libs/contracts/index.js';
 import { webhookListSchema } from '../../../libs/contracts/rest-views.js';
-import { checkWebhookUrl, WebhookAddressRefused } from '../../../libs/runtime/webhooks/index.js';
+import {
+  checkWebhookUrl,
+  WebhookAddressRefused,
+  webhookGuard,
+} from '../../../libs/runtime/webhooks/index.js';
 import { authenticate, identityOf } from '../auth.js';
 import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';
@@ -24,6 +28,8 @@ export function registerWebhookRoutes(
 ): void {
   const app = typed(root);
   const { store, webhooks } = deps;
+  // DESIGN §12: the one address guard; the fleet's own ports refused even where private ones are allowed.
+  const guard = webhookGuard(deps.config.webhooks.allowPrivate, deps.config.egress.ownPorts);
 
   app.post(
     '/v1/webhooks',
@@ -43,13 +49,11 @@ export function registerWebhookRoutes(
     },
     async (request, reply) => {
       const { tenant } = identityOf(request);
-      const url = await checkWebhookUrl(request.body.url, deps.config.webhooks.allowPrivate).catch(
-        (error: unknown) => {
-          if (error instanceof WebhookAddressRefused)
-            throw new ApiError('validation_failed', `url: ${error.message}`);
-          throw error;
-        },
-      );
+      const url = await checkWebhookUrl(request.body.url, guard).catch((error: unknown) => {
+        if (error instanceof WebhookAddressRefused)
+          throw new ApiError('validation_failed', `url: ${error.message}`);
+        throw error;
+      });
       const created = await webhooks.create({ ...request.body, tenant, url });
       if (!created)
         throw new ApiError('conflict', `a tenant holds at most ${WEBHOOKS_PER_TENANT_MAX} webhooks`);
