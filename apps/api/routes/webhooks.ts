@@ -8,6 +8,7 @@ import {
   webhookDeliveryPageSchema,
 } from '../../../libs/contracts/index.js';
 import { webhookListSchema } from '../../../libs/contracts/rest-views.js';
+import type { EgressGuard } from '../../../libs/egress/index.js';
 import {
   checkWebhookUrl,
   WebhookAddressRefused,
@@ -28,8 +29,13 @@ export function registerWebhookRoutes(
 ): void {
   const app = typed(root);
   const { store, webhooks } = deps;
-  // DESIGN §12: the one address guard; the fleet's own ports refused even where private ones are allowed.
-  const guard = webhookGuard(deps.config.webhooks.allowPrivate, deps.config.egress.ownPorts);
+  // DESIGN §12: the one address guard; the fleet's own ports refused even where private ones are
+  // allowed. Made at the first registration: documenting the routes runs none of their code.
+  let guard: EgressGuard | undefined;
+  const guardOf = () => {
+    guard ??= webhookGuard(deps.config.webhooks.allowPrivate, deps.config.egress.ownPorts);
+    return guard;
+  };
 
   app.post(
     '/v1/webhooks',
@@ -49,7 +55,7 @@ export function registerWebhookRoutes(
     },
     async (request, reply) => {
       const { tenant } = identityOf(request);
-      const url = await checkWebhookUrl(request.body.url, guard).catch((error: unknown) => {
+      const url = await checkWebhookUrl(request.body.url, guardOf()).catch((error: unknown) => {
         if (error instanceof WebhookAddressRefused)
           throw new ApiError('validation_failed', `url: ${error.message}`);
         throw error;
