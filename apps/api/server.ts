@@ -1,7 +1,9 @@
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { ChainableCommander } from 'ioredis';
 import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
+import { EgressGuard } from '../../libs/egress/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
 import { RedisLeaseStore, RunStore, UiSessions } from '../../libs/store/index.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
@@ -120,8 +122,11 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   );
   const defaultAgents = new DefaultAgents(store, config);
   const webhooks = new WebhookStore(redis, config.redis.keyPrefix);
+  // DESIGN §12: profiles' literal origins are judged at creation by the one address guard.
+  const egress = new EgressGuard(config.egress);
   const v1 = {
     config,
+    egress,
     store,
     profiles,
     defaultAgents,
@@ -159,6 +164,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
 
   const address = await app.listen({ host: config.http.host, port: config.http.apiPort });
   origins.listening(Number(new URL(address).port));
+  egress.refusePort((app.server.address() as AddressInfo).port);
   const url = address.replace('[::1]', 'localhost');
   logger.child({ component: 'api' })[browserTools === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
   let closing: Promise<void> | undefined;

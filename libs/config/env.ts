@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { ADR_0127 } from './lease-numbers.js';
 
@@ -274,6 +275,18 @@ export const envSchema = z.object({
    */
   LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE: flag.default(false),
 
+  /**
+   * The loopback and private ranges (CIDRs, comma-separated: `10.0.0.0/8,fd00::/8`) that what the
+   * fleet sends out — every request of the browser's pages — may reach; public addresses need
+   * none. Unset: loopback (127.0.0.0/8, ::1/128) outside production, nothing in production. Empty:
+   * nothing. The fleet's own ports stay refused on every range allowed here (DESIGN §12).
+   */
+  LEASEHOLD_EGRESS_ALLOW_CIDRS: z
+    .string()
+    .transform(splitList)
+    .pipe(z.array(z.string().refine(isCidr, 'CIDRs such as 10.0.0.0/8 or fd00::/8, comma-separated')))
+    .optional(),
+
   /** Folder of limits.yaml and models.yaml. */
   LEASEHOLD_OPS_DIR: z.string().min(1).optional(),
 });
@@ -285,6 +298,14 @@ function splitList(value: string): string[] {
     .split(',')
     .map((item) => item.trim())
     .filter((item) => item.length > 0);
+}
+
+/** `address/bits`, an IPv4 or IPv6 network and a prefix length its family allows. */
+function isCidr(value: string): boolean {
+  const [network = '', bits, extra] = value.split('/');
+  const family = isIP(network);
+  if (family === 0 || bits === undefined || extra !== undefined || !/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (family === 4 ? 32 : 128);
 }
 
 /** A 32-byte key from 64 hex digits or base64, else undefined. */

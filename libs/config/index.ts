@@ -114,6 +114,17 @@ export interface Config {
   /** Issue 13: how long an ended run (record, steps, events, artifacts) is kept, in ms. */
   readonly runRetentionMs: number;
   readonly webhooks: { readonly allowPrivate: boolean };
+  /**
+   * What the fleet sends out may reach (DESIGN §12): public addresses, the `allowCidrs` ranges
+   * (LEASEHOLD_EGRESS_ALLOW_CIDRS, or its default: loopback outside production, none in it) and,
+   * on those, never `ownPorts` — the configured server ports and Redis's. Ports chosen at start
+   * (port 0) are added by the servers that listen on them.
+   */
+  readonly egress: {
+    readonly allowCidrs: readonly string[];
+    readonly allowSource: 'LEASEHOLD_EGRESS_ALLOW_CIDRS' | 'default';
+    readonly ownPorts: readonly number[];
+  };
   readonly shutdownTimeoutMs: number;
   readonly limits: LimitsFile;
   readonly models: ModelsFile;
@@ -251,6 +262,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     runRetentionMs: Math.round(e.RUN_RETENTION_DAYS * 86_400_000),
     webhooks: { allowPrivate: e.LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE },
+    egress: compileEgress(e, clusterNodes),
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     limits,
     models,
@@ -301,6 +313,34 @@ function compileClusterNodes(e: Env): readonly string[] | undefined {
       `invalid configuration: LEASEHOLD_KEY_PREFIX: expected no { } on a Redis Cluster (records carry their own hash tags; one in the prefix puts them all on one node); got "${e.LEASEHOLD_KEY_PREFIX}"`,
     );
   return e.REDIS_CLUSTER_NODES.map((node) => (/^rediss?:\/\//.test(node) ? node : `redis://${node}`));
+}
+
+/** Outside production, loopback: `npm start` and local pages work as they are, and the fleet says so. */
+const EGRESS_DEFAULT_OUTSIDE_PRODUCTION = ['127.0.0.0/8', '::1/128'];
+
+function compileEgress(e: Env, clusterNodes: readonly string[] | undefined): Config['egress'] {
+  const redisUrls = clusterNodes ?? [e.REDIS_URL ?? 'redis://127.0.0.1:6379'];
+  const redisPorts = redisUrls.map((url) => Number(new URL(url).port || '6379'));
+  const ports = [e.PORT, e.BROWSER_WORKER_PORT, e.RUN_WORKER_PORT, e.SWEEPER_PORT, ...redisPorts];
+  return {
+    allowCidrs:
+      e.LEASEHOLD_EGRESS_ALLOW_CIDRS ??
+      (e.NODE_ENV === 'production' ? [] : EGRESS_DEFAULT_OUTSIDE_PRODUCTION),
+    allowSource: e.LEASEHOLD_EGRESS_ALLOW_CIDRS === undefined ? 'default' : 'LEASEHOLD_EGRESS_ALLOW_CIDRS',
+    ownPorts: [...new Set(ports.filter((port) => port > 0))].sort((a, b) => a - b),
+  };
+}
+
+/** The start-up line naming what the egress guard allows beyond the internet, and why. */
+export function egressLine(config: Config): string {
+  const { allowCidrs, allowSource } = config.egress;
+  if (allowCidrs.length === 0)
+    return 'egress: public addresses only (LEASEHOLD_EGRESS_ALLOW_CIDRS names private ranges to allow)';
+  const why =
+    allowSource === 'default'
+      ? `the default outside production; LEASEHOLD_EGRESS_ALLOW_CIDRS= (empty) allows none`
+      : 'LEASEHOLD_EGRESS_ALLOW_CIDRS';
+  return `egress: public addresses and ${allowCidrs.join(', ')} (${why}), never the fleet's own ports`;
 }
 
 /** Each model's API key, read from the variable its models.yaml entry names (never from a file). */
