@@ -6,6 +6,7 @@ import {
   McpSessionSlots,
   ProfileTurns,
   RedisLeaseStore,
+  RunScreenshotNotes,
   RunStore,
   withScripts,
 } from '../../libs/store/index.js';
@@ -232,6 +233,17 @@ describe('every store script touches one hash slot (issue 12: the store works on
     expect(await places.take({ sessionId: 'mcp-1', tenant: TENANT, keyId: 'key_1' })).toEqual({
       taken: true,
     });
+
+    // A key made by another key, under the tenant's cap.
+    const maker = await store.createApiKey({ tenant: TENANT, principal: 'ops', scopes: ['admin'] });
+    const made = await store.createApiKeyBy(maker.identity, { principal: 'ops', scopes: ['runs:read'] }, 10);
+    expect(made.ok).toBe(true);
+
+    // A screenshot named in an answer, then stored, beside its run.
+    const shots = new RunScreenshotNotes(redis, prefix);
+    const shotRun = await submit();
+    expect(await shots.pending(shotRun.id, 'shot-1.jpg')).toBe(true);
+    await shots.settled(shotRun.id, 'shot-1.jpg', { state: 'stored', reason: null });
 
     const split = calls.filter((call) => new Set(call.keys.map(hashTag)).size > 1);
     expect(split).toEqual([]);
