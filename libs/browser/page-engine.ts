@@ -209,8 +209,8 @@ export class PageEngine {
     args: ReturnType<typeof observeArgsSchema.parse>,
     op: Operation,
   ): Promise<ToolOutcome> {
-    // A tab that opened after the last call is current now (issue 14).
-    await this.tabs.openingSettled(op);
+    // A tab an earlier call announced is waited for, so this observation does not switch pages untold.
+    await this.tabs.announcedSettled(op, 0);
     let offset = 0;
     if (args.continuation !== undefined) {
       const position = parseContinuation(args.continuation);
@@ -344,7 +344,8 @@ export class PageEngine {
     let bundle = this.tabs.current;
     let shot = this.settledCapture(bundle, options, op);
     let settle = await this.settleOn(bundle, op, shot);
-    await this.tabs.openingSettled(op);
+    // A tab announced since the call began (before its settle ended) is this effect's: it is awaited.
+    await this.tabs.announcedSettled(op, op.startedAtMs);
     if (bundle !== this.tabs.current) {
       bundle = this.tabs.current;
       shot = this.settledCapture(bundle, options, op);

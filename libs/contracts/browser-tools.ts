@@ -188,12 +188,15 @@ export const browserObservationSchema = z.strictObject({
    * Issue 14: the lease's pages. The observation describes the current one (`index`, 0 the first);
    * `event` says the call opened a new tab (which became current) or that the current tab closed
    * and the previous one is current again. Absent while the lease has one page and nothing changed.
+   * 1.4.0: `pending` counts tabs a page announced that have not committed yet (an act waits for the
+   * tabs it opened until its deadline); the call that finds one committed says `opened`.
    */
   tabs: z
     .strictObject({
       count: z.number().int().positive(),
       index: z.number().int().nonnegative(),
       event: z.enum(['opened', 'closed']).nullable(),
+      pending: z.number().int().positive().optional(),
     })
     .optional(),
   /**
