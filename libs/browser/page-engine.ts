@@ -1,4 +1,4 @@
-import type { Page } from 'playwright-core';
+import type { Frame, Page } from 'playwright-core';
 import { ZodError } from 'zod';
 import {
   type ActArgs,
@@ -13,7 +13,8 @@ import {
 } from '../contracts/index.js';
 import { dispatch, targetFor } from './act-target.js';
 import { observeWithDialog, untilDialog } from './dialogs.js';
-import { BrowserToolError } from './errors.js';
+import { BrowserToolError, NavigationFailedError } from './errors.js';
+import { netErrorOf, neverReachedServer } from './net-errors.js';
 import {
   captureObservation,
   observeUntil,
@@ -28,6 +29,8 @@ import { type BlockedCounts, ContextFence } from './page-fence.js';
 import { settlePage } from './settle.js';
 import { PageBundle, TabStack } from './tabs.js';
 
+/** How long a navigation that never reached a server waits for Chromium's error page to commit. */
+const ERROR_PAGE_COMMIT_WAIT_MS = 2_000;
 /** A password typed by an act is struck from dialog messages from this length on (as the page agent does). */
 const SECRET_MATCH_MIN_CHARS = 3;
 
@@ -181,6 +184,8 @@ export class PageEngine {
     // Leaving the page answers its open dialog; a navigation would otherwise wait for it.
     if (bundle.dialogs.open !== null)
       await bundle.dialogs.answer('dismiss', undefined).catch(() => undefined);
+    // Chromium's error page commits after a navigation that never reached a server.
+    const errorPage = nextMainFrameCommit(bundle.page);
     try {
       const response = bundle.page.goto(args.url, { waitUntil: 'commit', timeout: op.remainingMs() });
       // A beforeunload dialog holds the navigation: the page is observed with it, to be answered.
@@ -194,7 +199,13 @@ export class PageEngine {
     } catch (error) {
       if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(error);
       if (error instanceof BrowserToolError) throw error;
+      const netError = netErrorOf(error);
+      if (netError !== null && neverReachedServer(netError)) {
+        throw await this.navigationFailed(netError, error, errorPage, op, options, blockedBefore);
+      }
       throw new BrowserToolError('provider_unavailable', 'the navigation failed', false, { cause: error });
+    } finally {
+      errorPage.cancel();
     }
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
     const settled = await this.settleEffect('navigate', op, options);
@@ -203,6 +214,28 @@ export class PageEngine {
       settled.shot?.(),
     ]);
     return withCapture(this.withBlocked(outcome, blockedBefore), capture);
+  }
+
+  /**
+   * A navigation that never reached a server: the page shows Chromium's error page once it
+   * commits, which is settled and observed so the failure carries the page as it now is.
+   */
+  private async navigationFailed(
+    netError: string,
+    cause: unknown,
+    errorPage: { committed: Promise<void> },
+    op: Operation,
+    options: EffectOptions,
+    blockedBefore: BlockedCounts,
+  ): Promise<NavigationFailedError> {
+    await within(
+      errorPage.committed,
+      Math.min(op.deadlineMs, Date.now() + ERROR_PAGE_COMMIT_WAIT_MS),
+      op.signal,
+    );
+    const settled = await this.settleEffect('navigate', op, options);
+    const outcome = await this.read(settled.bundle, op, 0, settled.settle);
+    return new NavigationFailedError(netError, this.withBlocked(outcome, blockedBefore), { cause });
   }
 
   private async observeNow(
@@ -457,6 +490,18 @@ export class PageEngine {
     if (blocked.popups + blocked.frames + blocked.subresources === 0) return outcome;
     return { ...outcome, observation: { ...outcome.observation, blocked } };
   }
+}
+
+/** The page's next main-frame commit, told once; `cancel` stops listening. */
+function nextMainFrameCommit(page: Page): { committed: Promise<void>; cancel: () => void } {
+  let listener: (frame: Frame) => void = () => undefined;
+  const committed = new Promise<void>((resolve) => {
+    listener = (frame) => {
+      if (frame === page.mainFrame()) resolve();
+    };
+  });
+  page.on('framenavigated', listener);
+  return { committed, cancel: () => page.off('framenavigated', listener) };
 }
 
 function withCapture(outcome: ToolOutcome, capture: Capture | undefined): EffectOutcome {

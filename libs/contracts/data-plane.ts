@@ -253,6 +253,8 @@ export const DATA_PLANE_ERROR_STATUS = {
   element_not_found: 409,
   action_not_allowed: 409,
   url_disallowed: 409,
+  /** The navigation's request never reached a server: the site is not there for the worker. */
+  navigation_failed: 502,
   outcome_unknown: 502,
   provider_unavailable: 503,
   internal: 500,

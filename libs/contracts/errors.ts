@@ -13,6 +13,7 @@ export const TOOL_ERROR_CODES = [
   'url_disallowed',
   'grant_not_applicable',
   'invalid_arguments',
+  'navigation_failed',
 ] as const;
 export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
 
@@ -82,6 +83,9 @@ export const RUN_ERROR_TABLE = {
   url_disallowed: { outcome: 'tool_result', httpStatus: 409 },
   grant_not_applicable: { outcome: 'tool_result', httpStatus: 409 },
   invalid_arguments: { outcome: 'tool_result', httpStatus: 422 },
+  // The navigation's request never reached a server (Chromium's `net::` name says why): nothing
+  // happened, the lease is kept, and the model may navigate elsewhere or try again later.
+  navigation_failed: { outcome: 'tool_result', httpStatus: 502 },
 } as const satisfies Record<RunErrorCode, { outcome: RunOutcome; httpStatus: number | null }>;
 
 export function isRunErrorCode(code: string): code is RunErrorCode {
