@@ -622,7 +622,8 @@ export interface components {
           | 'action_not_allowed'
           | 'url_disallowed'
           | 'grant_not_applicable'
-          | 'invalid_arguments';
+          | 'invalid_arguments'
+          | 'navigation_failed';
         message: string;
         step: number | null;
       } | null;
@@ -705,7 +706,8 @@ export interface components {
           | 'action_not_allowed'
           | 'url_disallowed'
           | 'grant_not_applicable'
-          | 'invalid_arguments';
+          | 'invalid_arguments'
+          | 'navigation_failed';
         message: string;
         step: number | null;
       } | null;

@@ -369,4 +369,8 @@ export const dataPlaneErrorSchema = z.object({
   error: z
     .object({ code: z.enum(DATA_PLANE_ANSWERED_ERROR_CODES), message: z.string() })
     .catchall(z.union([z.string(), z.number(), z.boolean()])),
+  /** `navigation_failed` only: the lease after the call (its sequence advanced) and the error page it shows. */
+  lease: leaseAnswerSchema.optional(),
+  observation: browserObservationSchema.optional(),
+  evidence_key: z.string().nullable().optional(),
 });

@@ -1,4 +1,4 @@
-import type { OperationLimits } from '../browser/index.js';
+import { NavigationFailedError, type OperationLimits } from '../browser/index.js';
 import type { LeaseCloseReason, LeaseView, ProfileRef } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
@@ -109,6 +109,23 @@ export class LeasePageCalls {
           dispatched = true;
         });
       } catch (error) {
+        if (error instanceof NavigationFailedError && dispatched) {
+          // No server saw the request, but the page moved to Chromium's error page: the sequence
+          // advanced with the dispatch and the answer carries the page as it now is.
+          throw new DataPlaneError(
+            'navigation_failed',
+            error.message,
+            { dispatched: true, sequence, net_error: error.netError },
+            {
+              cause: error,
+              page: {
+                lease: await this.#view(profile, leaseId),
+                observation: error.outcome.observation,
+                evidenceKey: error.outcome.evidenceKey,
+              },
+            },
+          );
+        }
         throw toldRefusal(error, dispatched, sequence);
       }
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');

@@ -1,20 +1,10 @@
-import { createServer } from 'node:net';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, PageEngine } from '../../libs/browser/index.js';
 import { testChromiumPath } from '../fixtures/chromium.js';
+import { closedLoopbackPort } from '../fixtures/closed-port.js';
 import { PageServer } from '../fixtures/page-server.js';
 import { limits } from './harness.js';
-
-/** A loopback port nothing listens on: bound, then released. */
-export async function closedLoopbackPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 const UNRESOLVABLE = 'http://nonexistent.invalid';
 let browser: Browser;
