@@ -199,7 +199,7 @@ export interface paths {
     put?: never;
     /**
      * Act on an observed element
-     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.3.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`).
+     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.4.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`).
      */
     post: operations['act'];
     delete?: never;
@@ -259,7 +259,7 @@ export interface paths {
     put?: never;
     /**
      * Observe the lease's page
-     * @description The page's visible controls and text (browser tools contract 1.3.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.
+     * @description The page's visible controls and text (browser tools contract 1.4.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.
      */
     post: operations['observe'];
     delete?: never;
@@ -371,7 +371,7 @@ export interface components {
       deadline_ms?: number;
       sequence: number;
     };
-    /** @description The page as the model sees it (browser tools contract 1.3.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
+    /** @description The page as the model sees it (browser tools contract 1.4.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
     BrowserObservation: {
       blocked?: {
         frames: number;
@@ -640,7 +640,7 @@ export interface components {
     };
     /** @description This browser worker: its id, the profiles it serves, its browser and browser tools contracts. */
     Worker: {
-      browser_tools_compatible: ('1.2.0' | '1.3.0')[];
+      browser_tools_compatible: ('1.2.0' | '1.3.0' | '1.4.0')[];
       browser_tools_contract: string;
       browser_version: string;
       id: string;
@@ -649,8 +649,8 @@ export interface components {
   };
   responses: never;
   parameters: {
-    /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
-    BrowserToolsContract: '1.2.0' | '1.3.0';
+    /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+    BrowserToolsContract: '1.2.0' | '1.3.0' | '1.4.0';
     /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
     IdempotencyKey: string;
   };
@@ -667,7 +667,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -713,7 +713,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -779,7 +779,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -806,7 +806,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -836,7 +836,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -880,7 +880,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -910,7 +910,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -937,7 +937,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -976,7 +976,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1090,7 +1090,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -1156,7 +1156,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1238,7 +1238,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -1304,7 +1304,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1450,7 +1450,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -1516,7 +1516,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1616,7 +1616,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -1684,7 +1684,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1859,7 +1859,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -1925,7 +1925,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2026,7 +2026,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -2092,7 +2092,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2262,7 +2262,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -2347,7 +2347,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2509,7 +2509,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -2575,7 +2575,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2737,7 +2737,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -2820,7 +2820,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2987,7 +2987,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -3070,7 +3070,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3234,7 +3234,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -3319,7 +3319,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3481,7 +3481,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */
@@ -3547,7 +3547,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.3.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -3593,7 +3593,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.3.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
            *       }
            *     }
            */

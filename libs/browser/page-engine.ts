@@ -58,7 +58,7 @@ export interface EffectOptions {
 export type EffectOutcome = ToolOutcome & { capture?: Capture };
 
 /**
- * The three browser tools of contract 1.3.0 over the pages of one lease (DESIGN §6): navigate,
+ * The three browser tools of contract 1.4.0 over the pages of one lease (DESIGN §6): navigate,
  * observe and act, each giving back the observation and, beside it, the platform's evidence key.
  * Calls run one at a time, on the current tab (issue 14: a page the leased page opens on an allowed
  * origin becomes current; see {@link TabStack}). Create it right after the page: requests are

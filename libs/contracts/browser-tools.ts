@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The three browser tools, contract 1.3.0 (DESIGN §6, ADR-0159, issue 14): arguments as the model
+ * The three browser tools, contract 1.4.0 (DESIGN §6, ADR-0159, issue 14): arguments as the model
  * sends them and the observation every tool returns. The evidence key is not here on purpose: the
  * platform computes it beside the observation and never shows it to the model (ADR-0130 d7).
  *
@@ -9,10 +9,15 @@ import { z } from 'zod';
  * its `input_type` and more state (`values`, `min`, `max`), and act takes `labels` (a multiple
  * select) and the dialog actions `accept` / `dismiss`. A 1.2.0 caller's arguments mean what they
  * meant; what it does not know of the answer it may ignore.
+ *
+ * 1.4.0 is additive over 1.3.0: `tabs.pending` (tabs a page announced that have not committed
+ * yet), and the code `navigation_failed` (a navigation whose request never reached a server, with
+ * Chromium's `net::` error name and an observation of the error page; the lease is kept). Every
+ * code and field a 1.4.0 change adds is listed here, the version set in the two lines below.
  */
-export const BROWSER_TOOLS_CONTRACT_VERSION = '1.3.0';
+export const BROWSER_TOOLS_CONTRACT_VERSION = '1.4.0';
 /** The earlier contract versions a caller may still speak (their arguments are a subset). */
-export const BROWSER_TOOLS_COMPATIBLE_VERSIONS = ['1.2.0', '1.3.0'] as const;
+export const BROWSER_TOOLS_COMPATIBLE_VERSIONS = ['1.2.0', '1.3.0', '1.4.0'] as const;
 
 /** Issue 14: the reference an open dialog (alert, confirm, prompt) is acted on by. */
 export const DIALOG_REF = 'dialog';

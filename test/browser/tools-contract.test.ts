@@ -69,8 +69,8 @@ describe('the browser tools contract and settle outcomes on the data plane', () 
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({
       id: 'bw-test',
-      browser_tools_contract: '1.3.0',
-      browser_tools_compatible: ['1.2.0', '1.3.0'],
+      browser_tools_contract: '1.4.0',
+      browser_tools_compatible: ['1.2.0', '1.3.0', '1.4.0'],
     });
   });
 
@@ -80,7 +80,7 @@ describe('the browser tools contract and settle outcomes on the data plane', () 
     expect(refused.status).toBe(422);
     const body = (await refused.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe('invalid_arguments');
-    expect(body.error.message).toContain('1.3.0');
+    expect(body.error.message).toContain('1.4.0');
     expect(body.error.message).toContain('2.0.0');
 
     // Refused before anything was done: the lease's sequence 1 is still the next one.

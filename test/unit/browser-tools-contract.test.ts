@@ -23,7 +23,7 @@ describe('the browser tools contract version', () => {
         /\(browser tools contract 1\.3\.0\)$/,
       );
     }
-    expect(BROWSER_TOOLS_CONTRACT_VERSION).toBe('1.3.0');
+    expect(BROWSER_TOOLS_CONTRACT_VERSION).toBe('1.4.0');
   });
 
   it('is the version of an execution that offers browser tools, and none of one that does not', () => {
@@ -35,7 +35,7 @@ describe('the browser tools contract version', () => {
     });
     const bound = new BrowserToolExecutor(provider, Date.now() + 60_000);
     expect(bound.definitions()).toBe(BROWSER_TOOL_DEFINITIONS);
-    expect(bound.contractVersion()).toBe('1.3.0');
+    expect(bound.contractVersion()).toBe('1.4.0');
 
     const unbound = new BrowserToolExecutor(undefined, Date.now() + 60_000);
     expect(unbound.definitions()).toEqual([]);

@@ -126,7 +126,7 @@ const EXAMPLE_MESSAGES: Readonly<Record<DataPlaneAnsweredErrorCode, string>> = {
   idempotency_in_progress: 'the first request with this Idempotency-Key is still being answered',
   conflict: 'profile shop exists already',
   payload_too_large: 'body over 65536 bytes',
-  invalid_arguments: 'leasehold-browser-tools: this worker speaks browser tools contract 1.3.0',
+  invalid_arguments: 'leasehold-browser-tools: this worker speaks browser tools contract 1.4.0',
   validation_failed: 'body.requested_expires_at_ms: expected number, received undefined',
   page_changed: 'revision r1 is no longer current: observe again',
   element_not_found: 'element e7 is not in revision r1',

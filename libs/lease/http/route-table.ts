@@ -4,6 +4,7 @@ import {
   acquireLeaseSchema,
   actArgsSchema,
   actSchema,
+  BROWSER_TOOLS_CONTRACT_VERSION,
   closeLeaseSchema,
   createProfileSchema,
   type DATA_PLANE_ANSWERED_ERROR_CODES,
@@ -287,8 +288,7 @@ export const DATA_PLANE_OPERATIONS = {
     url: `${LEASE}/observe`,
     tag: 'pages',
     summary: "Observe the lease's page",
-    description:
-      "The page's visible controls and text (browser tools contract 1.3.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.",
+    description: `The page's visible controls and text (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION}): the next window of a large page with \`continuation\`, or waiting for a predicate with \`wait_for\`. Not an effect: no sequence.`,
     params: leaseParams,
     body: observeSchema,
     documentedBody: observeSchema.extend({ args: observeArgsSchema.optional() }),
@@ -303,8 +303,7 @@ export const DATA_PLANE_OPERATIONS = {
     url: `${LEASE}/act`,
     tag: 'pages',
     summary: 'Act on an observed element',
-    description:
-      'One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.3.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`).',
+    description: `One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION}). An effect: applied only when \`sequence\` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (\`dispatched\`, \`sequence\`).`,
     params: leaseParams,
     body: actSchema,
     documentedBody: actSchema.extend({ args: actArgsSchema }),
