@@ -143,6 +143,6 @@ models:
     });
     expect((await store.getRun(run.id))?.browser_tools_version).toBeNull();
     const noted = await store.noteBrowserTools(run.id, 'owner-1', '1.3.0');
-    expect(noted.ok && noted.run.browser_tools_version).toBe('1.4.0');
+    expect(noted.ok && noted.run.browser_tools_version).toBe('1.3.0');
   });
 });

@@ -20,7 +20,7 @@ describe('the browser tools contract version', () => {
       const sent = chatTool(definition);
       expect(sent.type).toBe('function');
       expect(sent.type === 'function' && sent.function.description).toMatch(
-        /\(browser tools contract 1\.3\.0\)$/,
+        /\(browser tools contract 1\.4\.0\)$/,
       );
     }
     expect(BROWSER_TOOLS_CONTRACT_VERSION).toBe('1.4.0');
