@@ -1,5 +1,4 @@
-import { LeaseholdError, type ToolErrorCode } from '../contracts/index.js';
-import type { ToolOutcome } from './observation.js';
+import { type BrowserObservation, LeaseholdError, type ToolErrorCode } from '../contracts/index.js';
 
 /**
  * A browser tool's refusal or failure with a stable `tool.browser.<code>` code (DESIGN §8). The
@@ -28,7 +27,7 @@ export class NavigationFailedError extends BrowserToolError {
     /** Chromium's error name, `net::ERR_…`. */
     readonly netError: string,
     /** The error page, observed after the failure. */
-    readonly outcome: ToolOutcome,
+    readonly outcome: { observation: BrowserObservation; evidenceKey: string },
     options?: { cause?: unknown },
   ) {
     super('navigation_failed', `the navigation never reached a server: ${netError}`, false, options);
