@@ -1,7 +1,8 @@
 /**
  * The import direction of DESIGN §2, checked by `npm run deps` (part of `npm run check`).
  * Arrows point one way: apps → libs/queues; libs/runtime → libs/provider → libs/contracts;
- * libs/lease → libs/browser. libs/contracts and libs/config import no other lib.
+ * libs/lease → libs/browser. libs/contracts and libs/config import no other lib; libs/egress only
+ * libs/contracts.
  * @type {import('dependency-cruiser').IConfiguration}
  */
 module.exports = {
@@ -33,6 +34,14 @@ module.exports = {
       comment: 'libs/contracts and libs/config import no other lib and no queue.',
       from: { path: '^libs/(contracts|config)/' },
       to: { path: '^(libs|queues)/', pathNot: '^libs/$1/' },
+    },
+    {
+      name: 'egress-guard-stands-alone',
+      severity: 'error',
+      comment:
+        'libs/egress (the one address guard and the egress proxy, DESIGN §12) imports libs/contracts at most: webhooks, the API and the browser worker share it.',
+      from: { path: '^libs/egress/' },
+      to: { path: '^(libs|queues)/', pathNot: '^libs/(egress|contracts)/' },
     },
     {
       name: 'browser-engine-is-pure-playwright',

@@ -9,7 +9,12 @@
  * the dashboard at /admin/queues and grants no tenant's records. It sits in the tenant
  * {@link OPERATOR_TENANT} unless `--tenant` names another; no REST route serves it either way.
  * Reads REDIS_URL and LEASEHOLD_KEY_PREFIX like the apps do. Prints the key once (only its SHA-256
- * is stored) and its id. Exit codes: 0 issued; 2 bad arguments, nothing issued; 1 a bad setting or
+ * is stored) and its id.
+ *
+ * A key made here is made by no key (`created_by` null): it starts a creation chain of its own, so
+ * two keys made here are outside each other's chain, and either may decide the approvals of a run
+ * the other drives over MCP. It is not held to API_KEYS_PER_TENANT either: the operator can always
+ * reach a tenant whose admins have made its fill of keys. Exit codes: 0 issued; 2 bad arguments, nothing issued; 1 a bad setting or
  * no Redis.
  */
 import { parseArgs } from 'node:util';
@@ -134,6 +139,7 @@ runMain('api-key', async () => {
         `key_id: ${identity.key_id}`,
         `key:    ${key}`,
         `tenant ${identity.tenant}, principal ${identity.principal}, scopes ${identity.scopes.join(' ')}`,
+        'made by no key: it heads a creation chain of its own (see the README on MCP approvals).',
         'The key is shown only now: Leasehold stores its SHA-256 alone.',
         '',
       ].join('\n'),

@@ -7,7 +7,7 @@ import {
   validatorCompiler,
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ApiError } from '../../libs/contracts/index.js';
+import { ApiError, RateLimitedError } from '../../libs/contracts/index.js';
 import {
   createHttpServer,
   errorBody,
@@ -30,6 +30,12 @@ export async function createRestServer(logger: Logger): Promise<FastifyInstance>
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   acceptEmptyJsonBodies(app);
+  // Every answer is taken as the type it names, never sniffed: the pages' script and style, the
+  // API document's assets, Bull Board's, JSON. (Streams the routes hijack set their own headers.)
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (!reply.hasHeader('x-content-type-options')) reply.header('x-content-type-options', 'nosniff');
+    return payload;
+  });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (hasZodFastifySchemaValidationErrors(error)) {
@@ -37,6 +43,7 @@ export async function createRestServer(logger: Logger): Promise<FastifyInstance>
       const field = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || error.validationContext;
       return reply.code(422).send(errorBody('validation_failed', `${field}: ${first?.message ?? 'invalid'}`));
     }
+    if (error instanceof RateLimitedError) reply.header('retry-after', String(error.retryAfterSeconds));
     if (error instanceof ApiError) return reply.code(error.status).send(errorBody(error.code, error.message));
     // Fastify's own errors (body size, JSON, content type) and anything unexpected: the one shape.
     return sendFrameworkError(error, request, reply, BODY_LIMIT_BYTES);

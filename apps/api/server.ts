@@ -1,11 +1,14 @@
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { ChainableCommander } from 'ioredis';
 import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
+import { EgressGuard } from '../../libs/egress/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
 import { RedisLeaseStore, RunStore, UiSessions } from '../../libs/store/index.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import {
+  AddressBudget,
   FailedAuthLimiter,
   guardDoors,
   type Logger,
@@ -28,6 +31,7 @@ import { registerDashboard } from './dashboard.js';
 import { DefaultAgents } from './default-agent.js';
 import { registerMcp } from './mcp/server.js';
 import { registerRunPages } from './pages/index.js';
+import { ApiOrigins } from './public-origin.js';
 import { registerRateLimit } from './rate-limit.js';
 import { createRestServer } from './rest-server.js';
 import { registerV1Routes } from './routes/index.js';
@@ -79,13 +83,23 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     config.http.authFailuresPerMinute,
   );
   // Issue 13: the run pages' sessions; their cookie also opens the /v1 routes the pages' script calls.
-  const uiSessions = new UiSessions(redis, config.redis.keyPrefix);
+  const uiSessions = new UiSessions(redis, config.redis.keyPrefix, {
+    maxPerKey: config.api.uiSessionsPerKey,
+  });
   guardDoors(app, apiKeyDoors(store, authFailures, uiSessions));
   // Issue 15: each request's line names the tenant its key or run-page session was let in as.
   logTenantOf(app, (request) => request.identity?.tenant);
 
   await registerDashboard(app, { queue: runsQueue, store, authFailures });
-  await registerRunPages(app, { sessions: uiSessions, failures: authFailures });
+  // The origins a browser shows the API under: the sign-in form must come from one of them.
+  const origins = new ApiOrigins(config);
+  await registerRunPages(app, {
+    sessions: uiSessions,
+    failures: authFailures,
+    signIns: new AddressBudget(redis, config.redis.keyPrefix, 'signins', config.api.signInsPerMinute),
+    origins,
+    store,
+  });
 
   const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);
   // Issue 12, one lifecycle: every consequence of a transition a route causes goes through it.
@@ -108,8 +122,11 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   );
   const defaultAgents = new DefaultAgents(store, config);
   const webhooks = new WebhookStore(redis, config.redis.keyPrefix);
+  // DESIGN §12: profiles' literal origins are judged at creation by the one address guard.
+  const egress = new EgressGuard(config.egress);
   const v1 = {
     config,
+    egress,
     store,
     profiles,
     defaultAgents,
@@ -124,7 +141,13 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   };
   registerV1Routes(app, v1);
   // Issue 16: the MCP server at /mcp, its tools calling the routes above as their caller.
-  const mcp = await registerMcp(app, { store, redis, deps: v1 });
+  const mcp = await registerMcp(app, {
+    store,
+    redis,
+    deps: v1,
+    keyPrefix: config.redis.keyPrefix,
+    places: { perTenant: config.api.mcpSessionsPerTenant, perKey: config.api.mcpSessionsPerKey },
+  });
 
   registerOpsRoutes(app, metrics.registry, () => [
     { name: `browser_tools:${browserTools}`, check: async () => true },
@@ -140,6 +163,8 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   ]);
 
   const address = await app.listen({ host: config.http.host, port: config.http.apiPort });
+  origins.listening(Number(new URL(address).port));
+  egress.refusePort((app.server.address() as AddressInfo).port);
   const url = address.replace('[::1]', 'localhost');
   logger.child({ component: 'api' })[browserTools === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
   let closing: Promise<void> | undefined;

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Browser } from 'playwright-core';
 import type { ArtifactStore } from '../../libs/artifacts/index.js';
 import type { Config } from '../../libs/config/index.js';
+import type { EgressGuard } from '../../libs/egress/index.js';
 import type { LeaseCaps, LeaseService, LeaseStore, PageFactory, WarmPool } from '../../libs/lease/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import type { RedisTarget } from '../../queues/index.js';
@@ -38,5 +39,10 @@ export interface BrowserWorkerHandle {
   /** Issue 15: the URL it advertises to run workers (see `advertisedUrl`). */
   advertisedUrl: string;
   readiness(): ReadinessCheck[];
+  /**
+   * The address guard its pages' requests pass (DESIGN §12); the fleet refuses its API's port on
+   * it once the API listens.
+   */
+  egress: EgressGuard;
   close(): Promise<void>;
 }

@@ -1,11 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import { openArtifactStore } from '../../libs/artifacts/index.js';
 import { launchChromium, resolveChromium } from '../../libs/browser/index.js';
-import { ConfigError } from '../../libs/config/index.js';
+import { ConfigError, egressLine } from '../../libs/config/index.js';
+import { EgressGuard, EgressProxy } from '../../libs/egress/index.js';
 import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../../libs/lease/http/index.js';
 import { LeaseService, PageActivity, PlaywrightPageFactory, WarmPool } from '../../libs/lease/index.js';
 import { IntervalTask, Shutdown } from '../../libs/lifecycle/index.js';
-import { BrowserWorkerRegistry, RedisLeaseStore } from '../../libs/store/index.js';
+import { BrowserWorkerRegistry, RedisLeaseStore, RunScreenshotNotes } from '../../libs/store/index.js';
 import {
   createLeaseMetrics,
   FailedAuthLimiter,
@@ -39,11 +40,25 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
   const planned = advertisedUrl({ ...advertise, port: config.http.browserWorkerPort });
   if (!planned.ok) throw new ConfigError(`invalid configuration: ${planned.message}`);
   const held = new Shutdown(log);
+  // DESIGN §12: Chromium reaches the network only through the egress proxy, which connects to the
+  // addresses the guard judged; never to the fleet's own ports (Redis's among them, as it is
+  // reached here: a private redis-server's port is chosen at start).
+  const egress = new EgressGuard({
+    allowCidrs: config.egress.allowCidrs,
+    ownPorts: [...config.egress.ownPorts, ...redisPorts(options.redisUrl)],
+  });
+  const proxy = await EgressProxy.start({ guard: egress, log });
+  held.add('egress-proxy', () => proxy.close());
+  log.info({ allow_cidrs: egress.allowCidrs, proxy: proxy.url }, egressLine(config));
   const chromium = resolveChromium(config.browser.executable);
   const browser = await launchChromium({
     executablePath: chromium.path,
     headless: config.browser.headless,
     sandbox: config.browser.sandbox,
+    proxyServer: proxy.url,
+  }).catch(async (error: unknown) => {
+    await held.close();
+    throw error;
   });
   held.add('chromium', () => browser.close());
   log.info(
@@ -89,7 +104,14 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       metrics: leaseMetrics,
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.caps ? { caps: options.caps } : {}),
-      artifacts: { store: artifacts, failures: leaseMetrics.screenshotFailures, log },
+      artifacts: {
+        store: artifacts,
+        failures: leaseMetrics.screenshotFailures,
+        // DESIGN §12: each screenshot's state, noted under its run for the step view.
+        notes: new RunScreenshotNotes(redis, config.redis.keyPrefix),
+        captureTimeoutMs: config.browser.screenshotTimeoutMs,
+        log,
+      },
     });
     const revoked = await leases.revokeOrphans();
     if (revoked > 0) log.warn({ revoked }, 'revoked leases whose pages a previous run of this worker held');
@@ -116,10 +138,12 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       metrics: metrics.registry,
       serveMetrics: metrics.served,
       readiness,
+      egress,
     });
     logDataPlaneTenant(app);
     held.add('data-plane', () => app.close());
     const url = await app.listen({ host: config.http.host, port: config.http.browserWorkerPort });
+    egress.refusePort((app.server.address() as AddressInfo).port);
     const advertised = advertisedUrl({ ...advertise, port: (app.server.address() as AddressInfo).port });
     if (!advertised.ok) throw new ConfigError(`invalid configuration: ${advertised.message}`);
     log.info(
@@ -158,10 +182,17 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       url,
       advertisedUrl: advertised.url,
       readiness,
+      egress,
       close: () => held.close(),
     };
   } catch (error) {
     await held.close();
     throw error;
   }
+}
+
+/** The ports of the Redis this worker reaches (the target the fleet resolved, not only the settings). */
+function redisPorts(target: BrowserWorkerOptions['redisUrl']): number[] {
+  const urls = typeof target === 'string' ? [target] : target.clusterNodes;
+  return urls.map((url) => Number(new URL(url).port || '6379'));
 }

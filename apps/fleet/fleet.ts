@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
 import type { Config } from '../../libs/config/index.js';
@@ -117,6 +118,8 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
       extraReadiness: () => [...browserWorker.readiness(), ...runWorker.readiness(), ...sweeper.readiness()],
     });
     shutdown.add('api', () => api.close());
+    // DESIGN §12: the API's port, chosen now when PORT=0, is one of the fleet's own.
+    browserWorker.egress.refusePort((api.app.server.address() as AddressInfo).port);
     // A key for this machine's user, shown once on start (only its hash is stored).
     const { key: apiKey } = await api.store.createApiKey({
       tenant: 'dev',

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { type Config, loadConfig } from '../../libs/config/index.js';
+import { type Config, egressLine, loadConfig } from '../../libs/config/index.js';
 import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
 import { createLogger } from '../../libs/telemetry/index.js';
 import { startFleet } from './fleet.js';
@@ -41,6 +41,7 @@ runMain('fleet', async () => {
       `  Browser worker  ${urls.browserWorker}   (Chromium: ${fleet.chromium})`,
       `  Redis           ${urls.redis}   (${REDIS_SOURCES[fleet.redisSource]})`,
       `  Screenshots     ${artifactsAt(fleet.config)}`,
+      `  Pages reach     ${egressLine(fleet.config).replace(/^egress: /, '')}`,
       `  API key         ${fleet.apiKey}   (tenant dev, every scope; new on each start)`,
       `  Dashboard key   ${fleet.operatorKey}   (fleet operator: the dashboard, no tenant's records)`,
       'Stop with Ctrl-C.',

@@ -52,7 +52,10 @@ export interface paths {
     /** The caller's tenant's keys, oldest first (never a key or its hash) */
     get: operations['listApiKeys'];
     put?: never;
-    /** Issue an API key in the caller's tenant; the key is shown only in this answer */
+    /**
+     * Issue an API key in the caller's tenant; the key is shown only in this answer
+     * @description The new key names the key that made it (`created_by`) and holds only scopes that key holds (`admin` holds every tenant scope; 403 otherwise). A tenant holds at most API_KEYS_PER_TENANT live keys (100 by default): past it, 429 `rate_limited` with Retry-After until a key is revoked.
+     */
     post: operations['createApiKey'];
     delete?: never;
     options?: never;
@@ -457,6 +460,7 @@ export interface components {
     };
     ApiKey: {
       created_at_ms: number;
+      created_by: string | null;
       key_id: string;
       principal: string;
       scopes: ('runs:write' | 'runs:read' | 'approvals:write' | 'approvals:any' | 'admin' | 'operator')[];
@@ -474,6 +478,21 @@ export interface components {
         page_title: string | null;
         page_url: string | null;
         screenshot: string | null;
+        /** @default null */
+        screenshot_status: {
+          reason:
+            | (
+                | 'capture_timeout'
+                | 'capture_error'
+                | 'dialog_open'
+                | 'page_closed'
+                | 'store_error'
+                | 'not_taken'
+              )
+            | null;
+          /** @enum {string} */
+          state: 'pending' | 'stored' | 'failed';
+        } | null;
       } | null;
       created_at_ms: number;
       decided_at_ms: number | null;
@@ -526,6 +545,7 @@ export interface components {
       url: string;
     };
     CreatedApiKey: {
+      created_by: string | null;
       /** Format: starts_with */
       key: string;
       key_id: string;
@@ -623,7 +643,8 @@ export interface components {
           | 'url_disallowed'
           | 'grant_not_applicable'
           | 'invalid_arguments'
-          | 'navigation_failed';
+          | 'navigation_failed'
+          | 'secret_not_allowed';
         message: string;
         step: number | null;
       } | null;
@@ -707,7 +728,8 @@ export interface components {
           | 'url_disallowed'
           | 'grant_not_applicable'
           | 'invalid_arguments'
-          | 'navigation_failed';
+          | 'navigation_failed'
+          | 'secret_not_allowed';
         message: string;
         step: number | null;
       } | null;
@@ -810,6 +832,21 @@ export interface components {
           scope: 'observation_window';
         } | null;
         screenshot: string | null;
+        /** @default null */
+        screenshot_status: {
+          reason:
+            | (
+                | 'capture_timeout'
+                | 'capture_error'
+                | 'dialog_open'
+                | 'page_closed'
+                | 'store_error'
+                | 'not_taken'
+              )
+            | null;
+          /** @enum {string} */
+          state: 'pending' | 'stored' | 'failed';
+        } | null;
         settle: {
           elapsed_ms: number;
           /** @enum {string} */
@@ -876,6 +913,12 @@ export interface components {
               tool: 'agent.delegate';
             }
         )[];
+      };
+      secrets?: {
+        [key: string]: {
+          origins: string[];
+          value: string;
+        };
       };
       /** @default 3600000 */
       timeout_ms?: number;
@@ -1003,7 +1046,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1079,7 +1122,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1191,7 +1234,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1249,7 +1292,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1327,6 +1370,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body over 64 KiB */
       413: {
         headers: {
@@ -1345,7 +1397,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1419,7 +1471,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1486,7 +1538,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1565,7 +1617,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Refused to this key: the key that drives a run over MCP does not decide its approvals */
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1610,7 +1662,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1686,7 +1738,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Refused to this key: the key that drives a run over MCP does not decide its approvals */
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1731,7 +1783,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1787,7 +1839,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1843,7 +1895,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1947,7 +1999,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2023,7 +2075,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2122,7 +2174,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2207,7 +2259,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2303,7 +2355,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2406,7 +2458,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2502,7 +2554,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2605,7 +2657,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2702,7 +2754,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2803,7 +2855,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2879,7 +2931,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3003,7 +3055,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3059,7 +3111,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3163,7 +3215,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3237,7 +3289,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3313,7 +3365,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Over the key’s request rate, or too many failed authentications; see Retry-After */
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;

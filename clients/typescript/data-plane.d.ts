@@ -199,7 +199,7 @@ export interface paths {
     put?: never;
     /**
      * Act on an observed element
-     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.4.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`).
+     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.4.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`). A fill naming a run's declared secret (`{{secret:NAME}}`) into a field or origin the secret is not for is refused `secret_not_allowed` before dispatch.
      */
     post: operations['act'];
     delete?: never;
@@ -480,6 +480,7 @@ export interface components {
           | 'action_not_allowed'
           | 'url_disallowed'
           | 'navigation_failed'
+          | 'secret_not_allowed'
           | 'outcome_unknown'
           | 'provider_unavailable'
           | 'internal'
@@ -579,6 +580,7 @@ export interface components {
       };
       /** @default 10000 */
       deadline_ms?: number;
+      screenshot?: string;
     };
     /** @description A profile as the data plane shows it: never its sealed state. */
     Profile: {
@@ -2184,7 +2186,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description Refused in the state the profile, lease or page is in: `sequence_mismatch`, `lease_expired`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`. */
+      /** @description Refused in the state the profile, lease or page is in: `sequence_mismatch`, `lease_expired`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`, `secret_not_allowed`. */
       409: {
         headers: {
           [name: string]: unknown;

@@ -87,7 +87,16 @@ export interface LaunchOptions {
   sandbox?: boolean | undefined;
   /** Extra switches after {@link CHROMIUM_ARGS}. */
   args?: readonly string[];
+  /**
+   * The egress proxy every request goes through (`http://127.0.0.1:PORT`; DESIGN §12). Playwright
+   * then adds `--proxy-bypass-list=<-loopback>`, so loopback is proxied too, and WebRTC is kept
+   * from sending UDP past it. Unset: Chromium reaches the network itself (engine-level tests).
+   */
+  proxyServer?: string | undefined;
 }
+
+/** With a proxy: WebRTC may use no UDP the proxy does not carry (it carries none). */
+const PROXIED_ARGS: readonly string[] = ['--force-webrtc-ip-handling-policy=disable_non_proxied_udp'];
 
 /** Launches Chromium with the flags this fleet needs (and `--no-sandbox` when running as root). */
 export async function launchChromium(options: LaunchOptions): Promise<Browser> {
@@ -96,7 +105,8 @@ export async function launchChromium(options: LaunchOptions): Promise<Browser> {
     executablePath: options.executablePath,
     headless: options.headless,
     chromiumSandbox: options.sandbox ?? !asRoot,
-    args: [...CHROMIUM_ARGS, ...(options.args ?? [])],
+    args: [...CHROMIUM_ARGS, ...(options.proxyServer ? PROXIED_ARGS : []), ...(options.args ?? [])],
+    ...(options.proxyServer ? { proxy: { server: options.proxyServer } } : {}),
     // Leasehold stops its browser itself, in order, on SIGTERM.
     handleSIGINT: false,
     handleSIGTERM: false,

@@ -46,20 +46,20 @@ export class DialogWatch {
     return this.#opened.signal;
   }
 
-  /** How the observation shows the open dialog; `secrets` are struck from its message. */
-  observed(secrets: Iterable<string>): ObservedDialog | undefined {
+  /** How the observation shows the open dialog (the page engine strikes declared secrets from it). */
+  observed(): ObservedDialog | undefined {
     const dialog = this.#open;
     if (dialog === null) return undefined;
     const type = dialog.type();
     const kind: DialogType = (DIALOG_TYPES as readonly string[]).includes(type)
       ? (type as DialogType)
       : 'alert';
-    const message = clip(redact(dialog.message(), secrets), DIALOG_MESSAGE_LIMIT_CHARS);
+    const message = clip(dialog.message(), DIALOG_MESSAGE_LIMIT_CHARS);
     return kind === 'prompt'
       ? {
           type: kind,
           message,
-          default_value: clip(redact(dialog.defaultValue(), secrets), DIALOG_MESSAGE_LIMIT_CHARS),
+          default_value: clip(dialog.defaultValue(), DIALOG_MESSAGE_LIMIT_CHARS),
         }
       : { type: kind, message };
   }
@@ -150,15 +150,15 @@ export async function observeWithDialog(
   page: Page,
   dialogs: DialogWatch,
   revisions: RevisionState,
-  options: { settle: SettleResult | null; untilMs: number; secrets: Iterable<string> },
+  options: { settle: SettleResult | null; untilMs: number },
 ): Promise<ToolOutcome> {
   revisions.current = null;
   const title = await dialogs.title(options.untilMs);
-  const dialog = dialogs.observed(options.secrets);
+  const dialog = dialogs.observed();
   const revision = randomBytes(9).toString('base64url');
   const observation: BrowserObservation = {
-    url: redact(page.url(), options.secrets),
-    title: redact(title, options.secrets),
+    url: page.url(),
+    title,
     text: '',
     text_truncated: false,
     revision,
@@ -182,15 +182,4 @@ export async function observeWithDialog(
 
 function clip(text: string, limit: number): string {
   return text.length <= limit ? text : text.slice(0, limit);
-}
-
-const REDACTED = '[secret]';
-
-/** Strikes every secret from `text`, longest first, as the page agent does for the page's own text. */
-export function redact(text: string, secrets: Iterable<string>): string {
-  let result = text;
-  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) {
-    if (result.includes(secret)) result = result.split(secret).join(REDACTED);
-  }
-  return result;
 }

@@ -79,23 +79,26 @@ export class OriginGuard {
     private readonly mainFrameId: string | null,
     private readonly policy: FencePolicy,
     private readonly onBlocked: (kind: BlockedKind) => void,
+    private readonly stopped: () => boolean,
   ) {}
 
   /**
    * Guards the target of `target`: a page, or a child frame in a process of its own (whose
    * documents are all frames' documents). Throws for a frame that shares its parent's target.
+   * Once `stopped` answers true (its page is being closed) every paused request is failed.
    */
   static async install(
     target: Page | Frame,
     policy: FencePolicy,
     onBlocked: (kind: BlockedKind) => void,
+    stopped: () => boolean,
   ): Promise<OriginGuard> {
     const page = 'page' in target ? target.page() : target;
     const session = await page.context().newCDPSession(target);
     // Only a page's target needs its root frame named. (An out-of-process frame's target does
     // not answer Page.getFrameTree while its navigation is paused, which is when it is guarded.)
     const mainFrameId = target === page ? (await session.send('Page.getFrameTree')).frameTree.frame.id : null;
-    const guard = new OriginGuard(session, mainFrameId, policy, onBlocked);
+    const guard = new OriginGuard(session, mainFrameId, policy, onBlocked, stopped);
     session.on('Fetch.requestPaused', (event) => {
       guard.decide(event.requestId, event.request.url, event.frameId, event.resourceType);
     });
@@ -107,6 +110,11 @@ export class OriginGuard {
     return guard;
   }
 
+  /**
+   * Detaches the session. Detaching (as disabling Fetch) lets a request paused on it go on
+   * unfenced, so a guard of a live page is closed only once its page is closed (see
+   * ContextFence.close); until the detach is done, whatever pauses is failed.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -116,6 +124,10 @@ export class OriginGuard {
   private decide(requestId: string, url: string, frameId: string, resourceType: string): void {
     const kind =
       resourceType !== 'Document' ? 'subresource' : frameId === this.mainFrameId ? 'page' : 'frame';
+    if (this.closed || this.stopped()) {
+      this.session.send('Fetch.failRequest', { requestId, errorReason: 'Aborted' }).catch(() => undefined);
+      return;
+    }
     if (!fenceAllows(this.policy, kind, url)) {
       this.onBlocked(kind === 'page' ? 'navigation' : kind);
       // Aborted, not BlockedByClient: a blocked page stays on its document instead of an error page.

@@ -3,15 +3,13 @@ import { SCREENSHOT_LIMITS } from '../contracts/index.js';
 import { within } from './operation.js';
 
 /**
- * What a capture gave: the JPEG's bytes, or why there are none. A capture never fails the call it
- * follows (issue 13): the caller answers without the screenshot and counts the failure.
+ * What a capture gave: the JPEG's bytes, or why there are none: it timed out or failed, a dialog
+ * held the page (it cannot paint), or the page was closed first. A capture is taken after the call
+ * it follows answered and never fails it.
  */
 export type Capture =
   | { ok: true; bytes: Uint8Array }
-  | { ok: false; reason: 'timeout' | 'error'; cause?: unknown };
-
-/** Longest a capture may take, inside the call's own deadline: a page that cannot paint is let go. */
-export const CAPTURE_BOUND_MS = 2_000;
+  | { ok: false; reason: 'timeout' | 'error' | 'dialog_open' | 'page_closed'; cause?: unknown };
 
 /** Overlay colour of a preview's target: a magenta no page is likely to use for its own borders. */
 export const OUTLINE_RGB = { r: 255, g: 0, b: 170 } as const;
@@ -28,18 +26,34 @@ export interface Box {
  * Screenshots of one page over a DevTools session of its own (issue 13). JPEG of the viewport at
  * SCREENSHOT_LIMITS' quality, scaled down to fit its bounds. Straight `Page.captureScreenshot`
  * rather than Playwright's `page.screenshot`: the latter waits for fonts and injects a caret style
- * first, which measured twice the cost on the act's path, and the caret style is a change to the
- * page this capture must not make. The outline of a preview is drawn by DevTools' own overlay
+ * first, which measured twice the cost, and the caret style is a change to the page this capture
+ * must not make. The outline of a preview is drawn by DevTools' own overlay
  * (`Overlay.highlightRect`), painted above the page and never in its DOM.
  */
 export class PageCapture {
   #session: Promise<CDPSession> | undefined;
   #overlay = false;
+  #maskSelector: string | null = null;
 
   constructor(private readonly page: Page) {}
 
-  /** The settled viewport as it is now; `untilMs` bounds it (with {@link CAPTURE_BOUND_MS}). */
+  /**
+   * DESIGN §12: from now on every capture paints the fields `selector` finds over (a run's declared
+   * secret was typed into one; a username field shows its value). Playwright's `mask` draws the
+   * boxes in the page for the capture's moment, which is why it is used only from then on.
+   */
+  mask(selector: string): void {
+    this.#maskSelector = selector;
+  }
+
+  /** Whether captures are masked (an early capture, taken without the mask, is then never used). */
+  get masking(): boolean {
+    return this.#maskSelector !== null;
+  }
+
+  /** The viewport as it is now; `untilMs` bounds it (the browser worker's capture timeout). */
   async viewport(untilMs: number, signal?: AbortSignal): Promise<Capture> {
+    if (this.#maskSelector !== null) return this.#maskedViewport(this.#maskSelector, untilMs, signal);
     try {
       const session = await this.#cdp();
       const shot = session.send('Page.captureScreenshot', {
@@ -50,9 +64,30 @@ export class PageCapture {
         optimizeForSpeed: true,
         ...this.#fitted(),
       } as { format: 'jpeg' });
-      const done = await within(shot, Math.min(untilMs, Date.now() + CAPTURE_BOUND_MS), signal);
+      const done = await within(shot, untilMs, signal);
       if (!done.done) return { ok: false, reason: 'timeout' };
       return { ok: true, bytes: Buffer.from(done.value.data, 'base64') };
+    } catch (error) {
+      return { ok: false, reason: 'error', cause: error };
+    }
+  }
+
+  async #maskedViewport(selector: string, untilMs: number, signal?: AbortSignal): Promise<Capture> {
+    const boundMs = Math.max(1, untilMs - Date.now());
+    try {
+      const shot = this.page.screenshot({
+        type: 'jpeg',
+        quality: SCREENSHOT_LIMITS.quality,
+        scale: 'css',
+        caret: 'initial',
+        animations: 'allow',
+        mask: [this.page.locator(selector)],
+        timeout: boundMs,
+      });
+      shot.catch(() => undefined);
+      const done = await within(shot, Date.now() + boundMs, signal);
+      if (!done.done) return { ok: false, reason: 'timeout' };
+      return { ok: true, bytes: done.value };
     } catch (error) {
       return { ok: false, reason: 'error', cause: error };
     }
@@ -116,66 +151,5 @@ export class PageCapture {
       SCREENSHOT_LIMITS.maxHeight / size.height,
     );
     return scale < 1 ? { clip: { x: 0, y: 0, width: size.width, height: size.height, scale } } : {};
-  }
-}
-
-const SENTINEL = '__leaseholdShotWatch';
-
-/**
- * A screenshot of the settled page taken while the page settles (issue 13: the act's path may
- * grow by at most 40 ms, and a capture alone costs more on a loaded host). When the DOM-quiet watch
- * begins, a mutation sentinel is armed in the agent's world (a MutationObserver: the DOM is shared,
- * the page's scripts cannot see it) and the capture starts. If the page then settles with the
- * sentinel untouched, the DOM the capture painted is the one the observation reads, and the
- * capture is used; any mutation, a new document or a failure discards it and the page is captured
- * again after settling, beside the observation.
- */
-export class SettledCapture {
-  #attempt = 0;
-  #early: { id: number; shot: Promise<Capture> } | undefined;
-
-  constructor(
-    private readonly capture: PageCapture,
-    private readonly world: { run<T>(expression: string): Promise<T> },
-    private readonly untilMs: number,
-    private readonly signal: AbortSignal | undefined,
-  ) {}
-
-  /** The DOM-quiet watch begins: arm the sentinel, then capture (a later watch replaces both). */
-  begin(): void {
-    this.#attempt += 1;
-    const id = this.#attempt;
-    const shot = this.world
-      .run<boolean>(
-        `(() => { const old = globalThis[${JSON.stringify(SENTINEL)}]; if (old) old.observer.disconnect();
-          const watch = { id: ${id}, mutated: false };
-          watch.observer = new MutationObserver(() => { watch.mutated = true; });
-          watch.observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
-          globalThis[${JSON.stringify(SENTINEL)}] = watch; return true; })()`,
-      )
-      .then(() => this.capture.viewport(this.untilMs, this.signal));
-    shot.catch(() => undefined);
-    this.#early = { id, shot };
-  }
-
-  /** After settling: the early capture if the DOM did not change since it began, else a fresh one. */
-  async settled(): Promise<Capture> {
-    const early = this.#early;
-    this.#early = undefined;
-    if (early) {
-      try {
-        const shot = await early.shot;
-        const clean = await this.world.run<boolean>(
-          `(() => { const watch = globalThis[${JSON.stringify(SENTINEL)}];
-            const clean = !!watch && watch.id === ${early.id} && !watch.mutated;
-            if (watch) { watch.observer.disconnect(); delete globalThis[${JSON.stringify(SENTINEL)}]; }
-            return clean; })()`,
-        );
-        if (clean === true && shot.ok) return shot;
-      } catch {
-        // A sentinel in a document that is gone, or a failed capture: capture again below.
-      }
-    }
-    return this.capture.viewport(this.untilMs, this.signal);
   }
 }

@@ -8,10 +8,12 @@ import {
   type NavigateArgs,
   navigateArgsSchema,
   type ObserveArgsInput,
+  type OpenedSecret,
   observeArgsSchema,
   type SettleResult,
 } from '../contracts/index.js';
 import { dispatch, targetFor } from './act-target.js';
+import { CREDENTIAL_FIELDS_SELECTOR, DeclaredSecrets } from './declared-secrets.js';
 import { observeWithDialog, untilDialog } from './dialogs.js';
 import { BrowserToolError, NavigationFailedError } from './errors.js';
 import { netErrorOf, neverReachedServer } from './net-errors.js';
@@ -24,15 +26,13 @@ import {
 } from './observation.js';
 import { Operation, type OperationLimits, within } from './operation.js';
 import { originAllowed, originOf } from './origin-guard.js';
-import { type Capture, SettledCapture } from './page-capture.js';
+import type { Box, Capture } from './page-capture.js';
 import { type BlockedCounts, ContextFence } from './page-fence.js';
 import { settlePage } from './settle.js';
 import { PageBundle, TabStack } from './tabs.js';
 
 /** How long a navigation that never reached a server waits for Chromium's error page to commit. */
 const ERROR_PAGE_COMMIT_WAIT_MS = 2_000;
-/** A password typed by an act is struck from dialog messages from this length on (as the page agent does). */
-const SECRET_MATCH_MIN_CHARS = 3;
 
 export interface PageEngineOptions {
   /** The profile's allowed origins (`https://example.com`); top-level navigations elsewhere are blocked. */
@@ -48,15 +48,6 @@ export interface PageEngineOptions {
   onSettle?: (tool: 'navigate' | 'act', settle: SettleResult) => void;
 }
 
-/** Issue 13: what an effect captures beside its observation when asked. */
-export interface EffectOptions {
-  /** A JPEG of the settled viewport, taken with the observation the answer carries. */
-  screenshot?: boolean;
-}
-
-/** An effect's outcome, with its capture when one was asked for. */
-export type EffectOutcome = ToolOutcome & { capture?: Capture };
-
 /**
  * The three browser tools of contract 1.4.0 over the pages of one lease (DESIGN §6): navigate,
  * observe and act, each giving back the observation and, beside it, the platform's evidence key.
@@ -65,12 +56,12 @@ export type EffectOutcome = ToolOutcome & { capture?: Capture };
  * tracked from then on.
  */
 export class PageEngine {
-  /** Issue 14: what acts typed into secret fields, struck from dialog messages (the page cannot be asked). */
-  private readonly secrets = new Set<string>();
-  /** The secret fields of the current revision, by reference. */
-  private secretRefs = new Set<string>();
+  /** The run's declared secrets: typed by reference, struck from every answer (DESIGN §12). */
+  private readonly secrets = new DeclaredSecrets();
   private queue: Promise<unknown> = Promise.resolve();
-  private closed = false;
+  /** Aborted when the engine closes: every wait of a call under way ends then. */
+  private readonly closing = new AbortController();
+  private ending: Promise<void> | undefined;
 
   private constructor(
     private readonly tabs: TabStack,
@@ -81,7 +72,8 @@ export class PageEngine {
 
   /**
    * One engine per browser context (one lease): the fence covers every page and frame of the
-   * page's context, popups included (issue 11), and is removed by {@link close}.
+   * page's context, popups included (issue 11), and is removed by {@link close}, which closes the
+   * context too.
    */
   static async create(page: Page, options: PageEngineOptions): Promise<PageEngine> {
     // The bundle's tracking starts before its first await so no request of the page is missed.
@@ -102,74 +94,131 @@ export class PageEngine {
     }
   }
 
+  /**
+   * The declared secrets of the run this engine's lease serves (DESIGN §12): what a `fill` may name
+   * as `{{secret:NAME}}`, and what every later answer has struck. Told before the lease's first call.
+   */
+  useSecrets(secrets: readonly OpenedSecret[]): void {
+    this.secrets.use(secrets);
+  }
+
   /** The page the engine observes and acts on now (issue 14: the newest open tab). */
   get page(): Page {
     return this.tabs.current.page;
   }
 
   /** `browser.navigate {url}`: the settled page at the new URL. */
-  navigate(args: NavigateArgs, limits: OperationLimits, options: EffectOptions = {}): Promise<EffectOutcome> {
-    return this.serially(() =>
-      this.navigateNow(parse(navigateArgsSchema, args), new Operation(limits), options),
-    );
+  navigate(args: NavigateArgs, limits: OperationLimits): Promise<ToolOutcome> {
+    return this.serially(limits, (op) => this.navigateNow(parse(navigateArgsSchema, args), op));
   }
 
   /** `browser.observe {continuation? | wait_for?}`: the page as it is, not waited for. */
   observe(args: ObserveArgsInput, limits: OperationLimits): Promise<ToolOutcome> {
-    return this.serially(() => this.observeNow(parse(observeArgsSchema, args), new Operation(limits)));
+    return this.serially(limits, (op) => this.observeNow(parse(observeArgsSchema, args), op));
   }
 
   /** `browser.act {revision, element, action, text?, postcondition?}`: the settled page after one action. */
-  act(args: ActArgsInput, limits: OperationLimits, options: EffectOptions = {}): Promise<EffectOutcome> {
-    return this.serially(() => this.actNow(parse(actArgsSchema, args), new Operation(limits), options));
+  act(args: ActArgsInput, limits: OperationLimits): Promise<ToolOutcome> {
+    return this.serially(limits, (op) => this.actNow(parse(actArgsSchema, args), op));
   }
 
   /**
-   * Issue 13 (approval cards): the viewport with the element of `revision` outlined, for the person
-   * deciding an act on it. Not an effect: nothing is dispatched and the page is left as it was.
-   * An open dialog has no box to outline and blocks the page: no capture then.
+   * Issue 13 (approval cards): where the element of `revision` is on the viewport, for the person
+   * deciding an act on it to see it outlined ({@link screenshot}). Not an effect: nothing is
+   * dispatched and the page is left as it was. An open dialog has no box to outline: none then.
    */
-  preview(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture> {
-    return this.serially(async () => {
-      const op = new Operation(limits);
+  previewTarget(
+    args: { revision: string; element: string },
+    limits: OperationLimits,
+  ): Promise<Box | undefined> {
+    return this.serially(limits, async (op) => {
       if (args.revision !== this.revisions.current) {
         throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
       }
       const bundle = this.tabs.current;
-      if (args.element === DIALOG_REF || bundle.dialogs.open !== null) return { ok: false, reason: 'error' };
+      if (args.element === DIALOG_REF || bundle.dialogs.open !== null) return undefined;
       const target = await targetFor(bundle.page, bundle.agent, { ...args, action: 'click' }, op, 'outline');
       try {
         const box = await target.element.boundingBox();
         if (!box) throw new BrowserToolError('element_not_found', `element ${args.element} is not visible`);
-        return await bundle.capture.outlined(box, op.deadlineMs, op.signal);
+        return box;
       } finally {
         await target.element.dispose().catch(() => undefined);
       }
     });
   }
 
-  /** Stops tracking and guarding every tab; the pages themselves belong to the caller. Idempotent. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.tabs.close();
-    await this.fence.close();
+  /**
+   * The current tab's viewport as it is now, `outline` drawn over it when given (DESIGN §12: taken
+   * after the navigate or act it shows has answered, before any later call on the page). A page
+   * held by a dialog cannot be painted, and a closed engine has no page: no capture then.
+   */
+  screenshot(options: { timeoutMs: number; outline?: Box | undefined }): Promise<Capture> {
+    if (this.closing.signal.aborted) return Promise.resolve({ ok: false, reason: 'page_closed' });
+    return this.serially({ deadlineMs: Date.now() + options.timeoutMs }, async () => {
+      const bundle = this.tabs.current;
+      if (bundle.page.isClosed()) return { ok: false, reason: 'page_closed' } as const;
+      if (bundle.dialogs.open !== null) return { ok: false, reason: 'dialog_open' } as const;
+      const untilMs = Date.now() + options.timeoutMs;
+      return options.outline
+        ? bundle.capture.outlined(options.outline, untilMs)
+        : bundle.capture.viewport(untilMs);
+    }).catch(
+      (error: unknown) =>
+        ({ ok: false, reason: this.closing.signal.aborted ? 'page_closed' : 'error', cause: error }) as const,
+    );
   }
 
-  private serially<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(() => {
-      if (this.closed) throw new BrowserToolError('provider_unavailable', 'the page engine is closed');
-      return work();
+  /**
+   * Ends the lease's pages: the fence aborts every request it holds and closes the context (every
+   * tab with it) before it removes a route (see ContextFence.close); then the tabs are let go. A
+   * call under way fails `lease_expired`, as does any later one. Idempotent.
+   */
+  close(): Promise<void> {
+    this.ending ??= (async () => {
+      this.closing.abort();
+      await this.fence.close();
+      await this.tabs.close();
+    })();
+    return this.ending;
+  }
+
+  /**
+   * Stops tracking and guarding every tab but leaves the pages open, unfenced from then on (every
+   * request the fence held is aborted first): only for a caller that keeps the pages, never for a
+   * lease's. Idempotent.
+   */
+  release(): Promise<void> {
+    this.ending ??= (async () => {
+      this.closing.abort();
+      await this.tabs.close();
+      await this.fence.release();
+    })();
+    return this.ending;
+  }
+
+  /**
+   * Runs calls one at a time. A call under way when the engine closes ends at once (its waits see
+   * the close as an abort) and fails `lease_expired`: its page is gone with its lease.
+   */
+  private serially<T>(limits: OperationLimits, work: (op: Operation) => Promise<T>): Promise<T> {
+    const run = this.queue.then(async () => {
+      if (this.closing.signal.aborted) throw closedError(undefined);
+      const signal = limits.signal
+        ? AbortSignal.any([limits.signal, this.closing.signal])
+        : this.closing.signal;
+      try {
+        return await work(new Operation({ ...limits, signal }));
+      } catch (error) {
+        if (this.closing.signal.aborted) throw closedError(error);
+        throw error;
+      }
     });
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async navigateNow(
-    args: NavigateArgs,
-    op: Operation,
-    options: EffectOptions,
-  ): Promise<EffectOutcome> {
+  private async navigateNow(args: NavigateArgs, op: Operation): Promise<ToolOutcome> {
     if (originOf(args.url) === null) {
       throw new BrowserToolError('invalid_arguments', 'url must be an absolute http(s) URL');
     }
@@ -201,19 +250,15 @@ export class PageEngine {
       if (error instanceof BrowserToolError) throw error;
       const netError = netErrorOf(error);
       if (netError !== null && neverReachedServer(netError)) {
-        throw await this.navigationFailed(netError, error, errorPage, op, options, blockedBefore);
+        throw await this.navigationFailed(netError, error, errorPage, op, blockedBefore);
       }
       throw new BrowserToolError('provider_unavailable', 'the navigation failed', false, { cause: error });
     } finally {
       errorPage.cancel();
     }
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
-    const settled = await this.settleEffect('navigate', op, options);
-    const [outcome, capture] = await Promise.all([
-      this.read(settled.bundle, op, 0, settled.settle),
-      settled.shot?.(),
-    ]);
-    return withCapture(this.withBlocked(outcome, blockedBefore), capture);
+    const settled = await this.settleEffect('navigate', op);
+    return this.withBlocked(await this.read(settled.bundle, op, 0, settled.settle), blockedBefore);
   }
 
   /**
@@ -225,7 +270,6 @@ export class PageEngine {
     cause: unknown,
     errorPage: { committed: Promise<void> },
     op: Operation,
-    options: EffectOptions,
     blockedBefore: BlockedCounts,
   ): Promise<NavigationFailedError> {
     await within(
@@ -233,7 +277,7 @@ export class PageEngine {
       Math.min(op.deadlineMs, Date.now() + ERROR_PAGE_COMMIT_WAIT_MS),
       op.signal,
     );
-    const settled = await this.settleEffect('navigate', op, options);
+    const settled = await this.settleEffect('navigate', op);
     const outcome = await this.read(settled.bundle, op, 0, settled.settle);
     return new NavigationFailedError(netError, this.withBlocked(outcome, blockedBefore), { cause });
   }
@@ -262,7 +306,7 @@ export class PageEngine {
     return args.wait_for === undefined ? read() : observeUntil(read, args.wait_for, op);
   }
 
-  private async actNow(args: ActArgs, op: Operation, options: EffectOptions): Promise<EffectOutcome> {
+  private async actNow(args: ActArgs, op: Operation): Promise<ToolOutcome> {
     if ((args.action === 'fill' || args.action === 'press') && args.text === undefined) {
       throw new BrowserToolError('invalid_arguments', `${args.action} needs text`);
     }
@@ -279,6 +323,7 @@ export class PageEngine {
         `accept and dismiss answer the dialog (element "${DIALOG_REF}"), and only they do`,
       );
     }
+    const named = this.secrets.referencedBy(args);
     op.throwIfEnded('the action');
     if (args.revision !== this.revisions.current) {
       throw new BrowserToolError('page_changed', 'the revision is not the current one; observe again');
@@ -288,22 +333,18 @@ export class PageEngine {
     if (answersDialog) {
       await bundle.dialogs.answerAsAct(args.action as 'accept' | 'dismiss', args.text, op);
     } else {
-      await this.dispatchOn(bundle, args, op);
+      await this.dispatchOn(bundle, args, op, named);
     }
     // ADR-0130 d6: the settled page is returned; no earlier reference survives the action.
     this.revisions.current = null;
-    const settled = await this.settleEffect('act', op, options);
+    const settled = await this.settleEffect('act', op);
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
     const read = () => this.read(settled.bundle, op, 0, settled.settle);
     try {
-      // The screenshot is the settled page the answer's observation describes: taken beside that
-      // observation (one read), or after the postcondition's polls end on theirs.
       const postcondition = args.postcondition;
-      const [outcome, capture] =
-        postcondition === undefined
-          ? await Promise.all([read(), settled.shot?.()])
-          : [await observeUntil(read, postcondition, op), await settled.shot?.()];
-      return withCapture(this.withBlocked(outcome, blockedBefore), capture);
+      const outcome =
+        postcondition === undefined ? await read() : await observeUntil(read, postcondition, op);
+      return this.withBlocked(outcome, blockedBefore);
     } catch (error) {
       // ADR-0159: evidence lost after an action leaves its outcome unknown.
       throw new BrowserToolError(
@@ -317,7 +358,12 @@ export class PageEngine {
     }
   }
 
-  private async dispatchOn(bundle: PageBundle, args: ActArgs, op: Operation): Promise<void> {
+  private async dispatchOn(
+    bundle: PageBundle,
+    args: ActArgs,
+    op: Operation,
+    named: readonly OpenedSecret[],
+  ): Promise<void> {
     if (bundle.dialogs.open !== null) {
       throw new BrowserToolError(
         'action_not_allowed',
@@ -325,18 +371,22 @@ export class PageEngine {
       );
     }
     const target = await targetFor(bundle.page, bundle.agent, args, op);
+    let sent = args;
     try {
+      if (named.length > 0) {
+        // DESIGN §12: the value goes in here, after the target is known to take it, never before.
+        sent = { ...args, text: await this.secrets.textFor(args, named, target.element) };
+        // The field shows what was typed: its screenshots mask credential fields from now on.
+        bundle.capture.mask(CREDENTIAL_FIELDS_SELECTOR);
+      }
       await op.beforeDispatch('the action');
     } catch (error) {
       await target.element.dispose().catch(() => undefined);
       throw error;
     }
-    if (args.action === 'fill' && this.secretRefs.has(args.element) && args.text !== undefined) {
-      if (args.text.length >= SECRET_MATCH_MIN_CHARS) this.secrets.add(args.text);
-    }
     try {
       // A dialog the action opens blocks it until answered: the action reached the page then.
-      await dispatch(target.element, args, target.selectBy, untilDialog(op, bundle.dialogs));
+      await dispatch(target.element, sent, target.selectBy, untilDialog(op, bundle.dialogs));
     } catch (error) {
       if (bundle.dialogs.open !== null && !op.signal?.aborted) return;
       // A tab the action closed (window.close() in its handler) took it: the previous tab is observed.
@@ -363,46 +413,28 @@ export class PageEngine {
   /**
    * ADR-0159's settle after an effect, on the page the effect left current: a tab the effect
    * opened is waited for (inside the call's deadline), becomes current and is settled itself
-   * (issue 14). With the settle comes the screenshot, when asked for, of that same page.
+   * (issue 14).
    */
   private async settleEffect(
     tool: 'navigate' | 'act',
     op: Operation,
-    options: EffectOptions,
-  ): Promise<{
-    bundle: PageBundle;
-    settle: SettleResult;
-    shot: (() => Promise<Capture | undefined>) | undefined;
-  }> {
+  ): Promise<{ bundle: PageBundle; settle: SettleResult }> {
     let bundle = this.tabs.current;
-    let shot = this.settledCapture(bundle, options, op);
-    let settle = await this.settleOn(bundle, op, shot);
+    let settle = await this.settleOn(bundle, op);
     // A tab announced since the call began (before its settle ended) is this effect's: it is awaited.
     await this.tabs.announcedSettled(op, op.startedAtMs);
     if (bundle !== this.tabs.current) {
       bundle = this.tabs.current;
-      shot = this.settledCapture(bundle, options, op);
-      settle = await this.settleOn(bundle, op, shot);
+      settle = await this.settleOn(bundle, op);
     }
     this.onSettle?.(tool, settle);
-    const settledBundle = bundle;
-    const settledShot = shot;
-    // A page held by a dialog cannot be painted: no screenshot then (the capture would wait for it).
-    const take = settledShot
-      ? () => (settledBundle.dialogs.open === null ? settledShot.settled() : Promise.resolve(undefined))
-      : undefined;
-    return { bundle, settle, shot: take };
+    return { bundle, settle };
   }
 
   /** Settles `bundle`'s page; a dialog open or opening ends it at once (waiting would call into the page). */
-  private async settleOn(
-    bundle: PageBundle,
-    op: Operation,
-    shot: SettledCapture | undefined,
-  ): Promise<SettleResult> {
+  private async settleOn(bundle: PageBundle, op: Operation): Promise<SettleResult> {
     if (bundle.dialogs.open !== null) return { result: 'bound_expired', elapsed_ms: 0 };
-    const settleOp = untilDialog(op, bundle.dialogs);
-    return settlePage(bundle.page, bundle.agent, bundle.tracker, settleOp, shot?.begin.bind(shot));
+    return settlePage(bundle.page, bundle.agent, bundle.tracker, untilDialog(op, bundle.dialogs));
   }
 
   /**
@@ -423,13 +455,11 @@ export class PageEngine {
       // Switched again meanwhile: this revision is not the current page's.
       if (current !== this.tabs.current) this.revisions.current = null;
     }
-    this.secretRefs = new Set(
-      outcome.observation.elements
-        .filter((element) => element.state.value_present !== undefined)
-        .map((element) => element.ref),
-    );
+    // DESIGN §12: the declared secrets' values are struck from what the engine answers (the
+    // evidence key, never shown, was taken from the page as it is).
+    const observation = this.secrets.strikeObservation(outcome.observation);
     const tabs = this.tabs.observed();
-    return tabs ? { ...outcome, observation: { ...outcome.observation, tabs } } : outcome;
+    return { ...outcome, observation: tabs ? { ...observation, tabs } : observation };
   }
 
   private async readPage(
@@ -456,19 +486,7 @@ export class PageEngine {
     return observeWithDialog(bundle.page, bundle.dialogs, this.revisions, {
       settle,
       untilMs: op.deadlineMs,
-      secrets: this.secrets,
     });
-  }
-
-  /** Issue 13: the settled page's screenshot, begun while the page settles (see SettledCapture). */
-  private settledCapture(
-    bundle: PageBundle,
-    options: EffectOptions,
-    op: Operation,
-  ): SettledCapture | undefined {
-    return options.screenshot
-      ? new SettledCapture(bundle.capture, bundle.agent, op.deadlineMs, op.signal)
-      : undefined;
   }
 
   private navigationBlockedSince(before: BlockedCounts): boolean {
@@ -504,8 +522,8 @@ function nextMainFrameCommit(page: Page): { committed: Promise<void>; cancel: ()
   return { committed, cancel: () => page.off('framenavigated', listener) };
 }
 
-function withCapture(outcome: ToolOutcome, capture: Capture | undefined): EffectOutcome {
-  return capture === undefined ? outcome : { ...outcome, capture };
+function closedError(cause: unknown): BrowserToolError {
+  return new BrowserToolError('lease_expired', "the lease's pages were closed", false, { cause });
 }
 
 function disallowedRedirect(cause: unknown): BrowserToolError {

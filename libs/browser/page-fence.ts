@@ -1,4 +1,5 @@
 import type { BrowserContext, Frame, Page, Request, Route, WebSocketRoute } from 'playwright-core';
+import { HeldRequests, type RequestPage } from './held-requests.js';
 import {
   type BlockedKind,
   type FencePolicy,
@@ -54,6 +55,12 @@ interface HeldPopup {
  * A popup's first navigation comes before Playwright can name its page, so it cannot be guarded
  * for redirects yet: it is held back (aborted) and, once the page exists and is guarded, sent again
  * when its origin is allowed or the page closed when it is not. An allowed popup stays open.
+ *
+ * A request the fence pauses is answered by it alone, and never let go by a removal: removing a
+ * route (or detaching a guard's DevTools session) continues whatever it paused, unfenced. So a
+ * request still held when its page crashes, when the fence closes the page, or when the fence
+ * closes is aborted, as is every request that reaches the fence afterwards; and {@link close}
+ * closes the context before it removes anything.
  */
 export class ContextFence {
   private readonly guards = new Map<Page, Promise<OriginGuard>>();
@@ -64,8 +71,9 @@ export class ContextFence {
   private readonly frameGuards = new Map<Frame, FrameGuard>();
   private readonly heldPopups: HeldPopup[] = [];
   private readonly pending = new Set<Promise<unknown>>();
+  private readonly held = new HeldRequests((work) => this.track(work));
   private readonly counts: BlockedCounts = { navigation: 0, popup: 0, frame: 0, subresource: 0 };
-  private closed = false;
+  private ending: Promise<void> | undefined;
   /** Issue 14: whose blocked top-level navigations fail the call (`navigation`) rather than count as `popup`. */
   private current: Page;
   private pageListener: NewPageListener | undefined;
@@ -77,7 +85,10 @@ export class ContextFence {
       adopted.catch(() => false),
     );
   };
-  private readonly onRoute = (route: Route) => this.track(this.route(route));
+  private readonly onRoute = (route: Route) => {
+    const page = pageOf(route.request());
+    this.track(this.held.hold(route, page, () => this.route(route, page)));
+  };
   private readonly onWebSocket = (socket: WebSocketRoute) => this.webSocket(socket);
 
   private constructor(
@@ -134,7 +145,7 @@ export class ContextFence {
     if (!guard) {
       // A child frame that commits in a process of its own is guarded before it navigates again.
       page.on('framenavigated', (frame) => {
-        if (frame.parentFrame() === null || this.closed) return;
+        if (frame.parentFrame() === null || this.ending !== undefined) return;
         // The commit may have moved the frame into another process: guard whichever target it has now.
         const previous = this.frameGuards.get(frame);
         this.frameGuards.delete(frame);
@@ -145,9 +156,16 @@ export class ContextFence {
           }),
         );
       });
-      guard = OriginGuard.install(page, this.policy, (kind) => this.count(kind, page));
+      guard = OriginGuard.install(
+        page,
+        this.policy,
+        (kind) => this.count(kind, page),
+        () => this.held.isEnded(page),
+      );
       this.guards.set(page, guard);
       guard.catch(() => this.guards.delete(page));
+      // A crashed page's held requests would otherwise wait for a removal to let them go.
+      page.once('crash', () => this.held.end(page));
       page.once('close', () => {
         this.guards.delete(page);
         guard?.then((installed) => installed.close()).catch(() => undefined);
@@ -164,7 +182,12 @@ export class ContextFence {
     const known = this.frameGuards.get(frame);
     if (known) return known.guard;
     const entry: FrameGuard = {
-      guard: OriginGuard.install(frame, this.policy, (kind) => this.count(kind)).catch(() => null),
+      guard: OriginGuard.install(
+        frame,
+        this.policy,
+        (kind) => this.count(kind),
+        () => this.held.isEnded(frame.page()),
+      ).catch(() => null),
       ready: false,
     };
     this.frameGuards.set(frame, entry);
@@ -177,7 +200,7 @@ export class ContextFence {
 
   private async restartFrameNavigation(route: Route, frame: Frame): Promise<void> {
     const request = route.request();
-    await route.abort('aborted');
+    if (!(await this.held.refuse(route, 'aborted'))) return;
     if (request.method() !== 'GET' || !fenceAllows(this.policy, 'frame', request.url())) {
       this.count('frame');
       return;
@@ -186,10 +209,40 @@ export class ContextFence {
     await frame.goto(request.url(), { waitUntil: 'commit', ...(referer ? { referer } : {}) });
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+  /**
+   * Ends the context for good (a lease's close, its expiry, its revocation): every request held
+   * is aborted and every later one too; the context is closed, every page with it; only then are
+   * the routes removed and the guards' sessions detached — either, while a page could still
+   * send, would continue its paused requests unfenced. Idempotent.
+   */
+  close(): Promise<void> {
+    this.ending ??= (async () => {
+      this.stop();
+      await this.context.close().catch(() => undefined);
+      await this.remove();
+    })();
+    return this.ending;
+  }
+
+  /**
+   * For a caller that keeps the pages (a benchmark's unfenced floor): every request held is
+   * aborted, then the routes and guards are removed, and the pages go on unfenced. Idempotent.
+   */
+  release(): Promise<void> {
+    this.ending ??= (async () => {
+      this.stop();
+      await this.remove();
+    })();
+    return this.ending;
+  }
+
+  /** From now on every request held or reaching the fence (routes and guards) is aborted. */
+  private stop(): void {
     this.context.off('page', this.onPage);
+    this.held.stop();
+  }
+
+  private async remove(): Promise<void> {
     await this.context.unroute('**/*', this.onRoute).catch(() => undefined);
     await Promise.allSettled([...this.pending]);
     const guards = await Promise.allSettled([
@@ -212,9 +265,8 @@ export class ContextFence {
     void owned.finally(() => this.pending.delete(owned));
   }
 
-  private async route(route: Route): Promise<void> {
+  private async route(route: Route, page: RequestPage): Promise<void> {
     const request = route.request();
-    const page = pageOf(request);
     if (page === undefined) {
       // A service worker's own request: no page to fence it by, so it counts as a subresource.
       return this.decide(route, 'subresource', request.url());
@@ -227,7 +279,7 @@ export class ContextFence {
       // A popup its opener closes before Playwright reports it is never matched: forget the oldest.
       if (this.heldPopups.length > HELD_POPUPS_LIMIT) this.heldPopups.shift();
       // BlockedByClient commits an error page, which is what makes Playwright report the page.
-      await route.abort('blockedbyclient');
+      await this.held.refuse(route, 'blockedbyclient');
       return;
     }
     // The page's redirect guard is in place before its first request is let through.
@@ -260,15 +312,20 @@ export class ContextFence {
     page?: Page,
   ): Promise<void> {
     if (fenceAllows(this.policy, kind, url)) {
-      await route.continue();
+      await this.held.pass(route, page);
       return;
     }
     this.count(kind === 'page' ? 'navigation' : kind, page);
     // Aborted, not BlockedByClient: a blocked navigation leaves the page on its document.
-    await route.abort(kind === 'subresource' ? 'blockedbyclient' : 'aborted');
+    await this.held.refuse(route, kind === 'subresource' ? 'blockedbyclient' : 'aborted');
   }
 
   private webSocket(socket: WebSocketRoute): void {
+    // A closing fence lets nothing new out, whatever its origin.
+    if (this.ending !== undefined) {
+      socket.close({ code: 1001, reason: 'closing' }).catch(() => undefined);
+      return;
+    }
     if (fenceAllows(this.policy, 'subresource', socket.url().replace(/^ws/i, 'http'))) {
       socket.connectToServer();
       return;
@@ -293,6 +350,8 @@ export class ContextFence {
       if (later && pageOf(later.request) === page) this.heldPopups.splice(at, 1);
     }
     if (!held?.allowed) {
+      // Whatever the page asks for while it closes is aborted, and so is what it asked for before.
+      this.held.end(page);
       await page.close();
       return false;
     }
@@ -302,7 +361,9 @@ export class ContextFence {
       await page.route(
         request.url(),
         (route) =>
-          route.continue({ method: request.method(), postData: request.postDataBuffer() ?? undefined }),
+          this.held.isEnded(page)
+            ? route.abort('aborted')
+            : route.continue({ method: request.method(), postData: request.postDataBuffer() ?? undefined }),
         { times: 1 },
       );
     }
@@ -316,7 +377,7 @@ export class ContextFence {
 export type NewPageListener = (page: Page, kept: Promise<boolean>) => void;
 
 /** The page a request belongs to; null for a new page's first navigation, undefined for a worker's. */
-function pageOf(request: Request): Page | null | undefined {
+function pageOf(request: Request): RequestPage {
   if (request.serviceWorker()) return undefined;
   try {
     return request.frame().page();

@@ -32,8 +32,6 @@ export async function settlePage(
   agent: PageAgentWorld,
   tracker: RequestTracker,
   op: Operation,
-  /** Told right before each DOM-quiet watch begins (the screenshot starts its capture there). */
-  onQuietWatch?: () => void,
 ): Promise<SettleResult> {
   const startedAtMs = Date.now();
   // A short call deadline cuts settling first, keeping time to observe what the page then shows.
@@ -67,7 +65,6 @@ export async function settlePage(
       const watchMs = boundAtMs - Date.now();
       if (watchMs <= 0 || op.signal?.aborted) return outcome('bound_expired');
       let quiet: boolean;
-      onQuietWatch?.();
       try {
         const watched = await within(
           agent.call<boolean>(`waitQuiet(${DOM_QUIET_MS}, ${literal(watchMs)})`),

@@ -153,14 +153,17 @@ export class TabStack {
     return pending > 0 ? { ...tabs, pending } : tabs;
   }
 
-  /** Stops watching every page; the pages themselves belong to the caller's context. */
+  /**
+   * Stops watching every page; the pages themselves belong to the caller's context. The stack
+   * keeps its pages, so a call still under way finds a current one (and fails on it, closed).
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await within(Promise.all([...this.opening]), Date.now() + OPENING_CLOSE_BOUND_MS);
     for (const announcement of this.announced.splice(0)) announcement.decide();
     await Promise.allSettled([...this.settling]);
-    await Promise.all(this.bundles.splice(0).map((bundle) => bundle.close()));
+    await Promise.all(this.bundles.map((bundle) => bundle.close()));
   }
 
   /** The announcements not decided yet; one that never appeared is forgotten after a while. */

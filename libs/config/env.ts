@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { ADR_0127 } from './lease-numbers.js';
 
@@ -83,10 +84,55 @@ export const envSchema = z.object({
    */
   API_RATE_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(50),
   API_RATE_BURST: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  /**
+   * Live API keys one tenant may hold (revoked ones do not count), counted in Redis across API
+   * replicas: past it, `POST /v1/api-keys` answers 429 `rate_limited` with Retry-After until a key is
+   * revoked. Too small and a tenant with many bots cannot give each its own key; too large and an
+   * admin key in the wrong hands mints keys without end. The operator's `npm run api-key` is not
+   * held to it, so a full tenant can always be reached.
+   */
+  API_KEYS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(100),
   /** Event streams (SSE) one API key may hold open at once, across replicas; the next answers 429. */
   EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(1_000_000).default(20),
   /** How often an open event stream gets a keep-alive comment (and its slot is renewed in Redis). */
   EVENT_STREAM_KEEPALIVE_MS: positiveMs.default(15_000),
+  /**
+   * MCP sessions one tenant may hold open at once, all its keys and API replicas together (counted
+   * in Redis, each entry expiring unless its session renews it). Past it a new `initialize` answers
+   * 429 `rate_limited` with Retry-After, so one tenant cannot fill an API process for the others.
+   * Too small refuses a tenant's agents at busy times; too large lets one tenant hold the memory
+   * of many sessions (each keeps its MCP server and transport) in the processes it reaches.
+   */
+  MCP_SESSIONS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(64),
+  /**
+   * MCP sessions one API key may hold open at once, across replicas; the next `initialize` answers
+   * 429 until one ends (DELETE) or idles out (15 minutes). Default 16.
+   */
+  MCP_SESSIONS_PER_KEY: z.coerce.number().int().min(1).max(1_000_000).default(16),
+  /**
+   * Run-page sessions (signed-in browsers) one API key may hold; a new sign-in past it ends the
+   * key's oldest, so repeated sign-ins never pile up records (each lives 12 hours). Default 5.
+   */
+  UI_SESSIONS_PER_KEY: z.coerce.number().int().min(1).max(1_000).default(5),
+  /**
+   * Sign-ins (`POST /signin`, right key or wrong) one network may make a minute: an IPv4 /24 or an
+   * IPv6 /64 counts as one, as one host commonly holds all of it. Counted in Redis across replicas;
+   * past it 429 with Retry-After. Failed sign-ins also spend AUTH_FAILURES_PER_MINUTE, per network.
+   */
+  SIGNINS_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(20),
+  /**
+   * The API's own origin as browsers reach it (`https://leasehold.example.com`), which a sign-in
+   * form's `Origin` must match: another site's form is refused. Unset: http://HOST:PORT as it
+   * listens (with HOST a loopback or any-address, also localhost, 127.0.0.1 and [::1] on that
+   * port). Behind a proxy or a port mapping, set it, or the run pages' sign-in is refused.
+   */
+  API_PUBLIC_URL: optionalText.pipe(
+    z
+      .url({ protocol: /^https?$/, error: 'an http(s) URL' })
+      .refine((value) => /^https?:\/\/[^/?#]+\/?$/.test(value), 'an origin: scheme, host and port, no path')
+      .transform((value) => new URL(value).origin)
+      .optional(),
+  ),
   /**
    * Issue 16, MCP browser mode: how long a run driven by an MCP client waits for the client's next
    * call before it ends `cancelled` and releases its lease. Too small and a client whose own model
@@ -99,9 +145,16 @@ export const envSchema = z.object({
    * sweeper without one refuses to start, so runs never silently go without a browser.
    */
   LEASEHOLD_BROWSER_TOOLS: z.enum(['on', 'off']).default('on'),
-  /** Shared secret of the browser worker data plane (≥ 32 characters). The fleet makes one when unset. */
+  /**
+   * Shared secret of the browser worker data plane (≥ 32 characters). The fleet makes one when
+   * unset. In production it must decode (hex or base64) to at least 32 bytes and not be one
+   * character repeated (`openssl rand -hex 32`): see libs/config/secret-strength.ts.
+   */
   LEASEHOLD_DATA_PLANE_TOKEN: optionalText.pipe(z.string().min(32, 'at least 32 characters').optional()),
-  /** AES-256-GCM key for sealed profile state: 32 bytes, base64 or hex. The fleet makes one when unset. */
+  /**
+   * AES-256-GCM key for sealed profile state: 32 bytes, base64 or hex. The fleet makes one when
+   * unset. In production also not one character repeated (`openssl rand -hex 32`).
+   */
   LEASEHOLD_SEAL_KEY: optionalText.pipe(
     z
       .string()
@@ -153,6 +206,15 @@ export const envSchema = z.object({
    * Below 48 with warm contexts on, the start is refused (the pool could hold none).
    */
   BROWSER_WARM_POOL_MB: z.coerce.number().int().min(0).max(1_048_576).default(256),
+  /**
+   * Longest one screenshot capture may take, in ms. Screenshots are taken after the navigate or
+   * act they show has answered (DESIGN §12), so this bounds no answer; it bounds how long the
+   * lease's next call may wait behind a page that cannot paint, and a capture that runs out is
+   * tried once more before its step shows `capture_timeout`. Too small and a loaded host loses
+   * screenshots (a capture there measured 0.7 s; 2 s lost several a session); too large and a
+   * frozen page holds its lease's next call up to twice this. Default 5 s; 1 ms to 60 s.
+   */
+  BROWSER_SCREENSHOT_TIMEOUT_MS: positiveMs.max(60_000).default(5_000),
   /** How often a browser worker closes its expired leases, unsealed. */
   LEASE_EXPIRY_SWEEP_INTERVAL_MS: positiveMs.default(2_000),
   /** How often a browser worker renews its registration; the record lives three times this. */
@@ -213,6 +275,18 @@ export const envSchema = z.object({
    */
   LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE: flag.default(false),
 
+  /**
+   * The loopback and private ranges (CIDRs, comma-separated: `10.0.0.0/8,fd00::/8`) that what the
+   * fleet sends out — every request of the browser's pages — may reach; public addresses need
+   * none. Unset: loopback (127.0.0.0/8, ::1/128) outside production, nothing in production. Empty:
+   * nothing. The fleet's own ports stay refused on every range allowed here (DESIGN §12).
+   */
+  LEASEHOLD_EGRESS_ALLOW_CIDRS: z
+    .string()
+    .transform(splitList)
+    .pipe(z.array(z.string().refine(isCidr, 'CIDRs such as 10.0.0.0/8 or fd00::/8, comma-separated')))
+    .optional(),
+
   /** Folder of limits.yaml and models.yaml. */
   LEASEHOLD_OPS_DIR: z.string().min(1).optional(),
 });
@@ -224,6 +298,14 @@ function splitList(value: string): string[] {
     .split(',')
     .map((item) => item.trim())
     .filter((item) => item.length > 0);
+}
+
+/** `address/bits`, an IPv4 or IPv6 network and a prefix length its family allows. */
+function isCidr(value: string): boolean {
+  const [network = '', bits, extra] = value.split('/');
+  const family = isIP(network);
+  if (family === 0 || bits === undefined || extra !== undefined || !/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (family === 4 ? 32 : 128);
 }
 
 /** A 32-byte key from 64 hex digits or base64, else undefined. */

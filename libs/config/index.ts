@@ -9,6 +9,7 @@ import {
   type ModelsFile,
   OpsFileError,
 } from './ops-files.js';
+import { isStrongSecret, type SecretLength } from './secret-strength.js';
 
 export { decodeKey } from './env.js';
 export { ADR_0127, WARM_CONTEXT_ESTIMATE_MB } from './lease-numbers.js';
@@ -43,11 +44,25 @@ export interface Config {
     /** Requests per second one key may make on average, and in one burst (see API_RATE_*). */
     readonly ratePerSecond: number;
     readonly rateBurst: number;
+    /** Live API keys one tenant may hold, across replicas (API_KEYS_PER_TENANT). */
+    readonly apiKeysPerTenant: number;
     /** Open event streams per API key, across replicas. */
     readonly eventStreamsPerKey: number;
     readonly eventStreamKeepAliveMs: number;
     /** Issue 16: an MCP client silent this long ends the run it drives `cancelled` (MCP_IDLE_TIMEOUT_MS). */
     readonly mcpIdleTimeoutMs: number;
+    /** Open MCP sessions per tenant and per API key, across replicas (MCP_SESSIONS_PER_*). */
+    readonly mcpSessionsPerTenant: number;
+    readonly mcpSessionsPerKey: number;
+    /** Run-page sessions one key holds; a new sign-in past it ends the oldest (UI_SESSIONS_PER_KEY). */
+    readonly uiSessionsPerKey: number;
+    /** Sign-ins one IPv4 /24 or IPv6 /64 may make a minute (SIGNINS_PER_MINUTE). */
+    readonly signInsPerMinute: number;
+    /**
+     * The API's origin as browsers reach it (API_PUBLIC_URL), or undefined: its listening address,
+     * known once it listens (apps/api/public-origin.ts resolves both).
+     */
+    readonly publicUrl: string | undefined;
   };
   /** `off`: browser tools switched off on purpose (LEASEHOLD_BROWSER_TOOLS). */
   readonly browserTools: 'on' | 'off';
@@ -71,6 +86,8 @@ export interface Config {
     readonly warmContexts: number;
     /** Issue 18: the warm contexts' memory bound in all, MiB (see WARM_CONTEXT_ESTIMATE_MB). */
     readonly warmPoolMb: number;
+    /** Longest one screenshot capture may take, ms (BROWSER_SCREENSHOT_TIMEOUT_MS; tried twice). */
+    readonly screenshotTimeoutMs: number;
   };
   readonly runWorker: {
     readonly concurrency: number;
@@ -97,6 +114,17 @@ export interface Config {
   /** Issue 13: how long an ended run (record, steps, events, artifacts) is kept, in ms. */
   readonly runRetentionMs: number;
   readonly webhooks: { readonly allowPrivate: boolean };
+  /**
+   * What the fleet sends out may reach (DESIGN §12): public addresses, the `allowCidrs` ranges
+   * (LEASEHOLD_EGRESS_ALLOW_CIDRS, or its default: loopback outside production, none in it) and,
+   * on those, never `ownPorts` — the configured server ports and Redis's. Ports chosen at start
+   * (port 0) are added by the servers that listen on them.
+   */
+  readonly egress: {
+    readonly allowCidrs: readonly string[];
+    readonly allowSource: 'LEASEHOLD_EGRESS_ALLOW_CIDRS' | 'default';
+    readonly ownPorts: readonly number[];
+  };
   readonly shutdownTimeoutMs: number;
   readonly limits: LimitsFile;
   readonly models: ModelsFile;
@@ -135,6 +163,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration: ${first ? describeIssue(first, env) : 'unknown problem'}`);
   }
   const e = parsed.data;
+  if (e.NODE_ENV === 'production') checkProductionSecrets(env);
   if (e.LEASE_UPKEEP_INTERVAL_MS * 2 > LEASE_RENEW_WINDOW_MS) {
     throw new ConfigError(
       `invalid configuration: LEASE_UPKEEP_INTERVAL_MS: expected at most ${LEASE_RENEW_WINDOW_MS / 2} (half the five-minute renew window); got "${e.LEASE_UPKEEP_INTERVAL_MS}"`,
@@ -182,9 +211,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     api: {
       ratePerSecond: e.API_RATE_PER_SECOND,
       rateBurst: e.API_RATE_BURST,
+      apiKeysPerTenant: e.API_KEYS_PER_TENANT,
       eventStreamsPerKey: e.EVENT_STREAMS_PER_KEY,
       eventStreamKeepAliveMs: e.EVENT_STREAM_KEEPALIVE_MS,
       mcpIdleTimeoutMs: e.MCP_IDLE_TIMEOUT_MS,
+      mcpSessionsPerTenant: e.MCP_SESSIONS_PER_TENANT,
+      mcpSessionsPerKey: e.MCP_SESSIONS_PER_KEY,
+      uiSessionsPerKey: e.UI_SESSIONS_PER_KEY,
+      signInsPerMinute: e.SIGNINS_PER_MINUTE,
+      publicUrl: e.API_PUBLIC_URL,
     },
     browserTools: e.LEASEHOLD_BROWSER_TOOLS,
     secrets: {
@@ -203,6 +238,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       heartbeatMs: e.BROWSER_WORKER_HEARTBEAT_MS,
       warmContexts: e.BROWSER_WARM_CONTEXTS,
       warmPoolMb: e.BROWSER_WARM_POOL_MB,
+      screenshotTimeoutMs: e.BROWSER_SCREENSHOT_TIMEOUT_MS,
     },
     runWorker: {
       concurrency: e.RUN_WORKER_CONCURRENCY,
@@ -226,10 +262,32 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     runRetentionMs: Math.round(e.RUN_RETENTION_DAYS * 86_400_000),
     webhooks: { allowPrivate: e.LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE },
+    egress: compileEgress(e, clusterNodes),
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     limits,
     models,
   });
+}
+
+/** The production rule of each shared secret, and how an operator makes one that passes. */
+const PRODUCTION_SECRETS: ReadonlyArray<[name: string, length: SecretLength, rule: string]> = [
+  ['LEASEHOLD_DATA_PLANE_TOKEN', { minBytes: 32 }, 'hex or base64 decoding to at least 32 bytes'],
+  ['LEASEHOLD_SEAL_KEY', { exactBytes: 32 }, 'hex or base64 decoding to exactly 32 bytes'],
+];
+
+/**
+ * In production a shared secret that is set must be a real one (libs/config/secret-strength.ts):
+ * a row of spaces, a placeholder or one character repeated stops the start with one line that
+ * names the setting, never its value. An empty value is unset, answered where the secret is needed.
+ */
+function checkProductionSecrets(env: Record<string, string | undefined>): void {
+  for (const [name, length, rule] of PRODUCTION_SECRETS) {
+    const raw = env[name];
+    if (raw === undefined || raw === '' || isStrongSecret(raw, length)) continue;
+    throw new ConfigError(
+      `invalid configuration: ${name}: expected in production ${rule}, not one character repeated (openssl rand -hex 32); got a value that does not fit`,
+    );
+  }
 }
 
 /**
@@ -255,6 +313,34 @@ function compileClusterNodes(e: Env): readonly string[] | undefined {
       `invalid configuration: LEASEHOLD_KEY_PREFIX: expected no { } on a Redis Cluster (records carry their own hash tags; one in the prefix puts them all on one node); got "${e.LEASEHOLD_KEY_PREFIX}"`,
     );
   return e.REDIS_CLUSTER_NODES.map((node) => (/^rediss?:\/\//.test(node) ? node : `redis://${node}`));
+}
+
+/** Outside production, loopback: `npm start` and local pages work as they are, and the fleet says so. */
+const EGRESS_DEFAULT_OUTSIDE_PRODUCTION = ['127.0.0.0/8', '::1/128'];
+
+function compileEgress(e: Env, clusterNodes: readonly string[] | undefined): Config['egress'] {
+  const redisUrls = clusterNodes ?? [e.REDIS_URL ?? 'redis://127.0.0.1:6379'];
+  const redisPorts = redisUrls.map((url) => Number(new URL(url).port || '6379'));
+  const ports = [e.PORT, e.BROWSER_WORKER_PORT, e.RUN_WORKER_PORT, e.SWEEPER_PORT, ...redisPorts];
+  return {
+    allowCidrs:
+      e.LEASEHOLD_EGRESS_ALLOW_CIDRS ??
+      (e.NODE_ENV === 'production' ? [] : EGRESS_DEFAULT_OUTSIDE_PRODUCTION),
+    allowSource: e.LEASEHOLD_EGRESS_ALLOW_CIDRS === undefined ? 'default' : 'LEASEHOLD_EGRESS_ALLOW_CIDRS',
+    ownPorts: [...new Set(ports.filter((port) => port > 0))].sort((a, b) => a - b),
+  };
+}
+
+/** The start-up line naming what the egress guard allows beyond the internet, and why. */
+export function egressLine(config: Config): string {
+  const { allowCidrs, allowSource } = config.egress;
+  if (allowCidrs.length === 0)
+    return 'egress: public addresses only (LEASEHOLD_EGRESS_ALLOW_CIDRS names private ranges to allow)';
+  const why =
+    allowSource === 'default'
+      ? `the default outside production; LEASEHOLD_EGRESS_ALLOW_CIDRS= (empty) allows none`
+      : 'LEASEHOLD_EGRESS_ALLOW_CIDRS';
+  return `egress: public addresses and ${allowCidrs.join(', ')} (${why}), never the fleet's own ports`;
 }
 
 /** Each model's API key, read from the variable its models.yaml entry names (never from a file). */

@@ -11,9 +11,11 @@ import { z } from 'zod';
  * meant; what it does not know of the answer it may ignore.
  *
  * 1.4.0 is additive over 1.3.0: `tabs.pending` (tabs a page announced that have not committed
- * yet), and the code `navigation_failed` (a navigation whose request never reached a server, with
- * Chromium's `net::` error name and an observation of the error page; the lease is kept). Every
- * code and field a 1.4.0 change adds is listed here, the version set in the two lines below.
+ * yet); the code `navigation_failed` (a navigation whose request never reached a server, with
+ * Chromium's `net::` error name and an observation of the error page; the lease is kept); and
+ * `fill` text may name a run's declared secret as `{{secret:NAME}}` (run-secrets.ts), such a fill
+ * refused `secret_not_allowed` when the field or origin is not the secret's. Every code and field
+ * a 1.4.0 change adds is listed here, the version set in the two lines below.
  */
 export const BROWSER_TOOLS_CONTRACT_VERSION = '1.4.0';
 /** The earlier contract versions a caller may still speak (their arguments are a subset). */

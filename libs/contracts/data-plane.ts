@@ -255,6 +255,7 @@ export const DATA_PLANE_ERROR_STATUS = {
   url_disallowed: 409,
   /** The navigation's request never reached a server: the site is not there for the worker. */
   navigation_failed: 502,
+  secret_not_allowed: 409,
   outcome_unknown: 502,
   provider_unavailable: 503,
   internal: 500,

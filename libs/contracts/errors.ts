@@ -14,6 +14,7 @@ export const TOOL_ERROR_CODES = [
   'grant_not_applicable',
   'invalid_arguments',
   'navigation_failed',
+  'secret_not_allowed',
 ] as const;
 export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
 
@@ -86,6 +87,9 @@ export const RUN_ERROR_TABLE = {
   // The navigation's request never reached a server (Chromium's `net::` name says why): nothing
   // happened, the lease is kept, and the model may navigate elsewhere or try again later.
   navigation_failed: { outcome: 'tool_result', httpStatus: 502 },
+  // Browser tools 1.4.0: a declared secret asked into a field or origin it is not for; refused
+  // before dispatch, so the model may fill the right field (a prompt-injected one gets nothing).
+  secret_not_allowed: { outcome: 'tool_result', httpStatus: 409 },
 } as const satisfies Record<RunErrorCode, { outcome: RunOutcome; httpStatus: number | null }>;
 
 export function isRunErrorCode(code: string): code is RunErrorCode {
@@ -167,5 +171,21 @@ export class ApiError extends LeaseholdError<ApiErrorCode> {
   override readonly name = 'ApiError';
   get status(): number {
     return API_ERROR_STATUS[this.code];
+  }
+}
+
+/**
+ * 429 `rate_limited` that says when a retry may pass: the REST answer carries `Retry-After` in
+ * whole seconds (at least 1), rounded up from `retryAfterMs`.
+ */
+export class RateLimitedError extends ApiError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super('rate_limited', message, true);
+  }
+  get retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil(this.retryAfterMs / 1_000));
   }
 }

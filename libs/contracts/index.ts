@@ -11,6 +11,7 @@ export {
   isRunErrorCode,
   isToolErrorCode,
   LeaseholdError,
+  RateLimitedError,
   RUN_ERROR_CODES,
   RUN_ERROR_TABLE,
   RUN_FAILURE_REASONS,
@@ -25,6 +26,7 @@ export { type IdKind, newId, recordIdSchema } from './ids.js';
 export * from './mcp-browser.js';
 export { microUsdToUsd, usdToMicroUsd } from './money.js';
 export * from './run-lifecycle.js';
+export * from './run-secrets.js';
 export * from './run-steps.js';
 export * from './runs.js';
 export * from './webhooks.js';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { API_KEY_CHAIN_MAX } from './api-keys.js';
 import { recordIdSchema } from './ids.js';
 
 /**
@@ -43,15 +44,23 @@ export type McpTurnResult = z.output<typeof mcpTurnResultSchema>;
 
 /**
  * A run's input says who drives it: `driver: 'mcp'` marks a run whose model is an MCP client, and
- * `driver_key_id` names the API key that drives it (that key may never decide its approvals).
+ * `driver_key_id` names the API key that drives it. `driver_makers` are the keys that made that key,
+ * as it was when the run began, kept with the run so that revoking the driver hides none of them.
+ * No key of that chain decides the run's approvals (see `inCreationChain`).
  */
 export const mcpDriverSchema = z.object({
   driver: z.literal('mcp'),
   driver_key_id: recordIdSchema,
+  driver_makers: z.array(recordIdSchema).max(API_KEY_CHAIN_MAX).optional(),
 });
 
 /** The driving key of a run driven over MCP, or undefined for any other run. */
 export function mcpDriverKeyOf(run: { input: unknown }): string | undefined {
+  return mcpDriverOf(run)?.driver_key_id;
+}
+
+/** Who drives a run over MCP (its key and that key's makers, where the run kept them), or undefined. */
+export function mcpDriverOf(run: { input: unknown }): z.output<typeof mcpDriverSchema> | undefined {
   const parsed = mcpDriverSchema.safeParse(run.input);
-  return parsed.success ? parsed.data.driver_key_id : undefined;
+  return parsed.success ? parsed.data : undefined;
 }

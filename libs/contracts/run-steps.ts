@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { conditionResultSchema, settleResultSchema } from './browser-tools.js';
 import { recordIdSchema } from './ids.js';
@@ -17,6 +18,45 @@ export const artifactNameSchema = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,80}\.(jpg|png)$/, 'letters, digits, _ or -, then .jpg or .png');
 export type ArtifactName = z.output<typeof artifactNameSchema>;
+
+/**
+ * A fresh artifact name for a JPEG screenshot: random, so a name reveals nothing and never
+ * collides, and decided before the capture, so a call can answer it while the picture is taken.
+ */
+export function newScreenshotName(kind: 'shot' | 'preview'): ArtifactName {
+  return `${kind}-${randomBytes(12).toString('base64url')}.jpg`;
+}
+
+/**
+ * Where a screenshot named by a step or an approval card is (the browser worker takes it after the
+ * call answered): `pending` while it is captured and written, `stored` once the artifact can be
+ * read, `failed` with the reason when it could not be had after one retry.
+ */
+export const SCREENSHOT_STATES = ['pending', 'stored', 'failed'] as const;
+export type ScreenshotState = (typeof SCREENSHOT_STATES)[number];
+
+/**
+ * Why a screenshot could not be had: the capture timed out (twice, each inside the browser
+ * worker's `BROWSER_SCREENSHOT_TIMEOUT_MS`) or failed; a dialog held the page; the lease's page
+ * was closed first; the artifact store refused the write; or the page call that was to take it
+ * (an approval's preview) was refused.
+ */
+export const SCREENSHOT_FAILURES = [
+  'capture_timeout',
+  'capture_error',
+  'dialog_open',
+  'page_closed',
+  'store_error',
+  'not_taken',
+] as const;
+export type ScreenshotFailure = (typeof SCREENSHOT_FAILURES)[number];
+
+export const screenshotStatusSchema = z.object({
+  state: z.enum(SCREENSHOT_STATES),
+  /** Why a `failed` screenshot is missing; null otherwise. */
+  reason: z.enum(SCREENSHOT_FAILURES).nullable(),
+});
+export type ScreenshotStatus = z.output<typeof screenshotStatusSchema>;
 
 /** Screenshots are JPEG of the viewport, at most this wide and tall, at this quality. */
 export const SCREENSHOT_LIMITS = { maxWidth: 1280, maxHeight: 800, quality: 60 } as const;
@@ -71,6 +111,12 @@ export const toolStepSchema = z.object({
   page: z.object({ url: z.string(), title: z.string() }).nullable(),
   /** The settled page's screenshot (artifact name), after navigate and act. */
   screenshot: artifactNameSchema.nullable(),
+  /**
+   * Where that screenshot is: taken after the call answered, it may still be `pending`, or have
+   * `failed` with its reason. Read beside the step, never stored in it; null without a screenshot
+   * and for a screenshot written before its call answered (it is `stored`).
+   */
+  screenshot_status: screenshotStatusSchema.nullable().default(null),
   /** The approval a parked call waits on (or was decided by). */
   approval_id: recordIdSchema.nullable(),
 });
@@ -124,6 +170,8 @@ export const approvalCardSchema = z.object({
   page_url: z.string().nullable(),
   page_title: z.string().nullable(),
   screenshot: artifactNameSchema.nullable(),
+  /** Where that screenshot is (as a step's `screenshot_status`); read beside the card, never stored in it. */
+  screenshot_status: screenshotStatusSchema.nullable().default(null),
 });
 export type ApprovalCard = z.output<typeof approvalCardSchema>;
 

@@ -78,7 +78,10 @@ export const webhookDeliverySchema = z.object({
   ok: z.boolean(),
   /** The receiver's HTTP status; null when it never answered. */
   status_code: z.number().int().nullable(),
-  /** Why the attempt failed without an answer (timeout, refused address, connection error). */
+  /**
+   * Why the attempt failed, in one word: `unreachable`, `refused` (the address guard), `timeout`,
+   * `bad_status` (the receiver answered outside 2xx); null when it succeeded.
+   */
   error: z.string().nullable(),
   duration_ms: count,
   at_ms: count,

@@ -8,4 +8,6 @@ export interface HeldLease {
   /** Calls on one lease run one at a time, so sequence checks and effects never interleave. */
   tail: Promise<unknown>;
   closing?: Promise<LeaseView>;
+  /** DESIGN §12: whether the run's declared secrets were told to the page (once per lease). */
+  secretsTold?: boolean;
 }

@@ -1,10 +1,6 @@
 export { DataPlaneError, unclaimedKeyError } from './errors.js';
 export { PageActivity } from './page-activity.js';
-export {
-  type LeaseArtifacts,
-  screenshotName,
-  storeCapture,
-} from './page-artifacts.js';
+export { type LeaseArtifacts, LeaseScreenshots, type ScreenshotNotes } from './page-artifacts.js';
 export type { PageFactory, PageResult, PageSession } from './pages.js';
 export { PlaywrightPageFactory } from './playwright-pages.js';
 export type {

@@ -1,12 +1,20 @@
 import { NavigationFailedError, type OperationLimits } from '../browser/index.js';
-import type { LeaseCloseReason, LeaseView, ProfileRef } from '../contracts/index.js';
+import {
+  type LeaseCloseReason,
+  type LeaseView,
+  type OpenedSecret,
+  type ProfileRef,
+  runSecretsLabel,
+  runSecretsSchema,
+} from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
 import { readLeaseView } from './lease-views.js';
-import { type LeaseArtifacts, storeCapture } from './page-artifacts.js';
+import { type LeaseArtifacts, LeaseScreenshots } from './page-artifacts.js';
 import type { PageResult, PageSession } from './pages.js';
 import type { LeaseRecord, LeaseStore } from './ports.js';
+import { unsealState } from './seal.js';
 import { toldRefusal } from './told-refusal.js';
 
 /** What the page routes share with the lease service that owns them. */
@@ -26,7 +34,12 @@ export interface LeasePageCallsDeps {
   ) => Promise<LeaseView>;
   /** Issue 13: where screenshots go; without it, calls answer none. */
   artifacts?: LeaseArtifacts | undefined;
+  /** DESIGN §12: opens the declared secrets of the runs the leases serve (AES-256-GCM). */
+  sealKey?: Buffer | undefined;
 }
+
+/** Work a call leaves for right after its answer, before the lease's next call (its screenshot). */
+type Later = (work: () => Promise<void>) => void;
 
 /**
  * The page routes of a held lease (DESIGN §5): navigate and act are effects fenced by the action
@@ -35,9 +48,16 @@ export interface LeasePageCallsDeps {
  */
 export class LeasePageCalls {
   readonly #deps: LeasePageCallsDeps;
+  readonly #shots: LeaseScreenshots | undefined;
 
   constructor(deps: LeasePageCallsDeps) {
     this.#deps = deps;
+    this.#shots = deps.artifacts ? new LeaseScreenshots(deps.artifacts) : undefined;
+  }
+
+  /** Resolves once every screenshot named so far is stored or noted failed. */
+  screenshotsDrained(): Promise<void> {
+    return this.#shots?.drained() ?? Promise.resolve();
   }
 
   navigate(profile: ProfileRef, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
@@ -60,7 +80,7 @@ export class LeasePageCalls {
 
   observe(profile: ProfileRef, leaseId: string, args: Record<string, unknown>, limits: OperationLimits) {
     return this.#serially(profile, leaseId, async (session) => {
-      await this.#requireLive(profile, leaseId);
+      await this.#tellSecrets(leaseId, await this.#requireLive(profile, leaseId), session);
       const result = await session.observe(args, limits);
       return { lease: await this.#view(profile, leaseId), result };
     });
@@ -68,22 +88,30 @@ export class LeasePageCalls {
 
   /**
    * Issue 13 (approval cards): the viewport with an observed element outlined, stored as an
-   * artifact of the lease's run. Not an effect: no sequence, nothing dispatched. A capture or write
-   * that fails answers no screenshot; a stale revision or a missing element is refused as for act.
+   * artifact of the lease's run under `name` when the caller chose one (so an approval naming it
+   * can be written while the picture is taken). Not an effect: no sequence, nothing dispatched.
+   * Answers once the target is found; the capture follows, as an act's does. A stale revision or
+   * a missing element is refused as for act.
    */
   preview(
     profile: ProfileRef,
     leaseId: string,
     args: { revision: string; element: string },
     limits: OperationLimits,
+    name?: string,
   ) {
-    return this.#serially(profile, leaseId, async (session) => {
+    return this.#serially(profile, leaseId, async (session, later) => {
       const lease = await this.#requireLive(profile, leaseId);
-      const capture = session.preview
-        ? await session.preview(args, limits)
-        : ({ ok: false, reason: 'error' } as const);
-      const artifacts = await storeCapture(this.#deps.artifacts, lease.scope, capture, 'preview');
-      return { lease: await this.#view(profile, leaseId), artifacts };
+      await this.#tellSecrets(leaseId, lease, session);
+      if (!session.previewTarget) return { lease: await this.#view(profile, leaseId), artifacts: {} };
+      const outline = (await session.previewTarget(args, limits)) ?? null;
+      const [view, shot] = await Promise.all([
+        this.#view(profile, leaseId),
+        this.#shots?.announce(lease.scope, 'preview', name),
+      ]);
+      const shots = this.#shots;
+      if (shots && shot) later(() => shots.take(session, lease.scope, shot, outline));
+      return { lease: view, artifacts: shot ? { screenshot: shot } : {} };
     });
   }
 
@@ -98,8 +126,9 @@ export class LeasePageCalls {
     sequence: number,
     run: (session: PageSession, beforeDispatch: () => Promise<void>) => Promise<PageResult>,
   ) {
-    return this.#serially(profile, leaseId, async (session) => {
+    return this.#serially(profile, leaseId, async (session, later) => {
       const lease = await this.#requireLive(profile, leaseId);
+      await this.#tellSecrets(leaseId, lease, session);
       await this.#fence(profile, leaseId, sequence, false);
       let dispatched = false;
       let result: PageResult;
@@ -109,6 +138,10 @@ export class LeasePageCalls {
           dispatched = true;
         });
       } catch (error) {
+        // The lease closed under the call (its expiry, a revoke): its page went with it, whatever
+        // the engine met there, and the run side must learn the lease is gone, not a fault.
+        if (this.#closedUnder(leaseId))
+          throw new DataPlaneError('lease_expired', `lease ${leaseId} was closed during the call`);
         if (error instanceof NavigationFailedError && dispatched) {
           // No server saw the request, but the page moved to Chromium's error page: the sequence
           // advanced with the dispatch and the answer carries the page as it now is.
@@ -129,10 +162,56 @@ export class LeasePageCalls {
         throw toldRefusal(error, dispatched, sequence);
       }
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
-      const { screenshot, ...answered } = result;
-      const artifacts = await storeCapture(this.#deps.artifacts, lease.scope, screenshot, 'shot');
-      return { lease: await this.#view(profile, leaseId), result: { ...answered, artifacts } };
+      // DESIGN §12: the answer names the screenshot; the picture is taken right after it.
+      const [view, shot] = await Promise.all([
+        this.#view(profile, leaseId),
+        this.#shots?.announce(lease.scope, 'shot'),
+      ]);
+      const shots = this.#shots;
+      if (shots && shot) later(() => shots.take(session, lease.scope, shot));
+      return { lease: view, result: { ...result, artifacts: shot ? { screenshot: shot } : {} } };
     });
+  }
+
+  /**
+   * DESIGN §12: the page learns the declared secrets of the run the lease serves before the
+   * lease's first call, and keeps them for the lease's life (one lease serves one run attempt, and
+   * a run's secrets never change). They are read from the run's own key and opened here: the run
+   * side never holds a value, and everything the page answers has them struck.
+   */
+  async #tellSecrets(leaseId: string, lease: LeaseRecord, session: PageSession): Promise<void> {
+    const held = this.#deps.held.get(leaseId);
+    if (!held || held.secretsTold) return;
+    const sealed = await this.#deps.store.sealedRunSecrets?.(lease.scope.run_id);
+    if (sealed !== undefined) {
+      const secrets = this.#openSecrets(sealed, lease);
+      if (!session.useSecrets)
+        throw new DataPlaneError('internal', "this page cannot hold the run's declared secrets");
+      session.useSecrets(secrets);
+    }
+    held.secretsTold = true;
+  }
+
+  #openSecrets(sealed: string, lease: LeaseRecord): OpenedSecret[] {
+    const key = this.#deps.sealKey;
+    if (!key)
+      throw new DataPlaneError('internal', 'the run declares secrets and this worker has no seal key');
+    let opened: unknown;
+    try {
+      opened = unsealState(sealed, key, runSecretsLabel(lease.scope.tenant, lease.scope.run_id));
+    } catch (error) {
+      throw new DataPlaneError(
+        'internal',
+        "the run's declared secrets do not open with this worker's seal key",
+        {},
+        {
+          cause: error,
+        },
+      );
+    }
+    const parsed = runSecretsSchema.safeParse(opened);
+    if (!parsed.success) throw new DataPlaneError('internal', "the run's declared secrets are not readable");
+    return Object.entries(parsed.data).map(([name, secret]) => ({ name, ...secret }));
   }
 
   async #fence(profile: ProfileRef, leaseId: string, sequence: number, advance: boolean): Promise<void> {
@@ -168,10 +247,19 @@ export class LeasePageCalls {
     return lease;
   }
 
+  #closedUnder(leaseId: string): boolean {
+    const held = this.#deps.held.get(leaseId);
+    return !held || held.closing !== undefined;
+  }
+
+  /**
+   * Runs `run` after the lease's earlier calls; what it leaves to `later` runs after its answer
+   * and before the lease's next call (the answer does not wait for it).
+   */
   async #serially<T>(
     profile: ProfileRef,
     leaseId: string,
-    run: (session: PageSession) => Promise<T>,
+    run: (session: PageSession, later: Later) => Promise<T>,
   ): Promise<T> {
     const held = this.#deps.held.get(leaseId);
     if (!held || held.profile.tenant !== profile.tenant || held.profile.id !== profile.id) {
@@ -184,8 +272,13 @@ export class LeasePageCalls {
         );
       throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
     }
-    const next = held.tail.then(async () => run(await held.session));
-    held.tail = next.catch(() => undefined);
+    const after: Array<() => Promise<void>> = [];
+    const next = held.tail.then(async () => run(await held.session, (work) => after.push(work)));
+    held.tail = next
+      .then(async () => {
+        for (const work of after) await work();
+      })
+      .catch(() => undefined);
     return next;
   }
 

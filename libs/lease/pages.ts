@@ -1,5 +1,5 @@
-import type { Capture, OperationLimits } from '../browser/index.js';
-import type { PageArtifacts } from '../contracts/index.js';
+import type { Box, Capture, OperationLimits } from '../browser/index.js';
+import type { OpenedSecret, PageArtifacts } from '../contracts/index.js';
 
 /**
  * The page under one lease, as the lease rules use it. Effects (navigate, act) call
@@ -16,10 +16,26 @@ export interface PageSession {
     beforeDispatch: () => Promise<void>,
   ): Promise<PageResult>;
   /**
-   * Issue 13: the viewport with the element of an observed revision outlined (approval cards). Not
-   * an effect; the page is left as it was. Optional: a page without it answers no preview.
+   * Issue 13: where the element of an observed revision is, to outline it on a screenshot
+   * (approval cards); undefined when it cannot be shown (a dialog holds the page). Not an effect;
+   * the page is left as it was. Optional: a page without it answers no preview.
    */
-  preview?(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture>;
+  previewTarget?(
+    args: { revision: string; element: string },
+    limits: OperationLimits,
+  ): Promise<Box | undefined>;
+  /**
+   * The viewport as it is now, `outline` drawn over it when given: taken after a call answered,
+   * before the next call on the lease (DESIGN §12). Never throws: a failure is the capture's
+   * reason. Optional: a page without it answers no screenshots.
+   */
+  screenshot?(options: { timeoutMs: number; outline?: Box | undefined }): Promise<Capture>;
+  /**
+   * DESIGN §12: the declared secrets of the run the lease serves, told before its first call: a
+   * fill may name them, every answer has them struck. A page without it serves no secrets (a fill
+   * naming one is then refused by the lease rules).
+   */
+  useSecrets?(secrets: readonly OpenedSecret[]): void;
   /** Playwright storage state (cookies and local storage) to seal into the profile. */
   storageState(): Promise<unknown>;
   /** Closes the browser context; afterwards the pages are gone. */
@@ -28,13 +44,12 @@ export interface PageSession {
 
 /**
  * What a page call answers: the model-facing observation, the evidence key for the platform, and
- * after navigate and act (issue 13) the settled page's screenshot: the session's capture, which the
- * lease rules turn into a stored artifact's name.
+ * after navigate and act (issue 13) the name of the settled page's screenshot, which the lease
+ * rules take right after the answer.
  */
 export interface PageResult {
   observation: unknown;
   evidenceKey?: string;
-  screenshot?: Capture;
   artifacts?: PageArtifacts;
 }
 

@@ -1,12 +1,13 @@
 import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-core';
 import {
+  type Box,
   type Capture,
-  type EffectOutcome,
   flushPageCookies,
   type OperationLimits,
   PageEngine,
   type PageEngineOptions,
 } from '../browser/index.js';
+import type { OpenedSecret } from '../contracts/index.js';
 import type { PageFactory, PageResult, PageSession } from './pages.js';
 
 /**
@@ -52,15 +53,8 @@ export class PlaywrightPageFactory implements PageFactory {
   }
 }
 
-/** Issue 13: every navigate and act of a lease captures its settled page. */
-const SCREENSHOT = { screenshot: true } as const;
-
-function effectResult(outcome: EffectOutcome): PageResult {
-  return {
-    observation: outcome.observation,
-    evidenceKey: outcome.evidenceKey,
-    ...(outcome.capture ? { screenshot: outcome.capture } : {}),
-  };
+function effectResult(outcome: { observation: unknown; evidenceKey: string }): PageResult {
+  return { observation: outcome.observation, evidenceKey: outcome.evidenceKey };
 }
 
 class PlaywrightPageSession implements PageSession {
@@ -74,7 +68,7 @@ class PlaywrightPageSession implements PageSession {
     limits: OperationLimits,
     beforeDispatch: () => Promise<void>,
   ): Promise<PageResult> {
-    return effectResult(await this.engine.navigate({ url }, { ...limits, beforeDispatch }, SCREENSHOT));
+    return effectResult(await this.engine.navigate({ url }, { ...limits, beforeDispatch }));
   }
 
   async observe(args: Record<string, unknown>, limits: OperationLimits): Promise<PageResult> {
@@ -88,16 +82,23 @@ class PlaywrightPageSession implements PageSession {
     beforeDispatch: () => Promise<void>,
   ): Promise<PageResult> {
     return effectResult(
-      await this.engine.act(
-        args as Parameters<PageEngine['act']>[0],
-        { ...limits, beforeDispatch },
-        SCREENSHOT,
-      ),
+      await this.engine.act(args as Parameters<PageEngine['act']>[0], { ...limits, beforeDispatch }),
     );
   }
 
-  preview(args: { revision: string; element: string }, limits: OperationLimits): Promise<Capture> {
-    return this.engine.preview(args, limits);
+  previewTarget(
+    args: { revision: string; element: string },
+    limits: OperationLimits,
+  ): Promise<Box | undefined> {
+    return this.engine.previewTarget(args, limits);
+  }
+
+  screenshot(options: { timeoutMs: number; outline?: Box | undefined }): Promise<Capture> {
+    return this.engine.screenshot(options);
+  }
+
+  useSecrets(secrets: readonly OpenedSecret[]): void {
+    this.engine.useSecrets(secrets);
   }
 
   /** Issue 17.4: what the pages wrote is what is sealed — their cookie writes are waited for first. */
@@ -106,8 +107,11 @@ class PlaywrightPageSession implements PageSession {
     return this.context.storageState();
   }
 
+  /**
+   * The engine closes the context, every page with it, before its fence removes a route: a
+   * request the fence still held would otherwise go out unfenced after the lease ended.
+   */
   async dispose(): Promise<void> {
     await this.engine.close();
-    await this.context.close();
   }
 }

@@ -186,4 +186,9 @@ export interface LeaseStore {
   /** Issue 18: many answers stored at once (one pipeline), as `completeIdempotency` stores one. */
   completeIdempotencies(answers: readonly IdempotentAnswerRecord[]): Promise<void>;
   releaseIdempotency(profile: ProfileRef, key: string): Promise<void>;
+  /**
+   * DESIGN §12: the declared secrets of the run a lease serves, sealed as the API stored them
+   * (undefined: none). Optional: a store without it serves runs without secrets.
+   */
+  sealedRunSecrets?(runId: string): Promise<string | undefined>;
 }

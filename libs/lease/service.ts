@@ -102,6 +102,7 @@ export class LeaseService {
       held: this.#held,
       close: (profile, leaseId, closeOptions) => this.close(profile, leaseId, closeOptions),
       artifacts: options.artifacts,
+      sealKey: options.sealKey,
     });
   }
 
@@ -507,8 +508,15 @@ export class LeaseService {
     leaseId: string,
     args: { revision: string; element: string },
     limits: OperationLimits,
+    /** The screenshot's name, when the caller chose it (an approval that names it is written meanwhile). */
+    name?: string,
   ) {
-    return this.#busy(this.#pageCalls.preview(profile, leaseId, args, limits));
+    return this.#busy(this.#pageCalls.preview(profile, leaseId, args, limits, name));
+  }
+
+  /** Resolves once every screenshot named so far is stored or noted failed (they follow the answers). */
+  screenshotsDrained(): Promise<void> {
+    return this.#pageCalls.screenshotsDrained();
   }
 
   /** A page call (or a context made for an acquire) under way, for the warm pool to wait out. */
@@ -561,6 +569,8 @@ export class LeaseService {
         ),
       ),
     );
+    // Screenshots already taken are written and noted; those not taken are noted `page_closed`.
+    await this.#pageCalls.screenshotsDrained();
   }
 
   #view(profile: ProfileRef, leaseId: string): Promise<LeaseView> {

@@ -12,6 +12,7 @@ const TOLD_REFUSALS: ReadonlySet<string> = new Set([
   'action_not_allowed',
   'url_disallowed',
   'invalid_arguments',
+  'secret_not_allowed',
 ]);
 
 /**
@@ -27,7 +28,8 @@ export function toldRefusal(error: unknown, dispatched: boolean, sequence: numbe
     | 'element_not_found'
     | 'action_not_allowed'
     | 'url_disallowed'
-    | 'invalid_arguments';
+    | 'invalid_arguments'
+    | 'secret_not_allowed';
   return new DataPlaneError(code, error.message, dispatched ? { dispatched, sequence } : { dispatched }, {
     cause: error,
   });

@@ -312,19 +312,21 @@ export class DataPlaneClient {
 
   /**
    * Issue 13 (approval cards): the element of an observed revision outlined on the page, stored by
-   * the browser worker; answers its artifact name, if the capture succeeded. Not an effect.
+   * the browser worker under `screenshot` when given; answers the artifact's name once the target
+   * is found (the picture follows, as an act's does), none when it cannot be taken. Not an effect.
    */
   async preview(
     profile: ProfileRef,
     leaseId: string,
     args: { revision: string; element: string },
     limits: CallLimits = {},
+    screenshot?: string,
   ): Promise<PageArtifacts> {
     const answer = await this.#send({
       operation: 'preview',
       method: 'POST',
       path: `${leasePath(profile, leaseId)}/preview`,
-      body: { args },
+      body: { args, ...(screenshot ? { screenshot } : {}) },
       ...leaseLimits(limits),
     });
     return this.#parse('preview', previewAnswerSchema, answer.body).artifacts;

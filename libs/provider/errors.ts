@@ -37,6 +37,7 @@ export const REFUSALS_BEFORE_DISPATCH: ReadonlySet<string> = new Set([
   'action_not_allowed',
   'url_disallowed',
   'grant_not_applicable',
+  'secret_not_allowed',
 ]);
 
 /**
@@ -49,6 +50,7 @@ export const TOLD_REFUSALS: ReadonlySet<string> = new Set([
   'action_not_allowed',
   'url_disallowed',
   'invalid_arguments',
+  'secret_not_allowed',
 ]);
 
 /** Whether a refusal of an effect came after its dispatch (the lease's sequence advanced). */
@@ -241,6 +243,7 @@ export function errorFromAnswer(
     case 'grant_not_applicable':
     case 'invalid_arguments':
     case 'navigation_failed':
+    case 'secret_not_allowed':
       return new ProviderError(serviceCode, said, false, details);
     case 'sequence_mismatch':
       return new ProviderError('sequence_mismatch', said, false, details);

@@ -209,10 +209,17 @@ export class BrowserLeaseProvider {
   async preview(
     args: { revision: string; element: string },
     limits: CallLimits = {},
+    screenshot?: string,
   ): Promise<PageArtifacts> {
     const held = this.#held;
     if (!held || held.expiresAtMs <= this.#clock()) return {};
-    return this.#client(held.workerUrl).preview(this.#profileOf(held), held.leaseId, args, limits);
+    return this.#client(held.workerUrl).preview(
+      this.#profileOf(held),
+      held.leaseId,
+      args,
+      limits,
+      screenshot,
+    );
   }
 
   /**

@@ -26,6 +26,7 @@ export function judgeFailedPageCall(error: unknown, sequence: number): FailedPag
     case 'url_disallowed':
     case 'grant_not_applicable':
     case 'invalid_arguments':
+    case 'secret_not_allowed':
       if (refusedAfterDispatch(error)) return judgeDispatchedRefusal(error, sequence);
       // Refused before dispatch: nothing happened, the lease and its sequence stay as they were.
       return { error };

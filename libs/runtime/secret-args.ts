@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { onlySecretReferences } from '../contracts/index.js';
 import type { ToolCall, ToolDefinition, TranscriptEntry } from './model.js';
 import { TOOL_CALL_NAME } from './roster.js';
 
@@ -94,6 +95,9 @@ export function secretArgumentNames(
   if (
     call.name === 'browser.act' &&
     typeof call.args.text === 'string' &&
+    // A declared secret's reference (`{{secret:pw}}`) is no secret: the value is the browser
+    // worker's alone (DESIGN §12), and the records say which secret was typed.
+    !onlySecretReferences(call.args.text) &&
     targetIsSecretField(call.args, transcript)
   )
     names.add('text');
@@ -152,4 +156,29 @@ export function revealCall(call: ToolCall, values: Readonly<Record<string, strin
   const args = { ...call.args };
   for (const [name, value] of Object.entries(values)) if (args[name] === SECRET_MARKER) args[name] = value;
   return { ...call, args };
+}
+
+/**
+ * The values the run's model typed as secret arguments (a password it was given in its input and
+ * typed itself, not a declared secret): this execution's, and those its earlier executions sealed
+ * on their turns. The step records strike them from the page's URL and title (a site that echoes a
+ * typed password there), as the arguments read `[secret]`.
+ */
+export function typedSecretValues(
+  transcript: readonly TranscriptEntry[],
+  thisExecution: ReadonlyMap<string, Record<string, string>>,
+  sealer: ArgumentSealer | undefined,
+): string[] {
+  const values = new Set<string>();
+  const add = (record: Readonly<Record<string, string>> | undefined) => {
+    for (const value of Object.values(record ?? {})) if (value.length > 0) values.add(value);
+  };
+  for (const record of thisExecution.values()) add(record);
+  for (const entry of transcript) {
+    if (entry.kind !== 'model' || !entry.sealedArgs) continue;
+    for (const [callId, blob] of Object.entries(entry.sealedArgs)) {
+      if (!thisExecution.has(callId) && blob) add(sealer?.unseal(callId, blob));
+    }
+  }
+  return [...values];
 }

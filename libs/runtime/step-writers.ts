@@ -4,9 +4,12 @@ import {
   type RunStep,
   type StepOutcome,
   settleResultSchema,
+  strike,
+  strikesFor,
 } from '../contracts/index.js';
 import type { RunPort, StepWrite } from './loop-ports.js';
 import type { ModelUsage, ToolCall, ToolOutcome } from './model.js';
+import { SECRET_MARKER } from './secret-args.js';
 
 type ToolStep = NonNullable<RunStep['tool']>;
 
@@ -22,7 +25,10 @@ export function stepOutcomeOf(outcome: ToolOutcome): StepOutcome {
  * and title — as the model saw them in the observation. Each is kept only when it has the
  * contract's shape, so a tool of another kind never makes a step unreadable.
  */
-function pageDetails(outcome: ToolOutcome): Pick<ToolStep, 'settle' | 'postcondition' | 'page'> {
+function pageDetails(
+  outcome: ToolOutcome,
+  typedSecrets: () => readonly string[],
+): Pick<ToolStep, 'settle' | 'postcondition' | 'page'> {
   // A failed navigation that left a page (navigation_failed) shows it as a successful one does.
   const observation = (outcome.result as { observation?: Record<string, unknown> } | null | undefined)
     ?.observation;
@@ -31,10 +37,19 @@ function pageDetails(outcome: ToolOutcome): Pick<ToolStep, 'settle' | 'postcondi
   const settle = settleResultSchema.safeParse(observation.settle);
   const condition = conditionResultSchema.safeParse(observation.condition);
   const { url, title } = observation;
+  if (typeof url !== 'string' || typeof title !== 'string')
+    return {
+      settle: settle.success ? settle.data : null,
+      postcondition: condition.success ? condition.data : null,
+      page: null,
+    };
+  // A password the model typed itself may be echoed by the site in its URL (a GET form) or title:
+  // the step, kept for the retention and shown on the run page, has it struck as its arguments do.
+  const strikes = strikesFor(typedSecrets().map((value) => ({ value, marker: SECRET_MARKER })));
   return {
     settle: settle.success ? settle.data : null,
     postcondition: condition.success ? condition.data : null,
-    page: typeof url === 'string' && typeof title === 'string' ? { url, title } : null,
+    page: { url: strike(url, strikes), title: strike(title, strikes) },
   };
 }
 
@@ -55,6 +70,8 @@ export class ToolStepWriter {
     private readonly index: number,
     private readonly recorded: ToolCall,
     private readonly invocationId: string,
+    /** The values the run's model typed as secrets so far, struck from the page the step keeps. */
+    private readonly typedSecrets: () => readonly string[] = () => [],
   ) {
     this.#startedAtMs = clock();
   }
@@ -65,8 +82,12 @@ export class ToolStepWriter {
       invocation_id: this.invocationId,
       arguments: this.recorded.args as ToolStep['arguments'],
       outcome: outcome ? stepOutcomeOf(outcome) : null,
-      ...(outcome ? pageDetails(outcome) : { settle: null, postcondition: null, page: null }),
+      ...(outcome
+        ? pageDetails(outcome, this.typedSecrets)
+        : { settle: null, postcondition: null, page: null }),
       screenshot: artifacts?.screenshot ?? null,
+      // Where the screenshot is, the browser worker notes apart (it is taken after the answer).
+      screenshot_status: null,
       approval_id: this.#approvalId,
     };
   }

@@ -6,7 +6,7 @@ import { fitBatch } from './limits.js';
 import type { ExecutionEnd, Invocation, LoopContext, RunLoopOptions } from './loop-ports.js';
 import type { ToolCall, ToolOutcome, TranscriptEntry } from './model.js';
 import { resolveDeferredCall, searchDeferredTools, TOOL_CALL_NAME, TOOL_SEARCH_NAME } from './roster.js';
-import { revealCall } from './secret-args.js';
+import { revealCall, typedSecretValues } from './secret-args.js';
 import { ToolStepWriter } from './step-writers.js';
 
 const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
@@ -80,7 +80,9 @@ export async function answerToolCalls(
     const deferred = asked.name === TOOL_CALL_NAME ? resolveDeferredCall(context.plan, asked) : undefined;
     // Issue 13: each call is a step, written beside the writes already there (one round trip).
     const stepOf = (named: ToolCall) =>
-      new ToolStepWriter(run, clock, step, index, named, run.invocationId(step, index));
+      new ToolStepWriter(run, clock, step, index, named, run.invocationId(step, index), () =>
+        typedSecretValues(transcript, context.secrets, options.argumentSealer),
+      );
     if (deferred && !deferred.ok) {
       const outcome: ToolOutcome = { ok: false, code: deferred.code, message: deferred.message };
       await Promise.all([answer(asked, outcome), stepOf(asked).ended(outcome, null)]);

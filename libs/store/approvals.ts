@@ -180,6 +180,14 @@ export interface ApprovalDecider {
 }
 
 /**
+ * An approval absent, of another tenant, or of a run its decider may not decide (another
+ * principal's): one answer for all, naming the approval asked for and nothing of its run.
+ */
+function approvalNotFound(approvalId: string): RunRefusal {
+  return { ok: false, code: 'not_found', status: undefined, message: `approval ${approvalId} not found` };
+}
+
+/**
  * Approves (optionally with a task grant) or denies. Re-queues the parked run when it was its last
  * pending approval; the caller then enqueues the run's new execution.
  */
@@ -192,7 +200,7 @@ export async function decideApproval(
     | ({ approved: false; reason: string } & ApprovalDecider),
 ): Promise<ApprovalDecision> {
   const runId = await runOfApproval(context, approvalId);
-  if (!runId) return refusal(approvalId, 'not_found', '', 'pending');
+  if (!runId) return approvalNotFound(approvalId);
   const grant = decision.approved ? decision.grant : undefined;
   const grantId = grant ? approvalId.replace(/^apr_/, 'grt_') : '';
   const reply = await context.redis.decideApproval(
@@ -225,7 +233,7 @@ export async function decideApproval(
       message: `a grant is at most ${GRANT_MAX_DURATION_MS / 60_000} minutes and ${GRANT_MAX_ACTIONS} actions`,
     };
   }
-  if (code === 'not_found') return refusal(approvalId, 'not_found', '', 'pending');
+  if (code === 'not_found') return approvalNotFound(approvalId);
   return toTransition<'requeued' | 'decided'>(runId, reply, 'parked');
 }
 

@@ -1,5 +1,5 @@
 export { agentVersionOf, type NewSession, type PutAgentOutcome } from './agents.js';
-export type { NewApiKey } from './api-keys.js';
+export type { ApiKeyRefusal, IssuedApiKey, NewApiKey } from './api-keys.js';
 export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';
 export { canonicalJson, contentAddress, sha256Hex } from './canonical-json.js';
 export { FollowUpIndex, type OwedFollowUp } from './follow-ups.js';
@@ -7,6 +7,13 @@ export { AgentVersionCache, SessionCache } from './immutable-caches.js';
 export { LeaderLock } from './leader-lock.js';
 export { RedisLeaseStore } from './lease-store.js';
 export type { InvocationRecord, LedgerOutcome } from './ledger.js';
+export {
+  type McpSessionSlot,
+  type McpSessionSlotLimits,
+  McpSessionSlots,
+  type McpSlotVerdict,
+  mcpSessionSlotKeys,
+} from './mcp-session-slots.js';
 export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turns.js';
 export { isEventId } from './run-events.js';
 export { RunKeys } from './run-keys.js';
@@ -29,6 +36,14 @@ export {
   type TenantRunQuery,
 } from './run-store.js';
 export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
+export { RunScreenshotNotes } from './screenshot-states.js';
 export { type ScriptCommands, withScripts } from './scripts.js';
-export { csrfTokenMatches, UI_SESSION_TTL_MS, type UiSession, UiSessions } from './ui-sessions.js';
+export {
+  csrfTokenMatches,
+  UI_SESSION_TTL_MS,
+  UI_SESSIONS_PER_KEY,
+  type UiSession,
+  type UiSessionOptions,
+  UiSessions,
+} from './ui-sessions.js';
 export { type BrowserWorkerRecord, BrowserWorkerRegistry } from './worker-registry.js';

@@ -15,6 +15,7 @@ import type {
   StoredProfile,
 } from '../lease/ports.js';
 import type { RedisClient } from './redis-client.js';
+import { readSealedRunSecrets } from './run-secrets.js';
 import { withScripts } from './scripts.js';
 import { slotBatch } from './slot-batch.js';
 
@@ -37,6 +38,11 @@ export class RedisLeaseStore implements LeaseStore {
     private readonly prefix: string,
   ) {
     this.#redis = withScripts(redis);
+  }
+
+  /** DESIGN §12: a run's declared secrets as sealed at submission (the run's own key), or undefined. */
+  sealedRunSecrets(runId: string): Promise<string | undefined> {
+    return readSealedRunSecrets(this.#redis, this.prefix, runId);
   }
 
   #profileTag(profile: ProfileRef): string {

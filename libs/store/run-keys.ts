@@ -50,6 +50,21 @@ export class RunKeys {
     return `${this.prefix}{run:${runId}}:step-order`;
   }
   /**
+   * Hash: the run's declared secrets (DESIGN §12): `sealed` (AES-256-GCM under the seal key, bound
+   * to the tenant and run) and `declared` (their names and origins, JSON). Read by the browser
+   * worker (`sealed`) and the run worker (`declared`); never by a route.
+   */
+  secrets(runId: string): string {
+    return `${this.prefix}{run:${runId}}:secrets`;
+  }
+  /**
+   * Hash: screenshot name → where it is (`pending`, `stored`, `failed <reason>`), written by the
+   * browser worker that takes it after its call answered; expires with the run.
+   */
+  screenshots(runId: string): string {
+    return `${this.prefix}{run:${runId}}:screenshots`;
+  }
+  /**
    * Every key a run owns, for retention and for counting (issue 13): all in the run's slot. The
    * earlier attempts' transcripts are named by the run's attempt count.
    */
@@ -68,6 +83,8 @@ export class RunKeys {
       this.loopState(runId),
       this.steps(runId),
       this.stepOrder(runId),
+      this.secrets(runId),
+      this.screenshots(runId),
     ];
   }
   /** Hash: the session's record, fixed at creation. */

@@ -3,6 +3,7 @@ import { getSession } from './agents.js';
 import { approvalsInOrder } from './approvals.js';
 import type { RunStoreContext } from './run-keys.js';
 import { parseRun, parseRunStatus } from './run-records.js';
+import { notesOf, withCardScreenshots } from './screenshot-states.js';
 import { slotBatch } from './slot-batch.js';
 
 /** The run, or undefined; with `tenant`, another tenant's run reads as absent. */
@@ -34,16 +35,18 @@ export async function getRunDetail(
     .multi()
     .hgetall(context.keys.run(runId))
     .hvals(context.keys.approvals(runId))
+    .hgetall(context.keys.screenshots(runId))
     .exec();
-  const [fieldsReply, approvalsReply] = replies ?? [];
+  const [fieldsReply, approvalsReply, notesReply] = replies ?? [];
   if (fieldsReply?.[0]) throw fieldsReply[0];
   if (approvalsReply?.[0]) throw approvalsReply[0];
   const fields = fieldsReply?.[1] as Record<string, string>;
   if (fields.tenant !== tenant) return undefined;
   const run = parseRun(fields)?.run;
   if (!run) return undefined;
-  const pendingApprovals = approvalsInOrder(approvalsReply?.[1] as string[]).filter(
-    (approval) => approval.status === 'pending',
+  const pendingApprovals = withCardScreenshots(
+    approvalsInOrder(approvalsReply?.[1] as string[]).filter((approval) => approval.status === 'pending'),
+    notesOf(notesReply?.[1] as Record<string, string> | undefined),
   );
   return { run, pendingApprovals };
 }

@@ -3,6 +3,7 @@ import { packJson, unpackJson } from './packed-json.js';
 import type { RunStoreContext } from './run-keys.js';
 import { unreadableRecord } from './run-records.js';
 import { isRefusalCode, type RunRefusal, refusal } from './run-transition.js';
+import { readScreenshotNotes, withStepScreenshots } from './screenshot-states.js';
 
 /**
  * What a run did, step by step (issue 13): each model turn and each tool call of a run is one
@@ -48,7 +49,8 @@ function compactStep(step: Omit<StepRecord, 'started_at_ms' | 'status'>): Record
   const stored: Record<string, unknown> = withoutNulls(times);
   if (model) stored.model = model;
   if (tool) {
-    const { invocation_id: invocationId, ...rest } = tool;
+    // A screenshot's status is the browser worker's note, read beside the step: never stored in it.
+    const { invocation_id: invocationId, screenshot_status: _status, ...rest } = tool;
     stored.tool = {
       ...withoutNulls(rest),
       ...(invocationId !== derivedInvocationId(step.run_id, attempt, turn, index ?? 0)
@@ -104,6 +106,7 @@ function expandStep(runId: string, stepId: string, stored: Record<string, unknow
           postcondition: null,
           page: null,
           screenshot: null,
+          screenshot_status: null,
           approval_id: null,
           ...tool,
         }
@@ -191,7 +194,10 @@ export async function listSteps(
   const ids = await context.redis.lrange(context.keys.stepOrder(runId), afterSeq, afterSeq + limit);
   const pageIds = ids.slice(0, limit);
   if (pageIds.length === 0) return { steps: [], nextCursor: null };
-  const records = await context.redis.hmgetBuffer(context.keys.steps(runId), ...pageIds);
+  const [records, notes] = await Promise.all([
+    context.redis.hmgetBuffer(context.keys.steps(runId), ...pageIds),
+    readScreenshotNotes(context.redis, context.keys, runId),
+  ]);
   const steps: RunStep[] = [];
   records.forEach((stored, index) => {
     // An id in the order whose record is gone (expired apart): skipped, as the indexes are elsewhere.
@@ -203,5 +209,8 @@ export async function listSteps(
       throw unreadableRecord('step', `${runId}/${pageIds[index]}`, error);
     }
   });
-  return { steps, nextCursor: ids.length > limit ? String(afterSeq + limit) : null };
+  return {
+    steps: withStepScreenshots(steps, notes),
+    nextCursor: ids.length > limit ? String(afterSeq + limit) : null,
+  };
 }

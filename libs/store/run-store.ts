@@ -4,14 +4,17 @@ import type {
   ApiKeyIdentity,
   ApiKeyView,
   ApprovalView,
+  DeclaredSecretName,
   GrantRequest,
   GrantView,
+  KeyLineage,
   LedgerEntry,
   RunEvent,
   RunEventType,
   RunStatus,
   RunUsage,
   RunView,
+  ScreenshotFailure,
   SessionView,
   UnverifiedError,
 } from '../contracts/index.js';
@@ -24,7 +27,17 @@ import {
   type PutAgentOutcome,
   putAgent,
 } from './agents.js';
-import { createApiKey, listApiKeys, type NewApiKey, resolveApiKey, revokeApiKey } from './api-keys.js';
+import {
+  type ApiKeyRefusal,
+  apiKeyLineage,
+  createApiKey,
+  createApiKeyBy,
+  type IssuedApiKey,
+  listApiKeys,
+  type NewApiKey,
+  resolveApiKey,
+  revokeApiKey,
+} from './api-keys.js';
 import {
   type ApprovalDecider,
   type ApprovalDecision,
@@ -61,6 +74,7 @@ import { RunKeys, type RunStoreContext } from './run-keys.js';
 import { getRun, getRunDetail, listRuns, runStates, stopRequested } from './run-reads.js';
 import { checkedRetentionMs, DEFAULT_RUN_RETENTION_MS } from './run-retention.js';
 import { retryRun } from './run-retry.js';
+import { readDeclaredSecrets } from './run-secrets.js';
 import {
   type ClaimTransition,
   cancelRun,
@@ -85,6 +99,7 @@ import {
 import { type SubmitOutcome, type SubmitRun, submitRun } from './run-submit.js';
 import type { RunRefusal, RunTransition } from './run-transition.js';
 import { addUsage, markUnverified, noteBrowserTools } from './run-usage.js';
+import { notePreviewPending, noteScreenshotMissing } from './screenshot-states.js';
 import { withScripts } from './scripts.js';
 import { listTenantRuns, type TenantRunPage, type TenantRunQuery } from './tenant-runs.js';
 
@@ -156,8 +171,21 @@ export class RunStore {
 
   // API keys
 
-  createApiKey(input: NewApiKey): Promise<{ key: string; identity: ApiKeyIdentity }> {
+  /** A key made by the operator (no maker, not held to the tenant's bound). */
+  createApiKey(input: NewApiKey): Promise<IssuedApiKey> {
     return createApiKey(this.#context, input);
+  }
+  /** A key made by the key `maker`, in its tenant, within the bounds `createApiKeyBy` keeps. */
+  createApiKeyBy(
+    maker: ApiKeyIdentity,
+    input: Omit<NewApiKey, 'tenant'>,
+    maxPerTenant: number,
+  ): Promise<({ ok: true } & IssuedApiKey) | ApiKeyRefusal> {
+    return createApiKeyBy(this.#context, maker, input, maxPerTenant);
+  }
+  /** The tenant's live key `keyId` and the keys that made it, or undefined. */
+  apiKeyLineage(tenant: string, keyId: string): Promise<KeyLineage | undefined> {
+    return apiKeyLineage(this.#context, tenant, keyId);
   }
   resolveApiKey(presented: string): Promise<ApiKeyIdentity | undefined> {
     return resolveApiKey(this.#context, presented);
@@ -193,6 +221,13 @@ export class RunStore {
    */
   submitRun(input: SubmitRun): Promise<SubmitOutcome> {
     return submitRun(this.#context, input);
+  }
+  /**
+   * DESIGN §12: the names and origins of the run's declared secrets (none: empty), what its model
+   * is told. Never a value: those stay sealed for the browser worker.
+   */
+  declaredSecrets(runId: string): Promise<DeclaredSecretName[]> {
+    return readDeclaredSecrets(this.#context, runId);
   }
   /**
    * Whether the loop must stop before its next call: a cancel was asked, or the run is no longer
@@ -387,6 +422,17 @@ export class RunStore {
     request: ApprovalRequest,
   ): Promise<{ approvalId: string; transition: RunTransition<'parked' | 'cancelled'> }> {
     return requestApproval(this.#context, runId, ownerToken, request);
+  }
+  /**
+   * A screenshot this run named that no browser worker took (its preview call was refused) is
+   * noted `failed` with `reason`; a name a worker noted is left as it is.
+   */
+  noteScreenshotMissing(runId: string, name: string, reason: ScreenshotFailure): Promise<void> {
+    return noteScreenshotMissing(this.#context.redis, this.#context.keys, runId, name, reason);
+  }
+  /** An approval's preview this run named, `pending` before it is asked for (see notePreviewPending). */
+  notePreviewPending(runId: string, name: string): Promise<void> {
+    return notePreviewPending(this.#context.redis, this.#context.keys, runId, name);
   }
   getApproval(tenant: string, approvalId: string): Promise<ApprovalView | undefined> {
     return getApproval(this.#context, tenant, approvalId);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
 import {
   ApiError,
+  type DeclaredSecretName,
   jsonBoundsProblem,
   newId,
   RUN_INPUT_BOUNDS,
@@ -40,6 +41,12 @@ export interface SubmitRun {
   /** The session, when the caller has read it already (sessions never change); else it is read. */
   session?: SessionView;
   parentRunId?: string;
+  /**
+   * DESIGN §12: the run's declared secrets, sealed by the caller for the run's id (the sealed blob
+   * is bound to it; the store never sees a value), and their names and origins. Stored with the
+   * run, once; they expire with its other keys.
+   */
+  secrets?: { seal: (runId: string) => string; declared: DeclaredSecretName[] };
   /**
    * Issue 18: queues the new run's first job on the batch that stores the run (after it, in the
    * same round trip), as `queues/runs.ts` `addRunJobTo` does. Used only where the run is new for
@@ -147,6 +154,7 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
   script.submitRun(
     keys.run(runId),
     keys.events(runId),
+    keys.secrets(runId),
     runId,
     input.tenant,
     input.principal,
@@ -162,6 +170,8 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
     requestHash,
     input.idempotencyKey ?? '',
     context.eventsCap,
+    input.secrets?.seal(runId) ?? '',
+    input.secrets ? JSON.stringify(input.secrets.declared) : '',
   );
   // A fresh id is a new run (a collision of 100 random bits aside), so its job goes with it.
   const enqueued = input.enqueueWith !== undefined && input.idempotencyKey === undefined && !isCluster(redis);

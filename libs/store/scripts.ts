@@ -19,6 +19,7 @@ export interface ScriptCommands {
   acquireOrRenewLock(lockKey: string, token: string, ttlMs: number): Promise<number>;
   releaseLock(lockKey: string, token: string): Promise<number>;
   createProfile(profileKey: string, ...argv: Arg[]): Promise<number>;
+  addApiKey(tenantKeysKey: string, keyId: string, keyHash: string, maxPerTenant: number): Promise<number>;
   acquireLease(
     liveKey: string,
     leaseKey: string,
@@ -36,6 +37,7 @@ export interface ScriptCommands {
   submitRun(
     runKey: string,
     eventsKey: string,
+    secretsKey: string,
     ...argv: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
   claimRun(
@@ -91,6 +93,7 @@ export interface ScriptCommands {
   ): Promise<[string, string, Array<string | number>]>;
   settleRunDeadline(deadlinesKey: string, ...argv: Arg[]): Promise<number>;
   takeTurn(turnsKey: string, ...argv: Arg[]): Promise<[string, string, number]>;
+  takeSessionSlot(tenantSlotsKey: string, keySlotsKey: string, ...argv: Arg[]): Promise<[string, string]>;
   passTurn(turnsKey: string, ...argv: Arg[]): Promise<[string, number]>;
   waitForProfile(
     runKey: string,
@@ -115,6 +118,7 @@ export interface ScriptCommands {
     approvalsKey: string,
     ...argv: Arg[]
   ): Promise<[string, string | number]>;
+  noteScreenshot(runKey: string, screenshotsKey: string, ...argv: Arg[]): Promise<string>;
 }
 
 /**

@@ -3,9 +3,21 @@ import { type ApiKeyIdentity, apiKeyIdentitySchema } from '../contracts/index.js
 import { sha256Hex } from './canonical-json.js';
 import type { RedisClient } from './redis-client.js';
 import { RunKeys } from './run-keys.js';
+import { slotBatch } from './slot-batch.js';
 
 /** How long a person stays signed in to the run pages: a working day, then the key again. */
 export const UI_SESSION_TTL_MS = 12 * 3600_000;
+
+/** Sessions one key holds by default (UI_SESSIONS_PER_KEY). */
+export const UI_SESSIONS_PER_KEY = 5;
+
+export interface UiSessionOptions {
+  /** A session's life (default {@link UI_SESSION_TTL_MS}). */
+  ttlMs?: number;
+  /** Sessions one key holds; a new one past it ends the key's oldest (default {@link UI_SESSIONS_PER_KEY}). */
+  maxPerKey?: number;
+  now?: () => number;
+}
 
 /** A signed-in browser: who it acts as (read fresh from the key), and the token its writes carry. */
 export interface UiSession {
@@ -27,21 +39,44 @@ interface SessionFields {
  * id's SHA-256, so a leaked store yields no cookie that works, and holds the key's hash, so each
  * request reads the key's record afresh: a revoked key ends every session it opened, and a key's
  * scopes are the session's scopes at every request. Redis expires the record with the session.
+ *
+ * A key holds at most `maxPerKey` sessions: an index per key (a sorted set of the records' names
+ * by expiry) counts them, and a sign-in past the bound ends the key's oldest, so signing in again
+ * and again never piles up records.
  */
 export class UiSessions {
   private readonly keys: RunKeys;
+  private readonly ttlMs: number;
+  private readonly maxPerKey: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keyPrefix: string,
-    private readonly ttlMs = UI_SESSION_TTL_MS,
-    private readonly now: () => number = Date.now,
+    options: UiSessionOptions = {},
   ) {
     this.keys = new RunKeys(keyPrefix);
+    this.ttlMs = options.ttlMs ?? UI_SESSION_TTL_MS;
+    this.maxPerKey = options.maxPerKey ?? UI_SESSIONS_PER_KEY;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** A record's name: the session id's hash (also its member in the key's index). */
+  private recordName(sessionId: string): string {
+    return sha256Hex(sessionId);
   }
 
   private recordKey(sessionId: string): string {
-    return `${this.keyPrefix}ui-session:${sha256Hex(sessionId)}`;
+    return this.recordKeyOf(this.recordName(sessionId));
+  }
+
+  private recordKeyOf(name: string): string {
+    return `${this.keyPrefix}ui-session:${name}`;
+  }
+
+  /** Sorted set: the names of one key's session records, scored by their expiry (epoch ms). */
+  private indexKey(keyHash: string): string {
+    return `${this.keyPrefix}ui-sessions:${keyHash}`;
   }
 
   /** Opens a session for a presented API key; answers the cookie's id, or undefined for a wrong key. */
@@ -59,7 +94,31 @@ export class UiSessions {
       .hset(key, { key_hash: keyHash, csrf_token: csrfToken, expires_at_ms: String(expiresAtMs) })
       .pexpire(key, this.ttlMs)
       .exec();
+    await this.endOldest(keyHash, this.recordName(sessionId), expiresAtMs);
     return { sessionId, session: { identity, csrfToken, expiresAtMs } };
+  }
+
+  /**
+   * Counts a new session in its key's index and ends the oldest past the bound, in one MULTI on
+   * the index (expired names dropped, the new one added, all but the newest `maxPerKey` read and
+   * removed); then their records are deleted, each in its own slot on a cluster.
+   */
+  private async endOldest(keyHash: string, name: string, expiresAtMs: number): Promise<void> {
+    const index = this.indexKey(keyHash);
+    const beyond = -(this.maxPerKey + 1);
+    const replies = await this.redis
+      .multi()
+      .zremrangebyscore(index, '-inf', this.now())
+      .zadd(index, expiresAtMs, name)
+      .zrange(index, 0, beyond)
+      .zremrangebyrank(index, 0, beyond)
+      .pexpire(index, this.ttlMs)
+      .exec();
+    const ended = (replies?.[2]?.[1] ?? []) as string[];
+    if (ended.length === 0) return;
+    const batch = slotBatch(this.redis);
+    for (const endedName of ended) batch.del(this.recordKeyOf(endedName));
+    await batch.exec();
   }
 
   /** The live session behind a cookie's id, or undefined: unknown, expired, or its key revoked. */
@@ -78,9 +137,12 @@ export class UiSessions {
     return { identity, csrfToken: fields.csrf_token, expiresAtMs };
   }
 
-  /** Ends a session (sign-out); idempotent. */
+  /** Ends a session (sign-out); idempotent. Its place in its key's index is given back too. */
   async close(sessionId: string): Promise<void> {
-    await this.redis.del(this.recordKey(sessionId));
+    const key = this.recordKey(sessionId);
+    const keyHash = await this.redis.hget(key, 'key_hash');
+    await this.redis.del(key);
+    if (keyHash) await this.redis.zrem(this.indexKey(keyHash), this.recordName(sessionId));
   }
 
   /** The key's record as the API's own lookup reads it: absent once revoked. */

@@ -52,23 +52,24 @@ export interface DoorKeeper {
 export const AUTH_FAILURE_WINDOW_MS = 60_000;
 
 /**
- * Failed authentications per client address, counted in Redis: one key per address, made with
- * its one-minute expiry (SET NX PX) and counted (INCR) in one MULTI, so a key never outlives its
- * window whatever fails in between, on any Redis version, shared by every replica. Only failures
- * count: a right credential always passes, so a tenant behind the same address as an attacker is
- * never locked out.
+ * A budget of events per client address (or network) a minute, counted in Redis: one key per
+ * address, made with its one-minute expiry (SET NX PX) and counted (INCR) in one MULTI, so a key
+ * never outlives its window whatever fails in between, on any Redis version, shared by every
+ * replica.
  */
-export class FailedAuthLimiter {
+export class AddressBudget {
   constructor(
     private readonly redis: RedisClient,
     private readonly keyPrefix: string,
-    /** Failures an address may make in a window before further ones answer 429. */
+    /** What is counted: the key's middle part (`auth-failures`, `signins`). */
+    private readonly name: string,
+    /** Events an address may make in a window before further ones are refused. */
     readonly perMinute: number,
   ) {}
 
-  /** Counts one failure; answers the wait in ms when the address is now over its limit. */
-  async fail(address: string): Promise<number | undefined> {
-    const key = `${this.keyPrefix}auth-failures:${address}`;
+  /** Counts one event; answers the wait in ms when the address is now over its budget. */
+  async spend(address: string): Promise<number | undefined> {
+    const key = `${this.keyPrefix}${this.name}:${address}`;
     const answers = await this.redis
       .multi()
       .set(key, '0', 'PX', AUTH_FAILURE_WINDOW_MS, 'NX')
@@ -79,6 +80,23 @@ export class FailedAuthLimiter {
     if (count <= this.perMinute) return undefined;
     const ttlMs = Number(answers?.[2]?.[1] ?? AUTH_FAILURE_WINDOW_MS);
     return ttlMs > 0 ? ttlMs : AUTH_FAILURE_WINDOW_MS;
+  }
+}
+
+/**
+ * Failed authentications per client address ({@link AddressBudget} `auth-failures`). Only failures
+ * count: a right credential always passes, so a tenant behind the same address as an attacker is
+ * never locked out. The doors count per exact address; the run pages' sign-in per network
+ * (`addressBlock`), since a host holds a whole IPv6 /64 or, on loopback, all of 127/8.
+ */
+export class FailedAuthLimiter extends AddressBudget {
+  constructor(redis: RedisClient, keyPrefix: string, perMinute: number) {
+    super(redis, keyPrefix, 'auth-failures', perMinute);
+  }
+
+  /** Counts one failure; answers the wait in ms when the address is now over its limit. */
+  fail(address: string): Promise<number | undefined> {
+    return this.spend(address);
   }
 }
 

@@ -1,6 +1,8 @@
+export { addressBlock } from './address-block.js';
 export { METRICS, type MetricEntry, type MetricKey, type Role } from './catalogue.js';
 export { type EventStreamOptions, type RunEventSource, RunEventStreams } from './event-streams.js';
 export {
+  AddressBudget,
   AUTH_FAILURE_WINDOW_MS,
   type Door,
   type DoorKeeper,

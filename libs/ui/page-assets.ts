@@ -6,7 +6,9 @@
  *   token (from the page's meta tag) in `X-CSRF-Token`; the cookie is sent by the browser;
  * - while the run may still act, it listens to the run's event stream (the cookie again) and on
  *   each event fetches the page anew and swaps in its run section: the live frame (the newest
- *   screenshot), the meters, the timeline and any approval, all rendered by the server.
+ *   screenshot), the meters, the timeline and any approval, all rendered by the server;
+ * - while a screenshot is pending (taken after its call answered), it fetches the page each second
+ *   until the screenshot is stored or failed.
  */
 export const PAGE_SCRIPT = `'use strict';
 (() => {
@@ -34,6 +36,7 @@ export const PAGE_SCRIPT = `'use strict';
         bindDecisions(next);
         if (next.dataset.live !== 'yes' && source) { source.close(); source = undefined; }
       } while (again);
+      if (pendingPolls === 0) pollPending();
     } finally {
       refreshing = false;
     }
@@ -70,7 +73,18 @@ export const PAGE_SCRIPT = `'use strict';
     }
   }
 
+  // A screenshot is taken after its call answered: while one is pending, the page is fetched
+  // again each second until it is stored or failed (at most a minute's worth: a run that ended
+  // hears no more events).
+  let pendingPolls = 0;
+  function pollPending() {
+    if (!document.querySelector('#run .shot-pending') || pendingPolls >= 60) { pendingPolls = 0; return; }
+    pendingPolls += 1;
+    setTimeout(() => { void refresh().then(pollPending); }, 1000);
+  }
+
   bindDecisions(document);
+  pollPending();
   const run = document.getElementById('run');
   if (run && run.dataset.live === 'yes') {
     source = new EventSource('/v1/runs/' + encodeURIComponent(run.dataset.runId) + '/events');
@@ -108,5 +122,6 @@ ol.steps { list-style: none; padding: 0; }
 .step .duration { float: right; opacity: .7; }
 .step pre { white-space: pre-wrap; word-break: break-all; margin: .2rem 0; font-size: .85em; }
 .thumb { max-width: 20rem; border: 1px solid #ccd; display: block; }
+.shot-pending, .shot-failed { color: #667; font-style: italic; }
 .error { color: #a32121; } .empty { opacity: .7; }
 `;

@@ -1,4 +1,10 @@
-import type { ApprovalView, RunStep, RunView } from '../contracts/index.js';
+import type {
+  ApprovalView,
+  RunStep,
+  RunView,
+  ScreenshotFailure,
+  ScreenshotStatus,
+} from '../contracts/index.js';
 import { formatDuration, formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
 
 /** Statuses after which a run changes no more: its page stops listening. */
@@ -7,6 +13,34 @@ const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
 /** Where the API serves one of a run's artifacts (behind the tenant check, like every /v1 route). */
 export function artifactUrl(runId: string, name: string): string {
   return `/v1/runs/${encodeURIComponent(runId)}/artifacts/${encodeURIComponent(name)}`;
+}
+
+/** Why a screenshot is missing, as the person reading the run page needs it. */
+const MISSING_BECAUSE: Record<ScreenshotFailure, string> = {
+  capture_timeout: 'the page could not be captured in time (tried twice)',
+  capture_error: 'the page could not be captured (tried twice)',
+  dialog_open: 'a dialog held the page',
+  page_closed: 'the page was closed first',
+  store_error: 'the artifact store refused it',
+  not_taken: 'the browser worker could not take it',
+};
+
+/**
+ * A screenshot as its status allows (DESIGN §12: taken after the call answered): the image once
+ * stored, "pending" while it is taken (`shot-pending`: the page script refreshes until it is
+ * not), or why it is missing.
+ */
+function screenshotOf(
+  runId: string,
+  name: string,
+  status: ScreenshotStatus | null,
+  image: (src: string) => Html,
+): Html {
+  if (status?.state === 'pending')
+    return html`<p class="shot-pending" data-shot="${name}">Screenshot pending…</p>`;
+  if (status?.state === 'failed')
+    return html`<p class="shot-failed" data-shot="${name}">No screenshot: ${MISSING_BECAUSE[status.reason ?? 'capture_error']}.</p>`;
+  return image(artifactUrl(runId, name));
 }
 
 function meter(label: string, used: number, limit: number | null, shown = String(used)): Html {
@@ -38,8 +72,11 @@ ${run.error ? html`<dt>Error</dt><dd class="error">${run.error.code}: ${run.erro
 ${answer !== undefined ? html`<dt>Answer</dt><dd class="answer">${String(answer)}</dd>` : ''}</dl>`;
 }
 
-/** The pending approval as the person deciding it needs it: what, where, and the outlined page. */
-function approvalCard(runId: string, approval: ApprovalView): Html {
+/**
+ * The pending approval as the person deciding it needs it: what, where, and the outlined page —
+ * with Approve and Deny, or, where the viewer's key may not decide it, `decisionRefused` instead.
+ */
+function approvalCard(runId: string, approval: ApprovalView, decisionRefused?: string): Html {
   const card = approval.card;
   const element = card?.element ? `${card.element.role} “${card.element.name}”` : 'an element of the page';
   return html`<article class="approval" data-approval-id="${approval.id}">
@@ -47,18 +84,29 @@ function approvalCard(runId: string, approval: ApprovalView): Html {
 <p class="where">Page: ${card?.page_title ? html`<b>${card.page_title}</b> ` : ''}<code class="page-url">${card?.page_url ?? 'unknown'}</code></p>
 ${
   card?.screenshot
-    ? html`<img class="approval-shot" src="${artifactUrl(runId, card.screenshot)}" alt="The page with the element to act on outlined">`
+    ? screenshotOf(
+        runId,
+        card.screenshot,
+        card.screenshot_status,
+        (src) =>
+          html`<img class="approval-shot" src="${src}" alt="The page with the element to act on outlined">`,
+      )
     : html`<p class="empty">No screenshot of the page.</p>`
 }
 <details><summary>The call as recorded</summary><pre>${JSON.stringify(approval.arguments, null, 2)}</pre></details>
-<form class="decide" data-approval-id="${approval.id}">
+${decisionRefused ? html`<p class="not-yours">${decisionRefused}</p>` : decideForm(approval)}</article>`;
+}
+
+/** Approve (with an optional grant) and Deny, posted by the page's script to the /v1 routes. */
+function decideForm(approval: ApprovalView): Html {
+  return html`<form class="decide" data-approval-id="${approval.id}">
 <fieldset><legend>Grant (optional): approve this and later actions of this run</legend>
 <label>For minutes <input type="number" name="grant_minutes" min="1" max="30"></label>
 <label>Actions <input type="number" name="grant_actions" min="1" max="200"></label></fieldset>
 <label>Reason to deny <input type="text" name="reason" maxlength="2000"></label>
 <button type="submit" name="decision" value="approve" class="approve">Approve</button>
 <button type="submit" name="decision" value="deny" class="deny">Deny</button>
-<p class="error" role="alert" hidden></p></form></article>`;
+<p class="error" role="alert" hidden></p></form>`;
 }
 
 function stepRow(runId: string, step: RunStep): Html {
@@ -86,7 +134,13 @@ ${tool?.postcondition ? html`<p class="postcondition">Postcondition: ${JSON.stri
 ${tool?.page ? html`<p class="page">${tool.page.title} <code>${tool.page.url}</code></p>` : ''}
 ${
   tool?.screenshot
-    ? html`<a href="${artifactUrl(runId, tool.screenshot)}"><img class="thumb" src="${artifactUrl(runId, tool.screenshot)}" alt="The page after ${tool.name}"></a>`
+    ? screenshotOf(
+        runId,
+        tool.screenshot,
+        tool.screenshot_status,
+        (src) =>
+          html`<a href="${src}"><img class="thumb" src="${src}" alt="The page after ${tool.name}"></a>`,
+      )
     : ''
 }</li>`;
 }
@@ -101,17 +155,23 @@ export function renderRunPage(options: {
   run: RunView;
   steps: readonly RunStep[];
   approvals: readonly ApprovalView[];
+  /** Why the viewer's key may not decide this run's approvals: shown in place of Approve and Deny. */
+  decisionRefused?: string;
   /** Why no steps could be had, shown in the timeline's place. */
   stepsProblem?: string;
 }): string {
   const { run, steps } = options;
   const live = !ENDED.has(run.status);
-  const latest = [...steps].reverse().find((step) => step.tool?.screenshot)?.tool?.screenshot;
+  // The newest screenshot that can be shown: stored (or written before its call answered).
+  const latest = [...steps]
+    .reverse()
+    .find((step) => step.tool?.screenshot && (step.tool.screenshot_status?.state ?? 'stored') === 'stored')
+    ?.tool?.screenshot;
   const main = html`<div id="run" data-run-id="${run.id}" data-live="${live ? 'yes' : 'no'}">
 <h1>Run <code>${run.id}</code></h1>${summary(run)}${meters(run)}
 ${
   options.approvals.length > 0
-    ? html`<section id="approvals"><h2>Waiting for you</h2>${options.approvals.map((approval) => approvalCard(run.id, approval))}</section>`
+    ? html`<section id="approvals"><h2>Waiting for you</h2>${options.approvals.map((approval) => approvalCard(run.id, approval, options.decisionRefused))}</section>`
     : ''
 }
 ${

@@ -1,17 +1,30 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
-import { LocalArtifactStore } from '../../libs/artifacts/index.js';
 import { type OperationLimits, PageEngine } from '../../libs/browser/index.js';
+import {
+  CANDIDATE_LIMIT,
+  NAME_LIMIT_CHARS,
+  TEXT_LIMIT_CHARS,
+  WINDOW_SIZE,
+} from '../../libs/browser/observation.js';
+import { pageAgentScript } from '../../libs/browser/page-script/bundle.js';
 import { CANDIDATE_SELECTOR } from '../../libs/browser/page-script/candidates.js';
+import { PAGE_AGENT_GLOBAL } from '../../libs/browser/page-script/page-agent-global.js';
+import { PlaywrightPageFactory } from '../../libs/lease/index.js';
+import { RunKeys } from '../../libs/store/index.js';
+import { readScreenshotNotes } from '../../libs/store/screenshot-states.js';
+import { leaseOwnProfile, startTestBrowserWorker } from '../fixtures/browser-worker.js';
 import { launchTestBrowser } from '../fixtures/chromium.js';
 import { page5000, shadowPage5000 } from '../fixtures/observation-pages.js';
 import { PageServer } from '../fixtures/page-server.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { figure, percentile, report } from './report.js';
 
 const SUITE = 'page';
-const ACT_SAMPLES = 15;
 const OBSERVE_SAMPLES = 15;
 const NAIVE_SAMPLES = 3;
 
@@ -48,60 +61,153 @@ async function timed(work: () => Promise<unknown>): Promise<number> {
   return performance.now() - started;
 }
 
-async function actFigures(browser: Browser, server: PageServer): Promise<void> {
+/** ADR-0159's DOM-quiet rule as one evaluation: 300 ms without a mutation, inside 2 s. */
+const RAW_SETTLE = `new Promise((resolve) => {
+  const started = Date.now();
+  let timer;
+  const observer = new MutationObserver(() => { clearTimeout(timer); arm(); });
+  function done() { observer.disconnect(); resolve(true); }
+  function arm() { timer = setTimeout(done, Math.max(0, Math.min(300, 2000 - (Date.now() - started)))); }
+  observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  arm();
+})`;
+
+/** The page agent's capture, as the engine asks it, in the raw page's own world. */
+const RAW_OBSERVE = `Promise.resolve(globalThis[${JSON.stringify(PAGE_AGENT_GLOBAL)}].capture(${JSON.stringify(
+  {
+    revision: 'raw',
+    offset: 0,
+    windowSize: WINDOW_SIZE,
+    candidateLimit: CANDIDATE_LIMIT,
+    textLimit: TEXT_LIMIT_CHARS,
+    nameLimit: NAME_LIMIT_CHARS,
+    frameSlots: true,
+  },
+)})).then((capture) => JSON.stringify(capture).length)`;
+
+/** `--busy`: two processes spinning on the cores for the act figures (contention), stopped after. */
+function busyLoops(): { stop(): void } {
+  if (!process.argv.includes('--busy')) return { stop() {} };
+  const loops = [0, 1].map(() => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
+  console.error(`page: two busy loops (pids ${loops.map((loop) => loop.pid).join(', ')})`);
+  return {
+    stop() {
+      for (const loop of loops) loop.kill('SIGKILL');
+    },
+  };
+}
+
+/** `--acts=N`: acts measured (200 unless told; the failures are reported per 200). */
+function actCount(): number {
+  const given = process.argv.find((arg) => arg.startsWith('--acts='));
+  const count = given ? Number(given.slice('--acts='.length)) : 200;
+  return Number.isInteger(count) && count > 0 ? count : 200;
+}
+
+/**
+ * DESIGN §12's figures: an act through the lease's page calls as the browser worker serves it
+ * (the screenshot named in the answer and taken after it), beside raw Playwright's click, the same
+ * settle rule and one evaluation of the same observation script on a page of the same browser,
+ * in turn, so load that comes and goes touches both alike. Each act waits for its screenshot
+ * before the next, as a model's think time would let it finish.
+ */
+async function actFigures(server: PageServer): Promise<void> {
   const url = server.addPage('bench-static.html', STATIC_PAGE);
-  const page = await browser.newPage();
-  const engine = await PageEngine.create(page, { allowedOrigins: [server.origin] });
-  let { observation } = await engine.navigate({ url }, limits());
-  // Issue 13: acts with their screenshot (captured, then written to a local artifact store as the
-  // browser worker does before it answers) alternate with plain acts on the same page, so load
-  // that comes and goes touches both figures alike.
+  const acts = actCount();
+  const prefix = uniquePrefix('bench-page');
+  const keys = new RunKeys(`${prefix}:`);
+  const redis = new Redis(testRedisUrl());
   const dir = await mkdtemp(join(tmpdir(), 'lh-bench-shots-'));
-  const store = await new LocalArtifactStore(dir).open();
-  const acted: number[] = [];
-  const actedWithShot: number[] = [];
-  for (let i = 0; i < 2 * ACT_SAMPLES; i += 1) {
-    const go = observation.elements.find((element) => element.name === 'Go');
-    const screenshot = i % 2 === 1;
-    const started = performance.now();
-    const outcome = await engine.act(
-      { revision: observation.revision, element: go?.ref ?? '', action: 'click' },
-      limits(),
-      { screenshot },
-    );
-    if (outcome.capture?.ok)
-      await store.put(
-        { tenant: 'bench', runId: 'run_bench', name: `shot-${i}.jpg` },
-        outcome.capture.bytes,
-        'image/jpeg',
+  let chromium: Browser | undefined;
+  const worker = await startTestBrowserWorker({
+    prefix,
+    env: { LEASEHOLD_ARTIFACTS_DIR: dir },
+    pages: (browser) => {
+      chromium = browser;
+      return new PlaywrightPageFactory(browser);
+    },
+  });
+  const busy = busyLoops();
+  try {
+    const runId = 'run_bench_page';
+    await redis.hset(keys.run(runId), 'tenant', 't1', 'status', 'running');
+    const { profileId, leaseId } = await leaseOwnProfile(worker, 'bench', runId, server.origin);
+    const profile = { tenant: 't1', id: profileId };
+    const leases = worker.handle.leases;
+    type Observed = { revision: string; elements: Array<{ name: string; ref: string }> };
+    let { result } = await leases.navigate(profile, leaseId, 1, url, limits());
+    const raw = await (chromium as Browser).newPage();
+    await raw.goto(url);
+    await raw.evaluate(await pageAgentScript());
+
+    const answered: number[] = [];
+    const withShot: number[] = [];
+    const rawSettled: number[] = [];
+    for (let i = 0; i < acts; i += 1) {
+      const observation = result.observation as Observed;
+      const go = observation.elements.find((element) => element.name === 'Go');
+      const started = performance.now();
+      ({ result } = await leases.act(
+        profile,
+        leaseId,
+        i + 2,
+        { revision: observation.revision, element: go?.ref ?? '', action: 'click' },
+        limits(),
+      ));
+      answered.push(performance.now() - started);
+      // The capture begins once the answer's microtasks ran; then its write is tracked.
+      await new Promise((resolve) => setImmediate(resolve));
+      await leases.screenshotsDrained();
+      withShot.push(performance.now() - started);
+
+      rawSettled.push(
+        await timed(async () => {
+          await raw.locator('#go').click();
+          await raw.evaluate(RAW_SETTLE);
+          await raw.evaluate(RAW_OBSERVE);
+        }),
       );
-    (screenshot ? actedWithShot : acted).push(performance.now() - started);
-    ({ observation } = outcome);
-  }
-  await engine.close();
-  await rm(dir, { recursive: true, force: true });
-  const floor: number[] = [];
-  for (let i = 0; i < ACT_SAMPLES; i += 1) {
-    floor.push(
-      await timed(async () => {
-        await page.locator('#go').click();
-        await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    const floor: number[] = [];
+    for (let i = 0; i < Math.min(15, acts); i += 1) {
+      floor.push(
+        await timed(async () => {
+          await raw.locator('#go').click();
+          await new Promise((resolve) => setTimeout(resolve, 300));
+        }),
+      );
+    }
+    await raw.close();
+    const notes = await readScreenshotNotes(redis, keys, runId);
+    const failed = [...notes.values()].filter((note) => note.state !== 'stored').length;
+    busy.stop();
+    const answerP50 = percentile(answered, 50);
+    report(
+      figure(SUITE, 'act_answer_p50_ms', answerP50, {
+        metric: 'raw_act_settled_p50_ms',
+        value: percentile(rawSettled, 50),
       }),
     );
+    report(figure(SUITE, 'screenshot_failures_per_200_acts', (failed * 200) / acts));
+    report(
+      figure(SUITE, 'act_settled_p50_ms', answerP50, {
+        metric: 'floor_p50_ms',
+        value: percentile(floor, 50),
+      }),
+    );
+    report(
+      figure(SUITE, 'act_settled_with_screenshot_p50_ms', percentile(withShot, 50), {
+        metric: 'act_settled_p50_ms',
+        value: answerP50,
+      }),
+    );
+  } finally {
+    busy.stop();
+    await worker.handle.close();
+    await deletePrefixedKeys(redis, prefix);
+    redis.disconnect();
+    await rm(dir, { recursive: true, force: true });
   }
-  await page.close();
-  report(
-    figure(SUITE, 'act_settled_p50_ms', percentile(acted, 50), {
-      metric: 'floor_p50_ms',
-      value: percentile(floor, 50),
-    }),
-  );
-  report(
-    figure(SUITE, 'act_settled_with_screenshot_p50_ms', percentile(actedWithShot, 50), {
-      metric: 'act_settled_p50_ms',
-      value: percentile(acted, 50),
-    }),
-  );
 }
 
 async function observeFigures(browser: Browser, server: PageServer): Promise<number> {
@@ -235,11 +341,14 @@ async function observeShadowFigure(browser: Browser, server: PageServer, observe
   );
 }
 
-/** `npm run bench -- page`: the page engine's figures of issue 4, each beside its baseline. */
+/**
+ * `npm run bench -- page [--busy] [--acts=N]`: the page engine's figures of issue 4, each beside
+ * its baseline; `--busy` runs the act figures with two busy loops on the cores.
+ */
 export default async function pageBench(): Promise<void> {
   const [browser, server] = await Promise.all([launchTestBrowser(), PageServer.start()]);
   try {
-    await actFigures(browser, server);
+    await actFigures(server);
     const observeP50 = await observeFigures(browser, server);
     await observeShadowFigure(browser, server, observeP50);
   } finally {

@@ -275,8 +275,13 @@ describe('the lease service over real Chromium', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
       expect(context?.pages().length).toBe(0);
       expect(worker.handle.browser.contexts()).not.toContain(context);
-      const view = await worker.call('GET', `/v1/tenants/t1/profiles/${profileId}/leases/${lease.lease_id}`);
-      expect(view.body).toMatchObject({ state: 'closed', close_reason: 'expired' });
+      // The context goes first (nothing a page holds may outlive it), the record's close after it.
+      await expect
+        .poll(
+          async () =>
+            (await worker.call('GET', `/v1/tenants/t1/profiles/${profileId}/leases/${lease.lease_id}`)).body,
+        )
+        .toMatchObject({ state: 'closed', close_reason: 'expired' });
     } finally {
       worker.clock.offsetMs = 0;
     }

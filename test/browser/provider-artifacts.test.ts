@@ -45,12 +45,20 @@ describe('screenshots on the run side', () => {
     expect(tools.takeArtifacts()).toEqual({});
     // The model's result carries the observation only, never the artifact's name.
     expect(JSON.stringify(navigated)).not.toContain(shot);
-    const stored = await rig.worker.handle.artifacts.get({
-      tenant: RIG_TENANT,
-      runId: 'run_shots',
-      name: shot ?? '',
-    });
-    expect(stored?.contentType).toBe('image/jpeg');
+    // DESIGN §12: the screenshot is taken after the answer; it is stored soon after.
+    await expect
+      .poll(
+        async () =>
+          (
+            await rig.worker.handle.artifacts.get({
+              tenant: RIG_TENANT,
+              runId: 'run_shots',
+              name: shot ?? '',
+            })
+          )?.contentType,
+        { timeout: 15_000 },
+      )
+      .toBe('image/jpeg');
 
     const observation = (navigated as { result: { observation: Parameters<typeof pressButton>[0] } }).result
       .observation;

@@ -77,11 +77,21 @@ describe('a parked run’s approval carries its card', { timeout: 90_000 }, () =
     });
     const name = approval.body.card.screenshot as string;
     expect(name).toMatch(/^preview-[A-Za-z0-9_-]+\.jpg$/);
+    // DESIGN §12: the preview is taken beside the approval's write; the card says when it is stored.
+    await expect
+      .poll(
+        async () => (await call('GET', `/v1/runs/${runId}`)).body.pending_approvals[0].card.screenshot_status,
+        {
+          timeout: 30_000,
+        },
+      )
+      .toEqual({ state: 'stored', reason: null });
     const stored = await fleet.artifacts.get({ tenant: parked.tenant, runId, name });
     expect(stored?.contentType).toBe('image/jpeg');
     expect(stored?.bytes.length).toBeGreaterThan(1_000);
 
     // The run's own view of its approvals shows the same card.
-    expect(parked.pending_approvals[0].card).toEqual(approval.body.card);
+    const { screenshot_status: _status, ...card } = approval.body.card;
+    expect(parked.pending_approvals[0].card).toMatchObject(card);
   });
 });

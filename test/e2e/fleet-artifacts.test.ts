@@ -53,6 +53,16 @@ describe('the fleet’s artifact store', () => {
     expect(submitted.status).toBe(201);
     const run = await waitForStatus(submitted.body.id, ['succeeded', 'failed', 'cancelled'], 60_000);
     expect(run.status).toBe('succeeded');
+    // DESIGN §12: the screenshot is taken after the navigate answered; its step says when it is stored.
+    await expect
+      .poll(
+        async () =>
+          (await call('GET', `/v1/runs/${run.id}/steps`)).body.steps.find(
+            (step: { tool: { name: string } | null }) => step.tool?.name === 'browser.navigate',
+          )?.tool.screenshot_status,
+        { timeout: 30_000 },
+      )
+      .toEqual({ state: 'stored', reason: null });
 
     const runs: string[] = [];
     for await (const ref of fleet.artifacts.listRuns()) runs.push(`${ref.tenant}/${ref.runId}`);

@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpSessionTable } from '../../apps/api/mcp/sessions.js';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { uniquePrefix } from '../fixtures/redis.js';
@@ -276,56 +275,5 @@ describe('the MCP server at /mcp in runs mode', { timeout: 60_000 }, () => {
     const body = await answer.json();
     expect(body.error.code).toEqual(expect.any(String));
     expect(body.error.message).not.toMatch(/no route/);
-  });
-});
-
-describe('the MCP session table', () => {
-  /** A session whose close is counted. */
-  function session(id: string, keyId: string, closed: string[]) {
-    return {
-      id,
-      keyId,
-      route: '/mcp',
-      close: async () => {
-        closed.push(id);
-      },
-    };
-  }
-
-  it("finds a session only for the key and route that opened it, and closes a key's least recent past its cap", async () => {
-    let nowMs = 0;
-    const closed: string[] = [];
-    const table = new McpSessionTable({ maxSessions: 10, maxSessionsPerKey: 2, idleMs: 60_000 }, () => nowMs);
-    table.add(session('a', 'k1', closed));
-    nowMs = 1;
-    table.add(session('b', 'k1', closed));
-    expect(table.find('a', 'k2', '/mcp')).toBeUndefined();
-    expect(table.find('a', 'k1', '/mcp/browser/ses_x')).toBeUndefined();
-    nowMs = 2;
-    expect(table.find('a', 'k1', '/mcp')?.id).toBe('a');
-    await table.makeRoom('k1');
-    expect(closed).toEqual(['b']);
-    expect(table.size).toBe(1);
-    await table.close();
-  });
-
-  it('refuses a new session once full, and evicts the idle ones but never one with a request in flight', async () => {
-    let nowMs = 0;
-    const closed: string[] = [];
-    const table = new McpSessionTable({ maxSessions: 2, maxSessionsPerKey: 2, idleMs: 1_000 }, () => nowMs);
-    table.add(session('a', 'k1', closed));
-    table.add(session('b', 'k2', closed));
-    await expect(table.makeRoom('k3')).rejects.toMatchObject({ code: 'unavailable' });
-    const found = table.find('b', 'k2', '/mcp');
-    const done = found ? table.begin(found) : () => undefined;
-    nowMs = 5_000;
-    await table.sweep();
-    expect(closed).toEqual(['a']);
-    done();
-    nowMs = 10_000;
-    await table.sweep();
-    expect(closed).toEqual(['a', 'b']);
-    await table.makeRoom('k3');
-    await table.close();
   });
 });

@@ -101,6 +101,12 @@ describe('steps and the runs list through the fleet', { timeout: 120_000 }, () =
     );
     const parked = await waitForStatus(signInRun, ['parked', 'succeeded', 'failed'], 60_000);
     expect(parked.status).toBe('parked');
+    // The waiting step is written once the park (and its preview call beside it) returned.
+    await expect
+      .poll(async () => (await call('GET', `/v1/runs/${signInRun}/steps`)).body.steps.at(-1)?.status, {
+        timeout: 15_000,
+      })
+      .toBe('waiting_approval');
     const waiting = (await call('GET', `/v1/runs/${signInRun}/steps`)).body.steps.at(-1);
     expect(waiting).toMatchObject({
       id: 'a1-t2-0',

@@ -49,8 +49,8 @@ describe('the run store: listing and revoking API keys', () => {
 
     const listed = await store.listApiKeys('list');
     expect(listed).toEqual([
-      { ...first.identity, created_at_ms: now - 1_000 },
-      { ...second.identity, scopes: ['admin', 'runs:write'], created_at_ms: now },
+      { ...first.identity, created_at_ms: now - 1_000, created_by: null },
+      { ...second.identity, scopes: ['admin', 'runs:write'], created_at_ms: now, created_by: null },
     ]);
     const text = JSON.stringify(listed);
     for (const { key } of [first, second]) {
@@ -78,6 +78,69 @@ describe('the run store: listing and revoking API keys', () => {
     expect(await store.revokeApiKey('mine', 'key_neverissued000000000')).toBe(false);
     expect(await store.revokeApiKey('mine', 'not an id')).toBe(false);
     expect(await store.resolveApiKey(theirs.key)).toEqual(theirs.identity);
+  });
+
+  it('makes a key only with scopes its maker holds, admin holding every tenant scope, and writes nothing else', async () => {
+    const writer = await store.createApiKey({
+      tenant: 'held',
+      principal: 'w',
+      scopes: ['runs:read', 'runs:write'],
+    });
+    const refused = await store.createApiKeyBy(
+      writer.identity,
+      { principal: 'w', scopes: ['runs:read', 'approvals:write', 'admin'] },
+      100,
+    );
+    expect(refused).toEqual({ ok: false, code: 'scopes_not_held', scopes: ['approvals:write', 'admin'] });
+    expect((await store.listApiKeys('held')).map((view) => view.key_id)).toEqual([writer.identity.key_id]);
+
+    const admin = await store.createApiKey({ tenant: 'held', principal: 'ops', scopes: ['admin'] });
+    const made = await store.createApiKeyBy(
+      admin.identity,
+      { principal: 'bot', scopes: ['approvals:any', 'approvals:write', 'runs:read'] },
+      100,
+    );
+    expect(made).toMatchObject({ ok: true, identity: { tenant: 'held' }, createdBy: admin.identity.key_id });
+    // Never the fleet's operator scope, whatever the maker holds.
+    expect(
+      await store.createApiKeyBy(admin.identity, { principal: 'bot', scopes: ['operator'] }, 100),
+    ).toMatchObject({ ok: false, code: 'scopes_not_held' });
+  });
+
+  it("keeps each key's whole creation chain, through a revoked link, and bounds its depth", async () => {
+    const root = await store.createApiKey({ tenant: 'chain', principal: 'ops', scopes: ['admin'] });
+    expect(await store.apiKeyLineage('chain', root.identity.key_id)).toEqual({
+      keyId: root.identity.key_id,
+      makers: [],
+    });
+    let maker = root;
+    const makers: string[] = [];
+    for (let depth = 1; depth <= 16; depth += 1) {
+      const made = await store.createApiKeyBy(maker.identity, { principal: 'ops', scopes: ['admin'] }, 100);
+      if (!made.ok) throw new Error(`depth ${depth}: ${made.code}`);
+      makers.push(maker.identity.key_id);
+      maker = made;
+    }
+    // The middle of the chain goes; the last key's chain still names it.
+    expect(await store.revokeApiKey('chain', makers[8] as string)).toBe(true);
+    expect(await store.apiKeyLineage('chain', maker.identity.key_id)).toEqual({
+      keyId: maker.identity.key_id,
+      makers,
+    });
+    expect(
+      await store.createApiKeyBy(maker.identity, { principal: 'ops', scopes: ['runs:read'] }, 100),
+    ).toEqual({
+      ok: false,
+      code: 'chain_too_deep',
+      max: 16,
+    });
+    // A revoked maker makes nothing; another tenant's key is no key of this one.
+    const revoked = await store.createApiKey({ tenant: 'chain', principal: 'x', scopes: ['admin'] });
+    await store.revokeApiKey('chain', revoked.identity.key_id);
+    expect(
+      await store.createApiKeyBy(revoked.identity, { principal: 'x', scopes: ['runs:read'] }, 100),
+    ).toEqual({ ok: false, code: 'maker_gone' });
+    expect(await store.apiKeyLineage('chain-other', root.identity.key_id)).toBeUndefined();
   });
 
   it('lists no key whose record is gone (an index entry written before a record that never came)', async () => {
@@ -148,7 +211,11 @@ describe('the api-key CLI', () => {
       principal: 'ops@acme',
       scopes: ['admin', 'approvals:write', 'runs:read', 'runs:write'],
     });
-    expect((await store.listApiKeys('acme')).map((view) => view.key_id)).toEqual([keyId]);
+    // Made by the operator, not by a key: it heads a creation chain of its own.
+    expect((await store.listApiKeys('acme')).map((view) => [view.key_id, view.created_by])).toEqual([
+      [keyId, null],
+    ]);
+    expect(result.stdout).toContain('made by no key');
   });
 
   it.each([
@@ -245,6 +312,7 @@ describe('REST: /v1/api-keys (admin scope)', () => {
       tenant: 'acme',
       principal: 'bot@acme',
       scopes: ['runs:read', 'runs:write'],
+      created_by: (await api.store.resolveApiKey(adminKey))?.key_id,
     });
     expect((await call('GET', '/v1/approvals', created.body.key)).status).toBe(200);
     // Not an admin: it may not manage keys.
@@ -281,6 +349,7 @@ describe('REST: /v1/api-keys (admin scope)', () => {
       principal: 'lister',
       scopes: ['runs:read'],
       created_at_ms: expect.any(Number),
+      created_by: expect.stringMatching(/^key_/),
     });
     const text = JSON.stringify(listed.body);
     expect(text).not.toContain(created.body.key);

@@ -85,6 +85,7 @@ describe("the run worker's step writes", () => {
         postcondition: null,
         page: null,
         screenshot: null,
+        screenshot_status: null,
         approval_id: approvalId,
       },
     };

@@ -64,6 +64,8 @@ function toolStep(
       postcondition: null,
       page: status === 'ended' ? { url: 'https://shop.test/', title: 'Shop' } : null,
       screenshot: status === 'ended' ? 'a1-t1-0.jpg' : null,
+      // A name no browser worker noted was written before its call answered: it reads `stored`.
+      screenshot_status: status === 'ended' ? { state: 'stored', reason: null } : null,
       approval_id: approvalId,
     },
   };

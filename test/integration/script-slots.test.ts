@@ -1,7 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaderLock, ProfileTurns, RedisLeaseStore, RunStore, withScripts } from '../../libs/store/index.js';
+import {
+  LeaderLock,
+  McpSessionSlots,
+  ProfileTurns,
+  RedisLeaseStore,
+  RunStore,
+  withScripts,
+} from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { withIncludes } from '../../libs/store/scripts.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
@@ -214,6 +221,17 @@ describe('every store script touches one hash slot (issue 12: the store works on
     // Issue 13: a tenant's webhook, registered under its cap.
     const hooks = new WebhookStore(redis, prefix, () => nowMs);
     expect(await hooks.create({ tenant: TENANT, url: 'https://hooks.example.com/leasehold' })).toBeDefined();
+
+    // An MCP session's place in its tenant's and key's counts.
+    const places = new McpSessionSlots(
+      redis,
+      prefix,
+      { perTenant: 2, perKey: 1, ttlMs: 60_000 },
+      () => nowMs,
+    );
+    expect(await places.take({ sessionId: 'mcp-1', tenant: TENANT, keyId: 'key_1' })).toEqual({
+      taken: true,
+    });
 
     const split = calls.filter((call) => new Set(call.keys.map(hashTag)).size > 1);
     expect(split).toEqual([]);

@@ -52,12 +52,14 @@ describe("approvals are decided by the run's owner or by approvals:any", { timeo
     const bob = await keyOf('bob', ['runs:read', 'approvals:write']);
     const approve = await rig.call('POST', `/v1/approvals/${approvalId}/approve`, { key: bob, body: {} });
     expect(approve.status).toBe(404);
-    expect(approve.body.error.code).toBe('not_found');
+    // The answer names what was asked for, an approval, and nothing of the run it waits in.
+    expect(approve.body.error).toEqual({ code: 'not_found', message: `approval ${approvalId} not found` });
     const deny = await rig.call('POST', `/v1/approvals/${approvalId}/deny`, {
       key: bob,
       body: { reason: 'no' },
     });
     expect(deny.status).toBe(404);
+    expect(deny.body.error.message).toBe(`approval ${approvalId} not found`);
     const run = await rig.call('GET', `/v1/runs/${runId}`, { key: alice });
     expect(run.body.status).toBe('parked');
     expect(run.body.pending_approvals.map((approval: { id: string }) => approval.id)).toEqual([approvalId]);

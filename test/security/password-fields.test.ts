@@ -23,14 +23,16 @@ const LOGIN = `<!doctype html><html lang="en"><head><title>Sign in</title></head
 </body></html>`;
 
 describe('password fields never give their value away (issue 11, passwords)', () => {
-  it('shows that a password field holds a value, never what it is', async () => {
+  it("shows that a password field holds a value, never what it is, and the page's own text as it is", async () => {
     const { engine } = await rig.engine();
     const url = rig.site.addPage('sign-in.html', LOGIN);
     const { observation } = await engine.navigate({ url }, limits());
-    const serialized = JSON.stringify(observation);
-    expect(serialized).not.toContain(SECRET);
-    // A page that repeats the value elsewhere has it struck there too.
-    expect(observation.text).toContain('Strength of [secret]');
+    // No field reports the value: the password fields say whether they hold one.
+    for (const element of observation.elements) expect(element.state.value ?? '').not.toContain(SECRET);
+    // The page's own text is the page's: what it shows is what the agent reads (striking every
+    // password field's value from it blinded an agent to instructions the page gave before
+    // anything was typed). A run's declared secrets are struck instead (declared-secrets.test.ts).
+    expect(observation.text).toContain(`Strength of ${SECRET}`);
     const password = observation.elements.find((element) => element.name === 'Password');
     expect(password?.state).toEqual({ value_present: true });
     const empty = observation.elements.find((element) => element.name === 'New password');
@@ -39,7 +41,7 @@ describe('password fields never give their value away (issue 11, passwords)', ()
     expect(observation.elements.find((element) => element.name === 'User')?.state.value).toBe('ada');
   });
 
-  it('does not echo text filled into a password field in the act result or later observations', async () => {
+  it("does not report text filled into a password field as any field's value", async () => {
     const { engine } = await rig.engine();
     const url = rig.site.addPage('sign-in-fill.html', LOGIN);
     const first = await engine.navigate({ url }, limits());
@@ -70,5 +72,37 @@ describe('password fields never give their value away (issue 11, passwords)', ()
       expect(JSON.stringify(observation)).not.toContain(TYPED);
       expect(JSON.stringify(observation)).not.toContain('918273');
     }
+  });
+
+  it('keeps a word of the page that contains a typed password (no striking inside other words)', async () => {
+    const { engine } = await rig.engine();
+    const url = rig.site.addPage(
+      'sign-in-word.html',
+      `<!doctype html><html lang="en"><head><title>Choose a password</title></head><body>
+<p>Sign in with the password gan9</p>
+<label>Password <input type="password" name="pw"></label></body></html>`,
+    );
+    const first = await engine.navigate({ url }, limits());
+    const filled = await engine.act(
+      {
+        revision: first.observation.revision,
+        element: refOf(first.observation, 'Password'),
+        action: 'fill',
+        text: 'ord',
+      },
+      limits(),
+    );
+    const again = await engine.act(
+      {
+        revision: filled.observation.revision,
+        element: refOf(filled.observation, 'Password'),
+        action: 'fill',
+        text: 'gan9',
+      },
+      limits(),
+    );
+    expect(again.observation.title).toBe('Choose a password');
+    expect(again.observation.text).toContain('Sign in with the password gan9');
+    expect(refOf(again.observation, 'Password')).toBeTruthy();
   });
 });

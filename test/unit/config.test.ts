@@ -90,6 +90,12 @@ describe('configuration', () => {
     expect(errorOf({ RUN_HANDBACK_BASE_MS: '60001' })).toMatch(/RUN_HANDBACK_BASE_MS: .*got "60001"/);
   });
 
+  it('reads the live API keys a tenant may hold, 100 unless set, and refuses a bound of none', () => {
+    expect(load({}).api.apiKeysPerTenant).toBe(100);
+    expect(load({ API_KEYS_PER_TENANT: '5' }).api.apiKeysPerTenant).toBe(5);
+    expect(errorOf({ API_KEYS_PER_TENANT: '0' })).toMatch(/API_KEYS_PER_TENANT: expected .*>=1/);
+  });
+
   it('refuses an upkeep interval that would pass fewer than twice inside the five-minute renew window', () => {
     expect(load({ LEASE_UPKEEP_INTERVAL_MS: '150000' }).runWorker.upkeepIntervalMs).toBe(150_000);
     expect(errorOf({ LEASE_UPKEEP_INTERVAL_MS: '150001' })).toMatch(
@@ -128,5 +134,41 @@ describe('limits file rules (ADR-0130 d3)', () => {
     expect(() => checkLimits(bad)).toThrow(
       /browser_task.max_tool_calls: expected at least run_defaults.max_tool_calls \(64\), got 63/,
     );
+  });
+});
+
+describe('the egress allowance (LEASEHOLD_EGRESS_ALLOW_CIDRS)', () => {
+  it('allows loopback by default outside production, and nothing in production', () => {
+    expect(load({}).egress).toMatchObject({ allowCidrs: ['127.0.0.0/8', '::1/128'], allowSource: 'default' });
+    expect(load({ NODE_ENV: 'test' }).egress.allowCidrs).toEqual(['127.0.0.0/8', '::1/128']);
+    expect(load({ NODE_ENV: 'production' }).egress).toMatchObject({ allowCidrs: [], allowSource: 'default' });
+  });
+
+  it('takes the CIDRs an operator names, or none when the setting is empty', () => {
+    const named = load({ NODE_ENV: 'production', LEASEHOLD_EGRESS_ALLOW_CIDRS: '10.0.0.0/8, fd00::/8' });
+    expect(named.egress).toMatchObject({
+      allowCidrs: ['10.0.0.0/8', 'fd00::/8'],
+      allowSource: 'LEASEHOLD_EGRESS_ALLOW_CIDRS',
+    });
+    expect(load({ LEASEHOLD_EGRESS_ALLOW_CIDRS: '' }).egress.allowCidrs).toEqual([]);
+  });
+
+  it('refuses what is no CIDR at start-up', () => {
+    for (const bad of ['10.0.0.0', '10.0.0.0/33', 'fd00::/129', 'localhost/8', '10.0.0.0/x'])
+      expect(errorOf({ LEASEHOLD_EGRESS_ALLOW_CIDRS: bad })).toMatch(
+        /^invalid configuration: LEASEHOLD_EGRESS_ALLOW_CIDRS/,
+      );
+  });
+
+  it("names the fleet's own ports: the servers', and Redis's", () => {
+    expect(load({}).egress.ownPorts).toEqual([3000, 3001, 3002, 3003, 6379]);
+    const cluster = load({
+      PORT: '0',
+      BROWSER_WORKER_PORT: '8001',
+      REDIS_CLUSTER_NODES: 'redis-a:7000,redis://redis-b:7001',
+      QUEUE_PREFIX: '{bull}',
+    });
+    expect(cluster.egress.ownPorts).toEqual([3002, 3003, 7000, 7001, 8001]);
+    expect(load({ REDIS_URL: 'redis://cache:6380/0' }).egress.ownPorts).toContain(6380);
   });
 });

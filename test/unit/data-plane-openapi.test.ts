@@ -163,7 +163,8 @@ describe('a browser worker and its document', () => {
           act: session.act.bind(session),
           storageState: session.storageState.bind(session),
           dispose: session.dispose.bind(session),
-          ...(session.preview ? { preview: session.preview.bind(session) } : {}),
+          ...(session.previewTarget ? { previewTarget: session.previewTarget.bind(session) } : {}),
+          ...(session.screenshot ? { screenshot: session.screenshot.bind(session) } : {}),
           async observe(args, limits) {
             const result = await session.observe(args, limits);
             return { ...result, observation: { ...(result.observation as object), debug_html: '<secret/>' } };

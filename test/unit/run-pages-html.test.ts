@@ -68,6 +68,7 @@ const toolStep: RunStep = {
     postcondition: null,
     page: { url: HOSTILE, title: HOSTILE },
     screenshot: 'shot-1.jpg',
+    screenshot_status: null,
     approval_id: null,
   },
 };
@@ -100,6 +101,38 @@ describe('the run pages’ HTML', () => {
     expect(renderRunPage({ viewer, run: run(), steps: [toolStep], approvals: [] })).not.toContain(
       'live-frame',
     );
+  });
+
+  it('shows a screenshot still being taken as pending, and one that failed with its reason', () => {
+    const withStatus = (status: NonNullable<RunStep['tool']>['screenshot_status']): RunStep => ({
+      ...toolStep,
+      tool: { ...(toolStep.tool as NonNullable<RunStep['tool']>), screenshot_status: status },
+    });
+    const live = run({ status: 'running', ended_at_ms: null });
+    const pending = renderRunPage({
+      viewer,
+      run: live,
+      steps: [withStatus({ state: 'pending', reason: null })],
+      approvals: [],
+    });
+    expect(pending).toContain('class="shot-pending" data-shot="shot-1.jpg"');
+    expect(pending).not.toContain('img class="thumb"');
+    // The live view shows no frame it cannot load yet.
+    expect(pending).toContain('id="live-frame-empty"');
+    const failed = renderRunPage({
+      viewer,
+      run: live,
+      steps: [withStatus({ state: 'failed', reason: 'capture_timeout' })],
+      approvals: [],
+    });
+    expect(failed).toContain('No screenshot: the page could not be captured in time (tried twice).');
+    const stored = renderRunPage({
+      viewer,
+      run: live,
+      steps: [withStatus({ state: 'stored', reason: null })],
+      approvals: [],
+    });
+    expect(stored).toContain('img class="thumb" src="/v1/runs/run_1/artifacts/shot-1.jpg"');
   });
 
   it('sends a signed-in person back only to a path of this site', () => {

@@ -107,8 +107,9 @@ function descriptionOf(name: string): string {
 }
 
 /**
- * Submits the session's run, driven by this key: its input says `driver: 'mcp'` and the key's id,
- * so the run worker takes its model's turns from this client, and the key never decides its approvals.
+ * Submits the session's run, driven by this key: its input says `driver: 'mcp'`, the key's id and
+ * the keys that made it, so the run worker takes its model's turns from this client, and no key of
+ * the driver's creation chain decides its approvals.
  */
 async function startDrivenRun(context: BrowserModeContext): Promise<RunView> {
   const { deps, identity, sessionId } = context;
@@ -121,10 +122,14 @@ async function startDrivenRun(context: BrowserModeContext): Promise<RunView> {
     );
   const agent = await deps.store.getAgentVersion(identity.tenant, session.agent_id, session.agent_version);
   if (!agent) throw new ApiError('not_found', `agent version ${session.agent_version} not found`);
+  // The driver's makers go with the run: a key revoked later still counts as of its chain.
+  const lineage = await deps.store.apiKeyLineage(identity.tenant, identity.key_id);
+  if (!lineage) throw new ApiError('unauthorized', 'this API key was revoked');
   const input = {
     text: `Driven over MCP (browser mode) by API key ${identity.key_id}.`,
     driver: 'mcp',
     driver_key_id: identity.key_id,
+    driver_makers: lineage.makers,
   };
   const outcome = await deps.store.submitRun({
     tenant: identity.tenant,

@@ -4,8 +4,19 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { ApiError, type ApiKeyIdentity, recordIdSchema } from '../../../libs/contracts/index.js';
-import type { RunStore } from '../../../libs/store/index.js';
+import {
+  ApiError,
+  type ApiKeyIdentity,
+  JSON_MAX_DEPTH,
+  jsonDepthProblem,
+  recordIdSchema,
+} from '../../../libs/contracts/index.js';
+import {
+  type McpSessionSlot,
+  type McpSessionSlotLimits,
+  McpSessionSlots,
+  type RunStore,
+} from '../../../libs/store/index.js';
 import type { RedisClient } from '../../../libs/store/redis-client.js';
 import { authenticate, identityOf } from '../auth.js';
 import { typed, type V1Dependencies } from '../routes/shared.js';
@@ -24,9 +35,26 @@ export interface McpDependencies {
   redis: RedisClient;
   /** The REST routes' dependencies (the browser mode starts its run with them). */
   deps: V1Dependencies;
-  /** The session table's bounds; defaults in {@link compileMcpSessionOptions}. */
+  /** The session table's bounds in this process; defaults in {@link compileMcpSessionOptions}. */
   sessions?: Partial<McpSessionOptions>;
+  /** Sessions per tenant and per key across the fleet (MCP_SESSIONS_PER_*), counted in Redis. */
+  places: Pick<McpSessionSlotLimits, 'perTenant' | 'perKey'> & Partial<Pick<McpSessionSlotLimits, 'ttlMs'>>;
+  /** The key prefix of Leasehold's records (the places' sets live under it). */
+  keyPrefix: string;
 }
+
+/**
+ * How long a session's place lasts unless renewed: the most a replica that died holding sessions
+ * keeps their places from others. Renewed every third of it, so a minute costs a few commands a
+ * session per minute.
+ */
+const PLACE_TTL_MS = 60_000;
+
+/**
+ * Containers a JSON-RPC message may nest: the REST bound on a free-form field (JSON_MAX_DEPTH) for
+ * a tool's `arguments`, plus the envelope around them (a batch, the message, its `params`).
+ */
+export const MCP_MESSAGE_MAX_DEPTH = JSON_MAX_DEPTH + 3;
 
 /** The MCP server's open sessions, closed with the API. */
 export interface McpHandle {
@@ -51,7 +79,7 @@ interface OpenSession extends McpSessionEntry {
 const METHODS = ['POST', 'GET', 'DELETE'] as const;
 
 /**
- * Issue 16: the MCP server on the API, over Streamable HTTP (POST a message, GET the session's
+ * The MCP server on the API, over Streamable HTTP (POST a message, GET the session's
  * event stream, DELETE to end it), stateful by `Mcp-Session-Id`:
  * - `/mcp`, the runs mode (key scope runs:read to open; each tool then needs what its REST route
  *   needs);
@@ -61,7 +89,16 @@ const METHODS = ['POST', 'GET', 'DELETE'] as const;
  */
 export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): Promise<McpHandle> {
   const app = typed(root);
-  const table = new McpSessionTable<OpenSession>(compileMcpSessionOptions(mcp.sessions));
+  const places = new McpSessionSlots(mcp.redis, mcp.keyPrefix, {
+    ttlMs: PLACE_TTL_MS,
+    ...mcp.places,
+  });
+  const table = new McpSessionTable<OpenSession>(
+    compileMcpSessionOptions(mcp.sessions),
+    places,
+    Date.now,
+    (error) => root.log.warn({ err: error }, 'MCP session places: Redis did not answer'),
+  );
 
   app.route({
     method: [...METHODS],
@@ -108,6 +145,10 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
     // credentials it cached for the dashboard: an MCP client brings its key as a Bearer token.
     if (!authorization?.startsWith('Bearer ') || request.uiSession)
       throw new ApiError('unauthorized', 'MCP needs an API key (Authorization: Bearer <key>)');
+    // A message nested past the REST bound is refused in the REST shape before the SDK parses it
+    // (its answer would be a 200 carrying the whole validation report).
+    const tooDeep = jsonDepthProblem(request.body, MCP_MESSAGE_MAX_DEPTH);
+    if (tooDeep) throw new ApiError('validation_failed', `body: ${tooDeep}`);
     const header = request.headers['mcp-session-id'];
     const mcpSessionId = typeof header === 'string' ? header : undefined;
     let transport: StreamableHTTPServerTransport;
@@ -126,11 +167,24 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
           'bad_request',
           'no Mcp-Session-Id: open a session with an initialize request first',
         );
-      await table.makeRoom(identity.key_id);
-      transport = await openSession(identity, authorization, route, open);
+      const place: McpSessionSlot = {
+        sessionId: randomUUID(),
+        tenant: identity.tenant,
+        keyId: identity.key_id,
+      };
+      await table.reserve(place);
+      try {
+        transport = await openSession(identity, authorization, route, place.sessionId, open);
+      } catch (error) {
+        await table.abandon(place);
+        throw error;
+      }
       // An initialize the transport refused (e.g. a wrong Accept header) opened nothing to keep.
+      const opening = transport;
       reply.raw.once('close', () => {
-        if (transport.sessionId === undefined) void transport.close();
+        if (opening.sessionId !== undefined) return;
+        void opening.close();
+        void table.abandon(place);
       });
     }
     reply.hijack();
@@ -150,6 +204,7 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
     identity: ApiKeyIdentity,
     authorization: string,
     route: string,
+    sessionId: string,
     open: (identity: ApiKeyIdentity, authorization: string) => Promise<Opened>,
   ): Promise<StreamableHTTPServerTransport> {
     // Opened first: a browser mode that cannot start answers in the one shape, and nothing is kept.
@@ -159,7 +214,7 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
     const end = async (id: string | undefined): Promise<void> => {
       if (ended) return;
       ended = true;
-      if (id !== undefined) table.remove(id);
+      if (id !== undefined) await table.remove(id);
       try {
         await opened.server.close(); // closes the transport and its open streams
         await opened.ended?.();
@@ -168,9 +223,17 @@ export async function registerMcp(root: FastifyInstance, mcp: McpDependencies): 
       }
     };
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+      // The id whose place was taken before the session was made.
+      sessionIdGenerator: () => sessionId,
       onsessioninitialized: (id) => {
-        table.add({ id, keyId: identity.key_id, route, transport, close: () => end(id) });
+        table.add({
+          id,
+          tenant: identity.tenant,
+          keyId: identity.key_id,
+          route,
+          transport,
+          close: () => end(id),
+        });
       },
     });
     // DELETE, or the transport closed by anything else: the session is over.

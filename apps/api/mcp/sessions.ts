@@ -1,20 +1,16 @@
-import { ApiError } from '../../../libs/contracts/index.js';
+import { ApiError, RateLimitedError } from '../../../libs/contracts/index.js';
+import type { McpSessionSlot, McpSessionSlots } from '../../../libs/store/index.js';
 
-/** The MCP session table's bounds, as given (each optional) and as compiled. */
+/** The MCP session table's bounds in this process, as given (each optional) and as compiled. */
 export interface McpSessionOptions {
   /**
-   * Open MCP sessions this API process keeps, all keys together. Past it a new `initialize` answers
-   * 503 `unavailable` (after the idle ones are evicted). Too small refuses clients at busy times;
-   * too large lets forgotten sessions hold memory (each keeps its MCP server and transport).
+   * Open MCP sessions this API process keeps, all tenants together: a bound on its memory (each
+   * session keeps its MCP server and transport). Past it a new `initialize` answers 503
+   * `unavailable` (after the idle ones are evicted). The fair share of each tenant and key is
+   * bounded across the fleet by MCP_SESSIONS_PER_TENANT and MCP_SESSIONS_PER_KEY, in Redis.
    * Default 1 000.
    */
   maxSessions: number;
-  /**
-   * Open MCP sessions one API key keeps. A key at its cap that opens another closes its own least
-   * recently used one: a client that never sends DELETE does not lock itself out, and one key never
-   * fills the table for the others. Default 16.
-   */
-  maxSessionsPerKey: number;
   /**
    * Milliseconds without a request after which a session is closed (one with a request in flight,
    * e.g. a `wait_for_run` or an open event stream, is never idle). Default 15 minutes.
@@ -22,7 +18,7 @@ export interface McpSessionOptions {
   idleMs: number;
 }
 
-const DEFAULTS: McpSessionOptions = { maxSessions: 1_000, maxSessionsPerKey: 16, idleMs: 15 * 60_000 };
+const DEFAULTS: McpSessionOptions = { maxSessions: 1_000, idleMs: 15 * 60_000 };
 
 /** The options with their defaults, checked once at start-up and frozen. */
 export function compileMcpSessionOptions(
@@ -32,10 +28,6 @@ export function compileMcpSessionOptions(
   for (const [name, value] of Object.entries(options))
     if (!Number.isInteger(value) || value < 1)
       throw new Error(`MCP session option ${name}: expected a positive integer, got ${value}`);
-  if (options.maxSessionsPerKey > options.maxSessions)
-    throw new Error(
-      `MCP session option maxSessionsPerKey (${options.maxSessionsPerKey}) exceeds maxSessions (${options.maxSessions})`,
-    );
   return Object.freeze(options);
 }
 
@@ -43,6 +35,8 @@ export function compileMcpSessionOptions(
 export interface McpSessionEntry {
   /** The `Mcp-Session-Id` the transport issued. */
   id: string;
+  /** The tenant of the key that opened it: its place counts against the tenant's bound. */
+  tenant: string;
   /** The API key that opened it: no other key may use it. */
   keyId: string;
   /** The path it was opened at (`/mcp`, or `/mcp/browser/<session>`): it answers nowhere else. */
@@ -57,36 +51,83 @@ interface Held<Entry> {
   inFlight: number;
 }
 
+function slotOf(entry: McpSessionEntry): McpSessionSlot {
+  return { sessionId: entry.id, tenant: entry.tenant, keyId: entry.keyId };
+}
+
 /**
- * The MCP sessions open in this API process, bounded by count (overall and per key) and by idle
- * time. State lives here, in memory: a scaled-out API needs its load balancer to keep each
- * `Mcp-Session-Id` on the replica that issued it (sticky sessions).
+ * The MCP sessions open in this API process, bounded by count and idle time here, and per tenant
+ * and per key across the fleet by their places in Redis ({@link McpSessionSlots}), which the table
+ * renews while they live and gives back when they end. Sessions themselves live here, in memory:
+ * a scaled-out API needs its load balancer to keep each `Mcp-Session-Id` on the replica that
+ * issued it (sticky sessions).
  */
 export class McpSessionTable<Entry extends McpSessionEntry = McpSessionEntry> {
   readonly #held = new Map<string, Held<Entry>>();
   readonly #sweeper: NodeJS.Timeout;
+  readonly #renewer: NodeJS.Timeout;
   #closed = false;
 
   constructor(
     readonly options: Readonly<McpSessionOptions>,
+    private readonly slots: McpSessionSlots,
     private readonly now: () => number = Date.now,
+    private readonly onError: (error: unknown) => void = () => undefined,
   ) {
     // Checked four times per idle period: a session is closed at most a quarter late.
     this.#sweeper = setInterval(() => void this.sweep(), Math.max(1_000, Math.floor(options.idleMs / 4)));
     this.#sweeper.unref();
+    // Renewed three times per place's life: a renewal lost to a Redis blip leaves two more.
+    this.#renewer = setInterval(() => void this.renew(), Math.max(100, Math.floor(slots.limits.ttlMs / 3)));
+    this.#renewer.unref();
   }
 
   get size(): number {
     return this.#held.size;
   }
 
+  /**
+   * Before a session opens: the idle ones are evicted, `unavailable` thrown when this process is
+   * still full, and the session's place taken in its tenant's and key's counts — `rate_limited`
+   * (with the wait until the soonest place lapses) when either holds its bound. The place is the
+   * caller's to hand to {@link add}, or to give back with {@link abandon} if the session never opens.
+   */
+  async reserve(slot: McpSessionSlot): Promise<void> {
+    if (this.#closed) throw new ApiError('unavailable', 'the API is shutting down');
+    await this.sweep();
+    if (this.#held.size >= this.options.maxSessions)
+      throw new ApiError(
+        'unavailable',
+        `this API holds ${this.#held.size} open MCP sessions, its limit; retry later or end unused sessions with DELETE`,
+      );
+    const verdict = await this.slots.take(slot);
+    if (verdict.taken) return;
+    const bound =
+      verdict.bound === 'key'
+        ? `${this.slots.limits.perKey} open MCP sessions per API key`
+        : `${this.slots.limits.perTenant} open MCP sessions per tenant`;
+    throw new RateLimitedError(
+      `at most ${bound}, across the fleet; end unused sessions with DELETE, or retry when one has idled out`,
+      verdict.retryAfterMs,
+    );
+  }
+
+  /** Gives back the place of a session that never opened (its initialize failed). */
+  async abandon(slot: McpSessionSlot): Promise<void> {
+    await this.slots.release(slot).catch(this.onError);
+  }
+
+  /** Keeps an opened session; its place was taken by {@link reserve}. */
   add(entry: Entry): void {
     this.#held.set(entry.id, { entry, lastSeenMs: this.now(), inFlight: 0 });
   }
 
-  /** Forgets a session (its transport closed); closing it is the caller's part. */
-  remove(id: string): void {
+  /** Forgets a session (its transport closed) and gives its place back; closing it is the caller's part. */
+  async remove(id: string): Promise<void> {
+    const held = this.#held.get(id);
+    if (!held) return;
     this.#held.delete(id);
+    await this.slots.release(slotOf(held.entry)).catch(this.onError);
   }
 
   /**
@@ -114,25 +155,6 @@ export class McpSessionTable<Entry extends McpSessionEntry = McpSessionEntry> {
     };
   }
 
-  /**
-   * Before `keyId` opens a session: the idle ones are evicted, the key's least recently used one
-   * closed when it is at its cap, and `unavailable` thrown when the table is still full.
-   */
-  async makeRoom(keyId: string): Promise<void> {
-    if (this.#closed) throw new ApiError('unavailable', 'the API is shutting down');
-    await this.sweep();
-    const own = [...this.#held.values()].filter((held) => held.entry.keyId === keyId);
-    if (own.length >= this.options.maxSessionsPerKey) {
-      const oldest = own.reduce((least, held) => (held.lastSeenMs < least.lastSeenMs ? held : least));
-      await this.#evict(oldest);
-    }
-    if (this.#held.size >= this.options.maxSessions)
-      throw new ApiError(
-        'unavailable',
-        `this API holds ${this.#held.size} open MCP sessions, its limit; retry later or end unused sessions with DELETE`,
-      );
-  }
-
   /** Closes every session idle for longer than `idleMs` with no request in flight. */
   async sweep(): Promise<void> {
     const cutoffMs = this.now() - this.options.idleMs;
@@ -140,15 +162,21 @@ export class McpSessionTable<Entry extends McpSessionEntry = McpSessionEntry> {
     await Promise.all(idle.map((held) => this.#evict(held)));
   }
 
-  /** Closes every session and stops the sweeps (the API's close). Idempotent. */
+  /** Renews the places of every session held here (the timer's; a failure waits for the next). */
+  async renew(): Promise<void> {
+    await this.slots.renew([...this.#held.values()].map((held) => slotOf(held.entry))).catch(this.onError);
+  }
+
+  /** Closes every session and stops the timers (the API's close). Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#sweeper);
+    clearInterval(this.#renewer);
     await Promise.all([...this.#held.values()].map((held) => this.#evict(held)));
   }
 
   async #evict(held: Held<Entry>): Promise<void> {
-    this.#held.delete(held.entry.id);
+    await this.remove(held.entry.id);
     await held.entry.close().catch(() => undefined);
   }
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApprovalView, RunView } from '../../../libs/contracts/index.js';
-import type { UiSession, UiSessions } from '../../../libs/store/index.js';
-import { type FailedAuthLimiter, markDoor, PUBLIC_ROUTE } from '../../../libs/telemetry/index.js';
+import type { RunStore, UiSession } from '../../../libs/store/index.js';
+import { markDoor, PUBLIC_ROUTE } from '../../../libs/telemetry/index.js';
 import {
   PAGE_HEADERS,
   PAGE_SCRIPT,
@@ -14,12 +14,13 @@ import {
   renderRunPage,
   renderRunsPage,
 } from '../../../libs/ui/index.js';
+import { DRIVER_CHAIN_RULE, inDriverChain } from '../mcp/browser-mode-approvals.js';
 import { readAsViewer, readStepsAsViewer, runListQuery } from './read-as-viewer.js';
-import { pageSession, registerSignIn, toSignIn } from './signin.js';
+import { pageSession, registerSignIn, type SignInDependencies, toSignIn } from './signin.js';
 
-export interface PageDependencies {
-  sessions: UiSessions;
-  failures: FailedAuthLimiter;
+export interface PageDependencies extends SignInDependencies {
+  /** Whose keys may decide a run's approvals (an MCP-driven run's: none of its driver's chain). */
+  store: Pick<RunStore, 'apiKeyLineage'>;
 }
 
 function viewerOf(session: UiSession): PageViewer {
@@ -87,10 +88,17 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
           );
       }
       const steps = await readStepsAsViewer(pages, request, runId);
+      // The API refuses this key's decisions (403): the page offers none, and says why.
+      const undecidable = await inDriverChain(deps.store, session.identity, run.body);
       const page = renderRunPage({
         viewer: viewerOf(session),
         run: run.body,
         approvals: run.body.pending_approvals,
+        ...(undecidable
+          ? {
+              decisionRefused: `This key drives the run over MCP, or made or was made by the key that does, so it may not decide: ${DRIVER_CHAIN_RULE}.`,
+            }
+          : {}),
         steps: steps.ok ? steps.body.steps : [],
         ...(steps.ok ? {} : { stepsProblem: `Steps could not be read: ${steps.message}` }),
       });

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { csrfTokenMatches, type UiSession, type UiSessions } from '../../../libs/store/index.js';
-import type { FailedAuthLimiter } from '../../../libs/telemetry/index.js';
+import { type AddressBudget, addressBlock, type FailedAuthLimiter } from '../../../libs/telemetry/index.js';
 import {
   clearedSessionCookie,
   PAGE_HEADERS,
@@ -8,6 +8,17 @@ import {
   sessionCookie,
   sessionIdOf,
 } from '../../../libs/ui/index.js';
+import { type ApiOrigins, sentFromOwnPage } from '../public-origin.js';
+
+/** What the sign-in needs beside the sessions: its budgets and the API's own origins. */
+export interface SignInDependencies {
+  sessions: UiSessions;
+  /** Failed authentications, counted here per network (`addressBlock`). */
+  failures: FailedAuthLimiter;
+  /** Sign-ins, right key or wrong, per network a minute (SIGNINS_PER_MINUTE). */
+  signIns: AddressBudget;
+  origins: ApiOrigins;
+}
 
 /** A sign-in form is one key and a path: anything larger is not ours. */
 const FORM_LIMIT_BYTES = 4 * 1024;
@@ -42,15 +53,26 @@ export function toSignIn(request: FastifyRequest, reply: FastifyReply): FastifyR
   return reply.redirect(`/signin?next=${encodeURIComponent(localPath(request.url))}`, 303);
 }
 
+/** The form again with `error`, answered `status` (and Retry-After when a budget is spent). */
+function refuseSignIn(
+  reply: FastifyReply,
+  status: number,
+  next: string,
+  error: string,
+  waitMs?: number,
+): FastifyReply {
+  if (waitMs !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(waitMs / 1000))));
+  return reply.code(status).headers(PAGE_HEADERS).send(renderSignInPage({ next, error }));
+}
+
 /**
- * `GET /signin` (the form), `POST /signin` (the key, as a form) and `POST /signout`. A right key
- * opens a session and sets its cookie; a wrong one counts against the address as at every door
- * (issue 11.10) and shows the form again. Sign-out is a change: it carries the CSRF token.
+ * `GET /signin` (the form), `POST /signin` (the key, as a form) and `POST /signout`. A sign-in is
+ * taken only from our own page (its `Origin`, see {@link sentFromOwnPage}), within its network's
+ * budget of sign-ins a minute; a right key then opens a session and sets its cookie (ending the
+ * key's oldest past UI_SESSIONS_PER_KEY), a wrong one counts against the network's failed
+ * authentications and shows the form again. Sign-out is a change: it carries the CSRF token.
  */
-export async function registerSignIn(
-  pages: FastifyInstance,
-  deps: { sessions: UiSessions; failures: FailedAuthLimiter },
-): Promise<void> {
+export async function registerSignIn(pages: FastifyInstance, deps: SignInDependencies): Promise<void> {
   pages.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string', bodyLimit: FORM_LIMIT_BYTES },
@@ -65,17 +87,31 @@ export async function registerSignIn(
   pages.post('/signin', async (request, reply) => {
     const form = (request.body ?? {}) as { key?: string; next?: string };
     const next = localPath(form.next);
+    // Another site's form would sign the person's browser into the sender's tenant (login CSRF).
+    if (!sentFromOwnPage(request.headers, deps.origins))
+      return refuseSignIn(reply, 403, next, 'Sign-in refused: the form was not sent from this site.');
+    // One host holds a whole /64 (and, on loopback, 127/8): budgets count per network.
+    const network = addressBlock(request.ip);
+    const busyMs = await deps.signIns.spend(network);
+    if (busyMs !== undefined)
+      return refuseSignIn(
+        reply,
+        429,
+        next,
+        `Too many sign-ins from this network; retry after ${Math.ceil(busyMs / 1000)} s.`,
+        busyMs,
+      );
     const opened = typeof form.key === 'string' ? await deps.sessions.open(form.key.trim()) : undefined;
     if (!opened) {
-      const waitMs = await deps.failures.fail(request.ip);
-      const error =
-        waitMs === undefined
-          ? 'That key was not accepted.'
-          : `Too many failed sign-ins from this address; retry after ${Math.ceil(waitMs / 1000)} s.`;
-      return reply
-        .code(waitMs === undefined ? 401 : 429)
-        .headers(PAGE_HEADERS)
-        .send(renderSignInPage({ next, error }));
+      const waitMs = await deps.failures.fail(network);
+      if (waitMs === undefined) return refuseSignIn(reply, 401, next, 'That key was not accepted.');
+      return refuseSignIn(
+        reply,
+        429,
+        next,
+        `Too many failed sign-ins from this network; retry after ${Math.ceil(waitMs / 1000)} s.`,
+        waitMs,
+      );
     }
     const cookie = sessionCookie(
       opened.sessionId,

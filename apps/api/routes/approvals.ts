@@ -10,7 +10,7 @@ import {
 import { approvalListSchema } from '../../../libs/contracts/rest-views.js';
 import type { RunStore } from '../../../libs/store/index.js';
 import { authenticate, identityOf } from '../auth.js';
-import { refuseDrivingKey } from '../mcp/browser-mode-approvals.js';
+import { refuseDriverChain } from '../mcp/browser-mode-approvals.js';
 import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';
 
@@ -95,7 +95,7 @@ export function registerApprovalRoutes(root: FastifyInstance, deps: V1Dependenci
     },
     async (request) => {
       const identity = identityOf(request);
-      await refuseDrivingKey(store, identity, request.params.id);
+      await refuseDriverChain(store, identity, request.params.id);
       const decision = await store.approve(
         identity.tenant,
         request.params.id,
@@ -120,7 +120,7 @@ export function registerApprovalRoutes(root: FastifyInstance, deps: V1Dependenci
     },
     async (request) => {
       const identity = identityOf(request);
-      await refuseDrivingKey(store, identity, request.params.id);
+      await refuseDriverChain(store, identity, request.params.id);
       const decision = await store.deny(
         identity.tenant,
         request.params.id,

@@ -99,12 +99,14 @@ const STATUS_DESCRIPTIONS: Record<string, string> = {
   '204': 'Done; no body',
   '400': 'Bad request: not JSON, or a query value out of its range',
   '401': 'No API key, a wrong one, or a key without the scope this route needs',
-  '403': 'Refused to this key: the key that drives a run over MCP does not decide its approvals',
+  '403':
+    'Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds',
   '404': 'Not found (another tenant’s record is not found either)',
   '409': 'Conflict with the record’s state (or a stored record that cannot be read: record_unreadable)',
   '413': 'Body over 64 KiB',
   '422': 'The body, path or query does not fit its schema',
-  '429': 'Over the key’s request rate, or too many failed authentications; see Retry-After',
+  '429':
+    'Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After',
   '500': 'Internal error',
   '503': 'The store did not answer; retry shortly',
 };

@@ -6,6 +6,7 @@ import {
   profileListSchema,
   restProfileViewSchema,
 } from '../../../libs/contracts/rest-views.js';
+import { refusedProfileOrigin } from '../../../libs/egress/index.js';
 import type { ProfileSettings } from '../../../libs/lease/index.js';
 import { authenticate, identityOf } from '../auth.js';
 import { answers, BODY_FAILURES, namedBody } from './openapi.js';
@@ -53,6 +54,13 @@ export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencie
         tenant: identity.tenant,
         principal: identity.principal,
       });
+      // DESIGN §12: a refused address in any spelling, or a localhost name, is refused now; other
+      // names are judged at each connection by the browser worker's egress proxy.
+      const refused = refusedProfileOrigin(
+        { allowed_origins: profile.allowed_origins, frame_origins: profile.frame_origins },
+        deps.egress,
+      );
+      if (refused) throw new ApiError('validation_failed', refused.message);
       if (!(await deps.profiles.createProfile(profile, Date.now())))
         throw new ApiError('conflict', `profile ${profile.id} exists already`);
       return reply.code(201).send({ ...profile, sealed: false });

@@ -5,6 +5,7 @@ import {
   boundedJson,
   RUN_INPUT_MAX_CHARS,
   RUN_SCRIPT_BOUNDS,
+  runSecretsSchema,
   runViewSchema,
 } from '../../../libs/contracts/index.js';
 import { runDetailSchema, runEventStreamSchema } from '../../../libs/contracts/rest-views.js';
@@ -12,6 +13,7 @@ import { scriptSchema, selectRunLimits } from '../../../libs/runtime/index.js';
 import { AgentVersionCache, isEventId, SessionCache } from '../../../libs/store/index.js';
 import { authenticate, identityOf } from '../auth.js';
 import { answers, BODY_FAILURES, namedBody } from './openapi.js';
+import { sealedSubmission } from './run-secrets.js';
 import { idempotencyHeader, idParams, typed, type V1Dependencies } from './shared.js';
 
 export const submitRunSchema = z.strictObject({
@@ -26,6 +28,13 @@ export const submitRunSchema = z.strictObject({
     .min(1_000)
     .max(24 * 3600_000)
     .default(3600_000),
+  /**
+   * Secrets by name (at most 16, each value at most 1 KiB): the model is told their names and
+   * origins and types `{{secret:NAME}}` in a fill; the browser worker puts the value in, only into
+   * a password, one-time-code, username or email field of the secret's origins. Sealed at rest and
+   * never returned by any read.
+   */
+  secrets: runSecretsSchema.optional(),
 });
 namedBody(submitRunSchema, 'SubmitRun', { input: 'Find the opening hours on the page', timeout_ms: 600_000 });
 
@@ -59,6 +68,7 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
       if (!session) throw new ApiError('not_found', `session ${request.params.id} not found`);
       const agent = await agentVersions.get(identity.tenant, session.agent_id, session.agent_version);
       if (!agent) throw new ApiError('not_found', `agent version ${session.agent_version} not found`);
+      const { secrets, hashed } = sealedSubmission(deps.config, identity.tenant, request.body);
       const outcome = await store.submitRun({
         tenant: identity.tenant,
         principal: identity.principal,
@@ -67,7 +77,8 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
         limits: selectRunLimits(deps.config.limits, session, agent),
         session,
         timeoutMs: request.body.timeout_ms,
-        request: request.body,
+        request: hashed,
+        ...(secrets ? { secrets } : {}),
         ...(idempotencyKey ? { idempotencyKey } : {}),
         ...(deps.addFirstJob ? { enqueueWith: deps.addFirstJob } : {}),
       });

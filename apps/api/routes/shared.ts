@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ArtifactStore } from '../../../libs/artifacts/index.js';
 import type { Config } from '../../../libs/config/index.js';
 import { recordIdSchema } from '../../../libs/contracts/index.js';
+import type { EgressGuard } from '../../../libs/egress/index.js';
 import type { RunLifecycle } from '../../../libs/runtime/index.js';
 import type { RedisLeaseStore, RunStore, SubmitRun } from '../../../libs/store/index.js';
 import type { WebhookStore } from '../../../libs/store/webhooks.js';
@@ -12,6 +13,8 @@ import type { DefaultAgents } from '../default-agent.js';
 
 export interface V1Dependencies {
   config: Config;
+  /** DESIGN §12: judges a new profile's literal origins (the fleet's own ports refused too). */
+  egress: EgressGuard;
   store: RunStore;
   profiles: RedisLeaseStore;
   /** The tenants' default agents (ADR-0130 d2). */

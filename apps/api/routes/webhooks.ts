@@ -8,7 +8,12 @@ import {
   webhookDeliveryPageSchema,
 } from '../../../libs/contracts/index.js';
 import { webhookListSchema } from '../../../libs/contracts/rest-views.js';
-import { checkWebhookUrl, WebhookAddressRefused } from '../../../libs/runtime/webhooks/index.js';
+import type { EgressGuard } from '../../../libs/egress/index.js';
+import {
+  checkWebhookUrl,
+  WebhookAddressRefused,
+  webhookGuard,
+} from '../../../libs/runtime/webhooks/index.js';
 import { authenticate, identityOf } from '../auth.js';
 import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';
@@ -24,6 +29,13 @@ export function registerWebhookRoutes(
 ): void {
   const app = typed(root);
   const { store, webhooks } = deps;
+  // DESIGN §12: the one address guard; the fleet's own ports refused even where private ones are
+  // allowed. Made at the first registration: documenting the routes runs none of their code.
+  let guard: EgressGuard | undefined;
+  const guardOf = () => {
+    guard ??= webhookGuard(deps.config.webhooks.allowPrivate, deps.config.egress.ownPorts);
+    return guard;
+  };
 
   app.post(
     '/v1/webhooks',
@@ -43,13 +55,11 @@ export function registerWebhookRoutes(
     },
     async (request, reply) => {
       const { tenant } = identityOf(request);
-      const url = await checkWebhookUrl(request.body.url, deps.config.webhooks.allowPrivate).catch(
-        (error: unknown) => {
-          if (error instanceof WebhookAddressRefused)
-            throw new ApiError('validation_failed', `url: ${error.message}`);
-          throw error;
-        },
-      );
+      const url = await checkWebhookUrl(request.body.url, guardOf()).catch((error: unknown) => {
+        if (error instanceof WebhookAddressRefused)
+          throw new ApiError('validation_failed', `url: ${error.message}`);
+        throw error;
+      });
       const created = await webhooks.create({ ...request.body, tenant, url });
       if (!created)
         throw new ApiError('conflict', `a tenant holds at most ${WEBHOOKS_PER_TENANT_MAX} webhooks`);

@@ -10,7 +10,7 @@ import { CANDIDATE_SELECTOR } from './candidates.js';
 import { documentText, normalizeText } from './document-text.js';
 import { accessibleName, type StyleOf } from './names.js';
 import { PAGE_AGENT_GLOBAL } from './page-agent-global.js';
-import { type ElementState, inputType, isSecretField, roleOf, stateOf } from './roles.js';
+import { type ElementState, inputType, roleOf, stateOf } from './roles.js';
 import { type PageScan, type Root, scanPage, walkComposed } from './shadow.js';
 import { type TargetPath, targetPath } from './target-path.js';
 import { type TargetCheck, verdictFor } from './verdict.js';
@@ -130,7 +130,7 @@ function sameOriginDocument(frame: Element): Document | null {
 
 /** The page's roots, open shadow roots and same-origin frames included, found in one pass. */
 function scan(): PageScan {
-  return scanPage(document, { frameDocument: sameOriginDocument, isVisible, isSecret: isSecretField });
+  return scanPage(document, { frameDocument: sameOriginDocument, isVisible });
 }
 
 const CANDIDATES_AND_FRAMES = `:is(${CANDIDATE_SELECTOR},${FRAME_SELECTOR})`;
@@ -171,31 +171,6 @@ function collectVisible(
 
 function clip(text: string, limit: number): string {
   return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
-}
-
-/** Secrets shorter than this are not looked for in other strings: they would match by chance. */
-const SECRET_MATCH_MIN_CHARS = 3;
-
-/**
- * The values of the page's secret fields (open shadow roots' and same-origin frames' too), to be
- * struck from everything else the observation reports: an accessible name computed from content,
- * another field's value, the text, the title or the URL may repeat them.
- */
-function secretValues(page: PageScan): string[] {
-  const values = new Set<string>();
-  for (const input of page.secretInputs) {
-    if (input.value.length >= SECRET_MATCH_MIN_CHARS) values.add(input.value);
-  }
-  // Longest first, so a secret that contains another is struck whole.
-  return [...values].sort((a, b) => b.length - a.length);
-}
-
-const REDACTED = '[secret]';
-
-function redact(text: string, secrets: readonly string[]): string {
-  let result = text;
-  for (const secret of secrets) if (result.includes(secret)) result = result.split(secret).join(REDACTED);
-  return result;
 }
 
 /**
@@ -273,14 +248,12 @@ function capture(request: CaptureRequest): Capture {
   const offset = Math.min(request.offset, visible.length);
   const windowElements = visible.slice(offset, offset + request.windowSize);
   const refs = new Map<string, WeakRef<Element>>();
-  const secrets = secretValues(page);
   const styleOf = stylesOfCapture();
   const elements: CapturedElement[] = windowElements.map((element, index) => {
     const ref = `e${offset + index + 1}`;
     refs.set(ref, new WeakRef(element));
     const state = stateOf(element, request.nameLimit);
-    if (state.value !== undefined) state.value = redact(state.value, secrets);
-    const name = redact(accessibleName(element, styleOf).trim(), secrets);
+    const name = accessibleName(element, styleOf).trim();
     const type = inputType(element);
     return {
       ref,
@@ -294,9 +267,11 @@ function capture(request: CaptureRequest): Capture {
   registry = { revision: request.revision, refs };
   const { text, truncated } = visibleText(page, request.textLimit, styleOf);
   return {
-    url: redact(location.href, secrets),
-    title: redact(document.title, secrets),
-    text: redact(text, secrets),
+    // The page's own text, URL and title as they are (DESIGN §12): a secret field reports only that
+    // it holds a value (roles.ts stateOf); a run's declared secrets are struck by the page engine.
+    url: location.href,
+    title: document.title,
+    text,
     textTruncated: truncated,
     elements,
     offset,

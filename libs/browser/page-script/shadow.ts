@@ -19,20 +19,11 @@ const MAYBE_HOSTS =
   ':not(a,abbr,b,br,button,code,dd,dl,dt,em,i,img,input,label,li,link,meta,ol,option,path,script,' +
   'small,strong,style,svg,table,tbody,td,th,thead,tr,ul)';
 
-/**
- * The inputs that can hold a secret (roles.ts isSecretField): a password field's `type` is
- * `password` in any case, and the other secrets are named by an `autocomplete` attribute. The
- * rest of a document's inputs are left to the native query, not read one by one.
- */
-const MAYBE_SECRET_INPUTS = 'input[type="password" i],input[autocomplete]';
-
 /** What the page scan needs from the agent, passed in so this file stays free of its state. */
 export interface ScanRules {
   /** A frame's document when it is of the same origin and loaded; null otherwise. */
   frameDocument(frame: Element): Document | null;
   isVisible(element: Element): boolean;
-  /** An input whose value is a secret, never reported and struck from everything else. */
-  isSecret(input: Element): boolean;
 }
 
 /** The page's roots, found in one pass over each: what a capture and the quiet watch read. */
@@ -43,16 +34,14 @@ export interface PageScan {
   unrendered: Set<Root>;
   /** The open shadow hosts of each root, in document order (nested roots have their own). */
   hosts: Map<Root, Element[]>;
-  /** Every secret field (password, one-time code), in every root. */
-  secretInputs: HTMLInputElement[];
 }
 
 /**
  * Every root of the page in one pass over each: a capture scans once and its parts (candidates,
- * secrets, text) share the answer, where each used to search the page again.
+ * text) share the answer, where each used to search the page again.
  */
 export function scanPage(top: Document, rules: ScanRules): PageScan {
-  const scan: PageScan = { roots: [], unrendered: new Set(), hosts: new Map(), secretInputs: [] };
+  const scan: PageScan = { roots: [], unrendered: new Set(), hosts: new Map() };
   const visit = (root: Root, rendered: boolean): void => {
     scan.roots.push(root);
     if (!rendered) scan.unrendered.add(root);
@@ -69,17 +58,10 @@ export function scanPage(top: Document, rules: ScanRules): PageScan {
     for (let i = 0; i < all.length; i += 1) {
       const element = all[i] as Element;
       if (element.shadowRoot !== null) hosts.push(element);
-      else if (small && element.localName === 'input') {
-        if (rules.isSecret(element)) scan.secretInputs.push(element as HTMLInputElement);
-      } else if (small && (element.localName === 'iframe' || element.localName === 'frame'))
+      else if (small && (element.localName === 'iframe' || element.localName === 'frame'))
         frames.push(element);
     }
-    if (!small) {
-      for (const input of root.querySelectorAll<HTMLInputElement>(MAYBE_SECRET_INPUTS)) {
-        if (rules.isSecret(input)) scan.secretInputs.push(input);
-      }
-      frames.push(...root.querySelectorAll('iframe,frame'));
-    }
+    if (!small) frames.push(...root.querySelectorAll('iframe,frame'));
     // Shadow roots and frames in composed order: merge the two lists (both in document order).
     let h = 0;
     const intoHost = (host: Element) => visit(host.shadowRoot as ShadowRoot, rendered);

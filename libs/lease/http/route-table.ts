@@ -4,6 +4,7 @@ import {
   acquireLeaseSchema,
   actArgsSchema,
   actSchema,
+  artifactNameSchema,
   BROWSER_TOOLS_CONTRACT_VERSION,
   closeLeaseSchema,
   createProfileSchema,
@@ -49,6 +50,12 @@ export const leaseParams = profileParams.extend({ leaseId: leaseIdSchema });
 export const previewSchema = z.object({
   deadline_ms: z.number().int().min(1).max(120_000).default(10_000),
   args: z.object({ revision: z.string().min(1).max(64), element: z.string().min(1).max(64) }),
+  /**
+   * The screenshot's artifact name, chosen by the caller so an approval naming it can be written
+   * while it is taken (a random `preview-….jpg`); a fresh one when absent. A name already used by
+   * the run answers no screenshot.
+   */
+  screenshot: artifactNameSchema.optional(),
 });
 
 /** What `/healthz` answers while the process lives. */
@@ -303,7 +310,7 @@ export const DATA_PLANE_OPERATIONS = {
     url: `${LEASE}/act`,
     tag: 'pages',
     summary: 'Act on an observed element',
-    description: `One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION}). An effect: applied only when \`sequence\` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (\`dispatched\`, \`sequence\`).`,
+    description: `One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION}). An effect: applied only when \`sequence\` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (\`dispatched\`, \`sequence\`). A fill naming a run's declared secret (\`{{secret:NAME}}\`) into a field or origin the secret is not for is refused \`secret_not_allowed\` before dispatch.`,
     params: leaseParams,
     body: actSchema,
     documentedBody: actSchema.extend({ args: actArgsSchema }),
@@ -322,7 +329,7 @@ export const DATA_PLANE_OPERATIONS = {
         schema: pageCallAnswerSchema,
       },
     },
-    refusals: EFFECT_REFUSALS,
+    refusals: { ...EFFECT_REFUSALS, 409: [...EFFECT_REFUSALS[409], 'secret_not_allowed'] },
   },
   preview: {
     operationId: 'preview',

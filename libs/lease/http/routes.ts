@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { OperationLimits } from '../../browser/index.js';
 import type { LeaseView, ProfileRef } from '../../contracts/index.js';
+import { type EgressGuard, refusedProfileOrigin } from '../../egress/index.js';
 import { DataPlaneError, type LeaseService, type LeaseStore, type PageResult } from '../index.js';
 import { setDataPlaneErrorAnswers } from './error-answers.js';
 import { answerIdempotently } from './idempotency.js';
@@ -33,7 +34,12 @@ function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z
  * Each registers as its entry of the route table (issue 16): the table gives the method and path,
  * and the schemas its answers are serialized through and documented by.
  */
-export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseService, store: LeaseStore): void {
+export function registerDataPlaneRoutes(
+  app: FastifyInstance,
+  leases: LeaseService,
+  store: LeaseStore,
+  egress?: EgressGuard,
+): void {
   setDataPlaneErrorAnswers(app);
 
   registerOperation(app, OPERATIONS.createProfile, async (request, reply) => {
@@ -44,6 +50,18 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
     if (profile.tenant !== tenant)
       throw new DataPlaneError('validation_failed', 'body.tenant: must be the tenant the path names', {
         field: 'body.tenant',
+      });
+    // DESIGN §12: an origin that is a refused address in any spelling, or a localhost name, is
+    // refused now; other names are judged by the egress proxy at each connection.
+    const refused =
+      egress &&
+      refusedProfileOrigin(
+        { allowed_origins: profile.allowed_origins, frame_origins: profile.frame_origins },
+        egress,
+      );
+    if (refused)
+      throw new DataPlaneError('validation_failed', `body.${refused.message}`, {
+        field: `body.${refused.field}`,
       });
     return reply.code(201).send(await leases.createProfile(profile));
   });
@@ -152,6 +170,7 @@ export function registerDataPlaneRoutes(app: FastifyInstance, leases: LeaseServi
       params.leaseId,
       body.args,
       limitsFor(request, body.deadline_ms),
+      body.screenshot,
     );
   });
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { BROWSER_TOOLS_COMPATIBLE_VERSIONS, BROWSER_TOOLS_CONTRACT_VERSION } from '../../contracts/index.js';
+import type { EgressGuard } from '../../egress/index.js';
 import {
   createHttpServer,
   type FailedAuthLimiter,
@@ -35,6 +36,8 @@ export interface DataPlaneServerOptions {
   /** False where another server of this process serves the registry (the fleet's API): `/metrics` answers 404. */
   serveMetrics?: boolean;
   readiness: () => ReadinessCheck[];
+  /** DESIGN §12: judges a new profile's literal origins; absent, they are not judged here. */
+  egress?: EgressGuard;
 }
 
 /**
@@ -56,7 +59,7 @@ export function createDataPlaneServer(options: DataPlaneServerOptions): FastifyI
     failures: options.failures,
   });
   refuseUnknownContracts(app);
-  registerDataPlaneRoutes(app, options.leases, options.store);
+  registerDataPlaneRoutes(app, options.leases, options.store, options.egress);
   const { worker } = options;
   registerOperation(app, DATA_PLANE_OPERATIONS.getWorker, async () => ({
     id: worker.id,

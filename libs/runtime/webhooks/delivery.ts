@@ -4,14 +4,25 @@ import { isIP } from 'node:net';
 import { type Job, type Processor, UnrecoverableError } from 'bullmq';
 import { type WebhookJob, type WebhookJobResult, webhookJobSchema } from '../../../queues/webhooks.js';
 import type { WebhookRecord } from '../../contracts/index.js';
+import {
+  AddressRefused,
+  canonicalHost,
+  checkedLookup,
+  type EgressGuard,
+  portOf,
+} from '../../egress/index.js';
 import type { WebhookStore } from '../../store/webhooks.js';
-import { guardedLookup, isPrivateAddress, WebhookAddressRefused } from './address-guard.js';
+import { webhookGuard } from './address-guard.js';
 import { signWebhook } from './signature.js';
 
 export interface WebhookDeliveryDeps {
   hooks: Pick<WebhookStore, 'get' | 'logDelivery'>;
   /** `LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE`: deliver to loopback and private addresses too. */
   allowPrivate: boolean;
+  /** The fleet's own ports, refused even where private addresses are allowed (DESIGN §12). */
+  ownPorts?: readonly number[];
+  /** Where the full reason of a failed attempt goes; the tenant reads one word of it. */
+  log?: { warn(fields: Record<string, unknown>, message: string): void };
   /** How long a receiver has to answer, connection included (default 10 s). */
   timeoutMs?: number;
   /** Epoch ms (tests move it). */
@@ -22,8 +33,17 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 /** A receiver's answer is read only this far: only its status counts. */
 const ANSWER_READ_MAX_BYTES = 4_096;
 
+/**
+ * Why an attempt failed, as its tenant reads it in the delivery log: one word, never the system's
+ * error (`ECONNREFUSED`, `EHOSTUNREACH`, `ENOTFOUND` would map which hosts and ports of the fleet's
+ * network answer). The full reason goes to the server log.
+ */
+export type DeliveryFailure = 'unreachable' | 'refused' | 'timeout' | 'bad_status';
+
 /** The answer of one attempt: the receiver's status, or why there was none. */
-type Attempt = { statusCode: number; error: null } | { statusCode: null; error: string; refused: boolean };
+type Attempt =
+  | { statusCode: number; error: null }
+  | { statusCode: null; error: Exclude<DeliveryFailure, 'bad_status'>; cause: string };
 
 /**
  * The webhooks queue's processor (issue 13): POSTs the event, signed, to the webhook as it is
@@ -34,6 +54,7 @@ export function webhookDeliveryProcessor(
   deps: WebhookDeliveryDeps,
 ): Processor<WebhookJob, WebhookJobResult, string> {
   const clock = deps.clock ?? Date.now;
+  const guard = webhookGuard(deps.allowPrivate, deps.ownPorts);
   return async (job: Job<WebhookJob, WebhookJobResult, string>) => {
     const { tenant, webhookId, event } = webhookJobSchema.parse(job.data);
     const hook = await deps.hooks.get(tenant, webhookId);
@@ -48,7 +69,8 @@ export function webhookDeliveryProcessor(
         'leasehold-delivery': job.id ?? '',
         'leasehold-signature': signWebhook(hook.secret, body, Math.floor(startedMs / 1000)),
       },
-      deps,
+      guard,
+      deps.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     );
     const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
     await deps.hooks.logDelivery(tenant, webhookId, {
@@ -58,13 +80,20 @@ export function webhookDeliveryProcessor(
       attempt: job.attemptsMade + 1,
       ok,
       status_code: attempt.statusCode,
-      error: attempt.error,
+      error: ok ? null : (attempt.error ?? 'bad_status'),
       duration_ms: Math.max(0, clock() - startedMs),
       at_ms: startedMs,
     });
     if (ok) return { status_code: attempt.statusCode };
-    const why = attempt.statusCode === null ? attempt.error : `the receiver answered ${attempt.statusCode}`;
-    if (attempt.statusCode === null && attempt.refused) throw new UnrecoverableError(why);
+    const why =
+      attempt.statusCode === null
+        ? `${attempt.error}: ${attempt.cause}`
+        : `the receiver answered ${attempt.statusCode}`;
+    deps.log?.warn(
+      { tenant, webhook_id: webhookId, attempt: job.attemptsMade + 1, why },
+      'webhook delivery failed',
+    );
+    if (attempt.statusCode === null && attempt.error === 'refused') throw new UnrecoverableError(why);
     throw new Error(`webhook ${webhookId}: ${why}`);
   };
 }
@@ -74,15 +103,17 @@ function post(
   hook: WebhookRecord,
   body: string,
   headers: Record<string, string>,
-  deps: WebhookDeliveryDeps,
+  guard: EgressGuard,
+  timeoutMs: number,
 ): Promise<Attempt> {
   const url = new URL(hook.url);
-  const literal = url.hostname.replace(/^\[|\]$/g, '');
-  // A literal address is connected to without a lookup, so it is checked here.
-  if (!deps.allowPrivate && isIP(literal) && isPrivateAddress(literal))
-    return Promise.resolve({ statusCode: null, error: 'refused: a private address', refused: true });
+  const port = portOf(url);
+  // A literal address is connected to without a lookup, so it is judged here; a name is judged
+  // by the lookup, on the addresses the socket then connects to.
+  const literal = canonicalHost(url.hostname);
+  if (literal === undefined || (isIP(literal) && !guard.judge(literal, port).allowed))
+    return Promise.resolve({ statusCode: null, error: 'refused', cause: `${url.host} is refused` });
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  const timeoutMs = deps.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return new Promise<Attempt>((resolve) => {
     let timer: NodeJS.Timeout | undefined;
     const done = (attempt: Attempt) => {
@@ -99,7 +130,7 @@ function post(
           'content-length': Buffer.byteLength(body),
           'user-agent': 'Leasehold-Webhooks/1',
         },
-        ...(deps.allowPrivate ? {} : { lookup: guardedLookup }),
+        lookup: checkedLookup(guard, port),
       },
       (response) => {
         let read = 0;
@@ -112,10 +143,14 @@ function post(
       },
     );
     // One deadline for the whole attempt (connection, answer), not an idle timeout.
-    timer = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    let timedOut = false;
+    timer = setTimeout(() => {
+      timedOut = true;
+      request.destroy(new Error(`no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
     request.on('error', (error) => {
-      const refused = error instanceof WebhookAddressRefused;
-      done({ statusCode: null, error: refused ? 'refused: a private address' : error.message, refused });
+      const word = error instanceof AddressRefused ? 'refused' : timedOut ? 'timeout' : 'unreachable';
+      done({ statusCode: null, error: word, cause: error.message });
     });
     request.end(body);
   });

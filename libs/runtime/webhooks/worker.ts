@@ -32,6 +32,8 @@ export function startWebhookWorker(
   const processor = webhookDeliveryProcessor({
     hooks: new WebhookStore(options.redis, config.redis.keyPrefix),
     allowPrivate: config.webhooks.allowPrivate,
+    ownPorts: config.egress.ownPorts,
+    log: options.logger.child({ component: 'webhooks' }),
     ...options.delivery,
   });
   return createQueueWorker<WebhookJob, WebhookJobResult>(WEBHOOKS_QUEUE, processor, {

@@ -1,8 +1,8 @@
-import type { ApprovalCard, PageArtifacts } from '../../contracts/index.js';
+import { type ApprovalCard, newScreenshotName, type PageArtifacts } from '../../contracts/index.js';
 import type { Invocation } from '../index.js';
 import type { TranscriptEntry } from '../model.js';
 
-/** Longest the park waits for the outlined screenshot; past it the card goes without one. */
+/** Longest the preview call may take (the target found; the picture follows it). */
 export const CARD_PREVIEW_BOUND_MS = 5_000;
 
 interface ObservedPage {
@@ -17,7 +17,18 @@ export interface CardPreview {
   preview(
     args: { revision: string; element: string },
     limits: { deadlineMs: number },
+    screenshot?: string,
   ): Promise<PageArtifacts>;
+}
+
+/**
+ * A card and the preview call that takes its picture. The card names its screenshot up front, so
+ * the approval can be written while the preview runs (DESIGN §12: nothing slow in front of the
+ * approval); `preview` answers whether the browser worker took that name (it never throws).
+ */
+export interface CardWithPreview {
+  card: ApprovalCard;
+  preview: () => Promise<boolean>;
 }
 
 /**
@@ -31,7 +42,7 @@ export async function buildApprovalCard(
   transcript: () => Promise<readonly TranscriptEntry[]>,
   page: CardPreview | undefined,
   deadlineMs: number,
-): Promise<ApprovalCard> {
+): Promise<CardWithPreview> {
   const args = (invocation.call.args ?? {}) as Record<string, unknown>;
   const card: ApprovalCard = {
     element: null,
@@ -39,10 +50,12 @@ export async function buildApprovalCard(
     page_url: null,
     page_title: null,
     screenshot: null,
+    screenshot_status: null,
   };
+  const none = { card, preview: async () => false };
   const revision = typeof args.revision === 'string' ? args.revision : undefined;
   const ref = typeof args.element === 'string' ? args.element : undefined;
-  if (invocation.call.name !== 'browser.act' || revision === undefined || ref === undefined) return card;
+  if (invocation.call.name !== 'browser.act' || revision === undefined || ref === undefined) return none;
   try {
     const observation = observationOf(await transcript(), revision);
     if (observation) {
@@ -59,16 +72,23 @@ export async function buildApprovalCard(
   } catch {
     // An unreadable transcript leaves the card's page fields null.
   }
-  try {
-    const shot = await page?.preview(
-      { revision, element: ref },
-      { deadlineMs: Math.min(deadlineMs, Date.now() + CARD_PREVIEW_BOUND_MS) },
-    );
-    card.screenshot = shot?.screenshot ?? null;
-  } catch {
-    // The page changed, the lease went or the worker is away: the card goes without its picture.
-  }
-  return card;
+  if (!page) return none;
+  const name = newScreenshotName('preview');
+  card.screenshot = name;
+  const preview = async (): Promise<boolean> => {
+    try {
+      const shot = await page.preview(
+        { revision, element: ref },
+        { deadlineMs: Math.min(deadlineMs, Date.now() + CARD_PREVIEW_BOUND_MS) },
+        name,
+      );
+      return shot.screenshot === name;
+    } catch {
+      // The page changed, the lease went or the worker is away: the card goes without its picture.
+      return false;
+    }
+  };
+  return { card, preview };
 }
 
 /** The latest successful tool result whose observation carries `revision` (as secret-args.ts reads it). */

@@ -83,18 +83,28 @@ export async function executeRunToEnd(
     async park(invocation) {
       await deps.faults?.('approval.request');
       // Issue 13: the card shows what will be acted on; a field that cannot be had stays null.
-      const card = await buildApprovalCard(
+      // DESIGN §12: its outlined screenshot is named up front and taken beside the approval's
+      // write, never in front of it.
+      const { card, preview } = await buildApprovalCard(
         invocation,
         () => port.loadTranscript(),
         provider,
         run.deadline_at_ms,
       );
-      const { approvalId, transition } = await deps.store.requestApproval(run.id, ownerToken, {
-        invocationId: invocation.id,
-        tool: invocation.call.name,
-        arguments: invocation.call.args,
-        card,
-      });
+      // Noted first, so the approval reads its picture `pending`, never missing, while it is taken.
+      if (card.screenshot)
+        await deps.store.notePreviewPending(run.id, card.screenshot).catch(() => undefined);
+      const [{ approvalId, transition }, previewed] = await Promise.all([
+        deps.store.requestApproval(run.id, ownerToken, {
+          invocationId: invocation.id,
+          tool: invocation.call.name,
+          arguments: invocation.call.args,
+          card,
+        }),
+        preview(),
+      ]);
+      if (card.screenshot && !previewed)
+        await deps.store.noteScreenshotMissing(run.id, card.screenshot, 'not_taken').catch(() => undefined);
       refusedUnlessOk(transition, 'park');
       if (transition.detail === 'cancelled') cancelledHere = transition.run;
       return approvalId;

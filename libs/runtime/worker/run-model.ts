@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { Config } from '../../config/index.js';
-import { mcpDriverKeyOf, type RunView } from '../../contracts/index.js';
+import { type DeclaredSecretName, mcpDriverKeyOf, type RunView } from '../../contracts/index.js';
 import { AgentVersionCache, type RunStore } from '../../store/index.js';
 import type { McpTurns } from '../../store/mcp-turns.js';
 import {
@@ -41,9 +41,20 @@ export async function budgetOptions(
     const origins = (
       await deps.profiles.allowedOrigins({ tenant: run.tenant, id: run.browser_profile_id })
     ).slice(0, MAX_ORIGINS_RENDERED);
-    options.runtimeMetadata = { browser_origins: origins.join(',') };
+    const secrets = await deps.store.declaredSecrets(run.id);
+    options.runtimeMetadata = {
+      browser_origins: origins.join(','),
+      // DESIGN §12: the run's declared secrets by name and origin, never by value; a fill types one
+      // as {{secret:NAME}} (the act tool's description says how).
+      ...(secrets.length > 0 ? { browser_secrets: secretsRow(secrets) } : {}),
+    };
   }
   return options;
+}
+
+/** `pw@https://shop.test|https://pay.test,otp@https://shop.test`: one line, names and origins only. */
+function secretsRow(secrets: readonly DeclaredSecretName[]): string {
+  return secrets.map((secret) => `${secret.name}@${secret.origins.join('|')}`).join(',');
 }
 
 /** ADR-0130 d9: at most 16 origins are rendered in the row. */

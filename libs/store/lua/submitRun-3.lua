@@ -6,6 +6,7 @@
   Input:
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
+    KEYS[3] the run's secrets       ({run:ID}:secrets)
 
     ARGV[1] run id            ARGV[2] tenant          ARGV[3] principal
     ARGV[4] session id        ARGV[5] agent id        ARGV[6] agent version
@@ -14,6 +15,8 @@
     ARGV[11] timeout (ms): the deadline is now + timeout, again on each retry
     ARGV[12] now (epoch ms)   ARGV[13] hash of the request   ARGV[14] idempotency key ('' for none)
     ARGV[15] the event stream's cap (entries)
+    ARGV[16] the run's declared secrets, sealed ('' for none)
+    ARGV[17] their names and origins (JSON; '' for none)
 
   Output: { code, detail, fields of the run record }
     {'created', '', fields}
@@ -40,6 +43,11 @@ redis.call("HSET", KEYS[1],
   "deadline_at", now + tonumber(ARGV[11]), "created_at", now, "updated_at", now, "ended_at", "",
   "result", "", "error_reason", "", "error_message", "",
   "request_hash", ARGV[13], "idempotency_key", ARGV[14], "events_cap", ARGV[15])
+-- DESIGN §12: the declared secrets are written with the run, once: a duplicate submission (whose
+-- request hash, secrets' digests included, matched above) leaves the first one's as they are.
+if ARGV[16] ~= "" then
+  redis.call("HSET", KEYS[3], "sealed", ARGV[16], "declared", ARGV[17])
+end
 -- Issue 12: when it was submitted, to the µs of this server's clock: its place in its profile's line.
 local clock = redis.call("TIME")
 redis.call("HSET", KEYS[1], "submitted_us", clock[1] .. string.format("%06d", tonumber(clock[2])))

@@ -1,0 +1,316 @@
+import {
+  Agent,
+  createServer,
+  type IncomingMessage,
+  request,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { type AddressInfo, connect, type LookupFunction, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { canonicalHost } from './address-ranges.js';
+import { type EgressGuard, portOf } from './egress-guard.js';
+import { type CheckedAddress, type Resolution, resolveChecked } from './resolve-checked.js';
+
+/** What the proxy logs: one debug line per refusal (host and port only: no path, no query). */
+export interface EgressLog {
+  debug(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface EgressProxyOptions {
+  guard: EgressGuard;
+  log: EgressLog;
+  /** How long a connection to a checked address may take before the request is answered 504 (default 15 s). */
+  connectTimeoutMs?: number;
+}
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 15_000;
+/** Headers that describe one hop, never forwarded (RFC 9110 §7.6.1, and the proxy's own). */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/**
+ * The browser worker's egress proxy (DESIGN §12: the fleet's network is not the browser's).
+ * Chromium is launched with it as its only proxy, loopback included (Playwright adds
+ * `--proxy-bypass-list=<-loopback>`), so every request of every lease — navigation, frame,
+ * subresource, WebSocket, whatever the profile's `subresources` — crosses it. For each it resolves
+ * the name, judges every address with the {@link EgressGuard}, and connects to an address it
+ * judged: `CONNECT` (https, ws, wss), absolute-form HTTP (kept alive, forwarded with a lookup
+ * pinned to the judged addresses) and absolute-form upgrades.
+ *
+ * Answers it makes itself carry no body and nothing of the fleet: a refused address is `403`
+ * (a CONNECT's 403 makes Chromium fail the load with net::ERR_TUNNEL_CONNECTION_FAILED; a plain
+ * http request gets the 403 as its response), a name that does not resolve or an address that does
+ * not answer is `502`, a connection that takes too long `504`. Each carries `leasehold-egress`
+ * saying which, for the fleet's own diagnostics.
+ *
+ * Written here rather than taken from npm: the proxies there (proxy-chain, http-proxy, proxy) take
+ * a host and resolve it themselves at connect time, so the address judged and the address
+ * connected to could differ; this one hands the socket the judged addresses.
+ */
+export class EgressProxy {
+  readonly #server: Server;
+  readonly #guard: EgressGuard;
+  readonly #log: EgressLog;
+  readonly #connectTimeoutMs: number;
+  /** Keeps upstream connections of plain http alive between requests, as a browser would. */
+  readonly #agent = new Agent({ keepAlive: true, maxFreeSockets: 64 });
+  /** Every socket open on either side, destroyed at close so the stop is bounded. */
+  readonly #sockets = new Set<Duplex>();
+  #closing: Promise<void> | undefined;
+
+  private constructor(options: EgressProxyOptions) {
+    this.#guard = options.guard;
+    this.#log = options.log;
+    this.#connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.#server = createServer();
+    this.#server.on('connection', (socket: Socket) => this.#track(socket));
+    this.#server.on('request', (incoming: IncomingMessage, answer: ServerResponse) => {
+      this.#forward(incoming, answer).catch(() => answer.destroy());
+    });
+    this.#server.on('connect', (incoming: IncomingMessage, client: Duplex, head: Buffer) => {
+      this.#tunnel(incoming, client, head).catch(() => client.destroy());
+    });
+    this.#server.on('upgrade', (incoming: IncomingMessage, client: Duplex, head: Buffer) => {
+      this.#upgrade(incoming, client, head).catch(() => client.destroy());
+    });
+    this.#server.on('clientError', (_error, socket: Duplex) => socket.destroy());
+  }
+
+  /** Listens on 127.0.0.1, an ephemeral port, which the guard refuses from then on. */
+  static async start(options: EgressProxyOptions): Promise<EgressProxy> {
+    const proxy = new EgressProxy(options);
+    await new Promise<void>((resolve, reject) => {
+      proxy.#server.once('error', reject);
+      proxy.#server.listen(0, '127.0.0.1', () => resolve());
+    });
+    options.guard.refusePort(proxy.port);
+    return proxy;
+  }
+
+  get port(): number {
+    return (this.#server.address() as AddressInfo).port;
+  }
+
+  /** The proxy server for Chromium's launch. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Stops listening and destroys every open socket: bounded, idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= new Promise<void>((resolve) => {
+      this.#server.close(() => resolve());
+      for (const socket of this.#sockets) socket.destroy();
+      this.#agent.destroy();
+    });
+    return this.#closing;
+  }
+
+  async #forward(incoming: IncomingMessage, answer: ServerResponse): Promise<void> {
+    const url = absoluteHttpUrl(incoming.url);
+    if (!url) return void answer.writeHead(400, { 'content-length': 0 }).end();
+    const port = portOf(url);
+    const resolution = await resolveChecked(url.hostname, port, this.#guard);
+    if (!resolution.ok) return void this.#refuse(resolution, port, 'http').answer(answer);
+    const upstream = request({
+      host: resolution.host,
+      port,
+      method: incoming.method,
+      path: `${url.pathname}${url.search}`,
+      headers: forwardedHeaders(incoming.rawHeaders),
+      setHost: false,
+      agent: this.#agent,
+      lookup: pinnedLookup(resolution.addresses),
+    });
+    upstream.on('socket', (socket) => this.#watchConnect(socket, upstream));
+    upstream.on('response', (response) => {
+      answer.writeHead(
+        response.statusCode ?? 502,
+        response.statusMessage,
+        forwardedHeaders(response.rawHeaders),
+      );
+      response.pipe(answer);
+      response.on('error', () => answer.destroy());
+    });
+    upstream.on('error', (error: NodeJS.ErrnoException) => {
+      if (answer.headersSent) answer.destroy();
+      else fault(error.code === 'ETIMEDOUT' ? 504 : 502).answer(answer);
+    });
+    answer.on('close', () => {
+      if (!answer.writableFinished) upstream.destroy();
+    });
+    incoming.pipe(upstream);
+  }
+
+  async #tunnel(incoming: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+    this.#track(client);
+    const authority = parseAuthority(incoming.url ?? '');
+    if (!authority) return void client.end(rawAnswer(400));
+    const resolution = await resolveChecked(authority.host, authority.port, this.#guard);
+    if (!resolution.ok) return void client.end(this.#refuse(resolution, authority.port, 'connect').raw);
+    this.#splice(client, resolution, authority.port, head, 'HTTP/1.1 200 Connection Established\r\n\r\n');
+  }
+
+  async #upgrade(incoming: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+    this.#track(client);
+    const url = absoluteHttpUrl(incoming.url);
+    if (!url) return void client.end(rawAnswer(400));
+    const port = portOf(url);
+    const resolution = await resolveChecked(url.hostname, port, this.#guard);
+    if (!resolution.ok) return void client.end(this.#refuse(resolution, port, 'upgrade').raw);
+    const headers = forwardedHeaders(incoming.rawHeaders, new Set(['connection', 'upgrade']));
+    const lines = [`${incoming.method} ${url.pathname}${url.search} HTTP/1.1`];
+    for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
+    this.#splice(client, resolution, port, head, '', `${lines.join('\r\n')}\r\n\r\n`);
+  }
+
+  /** Connects to a judged address and joins the two sockets; `greeting` goes to the client first. */
+  #splice(
+    client: Duplex,
+    resolution: Extract<Resolution, { ok: true }>,
+    port: number,
+    head: Buffer,
+    greeting: string,
+    preface = '',
+  ): void {
+    const upstream = connect({
+      host: resolution.host,
+      port,
+      lookup: pinnedLookup(resolution.addresses),
+      autoSelectFamily: true,
+    });
+    this.#track(upstream);
+    let connected = false;
+    const timer = setTimeout(() => upstream.destroy(timedOut()), this.#connectTimeoutMs);
+    upstream.once('connect', () => {
+      connected = true;
+      clearTimeout(timer);
+      if (greeting) client.write(greeting);
+      if (preface) upstream.write(preface);
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    upstream.on('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (connected) client.destroy();
+      else client.end(fault(error.code === 'ETIMEDOUT' ? 504 : 502).raw);
+    });
+    upstream.on('close', () => {
+      if (connected) client.destroy();
+    });
+    client.on('error', () => upstream.destroy());
+    client.on('close', () => upstream.destroy());
+  }
+
+  /** A refusal or a name that did not resolve: logged (refusals only, host and port only), then answered. */
+  #refuse(resolution: Extract<Resolution, { ok: false }>, port: number, kind: string) {
+    if (resolution.why === 'private_address' || resolution.why === 'own_port') {
+      this.#log.debug({ host: resolution.host, port, kind, reason: resolution.why }, 'egress refused');
+      return fault(403);
+    }
+    return fault(resolution.why === 'malformed' ? 400 : 502);
+  }
+
+  #watchConnect(socket: Socket, upstream: ReturnType<typeof request>): void {
+    if (!socket.connecting) return;
+    this.#track(socket);
+    const timer = setTimeout(() => upstream.destroy(timedOut()), this.#connectTimeoutMs);
+    socket.once('connect', () => clearTimeout(timer));
+    socket.once('close', () => clearTimeout(timer));
+  }
+
+  #track(socket: Duplex): void {
+    if (this.#sockets.has(socket)) return;
+    this.#sockets.add(socket);
+    socket.once('close', () => this.#sockets.delete(socket));
+  }
+}
+
+const STATUS_TEXT: Record<number, [string, string]> = {
+  400: ['Bad Request', 'malformed'],
+  403: ['Forbidden', 'refused'],
+  502: ['Bad Gateway', 'unreachable'],
+  504: ['Gateway Timeout', 'timeout'],
+};
+
+/** An answer of the proxy's own: a status and the `leasehold-egress` word, no body. */
+function fault(status: number) {
+  return {
+    raw: rawAnswer(status),
+    answer(response: ServerResponse): void {
+      const [, word] = STATUS_TEXT[status] ?? ['', 'unreachable'];
+      response.writeHead(status, { 'content-length': 0, 'leasehold-egress': word }).end();
+    },
+  };
+}
+
+function rawAnswer(status: number): string {
+  const [text, word] = STATUS_TEXT[status] ?? ['Bad Gateway', 'unreachable'];
+  return `HTTP/1.1 ${status} ${text}\r\ncontent-length: 0\r\nleasehold-egress: ${word}\r\nconnection: close\r\n\r\n`;
+}
+
+function timedOut(): Error {
+  return Object.assign(new Error('the connection took too long'), { code: 'ETIMEDOUT' });
+}
+
+/** A lookup that answers only the addresses already judged, whatever it is asked. */
+function pinnedLookup(addresses: readonly CheckedAddress[]): LookupFunction {
+  return (_hostname, options, callback) => {
+    if (options.all) {
+      (callback as unknown as (error: null, all: readonly CheckedAddress[]) => void)(null, addresses);
+      return;
+    }
+    const first = addresses[0] as CheckedAddress;
+    callback(null, first.address, first.family);
+  };
+}
+
+/** An absolute-form request target (`http://host[:port]/path`), the only form a proxy is asked in. */
+function absoluteHttpUrl(target: string | undefined): URL | undefined {
+  if (!target || !/^http:\/\//i.test(target)) return undefined;
+  try {
+    const url = new URL(target);
+    return url.username || url.password ? undefined : url;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A CONNECT authority, `host:port` or `[v6]:port`, read strictly: it arrives unparsed, so odd
+ * spellings (`0x7f.1:443`, `2130706433:443`) go through {@link canonicalHost} like a URL's host.
+ */
+export function parseAuthority(authority: string): { host: string; port: number } | undefined {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/?#@[\]]+):(\d{1,5})$/.exec(authority);
+  if (!match) return undefined;
+  const port = Number(match[2]);
+  const host = canonicalHost(match[1] as string);
+  if (host === undefined || port < 1 || port > 65_535) return undefined;
+  return { host, port };
+}
+
+/** The raw header list without hop-by-hop headers, nor those the Connection header names. */
+function forwardedHeaders(raw: readonly string[], keep: ReadonlySet<string> = new Set()): string[] {
+  const named = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i]?.toLowerCase() === 'connection')
+      for (const token of (raw[i + 1] ?? '').split(',')) named.add(token.trim().toLowerCase());
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] ?? '').toLowerCase();
+    if (!keep.has(name) && (HOP_BY_HOP.has(name) || named.has(name))) continue;
+    out.push(raw[i] as string, raw[i + 1] ?? '');
+  }
+  return out;
+}

