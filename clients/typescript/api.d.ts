@@ -643,6 +643,7 @@ export interface components {
           | 'url_disallowed'
           | 'grant_not_applicable'
           | 'invalid_arguments'
+          | 'navigation_failed'
           | 'secret_not_allowed';
         message: string;
         step: number | null;
@@ -727,6 +728,7 @@ export interface components {
           | 'url_disallowed'
           | 'grant_not_applicable'
           | 'invalid_arguments'
+          | 'navigation_failed'
           | 'secret_not_allowed';
         message: string;
         step: number | null;

@@ -239,7 +239,7 @@ export interface paths {
     put?: never;
     /**
      * Navigate the lease's page
-     * @description Loads `url` in the lease's current page and settles (ADR-0159). An effect: applied only when `sequence` is exactly the lease's next, which it advances atomically with the effect. An origin outside the profile's allowed list is `url_disallowed`.
+     * @description Loads `url` in the lease's current page and settles (ADR-0159). An effect: applied only when `sequence` is exactly the lease's next, which it advances atomically with the effect. An origin outside the profile's allowed list is `url_disallowed`. A request that never reached a server (name not resolved, connection refused, TLS handshake failed) is `navigation_failed` with Chromium's `net_error`, `dispatched` and `sequence`, and beside the error the lease and an observation of the error page the lease now shows; the lease stays usable.
      */
     post: operations['navigate'];
     delete?: never;
@@ -427,6 +427,7 @@ export interface components {
         count: number;
         event: ('opened' | 'closed') | null;
         index: number;
+        pending?: number;
       };
       text: string;
       text_truncated: boolean;
@@ -478,6 +479,7 @@ export interface components {
           | 'element_not_found'
           | 'action_not_allowed'
           | 'url_disallowed'
+          | 'navigation_failed'
           | 'secret_not_allowed'
           | 'outcome_unknown'
           | 'provider_unavailable'
@@ -489,6 +491,9 @@ export interface components {
       } & {
         [key: string]: string | number | boolean;
       };
+      evidence_key?: string | null;
+      lease?: components['schemas']['Lease'];
+      observation?: components['schemas']['BrowserObservation'];
     };
     /** @description Liveness. */
     Health: {
@@ -2302,7 +2307,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description The action left but its outcome is unknown; the lease is retired: `outcome_unknown`. */
+      /** @description The action left but its outcome is unknown (the lease is retired), or a navigation never reached a server (`navigation_failed`: the lease is kept): `outcome_unknown`. */
       502: {
         headers: {
           [name: string]: unknown;
@@ -2777,7 +2782,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description The action left but its outcome is unknown; the lease is retired: `outcome_unknown`. */
+      /** @description The action left but its outcome is unknown (the lease is retired), or a navigation never reached a server (`navigation_failed`: the lease is kept): `outcome_unknown`, `navigation_failed`. */
       502: {
         headers: {
           [name: string]: unknown;
@@ -3027,7 +3032,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description The action left but its outcome is unknown; the lease is retired: `outcome_unknown`. */
+      /** @description The action left but its outcome is unknown (the lease is retired), or a navigation never reached a server (`navigation_failed`: the lease is kept): `outcome_unknown`. */
       502: {
         headers: {
           [name: string]: unknown;
@@ -3274,7 +3279,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description The action left but its outcome is unknown; the lease is retired: `outcome_unknown`. */
+      /** @description The action left but its outcome is unknown (the lease is retired), or a navigation never reached a server (`navigation_failed`: the lease is kept): `outcome_unknown`. */
       502: {
         headers: {
           [name: string]: unknown;

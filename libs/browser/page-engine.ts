@@ -1,4 +1,4 @@
-import type { Page } from 'playwright-core';
+import type { Frame, Page } from 'playwright-core';
 import { ZodError } from 'zod';
 import {
   type ActArgs,
@@ -15,7 +15,8 @@ import {
 import { dispatch, targetFor } from './act-target.js';
 import { CREDENTIAL_FIELDS_SELECTOR, DeclaredSecrets } from './declared-secrets.js';
 import { observeWithDialog, untilDialog } from './dialogs.js';
-import { BrowserToolError } from './errors.js';
+import { BrowserToolError, NavigationFailedError } from './errors.js';
+import { netErrorOf, neverReachedServer } from './net-errors.js';
 import {
   captureObservation,
   observeUntil,
@@ -29,6 +30,9 @@ import type { Box, Capture } from './page-capture.js';
 import { type BlockedCounts, ContextFence } from './page-fence.js';
 import { settlePage } from './settle.js';
 import { PageBundle, TabStack } from './tabs.js';
+
+/** How long a navigation that never reached a server waits for Chromium's error page to commit. */
+const ERROR_PAGE_COMMIT_WAIT_MS = 2_000;
 
 export interface PageEngineOptions {
   /** The profile's allowed origins (`https://example.com`); top-level navigations elsewhere are blocked. */
@@ -45,7 +49,7 @@ export interface PageEngineOptions {
 }
 
 /**
- * The three browser tools of contract 1.3.0 over the pages of one lease (DESIGN §6): navigate,
+ * The three browser tools of contract 1.4.0 over the pages of one lease (DESIGN §6): navigate,
  * observe and act, each giving back the observation and, beside it, the platform's evidence key.
  * Calls run one at a time, on the current tab (issue 14: a page the leased page opens on an allowed
  * origin becomes current; see {@link TabStack}). Create it right after the page: requests are
@@ -229,6 +233,8 @@ export class PageEngine {
     // Leaving the page answers its open dialog; a navigation would otherwise wait for it.
     if (bundle.dialogs.open !== null)
       await bundle.dialogs.answer('dismiss', undefined).catch(() => undefined);
+    // Chromium's error page commits after a navigation that never reached a server.
+    const errorPage = nextMainFrameCommit(bundle.page);
     try {
       const response = bundle.page.goto(args.url, { waitUntil: 'commit', timeout: op.remainingMs() });
       // A beforeunload dialog holds the navigation: the page is observed with it, to be answered.
@@ -242,19 +248,46 @@ export class PageEngine {
     } catch (error) {
       if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(error);
       if (error instanceof BrowserToolError) throw error;
+      const netError = netErrorOf(error);
+      if (netError !== null && neverReachedServer(netError)) {
+        throw await this.navigationFailed(netError, error, errorPage, op, blockedBefore);
+      }
       throw new BrowserToolError('provider_unavailable', 'the navigation failed', false, { cause: error });
+    } finally {
+      errorPage.cancel();
     }
     if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(undefined);
     const settled = await this.settleEffect('navigate', op);
     return this.withBlocked(await this.read(settled.bundle, op, 0, settled.settle), blockedBefore);
   }
 
+  /**
+   * A navigation that never reached a server: the page shows Chromium's error page once it
+   * commits, which is settled and observed so the failure carries the page as it now is.
+   */
+  private async navigationFailed(
+    netError: string,
+    cause: unknown,
+    errorPage: { committed: Promise<void> },
+    op: Operation,
+    blockedBefore: BlockedCounts,
+  ): Promise<NavigationFailedError> {
+    await within(
+      errorPage.committed,
+      Math.min(op.deadlineMs, Date.now() + ERROR_PAGE_COMMIT_WAIT_MS),
+      op.signal,
+    );
+    const settled = await this.settleEffect('navigate', op);
+    const outcome = await this.read(settled.bundle, op, 0, settled.settle);
+    return new NavigationFailedError(netError, this.withBlocked(outcome, blockedBefore), { cause });
+  }
+
   private async observeNow(
     args: ReturnType<typeof observeArgsSchema.parse>,
     op: Operation,
   ): Promise<ToolOutcome> {
-    // A tab that opened after the last call is current now (issue 14).
-    await this.tabs.openingSettled(op);
+    // A tab an earlier call announced is waited for, so this observation does not switch pages untold.
+    await this.tabs.announcedSettled(op, 0);
     let offset = 0;
     if (args.continuation !== undefined) {
       const position = parseContinuation(args.continuation);
@@ -388,7 +421,8 @@ export class PageEngine {
   ): Promise<{ bundle: PageBundle; settle: SettleResult }> {
     let bundle = this.tabs.current;
     let settle = await this.settleOn(bundle, op);
-    await this.tabs.openingSettled(op);
+    // A tab announced since the call began (before its settle ended) is this effect's: it is awaited.
+    await this.tabs.announcedSettled(op, op.startedAtMs);
     if (bundle !== this.tabs.current) {
       bundle = this.tabs.current;
       settle = await this.settleOn(bundle, op);
@@ -474,6 +508,18 @@ export class PageEngine {
     if (blocked.popups + blocked.frames + blocked.subresources === 0) return outcome;
     return { ...outcome, observation: { ...outcome.observation, blocked } };
   }
+}
+
+/** The page's next main-frame commit, told once; `cancel` stops listening. */
+function nextMainFrameCommit(page: Page): { committed: Promise<void>; cancel: () => void } {
+  let listener: (frame: Frame) => void = () => undefined;
+  const committed = new Promise<void>((resolve) => {
+    listener = (frame) => {
+      if (frame === page.mainFrame()) resolve();
+    };
+  });
+  page.on('framenavigated', listener);
+  return { committed, cancel: () => page.off('framenavigated', listener) };
 }
 
 function closedError(cause: unknown): BrowserToolError {

@@ -43,7 +43,6 @@ interface FrameGuard {
 interface HeldPopup {
   request: Request;
   allowed: boolean;
-  heldAtMs: number;
 }
 
 /**
@@ -133,14 +132,6 @@ export class ContextFence {
    */
   onNewPage(listener: NewPageListener): void {
     this.pageListener = listener;
-  }
-
-  /**
-   * Issue 14: how many new pages held since `sinceMs` Playwright has not named yet — a tab on its
-   * way, which the call that opened it waits for.
-   */
-  popupsHeldSince(sinceMs: number): number {
-    return this.heldPopups.filter((held) => held.heldAtMs >= sinceMs).length;
   }
 
   /** A snapshot of the blocked counts. */
@@ -284,7 +275,7 @@ export class ContextFence {
       // Issue 11.2: a new page's first navigation, before Playwright names the page.
       const allowed = fenceAllows(this.policy, 'page', request.url());
       if (!allowed) this.count('popup');
-      this.heldPopups.push({ request, allowed, heldAtMs: Date.now() });
+      this.heldPopups.push({ request, allowed });
       // A popup its opener closes before Playwright reports it is never matched: forget the oldest.
       if (this.heldPopups.length > HELD_POPUPS_LIMIT) this.heldPopups.shift();
       // BlockedByClient commits an error page, which is what makes Playwright report the page.
@@ -353,7 +344,7 @@ export class ContextFence {
     if (index === -1) return true;
     const [held] = this.heldPopups.splice(index, 1);
     // Its later held navigations (the opener moved it on before it was named) were blocked and
-    // counted already; none is sent on, so none is left waiting (issue 14: tabs wait for held ones).
+    // counted already; none is sent on.
     for (let at = this.heldPopups.length - 1; at >= 0; at -= 1) {
       const later = this.heldPopups[at];
       if (later && pageOf(later.request) === page) this.heldPopups.splice(at, 1);

@@ -10,20 +10,20 @@ export const SETTLE_BOUND_MS = 2_000;
 /** ADR-0130 d5: the DOM is quiet after 300 ms without a mutation. */
 export const DOM_QUIET_MS = 300;
 /**
- * How long after a document's readiness its requests still join the readiness snapshot. A request
- * a page starts in its DOMContentLoaded handlers reaches the tracker some milliseconds after the
- * readiness event, because the origin fence routes every request first (issue 11); without the
- * grace it would miss the snapshot and settling would end before the page's data arrived.
+ * How long after a document's readiness (its `load`) its requests still join the readiness
+ * snapshot. A request a page starts in its load handlers reaches the tracker some milliseconds
+ * after the event, because the origin fence routes every request first; without the grace it
+ * would miss the snapshot and settling would end before the page's data arrived.
  */
 export const READINESS_GRACE_MS = 100;
 /** Time kept back from the call's deadline for the observation that follows settling. */
 export const CAPTURE_RESERVE_MS = 500;
 
 /**
- * Settles the page after a navigation or a dispatched action (ADR-0159): document readiness, then
- * the application requests in flight at entry and at readiness (at most 256; later ones never
- * join), then 300 ms of
- * DOM quiet, all inside 2 s and the call's deadline. A main-frame navigation that commits meanwhile
+ * Settles the page after a navigation or a dispatched action (ADR-0159): document readiness — the
+ * document's `load` (`readyState` complete), so content a page builds in its load handlers is
+ * there — then the application requests in flight at entry and at readiness (at most 256; later
+ * ones never join), then 300 ms of DOM quiet, all inside 2 s and the call's deadline. A main-frame navigation that commits meanwhile
  * moves the DOM-quiet watch into the new document. Never throws: a page that does not settle in
  * time is reported `bound_expired` and observed as it is.
  */
@@ -87,12 +87,12 @@ export async function settlePage(
   }
 }
 
-/** Whether the current document was past DOMContentLoaded already; false when that is unknown. */
+/** Whether the current document had loaded already (`readyState` complete); false when that is unknown. */
 async function readyNow(agent: PageAgentWorld, boundAtMs: number, op: Operation): Promise<boolean> {
   const state = await within(agent.call<DocumentReadyState>('readyState()'), boundAtMs, op.signal).catch(
     () => ({ done: false as const }),
   );
-  return state.done && state.value !== 'loading';
+  return state.done && state.value === 'complete';
 }
 
 async function readinessGrace(boundAtMs: number, op: Operation): Promise<void> {
@@ -126,7 +126,7 @@ async function documentReady(page: Page, boundAtMs: number, op: Operation): Prom
   const ready = await within(
     page
       .mainFrame()
-      .waitForLoadState('domcontentloaded', { timeout })
+      .waitForLoadState('load', { timeout })
       .then(() => true),
     boundAtMs,
     op.signal,

@@ -2,22 +2,19 @@ import type { Page } from 'playwright-core';
 import { type BrowserObservation, MAX_TABS_PER_LEASE } from '../contracts/index.js';
 import { PageAgentWorld } from './agent-call.js';
 import { DialogWatch } from './dialogs.js';
-import { type Operation, sleepMs, within } from './operation.js';
+import { type Operation, within } from './operation.js';
 import { PageCapture } from './page-capture.js';
 import type { ContextFence } from './page-fence.js';
 import { RequestTracker } from './request-tracker.js';
+import { WindowOpens } from './window-opens.js';
 
-/**
- * How long a new page's held first navigation is waited for until Playwright names its page: a
- * `target=_blank` link starts a renderer of its own, which measured hundreds of milliseconds. An
- * older held one belongs to a popup its opener closed at once.
- */
-const HELD_POPUP_WAIT_MS = 2_000;
-const HELD_POPUP_POLL_MS = 20;
-/** How long a kept tab's first navigation is waited for to commit before the call goes on without it. */
-const TAB_COMMIT_WAIT_MS = 5_000;
 /** Time kept back from the call's deadline, while waiting for a tab, to settle and observe a page. */
 const OPENING_RESERVE_MS = 1_000;
+/**
+ * How long an announced tab that never appeared is still told pending: Chromium announced a window
+ * it then did not create (or Playwright never reported). Past this it is forgotten.
+ */
+const ANNOUNCED_FORGET_MS = 60_000;
 /** How long closing the engine waits for tabs still opening before it lets them go. */
 const OPENING_CLOSE_BOUND_MS = 2_000;
 
@@ -37,18 +34,22 @@ export class PageBundle {
     readonly agent: PageAgentWorld,
     readonly capture: PageCapture,
     readonly dialogs: DialogWatch,
+    /** Chromium's announcements of the windows this page opens. */
+    readonly opens: WindowOpens,
   ) {}
 
   static async open(page: Page): Promise<PageBundle> {
     // Before the first await, so no request and no dialog of the page is missed.
     const tracker = new RequestTracker(page);
     const dialogs = new DialogWatch(page);
+    const opens = WindowOpens.watch(page);
     try {
       const agent = await PageAgentWorld.open(page);
-      return new PageBundle(page, tracker, agent, new PageCapture(page), dialogs);
+      return new PageBundle(page, tracker, agent, new PageCapture(page), dialogs, await opens);
     } catch (error) {
       tracker.close();
       await dialogs.close();
+      await (await opens).close();
       throw error;
     }
   }
@@ -57,6 +58,7 @@ export class PageBundle {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.tracker.close();
+      await this.opens.close();
       await this.dialogs.close();
       await this.capture.close();
       await this.agent.close();
@@ -66,17 +68,36 @@ export class PageBundle {
 }
 
 /**
- * The lease's pages, in the order they opened (issue 14). The newest is the current one the engine
- * observes and acts on: a page the fence keeps (a popup, a `target=_blank` link, `window.open` on
- * an allowed origin) is pushed and becomes current; when the current page closes or crashes, the
- * one before it is current again. At most {@link MAX_TABS_PER_LEASE} pages: one more closes the
- * oldest, which is never the current one. The last page left is never dropped — a lease without it
- * has nothing to act on, and its calls fail as on any closed page.
+ * A new tab announced to the lease: by Chromium when the current page opened a window, or by
+ * Playwright's page event when that came first. It is decided when the fence kept the page (its
+ * first navigation committed) or closed it.
+ */
+interface Announcement {
+  readonly atMs: number;
+  /** Set once a new page was matched to it. */
+  matched: boolean;
+  decided: boolean;
+  readonly done: Promise<void>;
+  readonly decide: () => void;
+}
+
+/**
+ * The lease's pages, in the order they opened. The newest is the current one the engine observes
+ * and acts on: a page the fence keeps (a popup, a `target=_blank` link, `window.open` on an allowed
+ * origin) is pushed and becomes current, and the next observation says so (`tabs.event`); when the
+ * current page closes or crashes, the one before it is current again. At most
+ * {@link MAX_TABS_PER_LEASE} pages: one more closes the oldest, which is never the current one. The
+ * last page left is never dropped — a lease without it has nothing to act on, and its calls fail as
+ * on any closed page.
+ *
+ * A tab the current page announces is waited for by the call it was announced in (see
+ * {@link announcedSettled}); one not decided in time is told `tabs.pending` until it is.
  */
 export class TabStack {
   private readonly bundles: PageBundle[];
   private event: TabsObservation['event'] = null;
-  private readonly opening = new Set<{ work: Promise<void>; startedAtMs: number }>();
+  private readonly opening = new Set<Promise<void>>();
+  private readonly announced: Announcement[] = [];
   private readonly settling = new Set<Promise<unknown>>();
   private closed = false;
 
@@ -101,41 +122,35 @@ export class TabStack {
   }
 
   /**
-   * Waits (inside the call's deadline) for the pages the fence is still deciding on, so the call
-   * during which a tab opened observes it. A page that commits later is current from the next call.
+   * Waits (inside the call's deadline, keeping time to settle and observe) until every tab announced
+   * since `sinceMs` is decided, so the call that opened a tab answers with it current. No call
+   * waits for a tab nobody announced; one still undecided at the deadline is told pending.
    */
-  async openingSettled(op: Operation): Promise<void> {
-    // Time is kept back to settle and observe whichever page is current then.
+  async announcedSettled(op: Operation, sinceMs: number): Promise<void> {
     const untilMs = op.deadlineMs - OPENING_RESERVE_MS;
     for (;;) {
-      const nowMs = Date.now();
-      if (op.ended() || nowMs >= untilMs) return;
-      // A tab whose first navigation has not committed in its time is left to a later call.
-      const young = [...this.opening].filter((opening) => opening.startedAtMs >= nowMs - TAB_COMMIT_WAIT_MS);
-      if (young.length > 0) {
-        const oldestMs = Math.min(...young.map((opening) => opening.startedAtMs));
-        const waited = await within(
-          Promise.race(young.map((opening) => opening.work)),
-          Math.min(untilMs, oldestMs + TAB_COMMIT_WAIT_MS),
-          op.signal,
-        );
-        if (!waited.done && op.ended()) return;
-        continue;
-      }
-      if (this.fence.popupsHeldSince(nowMs - HELD_POPUP_WAIT_MS) === 0) return;
-      await sleepMs(Math.min(HELD_POPUP_POLL_MS, untilMs - nowMs), op.signal);
+      const waiting = this.undecided().filter((announcement) => announcement.atMs >= sinceMs);
+      if (waiting.length === 0 || op.ended() || Date.now() >= untilMs) return;
+      const waited = await within(
+        Promise.all(waiting.map((announcement) => announcement.done)),
+        untilMs,
+        op.signal,
+      );
+      if (!waited.done) return;
     }
   }
 
   /**
-   * What the observation says of the tabs, once: absent while the lease has one page and nothing
-   * changed since the last observation.
+   * What the observation says of the tabs, once: absent while the lease has one page, nothing
+   * changed since the last observation and no announced tab is pending.
    */
   observed(): TabsObservation | undefined {
     const event = this.event;
     this.event = null;
-    if (this.bundles.length === 1 && event === null) return undefined;
-    return { count: this.bundles.length, index: this.bundles.length - 1, event };
+    const pending = this.undecided().length;
+    if (this.bundles.length === 1 && event === null && pending === 0) return undefined;
+    const tabs = { count: this.bundles.length, index: this.bundles.length - 1, event };
+    return pending > 0 ? { ...tabs, pending } : tabs;
   }
 
   /**
@@ -145,16 +160,50 @@ export class TabStack {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await within(
-      Promise.all([...this.opening].map((opening) => opening.work)),
-      Date.now() + OPENING_CLOSE_BOUND_MS,
-    );
+    await within(Promise.all([...this.opening]), Date.now() + OPENING_CLOSE_BOUND_MS);
+    for (const announcement of this.announced.splice(0)) announcement.decide();
     await Promise.allSettled([...this.settling]);
     await Promise.all(this.bundles.map((bundle) => bundle.close()));
   }
 
+  /** The announcements not decided yet; one that never appeared is forgotten after a while. */
+  private undecided(): Announcement[] {
+    const forgetBeforeMs = Date.now() - ANNOUNCED_FORGET_MS;
+    for (let at = this.announced.length - 1; at >= 0; at -= 1) {
+      const announcement = this.announced[at] as Announcement;
+      if (announcement.decided || (!announcement.matched && announcement.atMs < forgetBeforeMs)) {
+        this.announced.splice(at, 1);
+        announcement.decide();
+      }
+    }
+    return [...this.announced];
+  }
+
+  private announce(): Announcement {
+    let decide: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => {
+      decide = resolve;
+    });
+    const announcement: Announcement = {
+      atMs: Date.now(),
+      matched: false,
+      decided: false,
+      done,
+      decide: () => {
+        announcement.decided = true;
+        decide();
+      },
+    };
+    this.announced.push(announcement);
+    return announcement;
+  }
+
   private opened(page: Page, kept: Promise<boolean>): void {
     if (this.closed) return;
+    // Chromium announced it earlier (the oldest announcement is this page's); else this is its announcement.
+    const announcement =
+      this.announced.find((candidate) => !candidate.matched && !candidate.decided) ?? this.announce();
+    announcement.matched = true;
     // The bundle is made at once, so the tab's requests and a dialog on its load are seen.
     const bundle = PageBundle.open(page);
     const work = (async () => {
@@ -165,9 +214,11 @@ export class TabStack {
       }
       this.push(opened);
     })();
-    const opening = { work, startedAtMs: Date.now() };
-    this.opening.add(opening);
-    void work.finally(() => this.opening.delete(opening));
+    this.opening.add(work);
+    void work.finally(() => {
+      this.opening.delete(work);
+      announcement.decide();
+    });
   }
 
   private push(bundle: PageBundle): void {
@@ -181,6 +232,10 @@ export class TabStack {
   }
 
   private watch(bundle: PageBundle): void {
+    // Only the current page's announcements are the lease's calls' to wait for.
+    bundle.opens.onOpen(() => {
+      if (!this.closed && bundle === this.current) this.announce();
+    });
     bundle.page.once('close', () => this.drop(bundle));
     // A crashed page is dead: it is closed, and the one before it is current again.
     bundle.page.once('crash', () => {

@@ -10,8 +10,12 @@ import { z } from 'zod';
  * select) and the dialog actions `accept` / `dismiss`. A 1.2.0 caller's arguments mean what they
  * meant; what it does not know of the answer it may ignore.
  *
- * 1.4.0 is additive over 1.3.0: `fill` text may name a run's declared secret as
- * `{{secret:NAME}}` (run-secrets.ts), and such a fill may be refused `secret_not_allowed`.
+ * 1.4.0 is additive over 1.3.0: `tabs.pending` (tabs a page announced that have not committed
+ * yet); the code `navigation_failed` (a navigation whose request never reached a server, with
+ * Chromium's `net::` error name and an observation of the error page; the lease is kept); and
+ * `fill` text may name a run's declared secret as `{{secret:NAME}}` (run-secrets.ts), such a fill
+ * refused `secret_not_allowed` when the field or origin is not the secret's. Every code and field
+ * a 1.4.0 change adds is listed here, the version set in the two lines below.
  */
 export const BROWSER_TOOLS_CONTRACT_VERSION = '1.4.0';
 /** The earlier contract versions a caller may still speak (their arguments are a subset). */
@@ -191,12 +195,15 @@ export const browserObservationSchema = z.strictObject({
    * Issue 14: the lease's pages. The observation describes the current one (`index`, 0 the first);
    * `event` says the call opened a new tab (which became current) or that the current tab closed
    * and the previous one is current again. Absent while the lease has one page and nothing changed.
+   * 1.4.0: `pending` counts tabs a page announced that have not committed yet (an act waits for the
+   * tabs it opened until its deadline); the call that finds one committed says `opened`.
    */
   tabs: z
     .strictObject({
       count: z.number().int().positive(),
       index: z.number().int().nonnegative(),
       event: z.enum(['opened', 'closed']).nullable(),
+      pending: z.number().int().positive().optional(),
     })
     .optional(),
   /**

@@ -253,6 +253,8 @@ export const DATA_PLANE_ERROR_STATUS = {
   element_not_found: 409,
   action_not_allowed: 409,
   url_disallowed: 409,
+  /** The navigation's request never reached a server: the site is not there for the worker. */
+  navigation_failed: 502,
   secret_not_allowed: 409,
   outcome_unknown: 502,
   provider_unavailable: 503,
@@ -368,4 +370,8 @@ export const dataPlaneErrorSchema = z.object({
   error: z
     .object({ code: z.enum(DATA_PLANE_ANSWERED_ERROR_CODES), message: z.string() })
     .catchall(z.union([z.string(), z.number(), z.boolean()])),
+  /** `navigation_failed` only: the lease after the call (its sequence advanced) and the error page it shows. */
+  lease: leaseAnswerSchema.optional(),
+  observation: browserObservationSchema.optional(),
+  evidence_key: z.string().nullable().optional(),
 });

@@ -13,6 +13,7 @@ export const TOOL_ERROR_CODES = [
   'url_disallowed',
   'grant_not_applicable',
   'invalid_arguments',
+  'navigation_failed',
   'secret_not_allowed',
 ] as const;
 export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
@@ -83,6 +84,9 @@ export const RUN_ERROR_TABLE = {
   url_disallowed: { outcome: 'tool_result', httpStatus: 409 },
   grant_not_applicable: { outcome: 'tool_result', httpStatus: 409 },
   invalid_arguments: { outcome: 'tool_result', httpStatus: 422 },
+  // The navigation's request never reached a server (Chromium's `net::` name says why): nothing
+  // happened, the lease is kept, and the model may navigate elsewhere or try again later.
+  navigation_failed: { outcome: 'tool_result', httpStatus: 502 },
   // Browser tools 1.4.0: a declared secret asked into a field or origin it is not for; refused
   // before dispatch, so the model may fill the right field (a prompt-injected one gets nothing).
   secret_not_allowed: { outcome: 'tool_result', httpStatus: 409 },

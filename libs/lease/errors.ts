@@ -1,4 +1,16 @@
-import { DATA_PLANE_ERROR_STATUS, type DataPlaneErrorCode, LeaseholdError } from '../contracts/index.js';
+import {
+  DATA_PLANE_ERROR_STATUS,
+  type DataPlaneErrorCode,
+  LeaseholdError,
+  type LeaseView,
+} from '../contracts/index.js';
+
+/** What a failed navigation answers beside its error: the lease (its sequence advanced) and the error page. */
+export interface FailedNavigationPage {
+  lease: LeaseView;
+  observation: unknown;
+  evidenceKey: string | null;
+}
 
 /**
  * A refusal or failure of the data plane, with a stable code and its HTTP status. `details` carry
@@ -6,13 +18,16 @@ import { DATA_PLANE_ERROR_STATUS, type DataPlaneErrorCode, LeaseholdError } from
  */
 export class DataPlaneError extends LeaseholdError<DataPlaneErrorCode> {
   override readonly name = 'DataPlaneError';
+  /** `navigation_failed` only: the lease after the call and the page it now shows, answered beside the error. */
+  readonly page: FailedNavigationPage | undefined;
   constructor(
     code: DataPlaneErrorCode,
     message: string,
     readonly details: Record<string, string | number | boolean> = {},
-    options?: { cause?: unknown; retryable?: boolean },
+    options?: { cause?: unknown; retryable?: boolean; page?: FailedNavigationPage },
   ) {
     super(code, message, options?.retryable ?? code === 'provider_unavailable', options);
+    this.page = options?.page;
   }
 
   get status(): number {

@@ -1,4 +1,4 @@
-import type { OperationLimits } from '../browser/index.js';
+import { NavigationFailedError, type OperationLimits } from '../browser/index.js';
 import {
   type LeaseCloseReason,
   type LeaseView,
@@ -142,6 +142,23 @@ export class LeasePageCalls {
         // the engine met there, and the run side must learn the lease is gone, not a fault.
         if (this.#closedUnder(leaseId))
           throw new DataPlaneError('lease_expired', `lease ${leaseId} was closed during the call`);
+        if (error instanceof NavigationFailedError && dispatched) {
+          // No server saw the request, but the page moved to Chromium's error page: the sequence
+          // advanced with the dispatch and the answer carries the page as it now is.
+          throw new DataPlaneError(
+            'navigation_failed',
+            error.message,
+            { dispatched: true, sequence, net_error: error.netError },
+            {
+              cause: error,
+              page: {
+                lease: await this.#view(profile, leaseId),
+                observation: error.outcome.observation,
+                evidenceKey: error.outcome.evidenceKey,
+              },
+            },
+          );
+        }
         throw toldRefusal(error, dispatched, sequence);
       }
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');

@@ -475,7 +475,18 @@ export class LeaseService {
   // ---- page routes ------------------------------------------------------------------------
 
   navigate(profile: ProfileRef, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
-    return this.#busy(this.#pageCalls.navigate(profile, leaseId, sequence, url, limits));
+    return this.#busy(
+      this.#pageCalls.navigate(profile, leaseId, sequence, url, limits).catch((error: unknown) => {
+        if (error instanceof DataPlaneError && error.code === 'navigation_failed') {
+          // The one line that names why: the URL is the tenant's, so only the error name is logged.
+          this.#log.info(
+            { lease_id: leaseId, sequence, net_error: error.details.net_error },
+            'navigation failed before reaching a server',
+          );
+        }
+        throw error;
+      }),
+    );
   }
 
   act(

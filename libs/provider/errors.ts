@@ -1,4 +1,5 @@
 import { LeaseholdError, TOOL_ERROR_CODES, type ToolErrorCode } from '../contracts/index.js';
+import { type PageCallResult, pageAnswerSchema } from './answers.js';
 
 /**
  * The stable codes a provider call fails with: the `tool.browser.*` codes of DESIGN §8 and
@@ -80,6 +81,8 @@ export interface ProviderErrorDetails {
    * permitted another attempt; the failure is kept, and the outcome is explicitly unverified.
    */
   unverified?: boolean;
+  /** `navigation_failed` only: the lease and the error page the failed navigation left. */
+  page?: PageCallResult;
   cause?: unknown;
 }
 
@@ -96,6 +99,8 @@ export class ProviderError extends LeaseholdError<ProviderErrorCode> {
   readonly transport: TransportFailure | undefined;
   readonly facts: Readonly<Record<string, string | number | boolean>>;
   readonly unverified: boolean;
+  /** `navigation_failed` only: the lease and the error page the failed navigation left, when answered. */
+  readonly page: PageCallResult | undefined;
 
   constructor(code: ProviderErrorCode, message: string, retryable: boolean, details: ProviderErrorDetails) {
     super(code, message, retryable, details.cause === undefined ? undefined : { cause: details.cause });
@@ -105,6 +110,7 @@ export class ProviderError extends LeaseholdError<ProviderErrorCode> {
     this.transport = details.transport;
     this.facts = Object.freeze({ ...(details.facts ?? {}) });
     this.unverified = details.unverified ?? false;
+    this.page = details.page;
   }
 
   /** The same stable failure (code, message, facts), marked unverified (ADR-0177); caused by this one. */
@@ -116,6 +122,7 @@ export class ProviderError extends LeaseholdError<ProviderErrorCode> {
       ...(this.transport !== undefined ? { transport: this.transport } : {}),
       facts: { ...this.facts },
       unverified: true,
+      ...(this.page !== undefined ? { page: this.page } : {}),
       cause: this,
     });
   }
@@ -169,6 +176,22 @@ export function errorFromAnswer(
   const said = `${operation} answered ${httpStatus} ${serviceCode}`;
 
   if (EFFECT_OPERATIONS.has(operation)) {
+    // The navigation's request never reached a server: nothing happened, the sequence advanced
+    // with the dispatch (the page shows Chromium's error page) and the lease stays trusted.
+    if (
+      serviceCode === 'navigation_failed' &&
+      facts.dispatched === true &&
+      typeof facts.sequence === 'number'
+    ) {
+      const page = failedNavigationPage(body);
+      const netError = typeof facts.net_error === 'string' ? ` (${facts.net_error})` : '';
+      return new ProviderError(
+        'navigation_failed',
+        `${said}: the navigation never reached a server${netError}`,
+        false,
+        page === undefined ? details : { ...details, page },
+      );
+    }
     // The service says what became of the effect: refused before dispatch, or dispatched with the
     // lease's sequence advanced to `facts.sequence` (the lease provider moves its own with it).
     if (facts.dispatched === false && TOLD_REFUSALS.has(serviceCode) && isToolCode(serviceCode))
@@ -219,6 +242,7 @@ export function errorFromAnswer(
     case 'url_disallowed':
     case 'grant_not_applicable':
     case 'invalid_arguments':
+    case 'navigation_failed':
     case 'secret_not_allowed':
       return new ProviderError(serviceCode, said, false, details);
     case 'sequence_mismatch':
@@ -240,6 +264,23 @@ export function errorFromAnswer(
       // unauthorized, idempotency_conflict, internal, anything unknown: another attempt cannot help.
       return new ProviderError('provider_unavailable', said, false, details);
   }
+}
+
+/** The lease and error page answered beside a `navigation_failed`, when they parse. */
+function failedNavigationPage(body: unknown): PageCallResult | undefined {
+  const record = (body ?? {}) as Record<string, unknown>;
+  const parsed = pageAnswerSchema.safeParse({
+    lease: record.lease,
+    observation: record.observation,
+    evidence_key: record.evidence_key ?? null,
+  });
+  if (!parsed.success) return undefined;
+  return {
+    lease: parsed.data.lease,
+    observation: parsed.data.observation,
+    evidenceKey: parsed.data.evidence_key,
+    artifacts: {},
+  };
 }
 
 /**

@@ -30,6 +30,11 @@ export function judgeFailedPageCall(error: unknown, sequence: number): FailedPag
       if (refusedAfterDispatch(error)) return judgeDispatchedRefusal(error, sequence);
       // Refused before dispatch: nothing happened, the lease and its sequence stay as they were.
       return { error };
+    case 'navigation_failed':
+      // No server saw the request; the service says where the sequence now stands and the lease
+      // stays trusted. Without that word the two sides may disagree: untrusted, as for any refusal.
+      if (refusedAfterDispatch(error)) return judgeDispatchedRefusal(error, sequence);
+      return { error };
     case 'lease_expired':
       return { error, drop: 'expired' };
     case 'sequence_mismatch':

@@ -125,14 +125,19 @@ export class BrowserToolExecutor implements ToolExecutor {
         throw new ExecutionInterrupted(`${call.name} was interrupted by the worker's shutdown`, {
           cause: error,
         });
-      if (error instanceof ProviderError)
+      if (error instanceof ProviderError) {
+        // A navigation that never reached a server left the page on Chromium's error page: the
+        // model is shown it with the failure, as after any navigation.
+        if (error.page) this.lastEvidenceKey = error.page.evidenceKey;
         return {
           ok: false,
           code: error.code,
           message: error.message,
           // ADR-0177: an exhausted acquisition stays explicitly unverified on the call's record.
           ...(error.unverified ? { unverified: true as const } : {}),
+          ...(error.page ? { result: { observation: error.page.observation } } : {}),
         };
+      }
       throw error;
     }
   }

@@ -24,6 +24,8 @@ export type ToolOutcome =
       message: string;
       /** ADR-0177: the bounded acquisition retry was exhausted; whether anything happened is unverified. */
       unverified?: true;
+      /** The page the failed call left, when it left one (`navigation_failed`: Chromium's error page). */
+      result?: { observation: unknown };
     };
 
 export type TranscriptEntry =

@@ -29,9 +29,9 @@ function pageDetails(
   outcome: ToolOutcome,
   typedSecrets: () => readonly string[],
 ): Pick<ToolStep, 'settle' | 'postcondition' | 'page'> {
-  const observation = outcome.ok
-    ? (outcome.result as { observation?: Record<string, unknown> } | null)?.observation
-    : undefined;
+  // A failed navigation that left a page (navigation_failed) shows it as a successful one does.
+  const observation = (outcome.result as { observation?: Record<string, unknown> } | null | undefined)
+    ?.observation;
   if (!observation || typeof observation !== 'object')
     return { settle: null, postcondition: null, page: null };
   const settle = settleResultSchema.safeParse(observation.settle);

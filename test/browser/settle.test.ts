@@ -18,6 +18,35 @@ describe('settling after navigate and act (ADR-0159)', () => {
     expect(names(observation.elements)).toEqual(expect.arrayContaining(['Answer', 'Check answer']));
   });
 
+  it('waits for the load event: content a load handler appends and the fetch it starts are observed', async () => {
+    // DOMContentLoaded comes at once; load waits for a slow image (not a request settling tracks),
+    // then its handler appends a button and fetches data that adds another.
+    harness.server.addPage(
+      'built-on-load.html',
+      `<!doctype html><title>Built on load</title><p>Shell</p>
+       <img src="/api/slow?ms=400&label=image" alt="">
+       <script>
+         addEventListener('load', () => {
+           const more = document.createElement('button');
+           more.textContent = 'Loaded control';
+           document.body.append(more);
+           fetch('/api/slow?ms=200&label=data').then(() => {
+             const done = document.createElement('button');
+             done.textContent = 'Fetched control';
+             document.body.append(done);
+           });
+         });
+       </script>`,
+    );
+    const { engine } = await harness.engine();
+    const { observation } = await engine.navigate(
+      { url: harness.url('/pages/built-on-load.html') },
+      limits(),
+    );
+    expect(observation.settle?.result).toBe('dom_quiet');
+    expect(names(observation.elements)).toEqual(['Loaded control', 'Fetched control']);
+  });
+
   it('returns the result of a click that appears 250 ms later, and tells the caller each settle', async () => {
     const settles: string[] = [];
     const { engine } = await harness.engine({

@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_TABS_PER_LEASE } from '../../libs/contracts/index.js';
 import { click, EngineHarness, limits, ref } from './harness.js';
@@ -22,6 +23,12 @@ beforeAll(async () => {
     `<!doctype html><title>Chain</title>
      <script>document.title = 'Chain ' + new URLSearchParams(location.search).get('n');</script>
      <button type="button" onclick="const n = Number(new URLSearchParams(location.search).get('n')) + 1; window.open('/pages/tab-chain.html?n=' + n)">Open the next</button>`,
+  );
+  harness.server.addPage(
+    'tab-slow.html',
+    `<!doctype html><title>Slow opener</title>
+     <a href="/pages/tab-second.html?delay=6000" target="_blank">Open a slow tab</a>
+     <a href="/pages/tab-second.html?delay=9000" target="_blank">Open a slower tab</a>`,
   );
   harness.server.addPage(
     'tab-away.html',
@@ -142,4 +149,64 @@ describe('tabs (issue 14)', () => {
     await expect.poll(() => page.context().pages()).toEqual([page]);
     expect(harness.server.hitsOn(`localhost:${harness.server.port}`)).toEqual([]);
   });
+});
+
+/** Two child processes spinning on the machine's cores for as long as a test runs; killed after. */
+function busyCores(count: number): { stop: () => void } {
+  const children: ChildProcess[] = [];
+  for (let index = 0; index < count; index += 1) {
+    children.push(spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
+  }
+  return {
+    stop: () => {
+      for (const child of children) child.kill('SIGKILL');
+    },
+  };
+}
+
+describe('tabs announced during an act', () => {
+  it('waits for an announced tab past five seconds, inside the act deadline, and answers with it current', async () => {
+    const { engine } = await harness.engine();
+    const first = (await engine.navigate({ url: harness.url('/pages/tab-slow.html') }, limits())).observation;
+    const opened = await click(engine, first, 'Open a slow tab');
+    expect(opened.title).toBe('Second');
+    expect(opened.tabs).toEqual({ count: 2, index: 1, event: 'opened' });
+  }, 30_000);
+
+  it('says tabs.pending when the announced tab has not committed by the deadline, and tells the switch on the next call', async () => {
+    const { engine } = await harness.engine();
+    const first = (await engine.navigate({ url: harness.url('/pages/tab-slow.html') }, limits())).observation;
+    const acted = await engine.act(
+      { revision: first.revision, element: ref(first, 'Open a slower tab'), action: 'click' },
+      limits(4_000),
+    );
+    expect(acted.observation.title).toBe('Slow opener');
+    expect(acted.observation.tabs).toEqual({ count: 1, index: 0, event: null, pending: 1 });
+    // The next call waits for the tab the act announced, and says it opened.
+    const next = (await engine.observe({}, limits(15_000))).observation;
+    expect(next.title).toBe('Second');
+    expect(next.tabs).toEqual({ count: 2, index: 1, event: 'opened' });
+  }, 30_000);
+});
+
+describe('tabs under load', () => {
+  it('answers a target=_blank click with the new tab current, 10 of 10 times, while both cores are busy', async () => {
+    const busy = busyCores(2);
+    try {
+      const { engine } = await harness.engine();
+      let current = (await engine.navigate({ url: harness.url('/pages/tab-opener.html') }, limits()))
+        .observation;
+      const answers: string[] = [];
+      for (let attempt = 0; attempt < 10; attempt += 1) {
+        const opened = await click(engine, current, 'Open the second');
+        answers.push(`${opened.title}:${opened.tabs?.event ?? 'none'}:${opened.tabs?.pending ?? 0}`);
+        // Back on the opener for the next try: the new tab closes itself.
+        current = opened.title === 'Second' ? await click(engine, opened, 'Close this tab') : opened;
+        if (current.title !== 'Opener') current = (await engine.observe({}, limits())).observation;
+      }
+      expect(answers).toEqual(Array.from({ length: 10 }, () => 'Second:opened:0'));
+    } finally {
+      busy.stop();
+    }
+  }, 120_000);
 });

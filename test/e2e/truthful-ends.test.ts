@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import { closedLoopbackPort } from '../fixtures/closed-port.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
@@ -97,6 +98,44 @@ describe('a run ends naming its real cause (issue 12), on a real fleet and Chrom
       data: { error: { code: 'url_disallowed', step: 2 } },
     });
     expect(ended.error.reason).toBeUndefined();
+  });
+
+  it('fails navigation_failed with the net:: name on its step and error when the site is not there, keeping the lease', async () => {
+    const port = await closedLoopbackPort();
+    const refused = `http://127.0.0.1:${port}`;
+    expect(
+      (
+        await call('POST', '/v1/profiles', {
+          id: 'refusing',
+          allowed_origins: [context.site.origin, refused],
+        })
+      ).status,
+    ).toBe(201);
+    const session = await call('POST', '/v1/sessions', {
+      agent_id: context.agentId,
+      browser_profile_id: 'refusing',
+    });
+    const submitted = await call('POST', `/v1/sessions/${session.body.id}/runs`, {
+      input: 'Follow the script',
+      script: {
+        steps: [
+          { tool: 'browser.navigate', url: `${context.site.origin}/` },
+          { tool: 'browser.navigate', url: `${refused}/` },
+        ],
+        answer: 'done',
+      },
+    });
+    const runId = submitted.body.id;
+    const ended = await waitForStatus(runId, ENDED);
+    expect(ended).toMatchObject({ status: 'failed', error: { code: 'navigation_failed', step: 2 } });
+    expect(ended.error.message).toContain('net::ERR_CONNECTION_REFUSED');
+    const steps = (await call('GET', `/v1/runs/${runId}/steps`)).body.steps.filter(
+      (step: { kind: string }) => step.kind === 'tool',
+    );
+    expect(steps.at(-1)?.tool).toMatchObject({
+      outcome: { ok: false, code: 'navigation_failed' },
+    });
+    expect(steps.at(-1)?.tool.outcome.message).toContain('net::ERR_CONNECTION_REFUSED');
   });
 
   it('goes on past a refused step that says may_fail, and succeeds', async () => {

@@ -11,8 +11,17 @@ import { DataPlaneError } from '../index.js';
  */
 export function setDataPlaneErrorAnswers(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
-    if (error instanceof DataPlaneError)
-      return reply.code(error.status).send(errorBody(error.code, error.message, error.details));
+    if (error instanceof DataPlaneError) {
+      const body = errorBody(error.code, error.message, error.details);
+      if (error.page === undefined) return reply.code(error.status).send(body);
+      // A navigation that never reached a server: the lease and the error page it now shows.
+      return reply.code(error.status).send({
+        ...body,
+        lease: error.page.lease,
+        observation: error.page.observation,
+        evidence_key: error.page.evidenceKey,
+      });
+    }
     if (error instanceof BrowserToolError) {
       const code = error.code as DataPlaneErrorCode;
       return reply.code(DATA_PLANE_ERROR_STATUS[code] ?? 500).send(errorBody(code, error.message));

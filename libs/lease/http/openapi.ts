@@ -111,7 +111,7 @@ const STATUS_MEANING: Readonly<Record<number, string>> = {
   422: 'Arguments that are not what the route takes',
   429: 'Too many failed authentications from this address',
   500: 'An unexpected failure (logged; never a stack trace)',
-  502: 'The action left but its outcome is unknown; the lease is retired',
+  502: 'The action left but its outcome is unknown (the lease is retired), or a navigation never reached a server (`navigation_failed`: the lease is kept)',
   503: 'The store or the browser is not available; retry shortly',
 };
 
@@ -134,6 +134,7 @@ const EXAMPLE_MESSAGES: Readonly<Record<DataPlaneAnsweredErrorCode, string>> = {
   url_disallowed: 'https://elsewhere.example is not an allowed origin of this profile',
   secret_not_allowed: 'secret pw is for password, one-time-code, username or email fields only',
   outcome_unknown: 'the action was dispatched and no answer came',
+  navigation_failed: 'the navigation never reached a server: net::ERR_NAME_NOT_RESOLVED',
   provider_unavailable: 'the browser context could not be created',
   internal: 'internal error',
   bad_request: 'content-type: expected application/json',

@@ -128,6 +128,12 @@ const EFFECT_REFUSALS = {
   409: ['sequence_mismatch', ...PAGE_REFUSALS[409]],
 } as const satisfies DataPlaneOperation['refusals'];
 
+/** Navigate's: an effect's, and `navigation_failed` when the request never reached a server. */
+const NAVIGATE_REFUSALS = {
+  ...EFFECT_REFUSALS,
+  502: ['outcome_unknown', 'navigation_failed'],
+} as const satisfies DataPlaneOperation['refusals'];
+
 export const DATA_PLANE_OPERATIONS = {
   createProfile: {
     operationId: 'createProfile',
@@ -271,7 +277,7 @@ export const DATA_PLANE_OPERATIONS = {
     tag: 'pages',
     summary: "Navigate the lease's page",
     description:
-      "Loads `url` in the lease's current page and settles (ADR-0159). An effect: applied only when `sequence` is exactly the lease's next, which it advances atomically with the effect. An origin outside the profile's allowed list is `url_disallowed`.",
+      "Loads `url` in the lease's current page and settles (ADR-0159). An effect: applied only when `sequence` is exactly the lease's next, which it advances atomically with the effect. An origin outside the profile's allowed list is `url_disallowed`. A request that never reached a server (name not resolved, connection refused, TLS handshake failed) is `navigation_failed` with Chromium's `net_error`, `dispatched` and `sequence`, and beside the error the lease and an observation of the error page the lease now shows; the lease stays usable.",
     params: leaseParams,
     body: navigateSchema,
     bodyExample: { sequence: 1, url: 'https://shop.example.com/cart' },
@@ -281,7 +287,7 @@ export const DATA_PLANE_OPERATIONS = {
         schema: pageCallAnswerSchema,
       },
     },
-    refusals: EFFECT_REFUSALS,
+    refusals: NAVIGATE_REFUSALS,
   },
   observe: {
     operationId: 'observe',
