@@ -95,9 +95,12 @@ export class OriginGuard {
   ): Promise<OriginGuard> {
     const page = 'page' in target ? target.page() : target;
     const session = await page.context().newCDPSession(target);
-    // Only a page's target needs its root frame named. (An out-of-process frame's target does
-    // not answer Page.getFrameTree while its navigation is paused, which is when it is guarded.)
-    const mainFrameId = target === page ? (await session.send('Page.getFrameTree')).frameTree.frame.id : null;
+    // Only a page's target needs its root frame named, and a page target's id is its main frame's.
+    // Asked of the target, not the renderer: a renderer does not answer Page.getFrameTree while
+    // its navigation is paused, and a popup sent cross-site from about:blank is guarded just then
+    // (its navigation paused in the fence) — waiting for the renderer held both forever.
+    const mainFrameId =
+      target === page ? (await session.send('Target.getTargetInfo')).targetInfo.targetId : null;
     const guard = new OriginGuard(session, mainFrameId, policy, onBlocked, stopped);
     session.on('Fetch.requestPaused', (event) => {
       guard.decide(event.requestId, event.request.url, event.frameId, event.resourceType);

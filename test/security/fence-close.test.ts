@@ -25,8 +25,10 @@ const CASE_TIMEOUT_MS = 90_000;
 /**
  * A popup opened on about:blank, then sent to a disallowed site with the page's cookie in its URL.
  * `localhost` is another site than 127.0.0.1, so the popup's navigation moves to a renderer of its
- * own: that navigation waits in the fence while the popup's redirect guard is installed, and the
- * guard cannot name the popup's frame until the navigation goes on — so the request stays held.
+ * own and waits in the fence while the popup's redirect guard is installed. (That wait once never
+ * ended — the guard asked the paused renderer to name its frame — and the old close let the held
+ * request go, unfenced.) Whether the fence has refused it or still holds it when the lease closes,
+ * the request must fail and never reach the site.
  */
 function leakingPage(site: PageServer, away: PageServer, name: string): string {
   const target = `${away.otherOrigin}/pages/second.html?c=`;
@@ -156,7 +158,7 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
     try {
       const failed = failures(context);
       const acting = click(path, 2, observation, 'Open');
-      // The popup's request is in the browser and not at the server: the fence holds it.
+      // The popup's request is in the browser and not at the server: the fence holds or refused it.
       await expect.poll(() => awayRequests.length, { timeout: 10_000 }).toBe(1);
       expect(away.log).toEqual([]);
       // The sweep (every 100 ms in the test worker) finds the lease past its expiry and closes it.
