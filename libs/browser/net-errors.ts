@@ -21,6 +21,10 @@ export const NEVER_SENT_NET_ERRORS: ReadonlySet<string> = new Set([
   // The connection.
   'ERR_CONNECTION_REFUSED',
   'ERR_CONNECTION_FAILED',
+  // The connect itself timed out (not ERR_TIMED_OUT, which may come after the request went).
+  'ERR_CONNECTION_TIMED_OUT',
+  // The browser worker's address guard (its egress proxy names a refusal so).
+  'ERR_BLOCKED_BY_ADMINISTRATOR',
   'ERR_INTERNET_DISCONNECTED',
   'ERR_NETWORK_ACCESS_DENIED',
   'ERR_UNSAFE_PORT',

@@ -1,4 +1,4 @@
-import type { Frame, Page } from 'playwright-core';
+import type { Frame, Page, Response } from 'playwright-core';
 import { ZodError } from 'zod';
 import {
   type ActArgs,
@@ -245,7 +245,13 @@ export class PageEngine {
           'the navigation did not commit before the call ended',
         );
       }
+      // Behind the browser worker's egress proxy a plain-http site that could not be reached at
+      // all answers with the proxy's own page, naming the error the browser would have met.
+      const neverSent = committed.done ? proxyNeverSentError(committed.value) : null;
+      if (neverSent !== null)
+        throw await this.navigationFailed(neverSent, undefined, errorPage, op, blockedBefore);
     } catch (error) {
+      if (error instanceof NavigationFailedError) throw error;
       if (this.navigationBlockedSince(blockedBefore)) throw disallowedRedirect(error);
       if (error instanceof BrowserToolError) throw error;
       const netError = netErrorOf(error);
@@ -520,6 +526,17 @@ function nextMainFrameCommit(page: Page): { committed: Promise<void>; cancel: ()
   });
   page.on('framenavigated', listener);
   return { committed, cancel: () => page.off('framenavigated', listener) };
+}
+
+/**
+ * The error a response of the egress proxy's own names (`leasehold-egress-error`, which the proxy
+ * strips from every site's answer): a request that never reached a server. Null for any other.
+ */
+function proxyNeverSentError(response: Response | null): string | null {
+  const name = response?.headers()['leasehold-egress-error'];
+  if (name === undefined || !/^ERR_[A-Z0-9_]+$/.test(name)) return null;
+  const netError = `net::${name}`;
+  return neverReachedServer(netError) ? netError : null;
 }
 
 function closedError(cause: unknown): BrowserToolError {

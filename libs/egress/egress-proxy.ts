@@ -10,7 +10,7 @@ import { type AddressInfo, connect, type LookupFunction, type Socket } from 'nod
 import type { Duplex } from 'node:stream';
 import { canonicalHost } from './address-ranges.js';
 import { type EgressGuard, portOf } from './egress-guard.js';
-import { type CheckedAddress, type Resolution, resolveChecked } from './resolve-checked.js';
+import { AddressRefused, type CheckedAddress, type Resolution, resolveChecked } from './resolve-checked.js';
 
 /** What the proxy logs: one debug line per refusal (host and port only: no path, no query). */
 export interface EgressLog {
@@ -26,6 +26,12 @@ export interface EgressProxyOptions {
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 15_000;
 /** Headers that describe one hop, never forwarded (RFC 9110 §7.6.1, and the proxy's own). */
+/**
+ * The proxy's own headers (`leasehold-egress`, `leasehold-egress-error`): a site's answer never
+ * carries them through, so a page cannot pass itself off as the proxy's refusal.
+ */
+const OWN_HEADER = 'leasehold-egress';
+
 const HOP_BY_HOP = new Set([
   'connection',
   'keep-alive',
@@ -143,8 +149,11 @@ export class EgressProxy {
       response.on('error', () => answer.destroy());
     });
     upstream.on('error', (error: NodeJS.ErrnoException) => {
-      if (answer.headersSent) answer.destroy();
-      else fault(error.code === 'ETIMEDOUT' ? 504 : 502).answer(answer);
+      const neverConnected = neverConnectedError(error);
+      // A failure once the request may have gone is no proxy's word to give: the socket closes, as
+      // the site's own would have (the browser then tells it as an empty answer, its outcome unknown).
+      if (answer.headersSent || neverConnected === null) answer.destroy();
+      else fault(error.code === 'ETIMEDOUT' ? 504 : 502, neverConnected).answer(answer);
     });
     answer.on('close', () => {
       if (!answer.writableFinished) upstream.destroy();
@@ -204,7 +213,7 @@ export class EgressProxy {
     upstream.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       if (connected) client.destroy();
-      else client.end(fault(error.code === 'ETIMEDOUT' ? 504 : 502).raw);
+      else client.end(fault(error.code === 'ETIMEDOUT' ? 504 : 502, neverConnectedError(error)).raw);
     });
     upstream.on('close', () => {
       if (connected) client.destroy();
@@ -217,9 +226,11 @@ export class EgressProxy {
   #refuse(resolution: Extract<Resolution, { ok: false }>, port: number, kind: string) {
     if (resolution.why === 'private_address' || resolution.why === 'own_port') {
       this.#log.debug({ host: resolution.host, port, kind, reason: resolution.why }, 'egress refused');
-      return fault(403);
+      return fault(403, 'ERR_BLOCKED_BY_ADMINISTRATOR');
     }
-    return fault(resolution.why === 'malformed' ? 400 : 502);
+    return resolution.why === 'malformed'
+      ? fault(400, 'ERR_INVALID_URL')
+      : fault(502, 'ERR_NAME_NOT_RESOLVED');
   }
 
   #watchConnect(socket: Socket, upstream: ReturnType<typeof request>): void {
@@ -244,24 +255,61 @@ const STATUS_TEXT: Record<number, [string, string]> = {
   504: ['Gateway Timeout', 'timeout'],
 };
 
-/** An answer of the proxy's own: a status and the `leasehold-egress` word, no body. */
-function fault(status: number) {
+/**
+ * An answer of the proxy's own: a status and the `leasehold-egress` word, no body; where no
+ * connection to the site was ever made, `leasehold-egress-error` names what the browser itself
+ * would have said had it connected directly (its `ERR_…` name), so a navigation that never reached
+ * a server is told as one (a plain-http request gets this answer as its page; a CONNECT's refusal
+ * fails the load with ERR_TUNNEL_CONNECTION_FAILED and the header goes unseen).
+ */
+function fault(status: number, neverSent: string | null = null) {
+  const [, word] = STATUS_TEXT[status] ?? ['', 'unreachable'];
+  // A few words of its own, never the fleet's: Chromium fails an error status with no body as a
+  // navigation error of its own (ERR_HTTP_RESPONSE_CODE_FAILURE), hiding the header.
+  const body = `Not reached: ${word}${neverSent ? ` (${neverSent})` : ''}.\n`;
   return {
-    raw: rawAnswer(status),
+    raw: rawAnswer(status, neverSent),
     answer(response: ServerResponse): void {
-      const [, word] = STATUS_TEXT[status] ?? ['', 'unreachable'];
-      response.writeHead(status, { 'content-length': 0, 'leasehold-egress': word }).end();
+      response
+        .writeHead(status, {
+          'content-type': 'text/plain; charset=utf-8',
+          'content-length': Buffer.byteLength(body),
+          'leasehold-egress': word,
+          ...(neverSent ? { 'leasehold-egress-error': neverSent } : {}),
+        })
+        .end(body);
     },
   };
 }
 
-function rawAnswer(status: number): string {
+/** The browser's name for a failure to connect at all; null once the connection was made. */
+function neverConnectedError(error: NodeJS.ErrnoException): string | null {
+  switch (error.code) {
+    case 'ECONNREFUSED':
+      return 'ERR_CONNECTION_REFUSED';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'ERR_ADDRESS_UNREACHABLE';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'ERR_NAME_NOT_RESOLVED';
+    case 'ECONNABORTED':
+    case 'ETIMEDOUT':
+      // The proxy's own connect timer (timedOut) and the kernel's both fire before any byte went.
+      return error.syscall === 'connect' ? 'ERR_CONNECTION_TIMED_OUT' : null;
+    default:
+      return error instanceof AddressRefused ? 'ERR_BLOCKED_BY_ADMINISTRATOR' : null;
+  }
+}
+
+function rawAnswer(status: number, neverSent: string | null = null): string {
   const [text, word] = STATUS_TEXT[status] ?? ['Bad Gateway', 'unreachable'];
-  return `HTTP/1.1 ${status} ${text}\r\ncontent-length: 0\r\nleasehold-egress: ${word}\r\nconnection: close\r\n\r\n`;
+  const error = neverSent ? `leasehold-egress-error: ${neverSent}\r\n` : '';
+  return `HTTP/1.1 ${status} ${text}\r\ncontent-length: 0\r\nleasehold-egress: ${word}\r\n${error}connection: close\r\n\r\n`;
 }
 
 function timedOut(): Error {
-  return Object.assign(new Error('the connection took too long'), { code: 'ETIMEDOUT' });
+  return Object.assign(new Error('the connection took too long'), { code: 'ETIMEDOUT', syscall: 'connect' });
 }
 
 /** A lookup that answers only the addresses already judged, whatever it is asked. */
@@ -309,7 +357,7 @@ function forwardedHeaders(raw: readonly string[], keep: ReadonlySet<string> = ne
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = (raw[i] ?? '').toLowerCase();
-    if (!keep.has(name) && (HOP_BY_HOP.has(name) || named.has(name))) continue;
+    if (!keep.has(name) && (HOP_BY_HOP.has(name) || named.has(name) || name.startsWith(OWN_HEADER))) continue;
     out.push(raw[i] as string, raw[i + 1] ?? '');
   }
   return out;

@@ -105,7 +105,7 @@ describe('the egress proxy', () => {
     socket.destroy();
   });
 
-  it('forwards absolute-form requests on one kept-alive connection, and answers a refused one 403 with no body', async () => {
+  it('forwards absolute-form requests on one kept-alive connection, and answers a refused one 403 with a line of its own and the browser’s error name', async () => {
     const socket = await openSocket(proxy.port);
     const get = (url: string) =>
       socket.write(
@@ -134,8 +134,9 @@ describe('the egress proxy', () => {
       'HTTP/1.1 403 Forbidden',
       'HTTP/1.1 200 OK',
     ]);
-    expect(answers[1]).toMatch(/content-length: 0/i);
     expect(answers[1]).toMatch(/leasehold-egress: refused/i);
+    expect(answers[1]).toMatch(/leasehold-egress-error: ERR_BLOCKED_BY_ADMINISTRATOR/i);
+    expect(answers[1]).toMatch(/\r\n\r\nNot reached: refused \(ERR_BLOCKED_BY_ADMINISTRATOR\)\.\n$/);
     expect(reached).toBe(0);
     expect(JSON.stringify(logged)).not.toContain('secret');
     socket.destroy();
