@@ -58,8 +58,10 @@ export class PageBundle {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.tracker.close();
-      await this.opens.close();
+      // The dialog first: a DevTools session with the Page domain on that detaches while a
+      // dialog is open leaves the page waiting for an answer that never comes.
       await this.dialogs.close();
+      await this.opens.close();
       await this.capture.close();
       await this.agent.close();
     })();
