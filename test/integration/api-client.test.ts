@@ -183,6 +183,18 @@ describe('the generated TypeScript client, against a live fleet', { timeout: 120
     expect(tools.map((tool) => tool.name)).toEqual(['browser.navigate', 'browser.act']);
     const screenshot = tools[1]?.screenshot;
     expect(screenshot).toMatch(/\.jpg$/);
+    // The act answered before its screenshot was taken: it is fetched once the step says stored.
+    await expect
+      .poll(
+        async () =>
+          (
+            await client.GET('/v1/runs/{id}/steps', { params: { path: { id: runId }, query: {} } })
+          ).data?.steps
+            .flatMap((step) => (step.tool ? [step.tool] : []))
+            .find((tool) => tool.screenshot === screenshot)?.screenshot_status?.state,
+        { timeout: 15_000 },
+      )
+      .toBe('stored');
     const artifact = await client.GET('/v1/runs/{id}/artifacts/{name}', {
       params: { path: { id: runId, name: screenshot ?? '' } },
       parseAs: 'arrayBuffer',
