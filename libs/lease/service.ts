@@ -562,15 +562,23 @@ export class LeaseService {
 
   /** Worker shutdown: every held lease is revoked unsealed (its page goes with this process). */
   async shutdown(): Promise<void> {
+    await this.revokeHeld();
+    // Screenshots already taken are written and noted; those not taken are noted `page_closed`.
+    await this.#pageCalls.screenshotsDrained();
+  }
+
+  /**
+   * Every held lease revoked unsealed: its page is gone (the worker stops, or Chromium exited), so
+   * there is nothing true to seal and the run side must acquire afresh.
+   */
+  async revokeHeld(): Promise<void> {
     await Promise.all(
       [...this.#held].map(([leaseId, held]) =>
         this.close(held.profile, leaseId, { seal: false, reason: 'revoked' }).catch((error: unknown) =>
-          this.#log.warn({ lease_id: leaseId, err: error }, 'revoke at shutdown failed'),
+          this.#log.warn({ lease_id: leaseId, err: error }, 'revoking a held lease failed'),
         ),
       ),
     );
-    // Screenshots already taken are written and noted; those not taken are noted `page_closed`.
-    await this.#pageCalls.screenshotsDrained();
   }
 
   #view(profile: ProfileRef, leaseId: string): Promise<LeaseView> {

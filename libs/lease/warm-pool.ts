@@ -130,6 +130,12 @@ export class WarmPool {
     await Promise.all(all.map((warm) => warm.session.dispose().catch(() => undefined)));
   }
 
+  /** Makes every profile's contexts again (after Chromium was started again), failed ones too. */
+  rewarm(): void {
+    for (const pool of this.#pools.values()) pool.failed = false;
+    this.#refill();
+  }
+
   #pool(profile: ProfileRef): ProfilePool {
     const label = profileLabel(profile);
     let pool = this.#pools.get(label);
