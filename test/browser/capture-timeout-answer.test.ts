@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BrowserToolError, CaptureTimedOutError } from '../../libs/browser/index.js';
+import { DataPlaneError } from '../../libs/lease/index.js';
+import { toldRefusal } from '../../libs/lease/told-refusal.js';
 import { errorFromAnswer } from '../../libs/provider/index.js';
 import {
   leaseOwnProfile,
@@ -60,5 +63,25 @@ describe('a capture cut off by the deadline, as the data plane answers it', () =
     expect(stale.status).toBe(409);
     expect(stale.body.error.code).toBe('page_changed');
     expect(stale.body.error.capture_timed_out).toBeUndefined();
+  });
+
+  it('marks an effect whose settled page could not be captured in time, after its dispatch as before it', () => {
+    const cutOff = new CaptureTimedOutError('the capture timed out');
+    const dispatched = toldRefusal(cutOff, true, 1);
+    expect(dispatched).toBeInstanceOf(DataPlaneError);
+    expect(dispatched).toMatchObject({
+      code: 'page_changed',
+      details: { dispatched: true, sequence: 1, capture_timed_out: true },
+    });
+    expect(toldRefusal(cutOff, false, 0)).toMatchObject({
+      details: { dispatched: false, capture_timed_out: true },
+    });
+    // Any other page_changed carries no such mark.
+    expect(toldRefusal(new BrowserToolError('page_changed', 'stale'), true, 1)).toMatchObject({
+      details: { dispatched: true, sequence: 1 },
+    });
+    expect(
+      (toldRefusal(new BrowserToolError('page_changed', 'stale'), true, 1) as DataPlaneError).details,
+    ).not.toHaveProperty('capture_timed_out');
   });
 });

@@ -242,4 +242,59 @@ describe('a browser worker whose seal key did not seal the profile', { timeout: 
     expect(await run('/account')).toMatchObject({ status: 'succeeded' });
     expect(site.accountVisits).toEqual([true, true]);
   });
+
+  it('calls state that does not open with the key that sealed it profile_unreadable, and keeps it', async () => {
+    await restartWorker({ LEASEHOLD_SEAL_KEY: NEW_KEY });
+    const profilePath = '/v1/tenants/t1/profiles/damaged';
+    const acquire = (runId: string) =>
+      worker?.call('POST', `${profilePath}/leases`, {
+        idempotencyKey: `acquire-${runId}`,
+        body: {
+          tenant: 't1',
+          principal: 'alice',
+          run_id: runId,
+          attempt: 1,
+          requested_expires_at_ms: Date.now() + 600_000,
+        },
+      });
+    await worker?.call('POST', '/v1/tenants/t1/profiles', {
+      body: { id: 'damaged', tenant: 't1', principal: 'alice', allowed_origins: [site.origin] },
+    });
+    const lease = await acquire('run_damaged_1');
+    expect(lease?.status).toBe(201);
+    const leasePath = `${profilePath}/leases/${lease?.body.lease_id}`;
+    await worker?.call('POST', `${leasePath}/navigate`, {
+      body: { sequence: 1, url: `${site.origin}/signin` },
+    });
+    const closed = await worker?.call('POST', `${leasePath}/close`, {
+      idempotencyKey: 'close-damaged',
+      body: { seal: true },
+    });
+    expect(closed?.body).toMatchObject({ sealed: true });
+
+    // One byte of the ciphertext altered; the blob still names the worker's own key.
+    const profileKey = `${prefix}:{prf:t1/damaged}:profile`;
+    const [version, body, fingerprint] = ((await redis.hget(profileKey, 'sealed')) ?? '').split('.');
+    const bytes = Buffer.from(body ?? '', 'base64');
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] ?? 0) ^ 1;
+    const damaged = `${version}.${bytes.toString('base64')}.${fingerprint}`;
+    await redis.hset(profileKey, 'sealed', damaged);
+    expect(fingerprint).toBe(keyFingerprint(decodeKey(NEW_KEY) as Buffer));
+
+    const refused = await acquire('run_damaged_2');
+    expect(refused?.status).toBe(409);
+    expect(refused?.body.error).toMatchObject({
+      code: 'profile_unreadable',
+      tenant: 't1',
+      profile_id: 'damaged',
+      worker_id: WORKER_ID,
+      sealed_with: fingerprint,
+    });
+    expect((await worker?.call('GET', profilePath))?.body).toMatchObject({
+      seal_fault: { code: 'profile_unreadable', worker_id: WORKER_ID },
+    });
+    expect(await redis.hget(profileKey, 'sealed')).toBe(damaged);
+    const metrics = await (await fetch(`${worker?.url}/metrics`)).text();
+    expect(metrics).toMatch(/^leasehold_sealed_state_refusals_total\{code="profile_unreadable"\} 1$/m);
+  });
 });
