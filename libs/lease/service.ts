@@ -33,6 +33,7 @@ import type {
   StoredProfile,
 } from './ports.js';
 import { SealKeys, SealOpenError, sealState, unsealState } from './seal.js';
+import { sealRefusal } from './seal-refusal.js';
 import type { WarmPool } from './warm-pool.js';
 
 /**
@@ -279,7 +280,7 @@ export class LeaseService {
         this.#log.error({ lease_id: leaseId, err: error }, 'browser context could not be created');
       await this.#store.beginClose(ref, leaseId, this.#clock(), 'revoked');
       await this.#store.finishClose(ref, leaseId, this.#clock(), undefined);
-      if (error instanceof SealOpenError) throw await this.#sealRefusal(ref, leaseId, error);
+      if (error instanceof SealOpenError) throw await this.#refuseSealedState(ref, leaseId, error);
       throw new DataPlaneError(
         'provider_unavailable',
         'the browser context could not be created',
@@ -312,47 +313,30 @@ export class LeaseService {
     });
   }
 
-  /**
-   * The profile's sealed state did not open here. That is no outage and no retry helps (ADR-0177's
-   * permanent refusal): a key this worker does not hold is `seal_key_mismatch`, state that does
-   * not open with the key that sealed it `profile_unreadable`. Either is noted on the profile
-   * (naming this worker), counted and logged, with fingerprints only. Nothing offers to drop the
-   * state: the other workers may still open it.
-   */
-  async #sealRefusal(ref: ProfileRef, leaseId: string, error: SealOpenError): Promise<DataPlaneError> {
-    const code = error.reason === 'key_mismatch' ? 'seal_key_mismatch' : 'profile_unreadable';
-    const label = profileLabel(ref);
-    const workerId = this.workerId;
-    const message =
-      code === 'seal_key_mismatch'
-        ? `profile ${label} was sealed with key ${error.sealedWith}; browser worker ${workerId} holds ${this.#sealKeys.fingerprints.join(', ')} (LEASEHOLD_SEAL_KEY, LEASEHOLD_SEAL_KEYS_PREVIOUS)`
-        : `profile ${label}'s sealed state does not open on browser worker ${workerId}: ${error.message}`;
-    this.#metrics.sealRefusals.inc({ code });
+  /** The state did not open here: noted on the profile, counted and logged, then refused for good. */
+  async #refuseSealedState(ref: ProfileRef, leaseId: string, error: SealOpenError): Promise<DataPlaneError> {
+    const refusal = sealRefusal({
+      profile: ref,
+      workerId: this.workerId,
+      keys: this.#sealKeys,
+      error,
+      nowMs: this.#clock(),
+    });
+    this.#metrics.sealRefusals.inc({ code: refusal.fault.code });
     this.#log.error(
       {
         lease_id: leaseId,
         tenant: ref.tenant,
         profile_id: ref.id,
-        code,
+        code: refusal.fault.code,
         sealed_with: error.sealedWith ?? null,
         worker_keys: this.#sealKeys.fingerprints,
         err: error.cause,
       },
       'sealed state did not open',
     );
-    await this.#noteSealFault(ref, { code, message, worker_id: workerId, at_ms: this.#clock() });
-    return new DataPlaneError(
-      code,
-      message,
-      {
-        tenant: ref.tenant,
-        profile_id: ref.id,
-        worker_id: workerId,
-        worker_key: this.#sealKeys.fingerprint,
-        ...(error.sealedWith ? { sealed_with: error.sealedWith } : {}),
-      },
-      { cause: error },
-    );
+    await this.#noteSealFault(ref, refusal.fault);
+    return refusal.error;
   }
 
   /** The profile's note of a seal fault, written or cleared; a failed write is logged, never the caller's failure. */
