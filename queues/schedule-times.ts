@@ -10,8 +10,11 @@ export interface ScheduleTiming {
   timezone: string;
 }
 
-/** How far ahead the minimum-interval check looks: enough fires to cross a day of a minute-cron. */
-const GAP_CHECK_FIRES = 1_500;
+/**
+ * How many fires the minimum-interval check walks from the first: a pattern's closest fires come
+ * within its first few hundred (a minute-cron's whole hour, a seconds-cron's first minutes).
+ */
+const GAP_CHECK_FIRES = 240;
 
 /** The longest count of due times walked at once (missed ones after a long outage, a listing). */
 const MAX_WALK = 100_000;
@@ -83,6 +86,7 @@ export function dueTimesAfter(timing: ScheduleTiming, afterMs: number, count: nu
  * that was away will never fire (BullMQ schedules the next one after now), counted `missed`.
  */
 export function missedBetween(timing: ScheduleTiming, dueMs: number, nowMs: number): number {
+  if (timing.every_ms !== undefined) return Math.max(0, Math.ceil((nowMs - dueMs) / timing.every_ms) - 1);
   const seen = new Set<string>([dueKey(timing, dueMs)]);
   let missed = 0;
   let cursor = dueMs;

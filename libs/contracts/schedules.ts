@@ -94,12 +94,15 @@ export const scheduleCountsSchema = z.object(
   },
 );
 
+/** The run as a view shows it (the script as stored, checked when it was given). */
+const scheduleRunViewSchema = scheduleRunSchema.extend({ script: z.unknown().optional() });
+
 export const scheduleViewSchema = z.object({
   id: recordIdSchema,
   cron: z.string().nullable(),
   every_ms: z.number().int().nullable(),
   timezone: z.string(),
-  run: scheduleRunSchema,
+  run: scheduleRunViewSchema,
   overlap: scheduleOverlapSchema,
   daily_cost_cap_usd: z.string().nullable(),
   paused: z.boolean(),

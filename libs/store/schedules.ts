@@ -28,7 +28,7 @@ export interface ScheduleRecord extends ScheduleMaker {
   counts: Record<ScheduleFireOutcome, number>;
 }
 
-/** How long a due time's decision is remembered: past any clock change or outage it could repeat. */
+/** How long a due time's decision is remembered: past any clock change or hand-over that could repeat it. */
 const DECISIONS_KEPT_MS = 7 * 24 * 3_600_000;
 
 /**
@@ -119,16 +119,17 @@ export class ScheduleStore {
    */
   async decide(
     id: string,
-    fire: { dueKey: string; dueMs: number; outcome: ScheduleFireOutcome; missedBefore: number },
+    fire: { dueKey: string; outcome: ScheduleFireOutcome; missedBefore: number },
   ): Promise<boolean> {
+    const nowMs = this.now();
     const answer = await this.#redis.decideScheduleFire(
       this.#record(id),
       this.#fires(id),
       fire.dueKey,
-      fire.dueMs,
+      nowMs,
       fire.outcome,
       fire.missedBefore,
-      this.now() - DECISIONS_KEPT_MS,
+      nowMs - DECISIONS_KEPT_MS,
     );
     return answer === 1;
   }

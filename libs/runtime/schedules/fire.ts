@@ -78,14 +78,15 @@ async function fire(
   }
   const missedBefore = missedBetween(schedule.spec, dueMs, now());
   const decide = async (outcome: ScheduleFireOutcome): Promise<string> => {
-    if (await schedules.decide(scheduleId, { dueKey: key, dueMs, outcome, missedBefore })) {
+    if (await schedules.decide(scheduleId, { dueKey: key, outcome, missedBefore })) {
       deps.counted(outcome, 1);
       if (missedBefore > 0) deps.counted('missed', missedBefore);
     }
     return outcome;
   };
 
-  if (await previousRunGoing(store, schedule)) {
+  // This due time's own run (submitted before a crash kept its decision) is no previous run.
+  if (await previousRunGoing(store, schedule, fireRunId(schedule, key))) {
     if (schedule.spec.overlap === 'queue' && (await schedules.hold(scheduleId, dueMs))) {
       await deps.queue.add(
         HELD_JOB,
@@ -125,8 +126,12 @@ async function submitHeld(
   return 'submitted';
 }
 
-async function previousRunGoing(store: RunStore, schedule: ScheduleRecord): Promise<boolean> {
-  if (!schedule.lastRunId) return false;
+async function previousRunGoing(
+  store: RunStore,
+  schedule: ScheduleRecord,
+  ownRunId?: string,
+): Promise<boolean> {
+  if (!schedule.lastRunId || schedule.lastRunId === ownRunId) return false;
   const run = await store.getRun(schedule.lastRunId, schedule.tenant);
   return run !== undefined && !runHasEnded(run.status);
 }
@@ -164,7 +169,7 @@ async function submitFire(
   if (!session) throw new ApiError('not_found', `session ${run.session_id} not found`);
   const agent = await store.getAgentVersion(schedule.tenant, session.agent_id, session.agent_version);
   if (!agent) throw new ApiError('not_found', `agent version ${session.agent_version} not found`);
-  const idempotencyKey = `schedule.${schedule.id}.${key}`;
+  const idempotencyKey = fireIdempotencyKey(schedule, key);
   const submitted = await store
     .submitRun({
       tenant: schedule.tenant,
@@ -198,4 +203,13 @@ async function submitFire(
   if (submitted.run.status === 'queued') await deps.lifecycle.followUp(submitted.run);
   await deps.schedules.noteRun(schedule.id, submitted.run.id, dueMs);
   return submitted.run;
+}
+
+/** A due time's submit is keyed by the schedule and the due time: every repeat names one run. */
+function fireIdempotencyKey(schedule: ScheduleRecord, key: string): string {
+  return `schedule.${schedule.id}.${key}`;
+}
+
+function fireRunId(schedule: ScheduleRecord, key: string): string {
+  return idempotentRunId(schedule.tenant, schedule.spec.run.session_id, fireIdempotencyKey(schedule, key));
 }

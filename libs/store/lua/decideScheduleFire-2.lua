@@ -5,10 +5,10 @@
 
   Input:
     KEYS[1] the schedule's record   ({sch:ID}:schedule, hash; counts are its n_<outcome> fields)
-    KEYS[2] the schedule's decisions ({sch:ID}:fires, sorted set: due key → due ms)
+    KEYS[2] the schedule's decisions ({sch:ID}:fires, sorted set: due key → when decided, ms)
 
-    ARGV[1] due key   ARGV[2] due ms   ARGV[3] outcome   ARGV[4] due times missed before it
-    ARGV[5] decisions due before this ms are trimmed
+    ARGV[1] due key   ARGV[2] now, ms   ARGV[3] outcome   ARGV[4] due times missed before it
+    ARGV[5] decisions made before this ms are trimmed
 
   Output: 1 decided now, 0 decided before (nothing counted), -1 no such schedule
 ]]
