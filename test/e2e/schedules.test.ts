@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiHandle } from '../../apps/api/server.js';
+import { runCli } from '../../apps/cli/program.js';
 import { type RunWorkerHandle, startRunWorker } from '../../apps/run-worker/run-worker.js';
 import { type Config, loadConfig } from '../../libs/config/index.js';
 import { createMetrics, type Metrics } from '../../libs/telemetry/index.js';
@@ -309,4 +310,52 @@ describe('schedules: runs submitted on an interval by BullMQ job schedulers, eac
     expect(stopped).toMatchObject({ paused: true, paused_reason: 'key_revoked', next_due_at_ms: [] });
     expect((await call('POST', `/v1/schedules/${made.body.id}/resume`)).status).toBe(409);
   }, 60_000);
+
+  it('is made, listed, paused and deleted from the command line', async () => {
+    const leasehold = async (args: string[]) => {
+      let stdout = '';
+      let stderr = '';
+      const code = await runCli(args, {
+        env: { apiUrl: api.url, apiKey },
+        stdout: { write: (text: string) => (stdout += text) },
+        stderr: { write: (text: string) => (stderr += text) },
+      });
+      return { code, stdout, stderr };
+    };
+    const created = await leasehold([
+      'schedules',
+      'create',
+      '--session',
+      sessionId,
+      '--cron',
+      '0 7 * * 1-5',
+      '--timezone',
+      'Europe/Berlin',
+      '--input',
+      'Morning briefing',
+      '--json',
+    ]);
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    const schedule = JSON.parse(created.stdout);
+    expect(schedule).toMatchObject({ cron: '0 7 * * 1-5', timezone: 'Europe/Berlin', paused: false });
+    const listed = await leasehold(['schedules', 'list']);
+    expect(listed.stdout).toContain(`${schedule.id}  cron "0 7 * * 1-5" Europe/Berlin  overlap skip  next `);
+    expect((await leasehold(['schedules', 'pause', schedule.id])).stdout).toContain('paused (requested)');
+    expect(await leasehold(['schedules', 'runs', schedule.id])).toMatchObject({ code: 0, stdout: '' });
+    expect((await leasehold(['schedules', 'delete', schedule.id])).stdout).toBe(`${schedule.id} deleted\n`);
+    expect((await call('GET', `/v1/schedules/${schedule.id}`)).status).toBe(404);
+    const both = await leasehold([
+      'schedules',
+      'create',
+      '--session',
+      sessionId,
+      '--cron',
+      '0 7 * * *',
+      '--every',
+      '60000',
+      '--input',
+      'x',
+    ]);
+    expect(both.code).toBe(2);
+  });
 });
