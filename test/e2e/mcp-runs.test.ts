@@ -237,7 +237,7 @@ describe('the MCP server at /mcp in runs mode', { timeout: 60_000 }, () => {
     expect(stolen.status).toBe(404);
     expect(await stolen.json()).toMatchObject({ error: { code: 'not_found' } });
     // The owner's session is untouched.
-    expect((await owner.listTools()).tools).toHaveLength(5);
+    expect((await owner.listTools()).tools).toHaveLength(9);
   });
 
   it('ends a session on DELETE, after which its id answers 404', async () => {

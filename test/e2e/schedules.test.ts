@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiHandle } from '../../apps/api/server.js';
 import { runCli } from '../../apps/cli/program.js';
@@ -357,5 +359,41 @@ describe('schedules: runs submitted on an interval by BullMQ job schedulers, eac
       'x',
     ]);
     expect(both.code).toBe(2);
+  });
+
+  it("is made, listed and paused through MCP's runs mode, as the caller's key", async () => {
+    const client = new Client({ name: 'schedules-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${apiKey}` } },
+      }),
+    );
+    try {
+      // biome-ignore lint/suspicious/noExplicitAny: tool answers, asserted field by field.
+      const tool = async (name: string, args: Record<string, unknown>): Promise<any> => {
+        const result = await client.callTool({ name, arguments: args });
+        const content = result.content as Array<{ text: string }>;
+        return { isError: result.isError === true, body: JSON.parse(content[0]?.text ?? 'null') };
+      };
+      const made = await tool('create_schedule', {
+        session_id: sessionId,
+        input: 'Weekly digest',
+        cron: '0 9 * * 1',
+        timezone: 'Europe/Paris',
+      });
+      expect(made).toMatchObject({ isError: false, body: { cron: '0 9 * * 1', timezone: 'Europe/Paris' } });
+      const listed = await tool('list_schedules', {});
+      expect(listed.body.schedules.map((schedule: { id: string }) => schedule.id)).toContain(made.body.id);
+      const paused = await tool('set_schedule', { schedule_id: made.body.id, action: 'pause' });
+      expect(paused.body).toMatchObject({ paused: true, paused_reason: 'requested' });
+      expect(await tool('list_schedule_runs', { schedule_id: made.body.id })).toEqual({
+        isError: false,
+        body: { runs: [] },
+      });
+      const tooOften = await tool('create_schedule', { session_id: sessionId, input: 'x', every_ms: 10 });
+      expect(tooOften).toMatchObject({ isError: true, body: { error: { code: 'validation_failed' } } });
+    } finally {
+      await client.close();
+    }
   });
 });
