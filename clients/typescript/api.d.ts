@@ -407,7 +407,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The runs a schedule submitted, newest due time first */
+    /** The runs a schedule submitted, newest due time first (at most 200) */
     get: operations['listScheduleRuns'];
     put?: never;
     post?: never;

@@ -28,6 +28,9 @@ export interface ScheduleRecord extends ScheduleMaker {
   counts: Record<ScheduleFireOutcome, number>;
 }
 
+/** The runs a schedule lists, newest due times (older runs keep their records until retention). */
+const RUNS_LISTED = 10_000;
+
 /** How long a due time's decision is remembered: past any clock change or hand-over that could repeat it. */
 const DECISIONS_KEPT_MS = 7 * 24 * 3_600_000;
 
@@ -137,6 +140,7 @@ export class ScheduleStore {
   /** The run a due time submitted: the schedule's latest, and listed by its due time. */
   async noteRun(id: string, runId: string, dueMs: number): Promise<void> {
     await this.#redis.zadd(this.#runs(id), dueMs, runId);
+    await this.#redis.zremrangebyrank(this.#runs(id), 0, -(RUNS_LISTED + 1));
     await this.#redis.hset(this.#record(id), 'last_run_id', runId);
   }
 

@@ -122,10 +122,23 @@ describe('schedule fires: each due time decided and submitted once', () => {
     ]);
   });
 
-  it('skips fires past the daily cost cap', async () => {
-    const schedule = await makeSchedule({ every_ms: 60_000, daily_cost_cap_usd: '0' });
-    expect(await process(fireJob(schedule.id, Math.floor(Date.now() / 60_000) * 60_000))).toBe('capped');
-    expect(await schedules.runIds(schedule.id)).toHaveLength(0);
-    expect((await schedules.get('acme', schedule.id))?.counts.capped).toBe(1);
+  it('skips fires past the daily cost cap, counting the day’s runs by their due times', async () => {
+    const schedule = await makeSchedule({ every_ms: 60_000, daily_cost_cap_usd: '0.5' });
+    const dayMs = 24 * 3_600_000;
+    const morning = Math.floor(Date.now() / dayMs) * dayMs + 60_000;
+    expect(await process(fireJob(schedule.id, morning))).toBe('fired');
+    const [first] = await schedules.runIds(schedule.id);
+    // The first run spends USD 0.60 and ends: the cap of USD 0.50 is spent for that day.
+    expect((await store.claimRun(first as string, 1, 'owner-1')).ok).toBe(true);
+    expect((await store.addUsage(first as string, 'owner-1', { cost_micro_usd: 600_000 })).ok).toBe(true);
+    expect(
+      (await store.finishRun(first as string, 'owner-1', { status: 'succeeded', result: { answer: 'ok' } }))
+        .ok,
+    ).toBe(true);
+    expect(await process(fireJob(schedule.id, morning + 60_000))).toBe('capped');
+    // The next day's first due time fires again.
+    expect(await process(fireJob(schedule.id, morning + dayMs))).toBe('fired');
+    expect(await schedules.runIds(schedule.id)).toHaveLength(2);
+    expect((await schedules.get('acme', schedule.id))?.counts).toMatchObject({ fired: 2, capped: 1 });
   });
 });

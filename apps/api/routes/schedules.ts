@@ -103,7 +103,13 @@ export function registerScheduleRoutes(root: FastifyInstance, deps: V1Dependenci
         { tenant: identity.tenant, principal: identity.principal, keyId: identity.key_id },
         request.body,
       );
-      await upsertScheduler(deps.schedules.queue, schedule.id, schedule.spec);
+      // A schedule whose scheduler could not be made would never fire: it is not kept.
+      await upsertScheduler(deps.schedules.queue, schedule.id, schedule.spec).catch(
+        async (error: unknown) => {
+          await deps.schedules.store.delete(identity.tenant, schedule.id);
+          throw error;
+        },
+      );
       return reply.code(201).send(await view(schedule));
     },
   );
@@ -267,7 +273,7 @@ export function registerScheduleRoutes(root: FastifyInstance, deps: V1Dependenci
       schema: {
         tags: ['schedules'],
         operationId: 'listScheduleRuns',
-        summary: 'The runs a schedule submitted, newest due time first',
+        summary: 'The runs a schedule submitted, newest due time first (at most 200)',
         params: idParams,
         response: answers({ 200: scheduleRunsSchema }, 404, 422),
       },

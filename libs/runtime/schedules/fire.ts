@@ -85,8 +85,9 @@ async function fire(
     return outcome;
   };
 
-  // This due time's own run (submitted before a crash kept its decision) is no previous run.
-  if (await previousRunGoing(store, schedule, fireRunId(schedule, key))) {
+  // This due time's own run (submitted before a crash kept its decision) is no previous run; a
+  // held due time goes before this one, so until it is submitted this one overlaps.
+  if (schedule.heldDueMs !== null || (await previousRunGoing(store, schedule, fireRunId(schedule, key)))) {
     if (schedule.spec.overlap === 'queue' && (await schedules.hold(scheduleId, dueMs))) {
       await deps.queue.add(
         HELD_JOB,
