@@ -92,6 +92,13 @@ describe('missed due times', () => {
     expect(missedBetween(everyTwoSeconds, 10_000, 21_000)).toBe(5);
   });
 
+  it('reckons a long cron outage from the pattern, past the due times it counts one by one', () => {
+    const minutely = { cron: '* * * * *', timezone: 'UTC' };
+    const weekAgo = Date.UTC(2026, 0, 1);
+    // Every minute of a week, less the one firing and the one at the end.
+    expect(missedBetween(minutely, weekAgo, weekAgo + 7 * 24 * 3_600_000)).toBe(7 * 24 * 60 - 1);
+  });
+
   it('counts a cron outage by its own due times', () => {
     const hourly = { cron: '0 * * * *', timezone: 'UTC' };
     expect(missedBetween(hourly, Date.UTC(2026, 0, 1, 0), Date.UTC(2026, 0, 1, 5, 30))).toBe(5);

@@ -85,20 +85,16 @@ async function fire(
     return outcome;
   };
 
-  // This due time's own run (submitted before a crash kept its decision) is no previous run; a
-  // held due time goes before this one, so until it is submitted this one overlaps.
-  if (schedule.heldDueMs !== null || (await previousRunGoing(store, schedule, fireRunId(schedule, key)))) {
+  // A held due time goes before this one: until it is submitted, this one overlaps. Its job is
+  // added again (the same id: one job) in case a crash came between holding it and adding it.
+  if (schedule.heldDueMs !== null) {
+    await addHeldJob(deps.queue, scheduleId, schedule.heldDueMs);
+    return decide(schedule.heldDueMs === dueMs ? 'queued' : 'skipped_overlap');
+  }
+  // This due time's own run (submitted before a crash kept its decision) is no previous run.
+  if (await previousRunGoing(store, schedule, fireRunId(schedule, key))) {
     if (schedule.spec.overlap === 'queue' && (await schedules.hold(scheduleId, dueMs))) {
-      await deps.queue.add(
-        HELD_JOB,
-        { scheduleId },
-        {
-          jobId: `held-${scheduleId}-${dueMs}`,
-          delay: HELD_POLL_MS,
-          removeOnComplete: true,
-          removeOnFail: true,
-        },
-      );
+      await addHeldJob(deps.queue, scheduleId, dueMs);
       return decide('queued');
     }
     return decide('skipped_overlap');
@@ -106,6 +102,15 @@ async function fire(
   if (await overDailyCap(store, schedules, schedule, dueMs)) return decide('capped');
   await submitFire(deps, schedule, dueMs, key);
   return decide('fired');
+}
+
+/** The job that submits a held due time once the run ahead of it has ended; one per due time. */
+async function addHeldJob(queue: SchedulesQueue, scheduleId: string, dueMs: number): Promise<void> {
+  await queue.add(
+    HELD_JOB,
+    { scheduleId },
+    { jobId: `held-${scheduleId}-${dueMs}`, delay: HELD_POLL_MS, removeOnComplete: true, removeOnFail: true },
+  );
 }
 
 /** A held fire (overlap `queue`): submitted once the run ahead of it has ended, looked at again until then. */
