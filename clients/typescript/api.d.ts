@@ -391,7 +391,7 @@ export interface paths {
     put?: never;
     /**
      * Resume a paused schedule
-     * @description Due times from now on fire again. A schedule paused because the key that made it was revoked cannot be resumed (409): make it again with a live key. Takes no body.
+     * @description Due times from now on fire again. A schedule paused because the key that made it was revoked cannot be resumed (409): make it again with a live key; one paused because its session is gone resumes once PATCH names another. Takes no body.
      */
     post: operations['resumeSchedule'];
     delete?: never;
@@ -1023,7 +1023,7 @@ export interface components {
       /** @enum {string} */
       overlap: 'skip' | 'queue';
       paused: boolean;
-      paused_reason: ('requested' | 'key_revoked') | null;
+      paused_reason: ('requested' | 'key_revoked' | 'session_gone') | null;
       run: {
         input: string;
         limits?: {

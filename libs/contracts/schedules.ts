@@ -106,8 +106,11 @@ export const scheduleViewSchema = z.object({
   overlap: scheduleOverlapSchema,
   daily_cost_cap_usd: z.string().nullable(),
   paused: z.boolean(),
-  /** `requested` (paused by a call) or `key_revoked` (the key that made it was revoked). */
-  paused_reason: z.enum(['requested', 'key_revoked']).nullable(),
+  /**
+   * `requested` (paused by a call), `key_revoked` (the key that made it was revoked) or
+   * `session_gone` (its runs' session no longer exists).
+   */
+  paused_reason: z.enum(['requested', 'key_revoked', 'session_gone']).nullable(),
   /** The next due times (ms since the epoch), soonest first; none while paused. */
   next_due_at_ms: z.array(z.number().int()),
   /** The due time held until the previous run ends (overlap `queue`), if any. */

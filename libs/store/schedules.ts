@@ -15,7 +15,7 @@ export interface ScheduleMaker {
   keyId: string;
 }
 
-export type SchedulePauseReason = 'requested' | 'key_revoked';
+export type SchedulePauseReason = 'requested' | 'key_revoked' | 'session_gone';
 
 /** A schedule as stored: its maker, the caller's spec, and what its fires have come to. */
 export interface ScheduleRecord extends ScheduleMaker {
@@ -173,7 +173,8 @@ function parseRecord(fields: Record<string, string>, tenant: string | undefined)
     keyId: fields.key_id ?? '',
     createdAtMs: Number(fields.created_at ?? 0),
     spec: scheduleSpecSchema.parse(JSON.parse(fields.spec)),
-    pausedReason: reason === 'requested' || reason === 'key_revoked' ? reason : null,
+    pausedReason:
+      reason === 'requested' || reason === 'key_revoked' || reason === 'session_gone' ? reason : null,
     lastRunId: fields.last_run_id || null,
     heldDueMs: fields.held_due_ms ? Number(fields.held_due_ms) : null,
     counts,

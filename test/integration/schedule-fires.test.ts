@@ -141,4 +141,14 @@ describe('schedule fires: each due time decided and submitted once', () => {
     expect(await schedules.runIds(schedule.id)).toHaveLength(2);
     expect((await schedules.get('acme', schedule.id))?.counts).toMatchObject({ fired: 2, capped: 1 });
   });
+
+  it('pauses a schedule whose session is gone, its scheduler removed', async () => {
+    const schedule = await schedules.create(
+      { tenant: 'acme', principal: 'alice', keyId: makerKeyId },
+      scheduleSpecSchema.parse({ every_ms: 60_000, run: { session_id: 'ses_gone0000', input: 'x' } }),
+    );
+    expect(await process(fireJob(schedule.id, Date.now()))).toBe('paused');
+    expect((await schedules.get('acme', schedule.id))?.pausedReason).toBe('session_gone');
+    expect(await schedules.runIds(schedule.id)).toEqual([]);
+  });
 });

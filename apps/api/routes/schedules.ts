@@ -245,7 +245,7 @@ export function registerScheduleRoutes(root: FastifyInstance, deps: V1Dependenci
         operationId: 'resumeSchedule',
         summary: 'Resume a paused schedule',
         description:
-          'Due times from now on fire again. A schedule paused because the key that made it was revoked cannot be resumed (409): make it again with a live key. Takes no body.',
+          'Due times from now on fire again. A schedule paused because the key that made it was revoked cannot be resumed (409): make it again with a live key; one paused because its session is gone resumes once PATCH names another. Takes no body.',
         params: idParams,
         response: answers({ 200: scheduleViewSchema }, 400, 404, 409, 413, 422),
       },
@@ -259,7 +259,15 @@ export function registerScheduleRoutes(root: FastifyInstance, deps: V1Dependenci
           'conflict',
           'the key that made this schedule was revoked; make it again with a live key',
         );
-      if (schedule.pausedReason === 'requested') {
+      if (
+        schedule.pausedReason === 'session_gone' &&
+        !(await store.getSession(tenant, schedule.spec.run.session_id))
+      )
+        throw new ApiError(
+          'conflict',
+          `session ${schedule.spec.run.session_id} is gone: PATCH run.session_id first`,
+        );
+      if (schedule.pausedReason === 'requested' || schedule.pausedReason === 'session_gone') {
         await deps.schedules.store.setPaused(schedule.id, null);
         await upsertScheduler(deps.schedules.queue, schedule.id, schedule.spec);
       }

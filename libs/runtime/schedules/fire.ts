@@ -19,6 +19,7 @@ import {
 import {
   idempotentRunId,
   type RunStore,
+  type SchedulePauseReason,
   type ScheduleRecord,
   type ScheduleStore,
 } from '../../store/index.js';
@@ -70,12 +71,12 @@ async function fire(
   if (schedule.pausedReason) return 'paused';
   const key = dueKey(schedule.spec, dueMs);
   if (await schedules.decided(scheduleId, key)) return 'decided_before';
-  // A schedule runs with its maker's authority: once that key is revoked it stops, paused.
-  if (!(await store.apiKeyLineage(schedule.tenant, schedule.keyId))) {
-    await schedules.setPaused(scheduleId, 'key_revoked');
-    await removeScheduler(deps.queue, scheduleId);
-    return 'paused';
-  }
+  // A schedule runs with its maker's authority: once that key is revoked it stops, paused; so
+  // does one whose runs' session is gone (every fire would be refused).
+  if (!(await store.apiKeyLineage(schedule.tenant, schedule.keyId)))
+    return pause(deps, scheduleId, 'key_revoked');
+  if (!(await store.getSession(schedule.tenant, schedule.spec.run.session_id)))
+    return pause(deps, scheduleId, 'session_gone');
   const missedBefore = missedBetween(schedule.spec, dueMs, now());
   const decide = async (outcome: ScheduleFireOutcome): Promise<string> => {
     if (await schedules.decide(scheduleId, { dueKey: key, outcome, missedBefore })) {
@@ -102,6 +103,16 @@ async function fire(
   if (await overDailyCap(store, schedules, schedule, dueMs)) return decide('capped');
   await submitFire(deps, schedule, dueMs, key);
   return decide('fired');
+}
+
+async function pause(
+  deps: ScheduleFireDeps,
+  scheduleId: string,
+  reason: SchedulePauseReason,
+): Promise<string> {
+  await deps.schedules.setPaused(scheduleId, reason);
+  await removeScheduler(deps.queue, scheduleId);
+  return 'paused';
 }
 
 /** The job that submits a held due time once the run ahead of it has ended; one per due time. */
