@@ -30,8 +30,13 @@ export type { BrowserWorkerHandle, BrowserWorkerOptions } from './handle.js';
 export async function startBrowserWorker(options: BrowserWorkerOptions): Promise<BrowserWorkerHandle> {
   const { config, logger, metrics } = options;
   const { workerId, pinnedProfiles } = config.browser;
-  const { token, sealKey } = requireWorkerSecrets(config.secrets);
+  const { token, sealKeys } = requireWorkerSecrets(config.secrets);
   const log = logger.child({ component: 'browser-worker', worker_id: workerId });
+  // Fingerprints only: what an operator compares with a `seal_key_mismatch` to find the key to add.
+  log.info(
+    { seal_key: sealKeys.fingerprint, previous_seal_keys: sealKeys.fingerprints.slice(1) },
+    'seal keys',
+  );
   // Issue 15: a URL no one could reach stops the start here, before Chromium is launched.
   const advertise: Omit<AdvertiseInput, 'port'> = {
     host: config.http.host,
@@ -94,7 +99,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
         ? new WarmPool({
             pages,
             store,
-            sealKey,
+            sealKey: sealKeys,
             limits: { perProfile: config.browser.warmContexts, poolMb: config.browser.warmPoolMb },
             logger: log,
             activity,
@@ -108,7 +113,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       activity,
       workerId,
       pinnedProfiles,
-      sealKey,
+      sealKey: sealKeys,
       logger: log,
       metrics: leaseMetrics,
       ...(options.clock ? { clock: options.clock } : {}),
