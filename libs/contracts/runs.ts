@@ -191,6 +191,13 @@ export const unverifiedErrorSchema = z.object({
 });
 export type UnverifiedError = z.output<typeof unverifiedErrorSchema>;
 
+/** What a succeeded run answered. */
+export const runResultSchema = z.looseObject({
+  answer: z.string(),
+  /** The answer's JSON value, valid against the run's `output_schema`; only where the run had one. */
+  output: z.json().optional(),
+});
+
 /** A run as the API and the workers see it. Never carries the owner token. */
 export const runViewSchema = z.object({
   id: recordIdSchema,
@@ -222,7 +229,8 @@ export const runViewSchema = z.object({
   created_at_ms: count,
   updated_at_ms: count,
   ended_at_ms: count.nullable(),
-  result: z.json().nullable(),
+  /** A succeeded run's end: its final answer, and `output`, the answer's value where an output schema validated it. */
+  result: runResultSchema.nullable(),
   error: runErrorSchema.nullable(),
   /** ADR-0177: an acquisition's bounded retry was exhausted in this run; stays true whatever its end. */
   unverified: z.boolean().default(false),
