@@ -667,6 +667,9 @@ export interface components {
       agent_version?: string;
       browser_profile_id?: string;
       model?: string;
+      output_schema?: {
+        [key: string]: components['schemas']['JsonValueInput'];
+      };
     };
     CreateWebhookInput: {
       events?: ('approval.requested' | 'run.ended')[];
@@ -797,6 +800,7 @@ export interface components {
           | 'approval_denied'
           | 'child_failed'
           | 'child_cancelled'
+          | 'invalid_output'
           | 'provider_unavailable'
           | 'profile_unavailable'
           | 'lease_expired'
@@ -829,7 +833,14 @@ export interface components {
       };
       parent_run_id: string | null;
       principal: string;
-      result: components['schemas']['JsonValue'] | null;
+      result:
+        | ({
+            answer: string;
+            output?: components['schemas']['JsonValue'];
+          } & {
+            [key: string]: unknown;
+          })
+        | null;
       session_id: string;
       /** @enum {string} */
       status:
@@ -884,6 +895,7 @@ export interface components {
           | 'approval_denied'
           | 'child_failed'
           | 'child_cancelled'
+          | 'invalid_output'
           | 'provider_unavailable'
           | 'profile_unavailable'
           | 'lease_expired'
@@ -917,7 +929,14 @@ export interface components {
       parent_run_id: string | null;
       pending_approvals: components['schemas']['Approval'][];
       principal: string;
-      result: components['schemas']['JsonValue'] | null;
+      result:
+        | ({
+            answer: string;
+            output?: components['schemas']['JsonValue'];
+          } & {
+            [key: string]: unknown;
+          })
+        | null;
       session_id: string;
       /** @enum {string} */
       status:
@@ -1063,6 +1082,10 @@ export interface components {
       browser_profile_id: string | null;
       created_at_ms: number;
       id: string;
+      /** @default null */
+      output_schema: {
+        [key: string]: components['schemas']['JsonValue'];
+      } | null;
       principal: string;
       tenant: string;
     };
@@ -1072,8 +1095,13 @@ export interface components {
     };
     SubmitRunInput: {
       input: string;
+      output_schema?: {
+        [key: string]: components['schemas']['JsonValueInput'];
+      };
       script?: {
-        answer: string;
+        /** @default  */
+        answer?: string;
+        output?: components['schemas']['JsonValueInput'];
         steps: (
           | {
               may_fail?: boolean;

@@ -32,6 +32,7 @@ export const RUN_FAILURE_REASONS = [
   'approval_denied',
   'child_failed',
   'child_cancelled',
+  'invalid_output',
 ] as const;
 export type RunFailureReason = (typeof RUN_FAILURE_REASONS)[number];
 
@@ -71,6 +72,8 @@ export const RUN_ERROR_TABLE = {
   // A child's end is its parent's tool result; a scripted parent stops there.
   child_failed: { outcome: 'tool_result', httpStatus: null },
   child_cancelled: { outcome: 'tool_result', httpStatus: null },
+  // The final answer did not take the caller's output_schema, after its one correction turn.
+  invalid_output: { outcome: 'fails_run', httpStatus: null },
   // ADR-0177: the bounded acquisition retry (three attempts) is already spent when a call answers
   // this; calling again only spends the budget against the same wall.
   provider_unavailable: { outcome: 'fails_run', httpStatus: 503 },

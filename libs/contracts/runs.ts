@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { boundedJson, JSON_MAX_DEPTH } from './bounded-json.js';
 import { RUN_ERROR_CODES, RUN_FAILURE_REASONS } from './errors.js';
 import { recordIdSchema } from './ids.js';
+import { OUTPUT_SCHEMA_BOUNDS } from './output-schema.js';
 import { approvalCardSchema } from './run-steps.js';
 
 /**
@@ -121,6 +122,8 @@ export const sessionViewSchema = z.object({
   agent_id: recordIdSchema,
   agent_version: agentVersionSchema,
   browser_profile_id: z.string().nullable(),
+  /** The JSON Schema its runs' final answers take unless a run gives its own. */
+  output_schema: z.record(z.string(), z.json()).nullable().default(null),
   created_at_ms: count,
 });
 export type SessionView = z.output<typeof sessionViewSchema>;
@@ -130,13 +133,13 @@ export const RUN_SCRIPT_BOUNDS = { maxDepth: JSON_MAX_DEPTH, maxBytes: 32 * 1024
 /** Characters of a run's input text. */
 export const RUN_INPUT_MAX_CHARS = 32_768;
 /**
- * A run's stored input, `{text, script?}`, checked by the store before it writes anything: the
+ * A run's stored input, `{text, script?, output_schema?}`, checked by the store before it writes anything: the
  * script one level down, the text at up to four bytes a character. Children a run delegates are
  * held to it too, whoever wrote their script.
  */
 export const RUN_INPUT_BOUNDS = {
   maxDepth: JSON_MAX_DEPTH + 1,
-  maxBytes: RUN_SCRIPT_BOUNDS.maxBytes + RUN_INPUT_MAX_CHARS * 4 + 1024,
+  maxBytes: RUN_SCRIPT_BOUNDS.maxBytes + RUN_INPUT_MAX_CHARS * 4 + OUTPUT_SCHEMA_BOUNDS.maxBytes + 1024,
 } as const;
 
 /** The limits pinned on a run at submission (from `ops/limits.yaml`, chosen by the API). */
@@ -188,6 +191,13 @@ export const unverifiedErrorSchema = z.object({
 });
 export type UnverifiedError = z.output<typeof unverifiedErrorSchema>;
 
+/** What a succeeded run answered. */
+export const runResultSchema = z.looseObject({
+  answer: z.string(),
+  /** The answer's JSON value, valid against the run's `output_schema`; only where the run had one. */
+  output: z.json().optional(),
+});
+
 /** A run as the API and the workers see it. Never carries the owner token. */
 export const runViewSchema = z.object({
   id: recordIdSchema,
@@ -219,7 +229,8 @@ export const runViewSchema = z.object({
   created_at_ms: count,
   updated_at_ms: count,
   ended_at_ms: count.nullable(),
-  result: z.json().nullable(),
+  /** A succeeded run's end: its final answer, and `output`, the answer's value where an output schema validated it. */
+  result: runResultSchema.nullable(),
   error: runErrorSchema.nullable(),
   /** ADR-0177: an acquisition's bounded retry was exhausted in this run; stays true whatever its end. */
   unverified: z.boolean().default(false),

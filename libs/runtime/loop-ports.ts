@@ -1,4 +1,10 @@
-import type { PageArtifacts, RunErrorCode, RunStep, StepOutcome } from '../contracts/index.js';
+import type {
+  OutputValidator,
+  PageArtifacts,
+  RunErrorCode,
+  RunStep,
+  StepOutcome,
+} from '../contracts/index.js';
 import type { LoopBreaker } from './breaker.js';
 import type { CostLimits, ModelPrice } from './cost.js';
 import type { DelegateStep } from './delegation.js';
@@ -116,7 +122,8 @@ export interface ToolExecutor {
 }
 
 export type ExecutionEnd =
-  | { kind: 'succeeded'; answer: string }
+  /** `output`: the answer's JSON value, validated against the run's output schema, where it has one. */
+  | { kind: 'succeeded'; answer: string; output?: unknown }
   | {
       kind: 'failed';
       /** A failure reason, or the code of the tool whose failure ended the run (issue 12). */
@@ -166,6 +173,11 @@ export interface RunLoopOptions {
    * Without it they are held in this execution's memory only.
    */
   argumentSealer?: ArgumentSealer;
+  /**
+   * The caller's `output_schema` and its compiled validator: the final answer is JSON that takes
+   * it, or goes back to the model once with the validator's errors (see `output-check.ts`).
+   */
+  output?: { schema: Readonly<Record<string, unknown>>; validate: OutputValidator };
 }
 
 /** What one execution keeps beside its transcript: the tool plan, and whether the breaker was restored. */

@@ -18,6 +18,7 @@ import {
   type ModelUsage,
   type TranscriptEntry,
 } from './model.js';
+import { answeringCorrection, finalAnswerEnd } from './output-check.js';
 import { type ArgumentSealer, recordTurn } from './secret-args.js';
 import { ModelStepWriter, OK_STEP } from './step-writers.js';
 
@@ -49,7 +50,9 @@ export async function takeModelTurn(
       : undefined;
   if (costVerdict && !costVerdict.allowed)
     return { kind: 'failed', code: costVerdict.reason, detail: costVerdict.detail, step };
-  const toolsAllowed = verdict.toolsAllowed && (costVerdict?.toolsAllowed ?? true);
+  // A correction of an answer that missed the output schema may only answer (output-check.ts).
+  const toolsAllowed =
+    verdict.toolsAllowed && (costVerdict?.toolsAllowed ?? true) && !answeringCorrection(transcript);
   // Issue 13: the turn's step starts as the call goes out, its write in flight beside the call
   // (off its critical path); awaited before the step's end is written, so the two keep their order.
   const modelStep = new ModelStepWriter(run, clock, step);
@@ -62,6 +65,7 @@ export async function takeModelTurn(
         tools: toolsAllowed ? context.plan.defined : [],
         ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
         ...(options.runtimeMetadata ? { runtimeMetadata: options.runtimeMetadata } : {}),
+        ...(options.output ? { outputSchema: options.output.schema } : {}),
       },
       {
         deadlineMs: options.deadlineMs,
@@ -97,7 +101,13 @@ export async function takeModelTurn(
   }
   await started.written();
   const callCost = options.price ? callCostMicroUsd(options.price, response.usage) : 0;
-  const refusal = budgetRefusal(options, verdict, spentMicroUsd + callCost, response.toolCalls.length, step);
+  const refusal = budgetRefusal(
+    options,
+    verdict.allowed ? { ...verdict, toolsAllowed } : verdict,
+    spentMicroUsd + callCost,
+    response.toolCalls.length,
+    step,
+  );
   if (refusal) {
     await Promise.all([
       run.recordModelCall(response.usage, callCost),
@@ -140,7 +150,8 @@ export async function takeModelTurn(
     if (response.failedStep.mayFail) return undefined;
     return { kind: 'failed', code: response.failedStep.code, detail: response.failedStep.message, step };
   }
-  if (response.toolCalls.length === 0) return { kind: 'succeeded', answer: response.answer ?? '' };
+  if (response.toolCalls.length === 0)
+    return finalAnswerEnd(response.answer ?? '', transcript, step, options);
   return undefined;
 }
 

@@ -37,6 +37,11 @@ export type TranscriptEntry =
        * dispatched, so a model does not repeat them blindly. `text` tells them in words.
        */
       earlierEffects?: EarlierEffect[];
+      /**
+       * The run's final answer did not take its output schema: the validator's errors, told back
+       * once (`text` tells them in words); the turn that follows may only answer.
+       */
+      outputErrors?: string[];
     }
   | {
       kind: 'model';
@@ -87,6 +92,8 @@ export interface ModelRequest {
    * `key=value` lines outside the cached prefix. Keys are `[A-Za-z0-9_.-]`, values one line.
    */
   runtimeMetadata?: Readonly<Record<string, string>>;
+  /** The JSON Schema the final answer must take (a caller's `output_schema`), where the run has one. */
+  outputSchema?: Readonly<Record<string, unknown>>;
 }
 
 export interface ModelResponse {

@@ -141,6 +141,16 @@ export class OpenAiCompatibleModel implements Model {
       model,
       messages: chatMessages(request),
       ...(request.tools.length > 0 ? { tools: request.tools.map(chatTool) } : {}),
+      // The final answer takes the caller's schema where the server supports structured output;
+      // not strict, as strict mode accepts only a subset of 2020-12: our own validator decides.
+      ...(request.outputSchema
+        ? {
+            response_format: {
+              type: 'json_schema' as const,
+              json_schema: { name: 'output', schema: { ...request.outputSchema }, strict: false },
+            },
+          }
+        : {}),
       max_completion_tokens: this.#compiled.outputCapTokens,
       ...(temperature !== undefined ? { temperature } : {}),
     };

@@ -45,7 +45,9 @@ export type ScriptStep = z.output<typeof scriptStepSchema>;
 
 export const scriptSchema = z.strictObject({
   steps: z.array(scriptStepSchema).max(1_000),
-  answer: z.string().max(10_000),
+  answer: z.string().max(10_000).default(''),
+  /** The final value of a run with an `output_schema`: answered as its JSON text, and validated as a model's. */
+  output: z.json().optional(),
 });
 export type Script = z.output<typeof scriptSchema>;
 
@@ -93,11 +95,15 @@ export class ScriptedModel implements Model {
     // A script with steps left asks for its next one even when its tools were withdrawn (the
     // budget's answer reserve): the run then ends `budget_exceeded` as ADR-0130 ends a task that
     // outlasts its budget, where answering the script's answer would call undone work `succeeded`.
-    if (!step) return { toolCalls: [], answer: this.script.answer, usage };
+    if (!step) return { toolCalls: [], answer: this.#finalAnswer(), usage };
     const call = this.#toolCall(step, turn, request.transcript);
     if ('code' in call)
       return { toolCalls: [], usage, failedStep: { ...call, mayFail: step.may_fail === true } };
     return { toolCalls: [step.may_fail ? { ...call, mayFail: true } : call], usage };
+  }
+
+  #finalAnswer(): string {
+    return this.script.output !== undefined ? JSON.stringify(this.script.output) : this.script.answer;
   }
 
   #toolCall(

@@ -103,6 +103,8 @@ export interface NewSession {
   agentVersion?: string;
   /** The trusted profile binding (DESIGN §3); fixed for the session's life. */
   browserProfileId?: string;
+  /** The JSON Schema its runs' final answers take unless a run gives its own; checked by the API. */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** A new session pinned to an existing version of the tenant's agent; undefined if there is none. */
@@ -122,6 +124,7 @@ export async function createSession(
     agent_id: agent.id,
     agent_version: version,
     browser_profile_id: input.browserProfileId ?? null,
+    output_schema: input.outputSchema ?? null,
     created_at_ms: context.now(),
   });
   // A fresh id: nothing else can write this key, so one HSET is the whole creation.
@@ -133,6 +136,7 @@ export async function createSession(
     agent_version: session.agent_version,
     profile_id: session.browser_profile_id ?? '',
     created_at: session.created_at_ms,
+    ...(session.output_schema ? { output_schema: JSON.stringify(session.output_schema) } : {}),
   });
   return session;
 }
@@ -152,6 +156,7 @@ export async function getSession(
     agent_id: fields.agent_id,
     agent_version: fields.agent_version,
     browser_profile_id: fields.profile_id || null,
+    output_schema: fields.output_schema ? JSON.parse(fields.output_schema) : null,
     created_at_ms: Number(fields.created_at),
   });
 }

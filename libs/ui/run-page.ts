@@ -6,6 +6,7 @@ import type {
   ScreenshotStatus,
 } from '../contracts/index.js';
 import { formatDuration, formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
+import { outputSection } from './run-output.js';
 
 /** Statuses after which a run changes no more: its page stops listening. */
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
@@ -168,7 +169,7 @@ export function renderRunPage(options: {
     .find((step) => step.tool?.screenshot && (step.tool.screenshot_status?.state ?? 'stored') === 'stored')
     ?.tool?.screenshot;
   const main = html`<div id="run" data-run-id="${run.id}" data-live="${live ? 'yes' : 'no'}">
-<h1>Run <code>${run.id}</code></h1>${summary(run)}${meters(run)}
+<h1>Run <code>${run.id}</code></h1>${summary(run)}${outputSection(run)}${meters(run)}
 ${
   options.approvals.length > 0
     ? html`<section id="approvals"><h2>Waiting for you</h2>${options.approvals.map((approval) => approvalCard(run.id, approval, options.decisionRefused))}</section>`

@@ -135,6 +135,28 @@ describe('the run pages’ HTML', () => {
     expect(stored).toContain('img class="thumb" src="/v1/runs/run_1/artifacts/shot-1.jpg"');
   });
 
+  it('shows a flat output as a table and a nested one as its JSON, escaped; no output, no section', () => {
+    const flat = renderRunPage({
+      viewer,
+      run: run({ result: { answer: '{}', output: { title: HOSTILE, price: 12.5, sold: false } } }),
+      steps: [],
+      approvals: [],
+    });
+    expect(flat).toContain('<section id="output">');
+    expect(flat).toContain('<th scope="row">price</th><td>12.5</td>');
+    expect(flat).toContain('<th scope="row">sold</th><td>false</td>');
+    expect(flat).not.toContain('<img src=x');
+    const nested = renderRunPage({
+      viewer,
+      run: run({ result: { answer: '[]', output: [{ sku: HOSTILE }] } }),
+      steps: [],
+      approvals: [],
+    });
+    expect(nested).toMatch(/<pre class="output">\[\n {2}\{\n {4}&quot;sku&quot;/);
+    expect(nested).not.toContain('<img src=x');
+    expect(renderRunPage({ viewer, run: run(), steps: [], approvals: [] })).not.toContain('id="output"');
+  });
+
   it('sends a signed-in person back only to a path of this site', () => {
     expect(localPath('/runs/run_1?x=1')).toBe('/runs/run_1?x=1');
     for (const elsewhere of [

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   ApiError,
   boundedJson,
+  outputSchemaSchema,
   RUN_INPUT_MAX_CHARS,
   RUN_SCRIPT_BOUNDS,
   runSecretsSchema,
@@ -35,6 +36,11 @@ export const submitRunSchema = z.strictObject({
    * never returned by any read.
    */
   secrets: runSecretsSchema.optional(),
+  /**
+   * The JSON Schema the final answer must take (the session's when omitted); the validated value is
+   * `result.output`. An answer that does not validate gets one correction turn, then `invalid_output`.
+   */
+  output_schema: outputSchemaSchema.optional(),
 });
 namedBody(submitRunSchema, 'SubmitRun', { input: 'Find the opening hours on the page', timeout_ms: 600_000 });
 
@@ -69,11 +75,16 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
       const agent = await agentVersions.get(identity.tenant, session.agent_id, session.agent_version);
       if (!agent) throw new ApiError('not_found', `agent version ${session.agent_version} not found`);
       const { secrets, hashed } = sealedSubmission(deps.config, identity.tenant, request.body);
+      const outputSchema = request.body.output_schema ?? session.output_schema ?? undefined;
       const outcome = await store.submitRun({
         tenant: identity.tenant,
         principal: identity.principal,
         sessionId: request.params.id,
-        input: { text: request.body.input, ...(request.body.script ? { script: request.body.script } : {}) },
+        input: {
+          text: request.body.input,
+          ...(request.body.script ? { script: request.body.script } : {}),
+          ...(outputSchema ? { output_schema: outputSchema } : {}),
+        },
         limits: selectRunLimits(deps.config.limits, session, agent),
         session,
         timeoutMs: request.body.timeout_ms,

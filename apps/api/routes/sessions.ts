@@ -1,6 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { ApiError, recordIdSchema, sessionViewSchema } from '../../../libs/contracts/index.js';
+import {
+  ApiError,
+  outputSchemaSchema,
+  recordIdSchema,
+  sessionViewSchema,
+} from '../../../libs/contracts/index.js';
 import { authenticate, identityOf } from '../auth.js';
 import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';
@@ -13,6 +18,8 @@ const createSessionSchema = z
     /** Without `agent_id`: the default agent's variant on this chat model (ops/models.yaml). */
     model: z.string().min(1).max(200).optional(),
     browser_profile_id: z.string().min(1).max(64).optional(),
+    /** The JSON Schema the final answers of its runs take, unless a run gives its own. */
+    output_schema: outputSchemaSchema.optional(),
   })
   .refine((body) => !(body.model && body.agent_id), {
     message: 'model chooses a variant of the default agent; give it without agent_id',
@@ -56,6 +63,7 @@ export function registerSessionRoutes(root: FastifyInstance, deps: V1Dependencie
         agentId,
         ...(request.body.agent_version ? { agentVersion: request.body.agent_version } : {}),
         ...(request.body.browser_profile_id ? { browserProfileId: request.body.browser_profile_id } : {}),
+        ...(request.body.output_schema ? { outputSchema: request.body.output_schema } : {}),
       });
       if (!session) throw new ApiError('not_found', `agent ${agentId} (or that version) not found`);
       return reply.code(201).send(session);

@@ -60,7 +60,10 @@ async function recordEnd(
         await store.finishRun(
           run.id,
           ownerToken,
-          { status: 'succeeded', result: { answer: end.answer } },
+          {
+            status: 'succeeded',
+            result: { answer: end.answer, ...(end.output !== undefined ? { output: end.output } : {}) },
+          },
           run.attempt,
         ),
       );

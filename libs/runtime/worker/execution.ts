@@ -9,6 +9,7 @@ import {
   runExecution,
   type ToolPolicy,
 } from '../index.js';
+import { outputOption } from '../output-check.js';
 import { buildApprovalCard } from './approval-card.js';
 import { delegateToChild } from './children.js';
 import type { ExecutionDeps } from './execution-deps.js';
@@ -142,6 +143,7 @@ export async function executeRunToEnd(
       // Issue 11: a parked call's secret arguments, sealed under the deployment's secret and run id.
       ...argumentSealing(deps.config, run.id),
       ...(await budgetOptions(deps, run, agent.model)),
+      ...outputOption(run.input),
     });
   } catch (error) {
     if (!(error instanceof ModelError)) throw error;
