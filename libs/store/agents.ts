@@ -10,6 +10,7 @@ import {
   sessionViewSchema,
 } from '../contracts/index.js';
 import { canonicalJson, sha256Hex } from './canonical-json.js';
+import { activeRunOf } from './active-runs.js';
 import type { RunStoreContext } from './run-keys.js';
 
 /**
@@ -154,4 +155,22 @@ export async function getSession(
     browser_profile_id: fields.profile_id || null,
     created_at_ms: Number(fields.created_at),
   });
+}
+
+export type DeleteSessionOutcome = { status: 'deleted' | 'not_found' } | { status: 'active'; runId: string };
+
+/**
+ * Deletes the tenant's session unless one of its runs has not ended. Its runs and their index stay
+ * (they expire with their retention); a run submitted to it afterwards finds no session.
+ */
+export async function deleteSession(
+  context: RunStoreContext,
+  tenant: string,
+  sessionId: string,
+): Promise<DeleteSessionOutcome> {
+  if (!(await getSession(context, tenant, sessionId))) return { status: 'not_found' };
+  const runId = await activeRunOf(context, { tenant, sessionId });
+  if (runId) return { status: 'active', runId };
+  await context.redis.del(context.keys.session(sessionId));
+  return { status: 'deleted' };
 }
