@@ -14,7 +14,10 @@ export type ActiveRunQuery = { tenant: string } & ({ sessionId: string } | { pro
  * found among the runs not yet known to have ended (the sweeper's deadline index), so the read is
  * bounded by the deployment's active runs, never by a tenant's history.
  */
-export async function activeRunOf(context: RunStoreContext, query: ActiveRunQuery): Promise<string | undefined> {
+export async function activeRunOf(
+  context: RunStoreContext,
+  query: ActiveRunQuery,
+): Promise<string | undefined> {
   const { redis, keys } = context;
   const ids =
     'sessionId' in query

@@ -9,8 +9,8 @@ import {
   type SessionView,
   sessionViewSchema,
 } from '../contracts/index.js';
-import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { activeRunOf } from './active-runs.js';
+import { canonicalJson, sha256Hex } from './canonical-json.js';
 import type { RunStoreContext } from './run-keys.js';
 
 /**

@@ -1,4 +1,9 @@
-export { agentVersionOf, type DeleteSessionOutcome, type NewSession, type PutAgentOutcome } from './agents.js';
+export {
+  agentVersionOf,
+  type DeleteSessionOutcome,
+  type NewSession,
+  type PutAgentOutcome,
+} from './agents.js';
 export type { ApiKeyRefusal, IssuedApiKey, NewApiKey } from './api-keys.js';
 export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';
 export { canonicalJson, contentAddress, sha256Hex } from './canonical-json.js';

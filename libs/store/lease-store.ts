@@ -118,7 +118,12 @@ export class RedisLeaseStore implements LeaseStore {
     if (change.frame_origins) fields.push('frame_origins', JSON.stringify(change.frame_origins));
     if (change.subresources) fields.push('subresources', change.subresources);
     if (change.protected !== undefined) fields.push('protected', change.protected ? 1 : 0);
-    const changed = await this.#redis.updateProfile(this.#profileKey(profile), profile.tenant, nowMs, ...fields);
+    const changed = await this.#redis.updateProfile(
+      this.#profileKey(profile),
+      profile.tenant,
+      nowMs,
+      ...fields,
+    );
     return changed === 1 ? this.profileSettings(profile) : undefined;
   }
 

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import {
-  type ApiKeyIdentity,
   ApiError,
+  type ApiKeyIdentity,
   changeProfileSchema,
   createProfileSchema,
   profileIdSchema,
@@ -180,7 +180,10 @@ export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencie
 }
 
 function profileInUse(profileId: string, runId: string): ApiError {
-  return new ApiError('conflict', `profile ${profileId} is in use by run ${runId}; delete it once that run has ended`);
+  return new ApiError(
+    'conflict',
+    `profile ${profileId} is in use by run ${runId}; delete it once that run has ended`,
+  );
 }
 
 /**
