@@ -1,9 +1,11 @@
 import { Command, CommanderError } from 'commander';
 import { LeaseholdApi } from './api.js';
+import { registerAgentCommands } from './commands/agents.js';
 import { registerApprovalCommands } from './commands/approvals.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerProfileCommands } from './commands/profiles.js';
 import { registerRunCommands } from './commands/runs.js';
+import { registerSessionCommands } from './commands/sessions.js';
 import { CliError, EXIT_CODES, type ExitCode, UsageError } from './errors.js';
 import { streamOutput } from './output.js';
 import type { SessionOf } from './session.js';
@@ -63,6 +65,8 @@ function buildProgram(context: CliContext, exit: { code: ExitCode }): Command {
   registerApprovalCommands(program, sessionOf);
   registerProfileCommands(program, sessionOf);
   registerKeyCommands(program, sessionOf);
+  registerSessionCommands(program, sessionOf);
+  registerAgentCommands(program, sessionOf);
   return program;
 }
 

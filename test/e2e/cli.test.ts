@@ -391,4 +391,70 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     expect(unreachable.code).toBe(4);
     expect(unreachable.stderr).toMatch(/^error connection_failed: no answer from .*ECONNREFUSED/);
   });
+
+  it("changes a profile's origins, which the next run follows, and refuses to delete it while a run holds it", async () => {
+    const other = createServer((_request, response) => {
+      response.setHeader('content-type', 'text/html');
+      response.end('<!doctype html><title>Other</title><h1>Other shop</h1>');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const otherOrigin = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      await newProfile('cli-moving');
+      const changed = await cliJson(['profiles', 'update', 'cli-moving', '--origin', otherOrigin]);
+      expect(changed).toMatchObject({ id: 'cli-moving', allowed_origins: [otherOrigin] });
+      expect((await cli(['profiles', 'update', 'cli-moving'])).code).toBe(2);
+
+      const navigate = async (url: string) => {
+        const run = await cliJson([
+          'runs',
+          'submit',
+          '--profile',
+          'cli-moving',
+          '--input',
+          `go to ${url}`,
+          '--script',
+          JSON.stringify({ steps: [{ tool: 'browser.navigate', url }], answer: 'there' }),
+        ]);
+        return (await cli(['runs', 'watch', run.id])).code;
+      };
+      expect(await navigate(`${otherOrigin}/`)).toBe(0);
+      expect(await navigate(`${origin}/`)).toBe(1);
+
+      const held = await cliJson([
+        'runs',
+        'submit',
+        '--profile',
+        'cli-moving',
+        '--input',
+        'buy there',
+        '--script',
+        JSON.stringify({
+          steps: [
+            { tool: 'browser.navigate', url: `${otherOrigin}/` },
+            { tool: 'browser.act', target: { role: 'heading', name: 'Other shop' }, action: 'click' },
+          ],
+          answer: 'done',
+        }),
+      ]);
+      await parkedApproval(held.id);
+      const refused = await cli(['profiles', 'delete', 'cli-moving']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(new RegExp(`^error conflict: .*${held.id}`));
+
+      await cliJson(['runs', 'cancel', held.id]);
+      const deleted = await eventually(
+        () => cli(['profiles', 'delete', 'cli-moving']),
+        (result) => result.code === 0,
+        30_000,
+        200,
+      );
+      expect(deleted.stdout).toBe('profile cli-moving deleted\n');
+      expect((await cliJson(['profiles', 'list'])).profiles.map((p: { id: string }) => p.id)).not.toContain(
+        'cli-moving',
+      );
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
 });
