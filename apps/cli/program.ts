@@ -19,6 +19,8 @@ export interface CliContext {
   env: { apiUrl?: string | undefined; apiKey?: string | undefined };
   stdout: { write(text: string): unknown };
   stderr: { write(text: string): unknown };
+  /** What `--version` prints (main.ts reads it from package.json). */
+  version?: string;
 }
 
 interface GlobalOptions {
@@ -39,6 +41,7 @@ function buildProgram(context: CliContext, exit: { code: ExitCode }): Command {
     .option('--api-url <url>', 'the API (env LEASEHOLD_API_URL)')
     .option('--api-key <key>', 'an API key, lhk_… (env LEASEHOLD_API_KEY)')
     .option('--json', "print the API's JSON (runs watch: one event a line)")
+    .version(context.version ?? 'unknown', '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({
       writeOut: (text) => void context.stdout.write(text),

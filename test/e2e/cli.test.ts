@@ -190,6 +190,13 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     expect(watched.stdout).toMatch(/approval .*requested/);
     expect(watched.stdout).toMatch(/tool calls \d+\/\d+/);
     expect(watched.stdout).toMatch(/succeeded/);
+    // Each step printed once though the click parked and resumed; the end once, last.
+    const printed = watched.stdout.trimEnd().split('\n');
+    const stepLines = printed.filter((line) => /^step \S+ (browser|model)/.test(line));
+    expect(stepLines.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(stepLines).size).toBe(stepLines.length);
+    expect(printed.at(-1)).toMatch(new RegExp(`^run ${runId} succeeded`));
+    expect(printed.filter((line) => /succeeded/.test(line))).toHaveLength(1);
     expect(purchases).toBe(1);
 
     const run = await cliJson(['runs', 'get', runId]);
@@ -252,6 +259,10 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     const watched = await cli(['runs', 'watch', first.id]);
     expect(watched.code).toBe(3);
     expect(watched.stdout + watched.stderr).toMatch(/cancelled/);
+    // The status said once, by the last line.
+    const cancelledLines = watched.stdout.trimEnd().split('\n');
+    expect(cancelledLines.at(-1)).toBe(`run ${first.id} cancelled`);
+    expect(cancelledLines.filter((line) => /cancelled/.test(line))).toHaveLength(1);
 
     const second = await cliJson([
       'runs',
