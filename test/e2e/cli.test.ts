@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -373,6 +373,14 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     const noInput = await cli(['runs', 'submit', '--profile', 'cli-shop']);
     expect(noInput.code).toBe(2);
     expect(noInput.stderr).toMatch(/--input/);
+    const version = await cli(['--version']);
+    const manifest = JSON.parse(
+      await readFile(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8'),
+    );
+    expect({ code: version.code, stdout: version.stdout }).toEqual({
+      code: 0,
+      stdout: `${manifest.version}\n`,
+    });
     expect((await cli(['runs', 'frobnicate'])).code).toBe(2);
     expect((await cli(['runs', 'list', '--bogus'])).code).toBe(2);
     const badScript = await cli([

@@ -63,7 +63,9 @@ describe('step events of a run that parks and resumes', { timeout: 120_000 }, ()
     const events = await fleet.store.readEvents(runId);
     const said = (type: string) =>
       events.filter((event) => event.type === type).map((event) => String(event.data.step_id));
-    const steps = (await call('GET', `/v1/runs/${runId}/steps`)).body.steps.map((step: { id: string }) => step.id);
+    const steps = (await call('GET', `/v1/runs/${runId}/steps`)).body.steps.map(
+      (step: { id: string }) => step.id,
+    );
     expect(steps.length).toBeGreaterThanOrEqual(3);
     expect(said('step.started')).toEqual(steps);
     expect([...said('step.ended')].sort()).toEqual([...steps].sort());
