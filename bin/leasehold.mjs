@@ -1,11 +1,26 @@
 #!/usr/bin/env node
-// `leasehold`, the npm bin (issue 16). In a checkout it runs the TypeScript source through tsx
-// (a devDependency); where only the build is there (`npm run build`: dist/, no apps/ sources, no
-// tsx — a production install), it runs the compiled dist/apps/cli/main.js.
-import { existsSync } from 'node:fs';
+// `leasehold`, the npm bin. It runs the compiled CLI, dist/apps/cli/main.js, which `npm run build`
+// writes (and `npm ci` through the `prepare` script): starting compiles no TypeScript. tsx (a
+// devDependency) runs the sources only in a checkout whose build is missing or older than them,
+// so a change to the CLI is never run stale while it is developed.
+import { existsSync, readdirSync, statSync } from 'node:fs';
 
-const source = new URL('../apps/cli/main.ts', import.meta.url);
-const built = new URL('../dist/apps/cli/main.js', import.meta.url);
+const root = new URL('../', import.meta.url);
+const built = new URL('dist/apps/cli/main.js', root);
+const source = new URL('apps/cli/main.ts', root);
+/** What the CLI is compiled from: its own folder and the typed client it speaks through. */
+const SOURCE_FOLDERS = ['apps/cli/', 'apps/cli/commands/', 'clients/typescript/'];
+
+function newestSourceMs() {
+  let newest = 0;
+  for (const folder of SOURCE_FOLDERS) {
+    const url = new URL(folder, root);
+    if (!existsSync(url)) continue;
+    for (const name of readdirSync(url))
+      if (name.endsWith('.ts')) newest = Math.max(newest, statSync(new URL(name, url)).mtimeMs);
+  }
+  return newest;
+}
 
 async function tsxRegistered() {
   try {
@@ -17,11 +32,12 @@ async function tsxRegistered() {
   }
 }
 
-if (existsSync(source) && (await tsxRegistered())) await import(source.href);
-else if (existsSync(built)) await import(built.href);
+const hasBuild = existsSync(built);
+const stale = hasBuild && existsSync(source) && newestSourceMs() > statSync(built).mtimeMs;
+if (hasBuild && !stale) await import(built.href);
+else if (existsSync(source) && (await tsxRegistered())) await import(source.href);
+else if (hasBuild) await import(built.href);
 else {
-  console.error(
-    'leasehold: neither apps/cli/main.ts with tsx nor dist/apps/cli/main.js (npm run build) is here',
-  );
+  console.error('leasehold: no dist/apps/cli/main.js: build it with `npm run build` (or `npm ci`)');
   process.exitCode = 1;
 }

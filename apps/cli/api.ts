@@ -1,7 +1,10 @@
 import {
+  type AgentVersion,
   type ApiKey,
   type Approval,
   type ApproveApproval,
+  type ChangeAgent,
+  type ChangeProfile,
   type CreateApiKey,
   type CreatedApiKey,
   type CreatedProfile,
@@ -27,7 +30,7 @@ export interface ApiTarget {
   apiKey: string;
 }
 
-export type { ApiKey, Approval, PatchSchedule, Profile, Run, RunDetail, RunPage, Schedule };
+export type { AgentVersion, ApiKey, Approval, PatchSchedule, Profile, Run, RunDetail, RunPage, Schedule };
 export type Grant = NonNullable<ApproveApproval['grant']>;
 
 /**
@@ -154,6 +157,22 @@ export class LeaseholdApi {
 
   createProfile(body: CreateProfileBody): Promise<CreatedProfile> {
     return this.#call(() => this.#client.POST('/v1/profiles', { body: body as CreateProfile }));
+  }
+
+  changeProfile(id: string, body: ChangeProfile): Promise<Profile> {
+    return this.#call(() => this.#client.PATCH('/v1/profiles/{id}', { params: { path: { id } }, body }));
+  }
+
+  async deleteProfile(id: string): Promise<void> {
+    await this.#call(() => this.#client.DELETE('/v1/profiles/{id}', { params: { path: { id } } }));
+  }
+
+  async deleteSession(id: string): Promise<void> {
+    await this.#call(() => this.#client.DELETE('/v1/sessions/{id}', { params: { path: { id } } }));
+  }
+
+  changeAgent(id: string, body: ChangeAgent): Promise<AgentVersion> {
+    return this.#call(() => this.#client.PATCH('/v1/agents/{id}', { params: { path: { id } }, body }));
   }
 
   listProfiles(): Promise<{ profiles: Profile[] }> {

@@ -7,16 +7,19 @@ import { UsageError } from './errors.js';
  * the flag, what it expects and what it got. The API checks the rest and answers in its own words.
  */
 
+/** `<text>`, or `@<file>` holding it. */
+export function textArgument(flag: string, text: string): string {
+  if (!text.startsWith('@')) return text;
+  try {
+    return readFileSync(text.slice(1), 'utf8');
+  } catch (error) {
+    throw new UsageError(`${flag}: cannot read ${text.slice(1)}: ${(error as Error).message}`);
+  }
+}
+
 /** `<json>` or `@<file>` holding JSON. */
 export function jsonArgument(flag: string, text: string): unknown {
-  let source = text;
-  if (text.startsWith('@')) {
-    try {
-      source = readFileSync(text.slice(1), 'utf8');
-    } catch (error) {
-      throw new UsageError(`${flag}: cannot read ${text.slice(1)}: ${(error as Error).message}`);
-    }
-  }
+  const source = textArgument(flag, text);
   try {
     return JSON.parse(source);
   } catch (error) {

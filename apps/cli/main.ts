@@ -1,4 +1,5 @@
 import { runCli } from './program.js';
+import { packageVersion } from './version.js';
 
 /**
  * `leasehold`, the command line (issue 16): `npx leasehold --help`. The environment is read here
@@ -8,4 +9,5 @@ process.exitCode = await runCli(process.argv.slice(2), {
   env: { apiUrl: process.env.LEASEHOLD_API_URL, apiKey: process.env.LEASEHOLD_API_KEY },
   stdout: process.stdout,
   stderr: process.stderr,
+  version: packageVersion(),
 });

@@ -52,7 +52,9 @@ export function endLine(run: Run): string {
     return `run ${run.id} succeeded${typeof answer === 'string' ? `: ${answer}` : ''}`;
   }
   const step = run.error?.step != null ? ` at step ${run.error.step}` : '';
-  return `run ${run.id} ${run.status}${run.error ? ` ${run.error.code}${step}` : ''}`;
+  // A cancelled run's error code is `cancelled`: the status says it once.
+  const code = run.error && run.error.code !== run.status ? ` ${run.error.code}` : '';
+  return `run ${run.id} ${run.status}${code}${step}`;
 }
 
 export function runSummaryLine(run: Run): string {

@@ -1,10 +1,12 @@
 import { Command, CommanderError } from 'commander';
 import { LeaseholdApi } from './api.js';
+import { registerAgentCommands } from './commands/agents.js';
 import { registerApprovalCommands } from './commands/approvals.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerProfileCommands } from './commands/profiles.js';
 import { registerRunCommands } from './commands/runs.js';
 import { registerScheduleCommands } from './commands/schedules.js';
+import { registerSessionCommands } from './commands/sessions.js';
 import { CliError, EXIT_CODES, type ExitCode, UsageError } from './errors.js';
 import { streamOutput } from './output.js';
 import type { SessionOf } from './session.js';
@@ -18,6 +20,8 @@ export interface CliContext {
   env: { apiUrl?: string | undefined; apiKey?: string | undefined };
   stdout: { write(text: string): unknown };
   stderr: { write(text: string): unknown };
+  /** What `--version` prints (main.ts reads it from package.json). */
+  version?: string;
 }
 
 interface GlobalOptions {
@@ -38,6 +42,7 @@ function buildProgram(context: CliContext, exit: { code: ExitCode }): Command {
     .option('--api-url <url>', 'the API (env LEASEHOLD_API_URL)')
     .option('--api-key <key>', 'an API key, lhk_… (env LEASEHOLD_API_KEY)')
     .option('--json', "print the API's JSON (runs watch: one event a line)")
+    .version(context.version ?? 'unknown', '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({
       writeOut: (text) => void context.stdout.write(text),
@@ -65,6 +70,8 @@ function buildProgram(context: CliContext, exit: { code: ExitCode }): Command {
   registerProfileCommands(program, sessionOf);
   registerKeyCommands(program, sessionOf);
   registerScheduleCommands(program, sessionOf);
+  registerSessionCommands(program, sessionOf);
+  registerAgentCommands(program, sessionOf);
   return program;
 }
 

@@ -54,6 +54,12 @@ function eventLine(event: RunEvent): string | null {
       return `grant ${data.grant_id} used ${data.used}/${data.max_actions}`;
     case 'run.waiting':
       return `run waiting for ${data.waiting_for ?? 'its turn'}${typeof data.holder_run_id === 'string' ? ` (behind ${data.holder_run_id})` : ''}`;
+    // A step run again after its approval: its start was said, and its end will be.
+    case 'step.resumed':
+    // The run's end is said once, by the last line, with its answer or error.
+    case 'run.succeeded':
+    case 'run.failed':
+    case 'run.cancelled':
     case 'tool.acquire_attempt':
     case 'message':
       return null;
@@ -71,6 +77,8 @@ export async function watchRun(api: LeaseholdApi, runId: string, output: Output)
   let lastEventId: string | undefined;
   let lastProgress = '';
   let breaks = 0;
+  // A step's start is printed once, whatever the stream repeats (an API before steps said resumed).
+  const started = new Set<string>();
   const showProgress = (run: Run) => {
     const line = progressLine(run);
     if (output.json || line === lastProgress) return;
@@ -88,7 +96,8 @@ export async function watchRun(api: LeaseholdApi, runId: string, output: Output)
         if (message.id) lastEventId = message.id;
         const event = JSON.parse(message.data) as RunEvent;
         if (output.json) output.line(jsonLine(event));
-        else {
+        else if (event.type !== 'step.started' || !started.has(String(event.data.step_id))) {
+          if (event.type === 'step.started') started.add(String(event.data.step_id));
           const line = eventLine(event);
           if (line) output.line(line);
         }

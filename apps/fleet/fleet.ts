@@ -9,6 +9,7 @@ import type { RunStore } from '../../libs/store/index.js';
 import { createMetrics, type Logger, type Metrics, unserved } from '../../libs/telemetry/index.js';
 import { DEFAULT_REDIS_URL, describeTarget, type RedisTarget, redisAnswers } from '../../queues/index.js';
 import { startApi } from '../api/server.js';
+import type { BrowserWorkerHandle } from '../browser-worker/handle.js';
 import { startBrowserWorker } from '../browser-worker/service.js';
 import { startRunWorker } from '../run-worker/run-worker.js';
 import { startSweeper } from '../sweeper/sweeper.js';
@@ -44,7 +45,8 @@ export interface FleetHandle {
   roles: {
     runWorker: { close(): Promise<void> };
     api: { app: FastifyInstance };
-    browserWorker: { app: FastifyInstance };
+    /** Its warm pool too: a test waits for a warm context before it changes the profile. */
+    browserWorker: Pick<BrowserWorkerHandle, 'app' | 'warmPool'>;
   };
   /** The run store the API writes (tests make keys of other tenants with it). */
   store: RunStore;

@@ -39,7 +39,11 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
-    patch?: never;
+    /**
+     * Change some of an agent's definition: a new version; sessions made before keep theirs
+     * @description The fields given replace those of its latest version; metadata is merged key by key (null removes a key). metadata.browser_task_limits is reserved (422).
+     */
+    patch: operations['changeAgent'];
     trace?: never;
   };
   '/v1/api-keys': {
@@ -180,10 +184,18 @@ export interface paths {
     get: operations['getProfile'];
     put?: never;
     post?: never;
-    delete?: never;
+    /**
+     * Delete a profile and its sealed state
+     * @description Refused 409, naming the run, while a run that has not ended is bound to the profile, holds its lease or waits for it. An admin key, or a key of the profile's principal.
+     */
+    delete: operations['deleteProfile'];
     options?: never;
     head?: never;
-    patch?: never;
+    /**
+     * Change a profile's settings; leases acquired after the change use them
+     * @description The settings given replace the profile's; the others stay. A lease live now keeps the settings it was acquired with. An admin key, or a key of the profile's principal.
+     */
+    patch: operations['changeProfile'];
     trace?: never;
   };
   '/v1/runs': {
@@ -448,7 +460,11 @@ export interface paths {
     get: operations['getSession'];
     put?: never;
     post?: never;
-    delete?: never;
+    /**
+     * Delete a session; its runs stay readable until their retention ends
+     * @description Refused 409, naming the run, while one of its runs has not ended.
+     */
+    delete: operations['deleteSession'];
     options?: never;
     head?: never;
     patch?: never;
@@ -619,6 +635,27 @@ export interface components {
         duration_ms: number;
         max_actions: number;
       };
+    };
+    ChangeAgentInput: {
+      instructions?: string;
+      limits?: {
+        max_cost_micro_usd?: number;
+        max_model_calls?: number;
+        max_steps?: number;
+        max_tool_calls?: number;
+      };
+      metadata?: {
+        [key: string]: components['schemas']['JsonValueInput'];
+      };
+      model?: string;
+      tools?: string[];
+    };
+    ChangeProfileInput: {
+      allowed_origins?: string[];
+      frame_origins?: string[];
+      protected?: boolean;
+      /** @enum {string} */
+      subresources?: 'any' | 'allowed_origins';
     };
     CreateApiKeyInput: {
       principal: string;
@@ -1407,6 +1444,109 @@ export interface operations {
          *     }
          */
         'application/json': components['schemas']['AgentDefinitionInput'];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AgentVersion'];
+        };
+      };
+      /** @description Bad request: not JSON, or a query value out of its range */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body over 64 KiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  changeAgent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "instructions": "Work the page with the browser tools; answer with what you found, in one line."
+         *     }
+         */
+        'application/json': components['schemas']['ChangeAgentInput'];
       };
     };
     responses: {
@@ -2289,6 +2429,213 @@ export interface operations {
       };
       /** @description Not found (another tenant’s record is not found either) */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  deleteProfile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Done; no body */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  changeProfile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "allowed_origins": [
+         *         "https://shop.example",
+         *         "https://checkout.shop.example"
+         *       ]
+         *     }
+         */
+        'application/json': components['schemas']['ChangeProfileInput'];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Profile'];
+        };
+      };
+      /** @description Bad request: not JSON, or a query value out of its range */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body over 64 KiB */
+      413: {
         headers: {
           [name: string]: unknown;
         };
@@ -3839,6 +4186,89 @@ export interface operations {
       };
       /** @description Not found (another tenant’s record is not found either) */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  deleteSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Done; no body */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
         headers: {
           [name: string]: unknown;
         };

@@ -124,6 +124,25 @@ export const sealFaultSchema = z.object({
 });
 export type SealFault = z.output<typeof sealFaultSchema>;
 
+/**
+ * A change of a profile's settings: the fields given replace the profile's, the others stay. Its
+ * id, tenant and principal never change.
+ */
+export const changeProfileSchema = z
+  .strictObject({
+    allowed_origins: z
+      .array(z.string().max(2_048))
+      .min(1)
+      .max(MAX_PROFILE_ORIGINS)
+      .pipe(originListSchema)
+      .optional(),
+    frame_origins: originListSchema.optional(),
+    subresources: subresourcePolicySchema.optional(),
+    protected: z.boolean().optional(),
+  })
+  .refine((change) => Object.keys(change).length > 0, { message: 'name at least one setting to change' });
+export type ChangeProfile = z.output<typeof changeProfileSchema>;
+
 /** A profile as routes show it: never its sealed state. */
 export interface ProfileView {
   id: string;

@@ -263,6 +263,8 @@ export const RUN_EVENT_TYPES = [
   // /v1/runs/{id}/steps` has the whole of it.
   'step.started',
   'step.ended',
+  /** A step run again by a later execution (a call let through by its approval). */
+  'step.resumed',
   /** A failed acquisition attempt (ADR-0177): codes and numbers only, never page content. */
   'tool.acquire_attempt',
   'message',

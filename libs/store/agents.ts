@@ -10,6 +10,7 @@ import {
   type SessionView,
   sessionViewSchema,
 } from '../contracts/index.js';
+import { activeRunOf } from './active-runs.js';
 import type { RunStoreContext } from './run-keys.js';
 
 /**
@@ -159,4 +160,22 @@ export async function getSession(
     output_schema: fields.output_schema ? JSON.parse(fields.output_schema) : null,
     created_at_ms: Number(fields.created_at),
   });
+}
+
+export type DeleteSessionOutcome = { status: 'deleted' | 'not_found' } | { status: 'active'; runId: string };
+
+/**
+ * Deletes the tenant's session unless one of its runs has not ended. Its runs and their index stay
+ * (they expire with their retention); a run submitted to it afterwards finds no session.
+ */
+export async function deleteSession(
+  context: RunStoreContext,
+  tenant: string,
+  sessionId: string,
+): Promise<DeleteSessionOutcome> {
+  if (!(await getSession(context, tenant, sessionId))) return { status: 'not_found' };
+  const runId = await activeRunOf(context, { tenant, sessionId });
+  if (runId) return { status: 'active', runId };
+  await context.redis.del(context.keys.session(sessionId));
+  return { status: 'deleted' };
 }

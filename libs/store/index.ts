@@ -1,10 +1,15 @@
-export { agentVersionOf, type NewSession, type PutAgentOutcome } from './agents.js';
+export {
+  agentVersionOf,
+  type DeleteSessionOutcome,
+  type NewSession,
+  type PutAgentOutcome,
+} from './agents.js';
 export type { ApiKeyRefusal, IssuedApiKey, NewApiKey } from './api-keys.js';
 export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';
 export { FollowUpIndex, type OwedFollowUp } from './follow-ups.js';
 export { AgentVersionCache, SessionCache } from './immutable-caches.js';
 export { LeaderLock } from './leader-lock.js';
-export { RedisLeaseStore } from './lease-store.js';
+export { type DeleteProfileOutcome, type ProfileChange, RedisLeaseStore } from './lease-store.js';
 export type { InvocationRecord, LedgerOutcome } from './ledger.js';
 export {
   type McpSessionSlot,

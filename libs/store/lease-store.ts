@@ -26,6 +26,13 @@ import { readSealedRunSecrets } from './run-secrets.js';
 import { withScripts } from './scripts.js';
 import { slotBatch } from './slot-batch.js';
 
+/** What a profile's change may set: the settings given, the others kept. */
+export type ProfileChange = Partial<
+  Pick<CreateProfile, 'allowed_origins' | 'frame_origins' | 'subresources' | 'protected'>
+>;
+
+export type DeleteProfileOutcome = { status: 'deleted' | 'not_found' } | { status: 'held'; runId: string };
+
 /** How long a closed lease's record is kept, so late calls read `lease_expired`. */
 const CLOSED_RETENTION_MS = 24 * 3600_000;
 /** How long an idempotency record answers replays. */
@@ -102,6 +109,54 @@ export class RedisLeaseStore implements LeaseStore {
       profile.subresources,
     );
     return created === 1;
+  }
+
+  /**
+   * Changes the settings given; answers the profile as it is now, or undefined when the tenant has
+   * no such profile. Leases acquired after read the new settings; a live one keeps its own.
+   */
+  async updateProfile(
+    profile: ProfileRef,
+    change: ProfileChange,
+    nowMs: number,
+  ): Promise<ProfileSettings | undefined> {
+    const fields: Array<string | number> = [];
+    if (change.allowed_origins) fields.push('origins', JSON.stringify(change.allowed_origins));
+    if (change.frame_origins) fields.push('frame_origins', JSON.stringify(change.frame_origins));
+    if (change.subresources) fields.push('subresources', change.subresources);
+    if (change.protected !== undefined) fields.push('protected', change.protected ? 1 : 0);
+    const changed = await this.#redis.updateProfile(
+      this.#profileKey(profile),
+      profile.tenant,
+      nowMs,
+      ...fields,
+    );
+    return changed === 1 ? this.profileSettings(profile) : undefined;
+  }
+
+  /**
+   * Deletes the profile with its sealed state, unless a run holds its lease or is in its line
+   * (that run is named). The indexes are cleaned after the record is gone: a reader skips an entry
+   * without a record, so a crash in between leaves nothing a reader sees.
+   */
+  async deleteProfile(profile: ProfileRef): Promise<DeleteProfileOutcome> {
+    const [status, runId] = await this.#redis.deleteProfile(
+      this.#profileKey(profile),
+      this.#liveKey(profile),
+      `${this.#profileTag(profile)}:turns`,
+      this.#leasePrefix(profile),
+      profile.tenant,
+    );
+    if (status === 'held') return { status, runId: String(runId ?? '') };
+    if (status === 'not_found') return { status };
+    if (status !== 'deleted') throw new Error(`deleteProfile answered ${String(status)}`);
+    failOnError(
+      await slotBatch(this.#redis)
+        .srem(this.#tenantProfilesKey(profile.tenant), profile.id)
+        .srem(this.#profilesKey(), profileLabel(profile))
+        .exec(),
+    );
+    return { status };
   }
 
   async getProfile(profile: ProfileRef): Promise<StoredProfile | undefined> {
@@ -432,21 +487,25 @@ const SETTINGS_FIELDS = [
   'created_at',
   'seal_gen',
   'seal_fault',
+  'settings_gen',
 ] as const;
 
 /** What a created lease answers of its profile: its settings, never the sealed state. */
 const PROFILE_FIELDS = SETTINGS_FIELDS;
 
 /** The fields a seal version is made of (see `sealVersionOf`). */
-const SEAL_VERSION_FIELDS = ['created_at', 'seal_gen', 'sealed_at'] as const;
+const SEAL_VERSION_FIELDS = ['created_at', 'seal_gen', 'sealed_at', 'settings_gen'] as const;
 
 /**
  * Issue 18: the version of a profile's sealed state. `seal_gen` counts seals (finishClose); the
  * seal time and the profile's creation time are part of it too, so a seal written without the count
  * (an older worker during a rolling update) or a profile made again under the same id still differ.
+ * A change of the profile's settings (`settings_gen`) makes a new version too: a context is warmed
+ * with its profile's origins, so one warmed before a change must not serve a lease after it.
  */
 function sealVersionOf(fields: Record<string, string>): string {
-  return `${fields.created_at ?? ''}.${fields.seal_gen ?? '0'}.${fields.sealed_at ?? ''}`;
+  const settings = fields.settings_gen ? `.s${fields.settings_gen}` : '';
+  return `${fields.created_at ?? ''}.${fields.seal_gen ?? '0'}.${fields.sealed_at ?? ''}${settings}`;
 }
 
 function fieldsOf(

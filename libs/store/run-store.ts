@@ -18,8 +18,11 @@ import type {
   SessionView,
   UnverifiedError,
 } from '../contracts/index.js';
+import { activeRunOf } from './active-runs.js';
 import {
   createSession,
+  type DeleteSessionOutcome,
+  deleteSession,
   getAgent,
   getAgentVersion,
   getSession,
@@ -211,6 +214,14 @@ export class RunStore {
   }
   getSession(tenant: string, sessionId: string): Promise<SessionView | undefined> {
     return getSession(this.#context, tenant, sessionId);
+  }
+  /** Deletes the tenant's session unless one of its runs has not ended (that run is named). */
+  deleteSession(tenant: string, sessionId: string): Promise<DeleteSessionOutcome> {
+    return deleteSession(this.#context, tenant, sessionId);
+  }
+  /** A run of the tenant's bound to the profile that has not ended, if any (deleting it waits for it). */
+  activeRunOnProfile(tenant: string, profileId: string): Promise<string | undefined> {
+    return activeRunOf(this.#context, { tenant, profileId });
   }
 
   // Runs: submission and reads

@@ -19,6 +19,14 @@ export interface ScriptCommands {
   acquireOrRenewLock(lockKey: string, token: string, ttlMs: number): Promise<number>;
   releaseLock(lockKey: string, token: string): Promise<number>;
   createProfile(profileKey: string, ...argv: Arg[]): Promise<number>;
+  updateProfile(profileKey: string, ...argv: Arg[]): Promise<number>;
+  deleteProfile(
+    profileKey: string,
+    liveKey: string,
+    turnsKey: string,
+    leasePrefix: string,
+    ...argv: Arg[]
+  ): Promise<[string, string?]>;
   addApiKey(tenantKeysKey: string, keyId: string, keyHash: string, maxPerTenant: number): Promise<number>;
   decideScheduleFire(scheduleKey: string, firesKey: string, ...argv: Arg[]): Promise<number>;
   acquireLease(

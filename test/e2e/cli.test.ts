@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -190,6 +190,13 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     expect(watched.stdout).toMatch(/approval .*requested/);
     expect(watched.stdout).toMatch(/tool calls \d+\/\d+/);
     expect(watched.stdout).toMatch(/succeeded/);
+    // Each step printed once though the click parked and resumed; the end once, last.
+    const printed = watched.stdout.trimEnd().split('\n');
+    const stepLines = printed.filter((line) => /^step \S+ (browser|model)/.test(line));
+    expect(stepLines.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(stepLines).size).toBe(stepLines.length);
+    expect(printed.at(-1)).toMatch(new RegExp(`^run ${runId} succeeded`));
+    expect(printed.filter((line) => /succeeded/.test(line))).toHaveLength(1);
     expect(purchases).toBe(1);
 
     const run = await cliJson(['runs', 'get', runId]);
@@ -252,6 +259,10 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     const watched = await cli(['runs', 'watch', first.id]);
     expect(watched.code).toBe(3);
     expect(watched.stdout + watched.stderr).toMatch(/cancelled/);
+    // The status said once, by the last line.
+    const cancelledLines = watched.stdout.trimEnd().split('\n');
+    expect(cancelledLines.at(-1)).toBe(`run ${first.id} cancelled`);
+    expect(cancelledLines.filter((line) => /cancelled/.test(line))).toHaveLength(1);
 
     const second = await cliJson([
       'runs',
@@ -362,6 +373,14 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     const noInput = await cli(['runs', 'submit', '--profile', 'cli-shop']);
     expect(noInput.code).toBe(2);
     expect(noInput.stderr).toMatch(/--input/);
+    const version = await cli(['--version']);
+    const manifest = JSON.parse(
+      await readFile(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8'),
+    );
+    expect({ code: version.code, stdout: version.stdout }).toEqual({
+      code: 0,
+      stdout: `${manifest.version}\n`,
+    });
     expect((await cli(['runs', 'frobnicate'])).code).toBe(2);
     expect((await cli(['runs', 'list', '--bogus'])).code).toBe(2);
     const badScript = await cli([
@@ -390,5 +409,71 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     const unreachable = await cli(['runs', 'list', '--api-url', closedUrl]);
     expect(unreachable.code).toBe(4);
     expect(unreachable.stderr).toMatch(/^error connection_failed: no answer from .*ECONNREFUSED/);
+  });
+
+  it("changes a profile's origins, which the next run follows, and refuses to delete it while a run holds it", async () => {
+    const other = createServer((_request, response) => {
+      response.setHeader('content-type', 'text/html');
+      response.end('<!doctype html><title>Other</title><h1>Other shop</h1>');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const otherOrigin = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      await newProfile('cli-moving');
+      const changed = await cliJson(['profiles', 'update', 'cli-moving', '--origin', otherOrigin]);
+      expect(changed).toMatchObject({ id: 'cli-moving', allowed_origins: [otherOrigin] });
+      expect((await cli(['profiles', 'update', 'cli-moving'])).code).toBe(2);
+
+      const navigate = async (url: string) => {
+        const run = await cliJson([
+          'runs',
+          'submit',
+          '--profile',
+          'cli-moving',
+          '--input',
+          `go to ${url}`,
+          '--script',
+          JSON.stringify({ steps: [{ tool: 'browser.navigate', url }], answer: 'there' }),
+        ]);
+        return (await cli(['runs', 'watch', run.id])).code;
+      };
+      expect(await navigate(`${otherOrigin}/`)).toBe(0);
+      expect(await navigate(`${origin}/`)).toBe(1);
+
+      const held = await cliJson([
+        'runs',
+        'submit',
+        '--profile',
+        'cli-moving',
+        '--input',
+        'buy there',
+        '--script',
+        JSON.stringify({
+          steps: [
+            { tool: 'browser.navigate', url: `${otherOrigin}/` },
+            { tool: 'browser.act', target: { role: 'heading', name: 'Other shop' }, action: 'click' },
+          ],
+          answer: 'done',
+        }),
+      ]);
+      await parkedApproval(held.id);
+      const refused = await cli(['profiles', 'delete', 'cli-moving']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(new RegExp(`^error conflict: .*${held.id}`));
+
+      await cliJson(['runs', 'cancel', held.id]);
+      const deleted = await eventually(
+        () => cli(['profiles', 'delete', 'cli-moving']),
+        (result) => result.code === 0,
+        30_000,
+        200,
+      );
+      expect(deleted.stdout).toBe('profile cli-moving deleted\n');
+      expect((await cliJson(['profiles', 'list'])).profiles.map((p: { id: string }) => p.id)).not.toContain(
+        'cli-moving',
+      );
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
   });
 });

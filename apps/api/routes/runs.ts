@@ -11,7 +11,7 @@ import {
 } from '../../../libs/contracts/index.js';
 import { runDetailSchema, runEventStreamSchema } from '../../../libs/contracts/rest-views.js';
 import { scriptSchema, selectRunLimits } from '../../../libs/runtime/index.js';
-import { AgentVersionCache, isEventId, SessionCache } from '../../../libs/store/index.js';
+import { AgentVersionCache, isEventId } from '../../../libs/store/index.js';
 import { authenticate, identityOf } from '../auth.js';
 import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { sealedSubmission } from './run-secrets.js';
@@ -49,7 +49,6 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
   const app = typed(root);
   const { store, lifecycle } = deps;
   const agentVersions = new AgentVersionCache(store);
-  const sessions = new SessionCache(store);
 
   app.post(
     '/v1/sessions/:id/runs',
@@ -70,7 +69,8 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
     async (request, reply) => {
       const identity = identityOf(request);
       const idempotencyKey = request.headers['idempotency-key'];
-      const session = await sessions.get(identity.tenant, request.params.id);
+      // Read each time, not cached: a session may be deleted.
+      const session = await store.getSession(identity.tenant, request.params.id);
       if (!session) throw new ApiError('not_found', `session ${request.params.id} not found`);
       const agent = await agentVersions.get(identity.tenant, session.agent_id, session.agent_version);
       if (!agent) throw new ApiError('not_found', `agent version ${session.agent_version} not found`);

@@ -87,4 +87,29 @@ export function registerSessionRoutes(root: FastifyInstance, deps: V1Dependencie
       return session;
     },
   );
+  app.delete(
+    '/v1/sessions/:id',
+    {
+      schema: {
+        tags: ['sessions'],
+        operationId: 'deleteSession',
+        summary: 'Delete a session; its runs stay readable until their retention ends',
+        description: 'Refused 409, naming the run, while one of its runs has not ended.',
+        params: idParams,
+        response: answers({ 204: z.undefined() }, 404, 409, 422),
+      },
+      preHandler: authenticate(store, 'runs:write'),
+    },
+    async (request, reply) => {
+      const outcome = await store.deleteSession(identityOf(request).tenant, request.params.id);
+      if (outcome.status === 'not_found')
+        throw new ApiError('not_found', `session ${request.params.id} not found`);
+      if (outcome.status === 'active')
+        throw new ApiError(
+          'conflict',
+          `session ${request.params.id} has run ${outcome.runId} not ended; delete it once that run has ended`,
+        );
+      return reply.code(204).send();
+    },
+  );
 }

@@ -5,6 +5,10 @@
   `started_at_ms`. An ended step is final: a later write of it changes nothing (a call replayed by
   a resumed execution keeps the record its first execution wrote, screenshot and duration included).
 
+  Each step says so once: `step.started` when it is first written, `step.ended` when it ends, and
+  `step.resumed` when a later execution runs it again (a call let through by its approval). The
+  mark of a call parked on its approval says nothing (`approval.requested` says it).
+
   Written by the run's owner while it runs (a worker that lost the run writes nothing), except the
   mark of a call parked on its approval: the park has cleared the owner, so that write is let in
   only while the run is `parked` on that very approval, still pending, of that invocation.
@@ -52,6 +56,8 @@ end
 
 local stored = redis.call("HGET", KEYS[3], ARGV[2])
 local seq, startedAt
+local event = "step.started"
+if status == "ended" then event = "step.ended" end
 if stored then
   local storedSeq, storedStart, storedStatus = string.match(stored, '^(%d+) (%d+) ([a-z_]+)\n')
   if not storedSeq then
@@ -61,12 +67,13 @@ if stored then
   end
   if storedStatus == "ended" or ARGV[6] == "1" then return {"unchanged", tonumber(storedSeq)} end
   seq, startedAt = storedSeq, storedStart
+  if status == "waiting_approval" then event = nil
+  elseif status == "started" then event = "step.resumed" end
 else
   seq = tostring(redis.call("RPUSH", KEYS[4], ARGV[2]))
   startedAt = ARGV[4]
 end
 
 redis.call("HSET", KEYS[3], ARGV[2], seq .. " " .. startedAt .. " " .. status .. "\n" .. ARGV[5])
-local data = cjson.decode(ARGV[9])
-emit(status == "ended" and "step.ended" or "step.started", tonumber(ARGV[10]), data)
+if event then emit(event, tonumber(ARGV[10]), cjson.decode(ARGV[9])) end
 return {"ok", tonumber(seq)}
