@@ -5,7 +5,7 @@ import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/inde
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { EgressGuard } from '../../libs/egress/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
-import { RedisLeaseStore, RunStore, UiSessions } from '../../libs/store/index.js';
+import { BrowserWorkerRegistry, RedisLeaseStore, RunStore, UiSessions } from '../../libs/store/index.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import {
   AddressBudget,
@@ -138,6 +138,15 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     webhooks,
     artifacts,
     metrics,
+    live: {
+      relay: {
+        leases: profiles,
+        workers: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
+        dataPlaneToken: config.secrets.dataPlaneToken,
+      },
+      sessions: uiSessions,
+      origins,
+    },
   };
   registerV1Routes(app, v1);
   // Issue 16: the MCP server at /mcp, its tools calling the routes above as their caller.
