@@ -599,6 +599,13 @@ export interface components {
       id: string;
       principal: string;
       protected: boolean;
+      seal_fault: {
+        at_ms: number;
+        /** @enum {string} */
+        code: 'seal_key_mismatch' | 'profile_unreadable';
+        message: string;
+        worker_id: string;
+      } | null;
       sealed: boolean;
       /** @enum {string} */
       subresources: 'any' | 'allowed_origins';
@@ -679,6 +686,13 @@ export interface components {
       frame_origins: string[];
       id: string;
       protected: boolean;
+      seal_fault: {
+        at_ms: number;
+        /** @enum {string} */
+        code: 'seal_key_mismatch' | 'profile_unreadable';
+        message: string;
+        worker_id: string;
+      } | null;
       sealed: boolean;
       /** @enum {string} */
       subresources: 'any' | 'allowed_origins';
@@ -721,7 +735,9 @@ export interface components {
           | 'invalid_arguments'
           | 'navigation_failed'
           | 'secret_not_allowed'
-          | 'person_in_control';
+          | 'person_in_control'
+          | 'seal_key_mismatch'
+          | 'profile_unreadable';
         message: string;
         step: number | null;
       } | null;
@@ -807,7 +823,9 @@ export interface components {
           | 'invalid_arguments'
           | 'navigation_failed'
           | 'secret_not_allowed'
-          | 'person_in_control';
+          | 'person_in_control'
+          | 'seal_key_mismatch'
+          | 'profile_unreadable';
         message: string;
         step: number | null;
       } | null;

@@ -16,6 +16,8 @@ export const TOOL_ERROR_CODES = [
   'navigation_failed',
   'secret_not_allowed',
   'person_in_control',
+  'seal_key_mismatch',
+  'profile_unreadable',
 ] as const;
 export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
 
@@ -93,6 +95,11 @@ export const RUN_ERROR_TABLE = {
   secret_not_allowed: { outcome: 'tool_result', httpStatus: 409 },
   // A person holds the page (a takeover): refused before dispatch; the run waits for the hand-back.
   person_in_control: { outcome: 'tool_result', httpStatus: 409 },
+  // The profile's sealed state names a key the browser worker does not hold: no call of this run,
+  // and no other attempt, opens it (ADR-0177's permanent refusal). The worker's keys must change.
+  seal_key_mismatch: { outcome: 'fails_run', httpStatus: 409 },
+  // The state does not open with the very key that sealed it: damaged, or not this profile's.
+  profile_unreadable: { outcome: 'fails_run', httpStatus: 409 },
 } as const satisfies Record<RunErrorCode, { outcome: RunOutcome; httpStatus: number | null }>;
 
 export function isRunErrorCode(code: string): code is RunErrorCode {

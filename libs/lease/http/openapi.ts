@@ -145,6 +145,10 @@ const EXAMPLE_MESSAGES: Readonly<Record<DataPlaneAnsweredErrorCode, string>> = {
   secret_not_allowed: 'secret pw is for password, one-time-code, username or email fields only',
   person_in_control: 'a person holds the page of lease lse_0123456789; the agent waits for the hand-back',
   person_not_in_control: 'principal:alice does not hold the page of lease lse_0123456789',
+  seal_key_mismatch:
+    'profile acme/shop was sealed with key 3f9c0a1b2c3d4e5f; browser worker browser-2 holds 0a1b2c3d4e5f6071',
+  profile_unreadable:
+    "profile acme/shop's sealed state does not open with key 3f9c0a1b2c3d4e5f, the key that sealed it",
   outcome_unknown: 'the action was dispatched and no answer came',
   navigation_failed: 'the navigation never reached a server: net::ERR_NAME_NOT_RESOLVED',
   provider_unavailable: 'the browser context could not be created',
