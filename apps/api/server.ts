@@ -5,7 +5,14 @@ import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/inde
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { EgressGuard } from '../../libs/egress/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
-import { BrowserWorkerRegistry, RedisLeaseStore, RunStore, UiSessions } from '../../libs/store/index.js';
+import {
+  BrowserWorkerRegistry,
+  ProfileSignIns,
+  ProfileTurns,
+  RedisLeaseStore,
+  RunStore,
+  UiSessions,
+} from '../../libs/store/index.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import {
   AddressBudget,
@@ -124,6 +131,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const webhooks = new WebhookStore(redis, config.redis.keyPrefix);
   // DESIGN §12: profiles' literal origins are judged at creation by the one address guard.
   const egress = new EgressGuard(config.egress);
+  const workers = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
   const v1 = {
     config,
     egress,
@@ -141,11 +149,17 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     live: {
       relay: {
         leases: profiles,
-        workers: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
+        workers,
         dataPlaneToken: config.secrets.dataPlaneToken,
       },
       sessions: uiSessions,
       origins,
+    },
+    profileSignIns: {
+      records: new ProfileSignIns(redis, config.redis.keyPrefix),
+      turns: new ProfileTurns(redis, config.redis.keyPrefix),
+      workers,
+      leaseMs: config.api.profileSignInLeaseMs,
     },
   };
   registerV1Routes(app, v1);

@@ -10,6 +10,7 @@ import { registerApiKeyRoutes } from './api-keys.js';
 import { registerApprovalRoutes } from './approvals.js';
 import { registerArtifactRoutes } from './artifacts.js';
 import { registerLiveRoutes } from './live.js';
+import { registerProfileSignInRoutes } from './profile-sign-ins.js';
 import { registerProfileRoutes } from './profiles.js';
 import { registerRunStepRoutes } from './run-steps.js';
 import { registerRunRoutes } from './runs.js';
@@ -31,6 +32,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerRunRoutes(app, deps);
   registerRunStepRoutes(app, deps);
   registerLiveRoutes(app, deps);
+  registerProfileSignInRoutes(app, deps);
   registerArtifactRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerApiKeyRoutes(app, deps);

@@ -122,14 +122,14 @@ export function registerLiveRoutes(root: FastifyInstance, deps: V1Dependencies):
  * A stream opened with the session cookie must come from one of the API's own pages: a cookie
  * rides along with a request any site makes the browser send.
  */
-function refuseForeignPage(request: FastifyRequest, origins: ApiOrigins | undefined): void {
+export function refuseForeignPage(request: FastifyRequest, origins: ApiOrigins | undefined): void {
   if (!request.uiSession || !origins) return;
   if (!sentFromOwnPage(request.headers, origins))
     throw new ApiError('forbidden', "the live view opens only from the API's own pages");
 }
 
 /** Whether the key or session the stream was opened with still stands (read afresh). */
-function stillAllowed(request: FastifyRequest, deps: V1Dependencies): () => Promise<boolean> {
+export function stillAllowed(request: FastifyRequest, deps: V1Dependencies): () => Promise<boolean> {
   const keyId = identityOf(request).key_id;
   const sessionId = request.uiSession ? sessionIdOf(request.headers.cookie) : undefined;
   const header = request.headers.authorization ?? '';
