@@ -161,6 +161,10 @@ export const LIVE_VIEW_SCRIPT = `
     const slot = next.querySelector('#live-view');
     if (kept && slot && kept.dataset.stream === slot.dataset.stream) {
       kept.dataset.waiting = slot.dataset.waiting;
+      // The stream and its canvas stay; the newest screenshot beneath them is the server's.
+      const fallback = kept.querySelector('.live-fallback');
+      const fresh = slot.querySelector('.live-fallback');
+      if (fallback && fresh) fallback.replaceChildren(...fresh.childNodes);
       slot.replaceWith(kept);
     }
   }
