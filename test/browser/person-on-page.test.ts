@@ -225,6 +225,24 @@ describe('a person on the page (data plane)', () => {
     expect(renewed.body.until_ms - renewed.body.since_ms).toBe(120_000);
   });
 
+  it('refuses input past 200 events a second on a lease, whole batches at a time', async () => {
+    const lease = await leaseOnForm('run_rate');
+    await worker.call('POST', `${lease.path}/person-control`, { body: { holder, seconds: 60 } });
+    const batch = Array.from(
+      { length: 50 },
+      (): PersonInputEvent => ({ type: 'mouse', action: 'move', x: 5, y: 5 }),
+    );
+    const answers = await Promise.all(
+      // Twelve batches at once: even spread over a second and more by a loaded machine, they outrun it.
+      Array.from({ length: 12 }, () =>
+        worker.call('POST', `${lease.path}/input`, { body: { holder, events: batch } }),
+      ),
+    );
+    const statuses = answers.map((answer) => answer.status).sort();
+    expect(statuses).toContain(429);
+    expect(answers.find((answer) => answer.status === 429)?.body.error.code).toBe('rate_limited');
+  });
+
   it("answers 404 for the lease under another tenant's path, on every person route", async () => {
     const lease = await leaseOnForm('run_tenant');
     const foreign = lease.path.replace('/tenants/t1/', '/tenants/t2/');

@@ -1,11 +1,15 @@
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { DataPlaneClient, type LeaseRef } from '../../libs/provider/index.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
+import { launchTestBrowser } from '../fixtures/chromium.js';
 import { EventStreamReader, type StreamEvent } from '../fixtures/event-stream.js';
+import { eventually } from '../fixtures/eventually.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
@@ -20,30 +24,35 @@ describe("a run's live page through the API", { timeout: 120_000 }, () => {
   let site: Server;
   let origin: string;
   let redis: Redis;
+  let browser: Browser;
+  /** Every path the site was asked for: the page reports what is typed into its field. */
+  const typed: string[] = [];
   const { call, waitForStatus } = restClient(
     () => fleet.urls.api,
     () => fleet.apiKey,
   );
 
   beforeAll(async () => {
-    site = createServer((_request, response) => {
+    site = createServer((request, response) => {
+      typed.push(request.url ?? '/');
       response.setHeader('content-type', 'text/html');
       response.end(
         `<!doctype html><title>Sign in</title>
          <input aria-label="User" style="position:fixed;left:0;top:0;width:300px;height:40px"
-           oninput="document.getElementById('echo').textContent = 'typed ' + this.value">
+           oninput="document.getElementById('echo').textContent = 'typed ' + this.value; fetch('/typed?v=' + encodeURIComponent(this.value))">
          <p id="echo" style="position:fixed;top:60px">nothing typed</p>
          <button style="position:fixed;top:120px">Continue</button>`,
       );
     });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
     origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
-    fleet = await startTestFleet(uniquePrefix('live-view'));
+    [fleet, browser] = await Promise.all([startTestFleet(uniquePrefix('live-view')), launchTestBrowser()]);
     redis = new Redis(testRedisUrl());
   });
 
   afterAll(async () => {
     redis?.disconnect();
+    await browser?.close();
     await fleet?.close();
     await new Promise((resolve) => site?.close(resolve));
   });
@@ -166,5 +175,52 @@ describe("a run's live page through the API", { timeout: 120_000 }, () => {
     expect((await call('DELETE', `/v1/api-keys/${made.body.key_id}`)).status).toBeLessThan(300);
     await stream.untilEnded(20_000);
     expect(stream.ended).toBe(true);
+  });
+
+  it("shows the page live on the run page in Chromium, and sends the holder's typing to it", async () => {
+    const { runId, profileId } = await parkedRun();
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await context.newPage();
+    const base = fleet.urls.api.replace(/\/v1$/, '');
+    await page.goto(`${base}/runs`);
+    await page.getByLabel('API key').fill(fleet.apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${base}/runs`);
+    await page.goto(`${base}/runs/${runId}`);
+
+    const canvas = page.locator('#live-view canvas');
+    await expect.poll(() => canvas.getAttribute('data-frames'), { timeout: 20_000 }).not.toBeNull();
+    await expect
+      .poll(() => page.locator('#live-view .live-url').textContent(), { timeout: 20_000 })
+      .toBe(`${origin}/signin`);
+    await expect
+      .poll(() => page.locator('#live-view .live-state').textContent(), { timeout: 20_000 })
+      .toBe('waiting for you');
+
+    const { client, lease } = await runLease(profileId);
+    await client.startPersonControl(lease, { holder: 'principal:dev', seconds: 120 });
+    await expect
+      .poll(() => page.locator('#live-view .live-state').textContent(), { timeout: 20_000 })
+      .toBe('you have the page');
+    await canvas.scrollIntoViewIfNeeded();
+    const box = await canvas.boundingBox();
+    const frameWidth = await canvas.evaluate((element: HTMLCanvasElement) => element.width);
+    if (!box) throw new Error('the live view has no box');
+    const scale = box.width / frameWidth;
+    await page.mouse.click(box.x + 20 * scale, box.y + 20 * scale);
+    await page.keyboard.type('ada');
+    const seen = await eventually(
+      async () => typed.some((path) => path === '/typed?v=ada'),
+      (found) => found,
+      20_000,
+    );
+    expect(seen).toBe(true);
+    mkdirSync('test-output/ui', { recursive: true });
+    await page.screenshot({ path: 'test-output/ui/live-view-takeover.png', fullPage: true });
+    await client.endPersonControl(lease, { holder: 'principal:dev' });
+    await expect
+      .poll(() => page.locator('#live-view .live-state').textContent(), { timeout: 20_000 })
+      .toBe('waiting for you');
+    await context.close();
   });
 });
