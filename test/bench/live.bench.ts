@@ -171,7 +171,7 @@ function treeCpuMs(): number {
 }
 
 /** A page factory whose pages offer no live view: the streaming code off. */
-function withoutLiveView(browser: Browser): PageFactory {
+function withoutLiveView(browser: () => Browser): PageFactory {
   const inner = new PlaywrightPageFactory(browser);
   return {
     openContexts: () => inner.openContexts(),
