@@ -13,6 +13,7 @@ export {
   raw,
 } from './html.js';
 export { LIVE_VIEW_SCRIPT, liveViewFragment } from './live-view.js';
+export { type ProfileSignInView, renderProfileSignInPage } from './profile-sign-in-page.js';
 export { PAGE_SCRIPT, PAGE_STYLE } from './page-assets.js';
 export { artifactUrl, renderRunPage } from './run-page.js';
 export { RUN_LIST_FILTERS, type RunListFilters, renderRunsPage, renderSignInPage } from './runs-page.js';
