@@ -5,7 +5,15 @@ import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/inde
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { EgressGuard } from '../../libs/egress/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
-import { RedisLeaseStore, RunStore, ScheduleStore, UiSessions } from '../../libs/store/index.js';
+import {
+  BrowserWorkerRegistry,
+  ProfileSignIns,
+  ProfileTurns,
+  RedisLeaseStore,
+  RunStore,
+  ScheduleStore,
+  UiSessions,
+} from '../../libs/store/index.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import {
   AddressBudget,
@@ -126,6 +134,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const webhooks = new WebhookStore(redis, config.redis.keyPrefix);
   // DESIGN §12: profiles' literal origins are judged at creation by the one address guard.
   const egress = new EgressGuard(config.egress);
+  const workers = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
   const v1 = {
     config,
     egress,
@@ -141,6 +150,21 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     artifacts,
     metrics,
     schedules: { store: new ScheduleStore(redis, config.redis.keyPrefix), queue: schedulesQueue },
+    live: {
+      relay: {
+        leases: profiles,
+        workers,
+        dataPlaneToken: config.secrets.dataPlaneToken,
+      },
+      sessions: uiSessions,
+      origins,
+    },
+    profileSignIns: {
+      records: new ProfileSignIns(redis, config.redis.keyPrefix),
+      turns: new ProfileTurns(redis, config.redis.keyPrefix),
+      workers,
+      leaseMs: config.api.profileSignInLeaseMs,
+    },
   };
   registerV1Routes(app, v1);
   // Issue 16: the MCP server at /mcp, its tools calling the routes above as their caller.

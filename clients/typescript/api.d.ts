@@ -198,6 +198,137 @@ export interface paths {
     patch: operations['changeProfile'];
     trace?: never;
   };
+  '/v1/profiles/{id}/sign-in': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sign a profile in by hand: its page, live, for a person alone
+     * @description Opens a lease on the profile for the caller alone — no run, no model, no budget — navigates its page to `url` (one of the profile's allowed origins) and answers the sign-in page: the live view of that page, which the caller holds. While the page is open it beats (`/heartbeat`); "Done" seals what the person left, "Cancel" closes it unsealed; a sign-in left past its lease's expiry never seals. Runs of the profile wait queued behind it. An admin or the profile's own principal only.
+     */
+    post: operations['startProfileSignIn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/profiles/{id}/sign-ins/{signin}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A sign-in of a profile */
+    get: operations['getProfileSignIn'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/profiles/{id}/sign-ins/{signin}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Cancel: the lease closes unsealed */
+    post: operations['cancelProfileSignIn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/profiles/{id}/sign-ins/{signin}/done': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Done: the profile is sealed as the person left it */
+    post: operations['finishProfileSignIn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/profiles/{id}/sign-ins/{signin}/heartbeat': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Keeps a sign-in's page while it is open
+     * @description The sign-in page beats every 30 s: its lease is renewed to PROFILE_SIGN_IN_LEASE_MS from now, never past 60 minutes from the start. A sign-in that stopped beating expires and never seals.
+     */
+    post: operations['beatProfileSignIn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/profiles/{id}/sign-ins/{signin}/input': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Input to a sign-in's page
+     * @description Up to 50 key, mouse, wheel and text events from the person signing in. Contents are never logged or stored.
+     */
+    post: operations['sendProfileSignInInput'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/profiles/{id}/sign-ins/{signin}/live': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A sign-in's page, live, as Server-Sent Events
+     * @description The same events as a run's live view (`frame`, `state`, `blocked`). Frames are never stored.
+     */
+    get: operations['watchProfileSignIn'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/runs': {
     parameters: {
       query?: never;
@@ -281,6 +412,46 @@ export interface paths {
      * @description Replays the events after `after` (or the Last-Event-ID header), then streams new ones until the run ends. At most a few open streams per key (429 past them).
      */
     get: operations['streamRunEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/runs/{id}/input': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Input to the run's page, from the person holding it
+     * @description Up to 50 key, mouse, wheel and text events, dispatched in order to the page's current tab. Only the person who took the page over (the run's principal) may send them; anyone else is 409. Contents are never logged or stored.
+     */
+    post: operations['sendRunPageInput'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/runs/{id}/live': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The run's page, live, as Server-Sent Events
+     * @description While the run's lease is live: `event: frame` (`{jpeg, url, tab, width, height}`, a JPEG of the current tab, at most 10 a second, only when the page changes; a slow viewer misses frames), `event: state` (`{person}`: who holds the page) and `event: blocked` (navigations the origin fence refused). The run's principal or a key with `approvals:any` may watch. Frames are never stored. The stream ends with the lease, or when the key or session is revoked.
+     */
+    get: operations['watchRunPage'];
     put?: never;
     post?: never;
     delete?: never;
@@ -726,6 +897,10 @@ export interface components {
       allowed_origins: string[];
       frame_origins: string[];
       id: string;
+      last_signed_in: {
+        at_ms: number;
+        by: string;
+      } | null;
       principal: string;
       protected: boolean;
       seal_fault: {
@@ -795,10 +970,50 @@ export interface components {
       };
       timezone?: string;
     };
+    PersonInputInput: {
+      events: (
+        | {
+            /** @enum {string} */
+            action: 'move' | 'down' | 'up';
+            /** @enum {string} */
+            button?: 'left' | 'middle' | 'right';
+            clicks?: number;
+            /** @constant */
+            type: 'mouse';
+            x: number;
+            y: number;
+          }
+        | {
+            dx: number;
+            dy: number;
+            /** @constant */
+            type: 'wheel';
+            x: number;
+            y: number;
+          }
+        | {
+            /** @enum {string} */
+            action: 'down' | 'up';
+            code?: string;
+            key: string;
+            /** @constant */
+            type: 'key';
+          }
+        | {
+            text: string;
+            /** @constant */
+            type: 'text';
+          }
+      )[];
+    };
     Profile: {
       allowed_origins: string[];
       frame_origins: string[];
       id: string;
+      last_signed_in: {
+        at_ms: number;
+        by: string;
+      } | null;
       protected: boolean;
       seal_fault: {
         at_ms: number;
@@ -813,6 +1028,42 @@ export interface components {
     };
     ProfileList: {
       profiles: components['schemas']['Profile'][];
+    };
+    ProfileSignInInputInput: {
+      events: (
+        | {
+            /** @enum {string} */
+            action: 'move' | 'down' | 'up';
+            /** @enum {string} */
+            button?: 'left' | 'middle' | 'right';
+            clicks?: number;
+            /** @constant */
+            type: 'mouse';
+            x: number;
+            y: number;
+          }
+        | {
+            dx: number;
+            dy: number;
+            /** @constant */
+            type: 'wheel';
+            x: number;
+            y: number;
+          }
+        | {
+            /** @enum {string} */
+            action: 'down' | 'up';
+            code?: string;
+            key: string;
+            /** @constant */
+            type: 'key';
+          }
+        | {
+            text: string;
+            /** @constant */
+            type: 'text';
+          }
+      )[];
     };
     Run: {
       agent_id: string;
@@ -850,6 +1101,7 @@ export interface components {
           | 'invalid_arguments'
           | 'navigation_failed'
           | 'secret_not_allowed'
+          | 'person_in_control'
           | 'seal_key_mismatch'
           | 'profile_unreadable';
         message: string;
@@ -945,6 +1197,7 @@ export interface components {
           | 'invalid_arguments'
           | 'navigation_failed'
           | 'secret_not_allowed'
+          | 'person_in_control'
           | 'seal_key_mismatch'
           | 'profile_unreadable';
         message: string;
@@ -1125,6 +1378,10 @@ export interface components {
       } | null;
       principal: string;
       tenant: string;
+    };
+    StartProfileSignInInput: {
+      /** Format: uri */
+      url: string;
     };
     StepPage: {
       next_cursor: string | null;
@@ -2681,6 +2938,682 @@ export interface operations {
       };
     };
   };
+  startProfileSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "url": "https://shop.example/login"
+         *     }
+         */
+        'application/json': components['schemas']['StartProfileSignInInput'];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            created_at_ms: number;
+            ended_at_ms: number | null;
+            expires_at_ms: number;
+            page_url: string;
+            profile_id: string;
+            signin_id: string;
+            /** @enum {string} */
+            status: 'open' | 'done' | 'cancelled' | 'expired';
+            url: string;
+          };
+        };
+      };
+      /** @description Bad request: not JSON, or a query value out of its range */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body over 64 KiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getProfileSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        signin: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            created_at_ms: number;
+            ended_at_ms: number | null;
+            expires_at_ms: number;
+            page_url: string;
+            profile_id: string;
+            signin_id: string;
+            /** @enum {string} */
+            status: 'open' | 'done' | 'cancelled' | 'expired';
+            url: string;
+          };
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  cancelProfileSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        signin: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            created_at_ms: number;
+            ended_at_ms: number | null;
+            expires_at_ms: number;
+            page_url: string;
+            profile_id: string;
+            signin_id: string;
+            /** @enum {string} */
+            status: 'open' | 'done' | 'cancelled' | 'expired';
+            url: string;
+          };
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  finishProfileSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        signin: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            created_at_ms: number;
+            ended_at_ms: number | null;
+            expires_at_ms: number;
+            page_url: string;
+            profile_id: string;
+            signin_id: string;
+            /** @enum {string} */
+            status: 'open' | 'done' | 'cancelled' | 'expired';
+            url: string;
+          };
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  beatProfileSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        signin: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            created_at_ms: number;
+            ended_at_ms: number | null;
+            expires_at_ms: number;
+            page_url: string;
+            profile_id: string;
+            signin_id: string;
+            /** @enum {string} */
+            status: 'open' | 'done' | 'cancelled' | 'expired';
+            url: string;
+          };
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  sendProfileSignInInput: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        signin: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "events": [
+         *         {
+         *           "text": "hello",
+         *           "type": "text"
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': components['schemas']['ProfileSignInInputInput'];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            sequence: number;
+          };
+        };
+      };
+      /** @description Bad request: not JSON, or a query value out of its range */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body over 64 KiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  watchProfileSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        signin: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The live view */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   listRuns: {
     parameters: {
       query?: {
@@ -3097,6 +4030,244 @@ export interface operations {
       };
       /** @description No API key, a wrong one, or a key without the scope this route needs */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  sendRunPageInput: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "events": [
+         *         {
+         *           "action": "down",
+         *           "button": "left",
+         *           "clicks": 1,
+         *           "type": "mouse",
+         *           "x": 120,
+         *           "y": 48
+         *         },
+         *         {
+         *           "action": "up",
+         *           "button": "left",
+         *           "clicks": 1,
+         *           "type": "mouse",
+         *           "x": 120,
+         *           "y": 48
+         *         },
+         *         {
+         *           "text": "hello",
+         *           "type": "text"
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': components['schemas']['PersonInputInput'];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            sequence: number;
+          };
+        };
+      };
+      /** @description Bad request: not JSON, or a query value out of its range */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body over 64 KiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  watchRunPage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The live view */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
         headers: {
           [name: string]: unknown;
         };

@@ -114,6 +114,13 @@ export const envSchema = z.object({
    * key's oldest, so repeated sign-ins never pile up records (each lives 12 hours). Default 5.
    */
   UI_SESSIONS_PER_KEY: z.coerce.number().int().min(1).max(1_000).default(5),
+  // How long a profile sign-in's lease lives past its page's last heartbeat (the page beats every 30 s).
+  PROFILE_SIGN_IN_LEASE_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(15 * 60_000)
+    .default(120_000),
   /**
    * Sign-ins (`POST /signin`, right key or wrong) one network may make a minute: an IPv4 /24 or an
    * IPv6 /64 counts as one, as one host commonly holds all of it. Counted in Redis across replicas;

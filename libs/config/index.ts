@@ -58,6 +58,8 @@ export interface Config {
     readonly uiSessionsPerKey: number;
     /** Sign-ins one IPv4 /24 or IPv6 /64 may make a minute (SIGNINS_PER_MINUTE). */
     readonly signInsPerMinute: number;
+    /** A profile sign-in's lease past its page's last heartbeat (PROFILE_SIGN_IN_LEASE_MS). */
+    readonly profileSignInLeaseMs: number;
     /**
      * The API's origin as browsers reach it (API_PUBLIC_URL), or undefined: its listening address,
      * known once it listens (apps/api/public-origin.ts resolves both).
@@ -223,6 +225,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       mcpSessionsPerKey: e.MCP_SESSIONS_PER_KEY,
       uiSessionsPerKey: e.UI_SESSIONS_PER_KEY,
       signInsPerMinute: e.SIGNINS_PER_MINUTE,
+      profileSignInLeaseMs: e.PROFILE_SIGN_IN_LEASE_MS,
       publicUrl: e.API_PUBLIC_URL,
     },
     browserTools: e.LEASEHOLD_BROWSER_TOOLS,

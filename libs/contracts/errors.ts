@@ -15,6 +15,7 @@ export const TOOL_ERROR_CODES = [
   'invalid_arguments',
   'navigation_failed',
   'secret_not_allowed',
+  'person_in_control',
   'seal_key_mismatch',
   'profile_unreadable',
 ] as const;
@@ -95,6 +96,8 @@ export const RUN_ERROR_TABLE = {
   // Browser tools 1.4.0: a declared secret asked into a field or origin it is not for; refused
   // before dispatch, so the model may fill the right field (a prompt-injected one gets nothing).
   secret_not_allowed: { outcome: 'tool_result', httpStatus: 409 },
+  // A person holds the page (a takeover): refused before dispatch; the run waits for the hand-back.
+  person_in_control: { outcome: 'tool_result', httpStatus: 409 },
   // The profile's sealed state names a key the browser worker does not hold: no call of this run,
   // and no other attempt, opens it (ADR-0177's permanent refusal). The worker's keys must change.
   seal_key_mismatch: { outcome: 'fails_run', httpStatus: 409 },

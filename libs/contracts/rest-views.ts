@@ -36,6 +36,8 @@ export const restProfileViewSchema = z.object({
   sealed: z.boolean(),
   /** Why the sealed state last failed to open on a browser worker; null while it opens. */
   seal_fault: sealFaultSchema.nullable(),
+  /** When and by whom a person last signed the profile in by hand (`POST /v1/profiles/{id}/sign-in`). */
+  last_signed_in: z.object({ at_ms: z.number().int(), by: z.string() }).nullable(),
 });
 export type RestProfileView = z.output<typeof restProfileViewSchema>;
 

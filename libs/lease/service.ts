@@ -21,6 +21,7 @@ import type { PageActivity } from './page-activity.js';
 import type { LeaseArtifacts } from './page-artifacts.js';
 import { LeasePageCalls } from './page-calls.js';
 import type { PageFactory, PageSession } from './pages.js';
+import { LeasePersonCalls } from './person-calls.js';
 import type {
   IdempotencyClaim,
   IdempotencyTicket,
@@ -89,6 +90,7 @@ export class LeaseService {
   readonly #log: Logger;
   readonly #metrics: LeaseMetrics;
   readonly #pageCalls: LeasePageCalls;
+  readonly #personCalls: LeasePersonCalls;
   readonly #sealKeys: SealKeys;
 
   constructor(private readonly options: LeaseServiceOptions) {
@@ -109,6 +111,7 @@ export class LeaseService {
       artifacts: options.artifacts,
       sealKeys: this.#sealKeys,
     });
+    this.#personCalls = new LeasePersonCalls({ store: this.#store, clock: this.#clock, held: this.#held });
   }
 
   get workerId(): string {
@@ -480,6 +483,8 @@ export class LeaseService {
     const held = this.#held.get(leaseId);
     let blob: string | undefined;
     if (held) {
+      // The live view's streams end with the page, before it goes.
+      await this.#personCalls.closed(held);
       const session = await held.session.catch(() => undefined);
       if (session && seal && begun.sealAllowed && reason === 'closed') {
         try {
@@ -560,6 +565,13 @@ export class LeaseService {
     name?: string,
   ) {
     return this.#busy(this.#pageCalls.preview(profile, leaseId, args, limits, name));
+  }
+
+  // ---- a person on the page ----------------------------------------------------------------
+
+  /** The person calls: the live view's viewers and person control (see LeasePersonCalls). */
+  get person(): LeasePersonCalls {
+    return this.#personCalls;
   }
 
   /** Resolves once every screenshot named so far is stored or noted failed (they follow the answers). */

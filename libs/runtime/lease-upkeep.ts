@@ -6,6 +6,7 @@ import {
   runNeedsPage,
 } from '../contracts/index.js';
 import { DataPlaneClient } from '../provider/index.js';
+import { isSignInId } from '../store/index.js';
 
 /** ADR-0127 d5–d6: renew within five minutes of expiry, 15 minutes a step, 60 minutes a lease. */
 export const LEASE_UPKEEP_DEFAULTS = Object.freeze({
@@ -123,6 +124,8 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
     const client = clients.get(lease.providerRef);
     // A worker that is gone took the page with it; its restart revokes the lease, or it expires.
     if (!client) continue;
+    // A person's sign-in is renewed by its own page's heartbeat; left alone, it expires unsealed.
+    if (isSignInId(lease.scope.run_id)) continue;
     const run = runs.get(lease.scope.run_id);
     if (!runNeedsPage(run?.status)) {
       work.push({

@@ -36,6 +36,8 @@ export interface TurnsPort {
     behind: { holderRunId: string; ahead: number },
   ): Promise<{ ok: true; run: RunView } | { ok: false; code: string }>;
   wake(runId: string): Promise<{ ok: true; run: RunView } | { ok: false }>;
+  /** Whether a line's holder that is no run (a person's sign-in) still holds the page. */
+  signInHolds(holderId: string): Promise<boolean>;
   lines(
     cursor?: string,
   ): Promise<{ lines: Array<{ profile: ProfileRef; firstRunId: string | undefined }>; cursor: string }>;
@@ -227,6 +229,7 @@ export class RunLifecycle {
       const holder = await this.#deps.store.getRun(verdict.holderRunId);
       if (holder && runNeedsPage(holder.status)) break;
       if (holder) await this.followUp(holder);
+      else if (await turns.signInHolds(verdict.holderRunId)) break;
       else await turns.pass(profile, verdict.holderRunId);
       verdict = await turns.take(profile, run.id);
     }
@@ -251,6 +254,8 @@ export class RunLifecycle {
       if (!firstRunId) continue;
       const run = await this.#deps.store.getRun(firstRunId);
       if (!run) {
+        // A person's sign-in holds the turn while it is open; one left behind passes it on.
+        if (await turns.signInHolds(firstRunId)) continue;
         const next = await turns.pass(profile, firstRunId);
         if (next && (await this.#wake(next))) woken += 1;
       } else if (run.status === 'queued' && run.waiting_for === 'profile') {
@@ -260,6 +265,22 @@ export class RunLifecycle {
       }
     }
     return { cursor: page.cursor, woken };
+  }
+
+  /**
+   * ADR-0127 d7: whether the holder of a profile's page still needs it — a run by its status, a
+   * person's sign-in while it is open — so no newcomer replaces it.
+   */
+  async holderNeedsPage(holderId: string): Promise<boolean> {
+    const run = await this.#deps.store.getRun(holderId);
+    if (run) return runNeedsPage(run.status);
+    return (await this.#deps.turns?.signInHolds(holderId)) ?? false;
+  }
+
+  /** A holder that is no run (a sign-in that ended) leaves its profile's line; the next run is woken. */
+  async passTurnOf(profile: ProfileRef, holderId: string): Promise<void> {
+    const first = await this.#deps.turns?.pass(profile, holderId);
+    if (first) await this.#wake(first);
   }
 
   async #passTurn(run: RunView): Promise<void> {

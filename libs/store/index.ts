@@ -18,6 +18,15 @@ export {
   type McpSlotVerdict,
   mcpSessionSlotKeys,
 } from './mcp-session-slots.js';
+export {
+  isSignInId,
+  newSignInId,
+  type ProfileSignInRecord,
+  type ProfileSignInStatus,
+  ProfileSignIns,
+  SIGN_IN_ID_PREFIX,
+  SIGN_IN_MAX_MS,
+} from './profile-sign-ins.js';
 export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turns.js';
 export { isEventId } from './run-events.js';
 export { RunKeys } from './run-keys.js';

@@ -1,4 +1,5 @@
 import type { ProfileRef } from '../contracts/index.js';
+import { isSignInId, ProfileSignIns } from './profile-sign-ins.js';
 import type { RedisClient } from './redis-client.js';
 import { RunKeys } from './run-keys.js';
 import { type RunTransition, toTransition } from './run-transition.js';
@@ -25,6 +26,7 @@ export interface ProfileLine {
 export class ProfileTurns {
   readonly #redis: ReturnType<typeof withScripts>;
   readonly #runKeys: RunKeys;
+  readonly #signIns: ProfileSignIns;
 
   constructor(
     redis: RedisClient,
@@ -33,6 +35,7 @@ export class ProfileTurns {
   ) {
     this.#redis = withScripts(redis);
     this.#runKeys = new RunKeys(prefix);
+    this.#signIns = new ProfileSignIns(redis, prefix, now);
   }
 
   #lineKey(profile: ProfileRef): string {
@@ -52,6 +55,25 @@ export class ProfileTurns {
     const score = submittedUs[0] || String(Number(submittedUs[1] ?? 0) * 1000);
     const [verdict, holderRunId, ahead] = await this.#redis.takeTurn(this.#lineKey(profile), runId, score);
     return verdict === 'turn' ? { turn: true } : { turn: false, holderRunId, ahead: Number(ahead) };
+  }
+
+  /**
+   * A person's sign-in joins the line as a run would, placed now: first only when no run holds or
+   * waits for the page (the caller refuses the sign-in otherwise and passes it out again).
+   */
+  async takeForSignIn(profile: ProfileRef, signInId: string): Promise<TurnVerdict> {
+    await this.#redis.sadd(this.#indexKey(), `${profile.tenant}/${profile.id}`);
+    const [verdict, holderRunId, ahead] = await this.#redis.takeTurn(
+      this.#lineKey(profile),
+      signInId,
+      String(this.now() * 1000),
+    );
+    return verdict === 'turn' ? { turn: true } : { turn: false, holderRunId, ahead: Number(ahead) };
+  }
+
+  /** Whether a holder of a line that is no run is a sign-in still holding the page. */
+  async signInHolds(holderId: string): Promise<boolean> {
+    return isSignInId(holderId) && this.#signIns.holds(holderId);
   }
 
   /** Takes the run out of its profile's line; answers the run first now, if any. */

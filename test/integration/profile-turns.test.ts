@@ -95,6 +95,7 @@ describe('a profile line of runs', () => {
         first: (line) => turns.first(line),
         wake: (runId) => turns.wake(runId),
         lines: (cursor) => turns.lines(cursor),
+        signInHolds: (holderId) => turns.signInHolds(holderId),
         waitForProfile: async (runId, owner, behind) => {
           await lifecycle.followUp(
             ran(await store.finishRun(holder.id, `owner-${holder.id}`, { status: 'succeeded', result: 1 })),

@@ -9,6 +9,8 @@ import { registerAgentRoutes } from './agents.js';
 import { registerApiKeyRoutes } from './api-keys.js';
 import { registerApprovalRoutes } from './approvals.js';
 import { registerArtifactRoutes } from './artifacts.js';
+import { registerLiveRoutes } from './live.js';
+import { registerProfileSignInRoutes } from './profile-sign-ins.js';
 import { registerProfileRoutes } from './profiles.js';
 import { registerRunStepRoutes } from './run-steps.js';
 import { registerRunRoutes } from './runs.js';
@@ -30,6 +32,8 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerSessionRoutes(app, deps);
   registerRunRoutes(app, deps);
   registerRunStepRoutes(app, deps);
+  registerLiveRoutes(app, deps);
+  registerProfileSignInRoutes(app, deps);
   registerArtifactRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerApiKeyRoutes(app, deps);

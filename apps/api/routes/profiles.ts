@@ -31,7 +31,7 @@ const changeProfileBodySchema = namedBody(changeProfileSchema, 'ChangeProfile', 
 const profileParams = z.object({ id: profileIdSchema });
 
 /** A profile as the REST API shows it to its tenant: settings, never the sealed state. */
-function restProfileView(profile: ProfileSettings) {
+function restProfileView(profile: ProfileSettings, lastSignedIn: LastSignedIn = null) {
   return {
     id: profile.id,
     allowed_origins: profile.allowedOrigins,
@@ -40,8 +40,11 @@ function restProfileView(profile: ProfileSettings) {
     protected: profile.protected,
     sealed: profile.sealedAtMs !== undefined,
     seal_fault: profile.sealFault ?? null,
+    last_signed_in: lastSignedIn,
   };
 }
+
+type LastSignedIn = { at_ms: number; by: string } | null;
 
 /** Website profiles (DESIGN §3): a tenant's own, by id; never another tenant's, never a seal. */
 export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencies): void {
@@ -76,7 +79,7 @@ export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencie
       if (refused) throw new ApiError('validation_failed', refused.message);
       if (!(await deps.profiles.createProfile(profile, Date.now())))
         throw new ApiError('conflict', `profile ${profile.id} exists already`);
-      return reply.code(201).send({ ...profile, sealed: false, seal_fault: null });
+      return reply.code(201).send({ ...profile, sealed: false, seal_fault: null, last_signed_in: null });
     },
   );
   app.get(
@@ -92,8 +95,15 @@ export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencie
     },
     async (request) => {
       // Issue 11 finding 7: the tenant's own index alone, never another tenant's records or any seal.
-      const profiles = await deps.profiles.listProfiles(identityOf(request).tenant);
-      return { profiles: profiles.map(restProfileView) };
+      const tenant = identityOf(request).tenant;
+      const profiles = await deps.profiles.listProfiles(tenant);
+      const signedIn =
+        (await deps.profileSignIns?.records.lastSignedIn(
+          profiles.map((profile) => ({ tenant, id: profile.id })),
+        )) ?? [];
+      return {
+        profiles: profiles.map((profile, index) => restProfileView(profile, signedIn[index] ?? null)),
+      };
     },
   );
   app.get(
@@ -115,7 +125,10 @@ export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencie
         id: request.params.id,
       });
       if (!profile) throw new ApiError('not_found', `profile ${request.params.id} not found`);
-      return restProfileView(profile);
+      const [signedIn] = (await deps.profileSignIns?.records.lastSignedIn([
+        { tenant: profile.tenant, id: profile.id },
+      ])) ?? [null];
+      return restProfileView(profile, signedIn ?? null);
     },
   );
   app.patch(

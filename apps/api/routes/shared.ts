@@ -11,6 +11,8 @@ import type { WebhookStore } from '../../../libs/store/webhooks.js';
 import type { Metrics, RunEventStreams } from '../../../libs/telemetry/index.js';
 import type { SchedulesQueue } from '../../../queues/schedules.js';
 import type { DefaultAgents } from '../default-agent.js';
+import type { LiveDependencies } from '../live-relay.js';
+import type { ProfileSignInDependencies } from './profile-sign-ins.js';
 
 export interface V1Dependencies {
   config: Config;
@@ -38,6 +40,10 @@ export interface V1Dependencies {
   artifacts: ArtifactStore;
   /** Schedules: their records, and the queue whose job schedulers fire them. */
   schedules: { store: ScheduleStore; queue: SchedulesQueue };
+  /** A person on a run's page: the live view's relay; absent, the live routes answer 409. */
+  live?: LiveDependencies;
+  /** Profiles signed in by hand; absent, those routes answer 409. */
+  profileSignIns?: ProfileSignInDependencies;
   /** Issue 15: where a decided approval's wait is observed; absent, it is not. */
   metrics?: Pick<Metrics, 'approvalWaited'>;
 }

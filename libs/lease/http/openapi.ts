@@ -13,6 +13,9 @@ import {
   observeCallAnswerSchema,
   pageArtifactsSchema,
   pageCallAnswerSchema,
+  personControlAnswerSchema,
+  personControlEndAnswerSchema,
+  personInputAnswerSchema,
   predicateSchema,
   previewCallAnswerSchema,
   profileAnswerSchema,
@@ -57,6 +60,9 @@ const ANSWER_COMPONENTS: ReadonlyArray<[string, z.ZodType]> = [
   ['ObserveAnswer', observeCallAnswerSchema],
   ['PageAnswer', pageCallAnswerSchema],
   ['PreviewAnswer', previewCallAnswerSchema],
+  ['PersonControl', personControlAnswerSchema],
+  ['PersonControlEnd', personControlEndAnswerSchema],
+  ['PersonInputAnswer', personInputAnswerSchema],
   ['Worker', workerAnswerSchema],
   ['Health', healthAnswerSchema],
   ['Readiness', readinessAnswerSchema],
@@ -81,6 +87,10 @@ const COMPONENT_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'The lease after the call, the observation, and the evidence key (for the platform, never the model).',
   PageAnswer: "Observe's answer and what navigate or act captured.",
   PreviewAnswer: 'The lease and the outlined screenshot, if one was had.',
+  PersonControl: "A person's control of the page: the lease's sequence once it began, and its time bounds.",
+  PersonControlEnd:
+    'A control as it ended: its bounds, how many input events the person sent (never what they were), and the URL the page shows.',
+  PersonInputAnswer: "The lease's sequence after the batch.",
   Worker: 'This browser worker: its id, the profiles it serves, its browser and browser tools contracts.',
   Health: 'Liveness.',
   Readiness: 'Readiness: each check by name.',
@@ -133,6 +143,8 @@ const EXAMPLE_MESSAGES: Readonly<Record<DataPlaneAnsweredErrorCode, string>> = {
   action_not_allowed: 'fill is not allowed on a button',
   url_disallowed: 'https://elsewhere.example is not an allowed origin of this profile',
   secret_not_allowed: 'secret pw is for password, one-time-code, username or email fields only',
+  person_in_control: 'a person holds the page of lease lse_0123456789; the agent waits for the hand-back',
+  person_not_in_control: 'principal:alice does not hold the page of lease lse_0123456789',
   seal_key_mismatch:
     'profile acme/shop was sealed with key 3f9c0a1b2c3d4e5f; browser worker browser-2 holds 0a1b2c3d4e5f6071',
   profile_unreadable:
@@ -349,6 +361,10 @@ export function dataPlaneOpenApiDocument(): Record<string, unknown> {
       {
         name: 'pages',
         description: "The lease's page: navigate, observe, act, preview (browser tools contract).",
+      },
+      {
+        name: 'person',
+        description: "A person on the lease's page: the live view, person control and the holder's input.",
       },
       { name: 'worker', description: 'This browser worker and this document.' },
       { name: 'ops', description: 'Liveness, readiness and metrics: public.' },

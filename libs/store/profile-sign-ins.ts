@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import type { ProfileRef } from '../contracts/index.js';
+import type { RedisClient } from './redis-client.js';
+
+/**
+ * A person signing a profile in by hand: no run, no model, no budget. Its lease's scope carries the
+ * sign-in's id where a run's would be (`signin_…`), and the sign-in takes the profile's turn the
+ * way a run does, so runs of the profile wait behind it (`waiting_for: "profile"`).
+ */
+export const SIGN_IN_ID_PREFIX = 'signin_';
+
+/** The longest a sign-in lasts, however often its page beats. */
+export const SIGN_IN_MAX_MS = 60 * 60_000;
+
+export type ProfileSignInStatus = 'open' | 'done' | 'cancelled' | 'expired';
+
+export interface ProfileSignInRecord {
+  id: string;
+  tenant: string;
+  profileId: string;
+  /** Who opened it (the principal), and so who alone may act on its page. */
+  principal: string;
+  url: string;
+  leaseId: string;
+  status: ProfileSignInStatus;
+  createdAtMs: number;
+  /** Its lease's expiry, moved by each heartbeat: past it, the sign-in is over and never seals. */
+  expiresAtMs: number;
+  endedAtMs: number | null;
+}
+
+/** Whether a profile line's holder is a sign-in, not a run. */
+export function isSignInId(holderId: string): boolean {
+  return holderId.startsWith(SIGN_IN_ID_PREFIX);
+}
+
+export function newSignInId(): string {
+  return `${SIGN_IN_ID_PREFIX}${randomBytes(12).toString('base64url')}`;
+}
+
+/** The sign-ins' records (`signin:ID`), kept a day past their longest life. */
+export class ProfileSignIns {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly prefix: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  #key(id: string): string {
+    return `${this.prefix}signin:${id}`;
+  }
+
+  async create(record: Omit<ProfileSignInRecord, 'status' | 'endedAtMs'>): Promise<void> {
+    const key = this.#key(record.id);
+    await this.redis
+      .multi()
+      .hset(key, {
+        tenant: record.tenant,
+        profile: record.profileId,
+        principal: record.principal,
+        url: record.url,
+        lease: record.leaseId,
+        status: 'open',
+        created_at: record.createdAtMs,
+        expires_at: record.expiresAtMs,
+      })
+      .pexpire(key, SIGN_IN_MAX_MS + 24 * 60 * 60_000)
+      .exec();
+  }
+
+  /** The sign-in of `tenant` by id; an expired open one reads `expired`. */
+  async get(tenant: string, id: string): Promise<ProfileSignInRecord | undefined> {
+    const fields = await this.redis.hgetall(this.#key(id));
+    if (!fields.tenant || fields.tenant !== tenant) return undefined;
+    const expiresAtMs = Number(fields.expires_at);
+    const stored = fields.status as ProfileSignInStatus;
+    return {
+      id,
+      tenant: fields.tenant,
+      profileId: fields.profile ?? '',
+      principal: fields.principal ?? '',
+      url: fields.url ?? '',
+      leaseId: fields.lease ?? '',
+      status: stored === 'open' && this.now() >= expiresAtMs ? 'expired' : stored,
+      createdAtMs: Number(fields.created_at),
+      expiresAtMs,
+      endedAtMs: fields.ended_at ? Number(fields.ended_at) : null,
+    };
+  }
+
+  /** Whether the sign-in `id` still holds its profile's page (open, and its lease not expired). */
+  async holds(id: string): Promise<boolean> {
+    const [status, expiresAt] = await this.redis.hmget(this.#key(id), 'status', 'expires_at');
+    return status === 'open' && this.now() < Number(expiresAt);
+  }
+
+  /** A heartbeat renewed its lease to `expiresAtMs`. */
+  async extend(id: string, expiresAtMs: number): Promise<void> {
+    await this.redis.hset(this.#key(id), 'expires_at', expiresAtMs);
+  }
+
+  /** A sign-in ended `done` and sealed: the profile was last signed in now, by `principal`. */
+  async noteSignedIn(profile: ProfileRef, principal: string): Promise<void> {
+    await this.redis.hset(this.#lastKey(profile), { at: this.now(), by: principal });
+  }
+
+  /** When and by whom each profile was last signed in by hand (null: never). */
+  async lastSignedIn(profiles: readonly ProfileRef[]): Promise<Array<{ at_ms: number; by: string } | null>> {
+    return Promise.all(
+      profiles.map(async (profile) => {
+        const [at, by] = await this.redis.hmget(this.#lastKey(profile), 'at', 'by');
+        return at && by ? { at_ms: Number(at), by } : null;
+      }),
+    );
+  }
+
+  #lastKey(profile: ProfileRef): string {
+    return `${this.prefix}signin-last:{prf:${profile.tenant}/${profile.id}}`;
+  }
+
+  /** Ends an open sign-in once; false when it had ended already. */
+  async end(id: string, status: Exclude<ProfileSignInStatus, 'open'>): Promise<boolean> {
+    const key = this.#key(id);
+    const ended = await this.redis.hsetnx(key, 'ended_at', this.now());
+    if (ended === 0) return false;
+    await this.redis.hset(key, 'status', status);
+    return true;
+  }
+}
