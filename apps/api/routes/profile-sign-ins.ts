@@ -10,28 +10,12 @@ import {
   profileIdSchema,
 } from '../../../libs/contracts/index.js';
 import { DataPlaneClient, type LeaseRef, ProviderError } from '../../../libs/provider/index.js';
-import {
-  type BrowserWorkerRegistry,
-  newSignInId,
-  type ProfileSignInRecord,
-  type ProfileSignIns,
-  type ProfileTurns,
-  SIGN_IN_MAX_MS,
-} from '../../../libs/store/index.js';
+import { newSignInId, type ProfileSignInRecord, SIGN_IN_MAX_MS } from '../../../libs/store/index.js';
 import { authenticate, identityOf } from '../auth.js';
 import { findLiveLease, relayInput, relayLive } from '../live-relay.js';
 import { personHolder, refuseForeignPage, stillAllowed } from './live.js';
 import { answers, BODY_FAILURES, namedBody } from './openapi.js';
-import { typed, type V1Dependencies } from './shared.js';
-
-/** What the profile sign-in routes need beside the other v1 routes' dependencies. */
-export interface ProfileSignInDependencies {
-  records: ProfileSignIns;
-  turns: ProfileTurns;
-  workers: BrowserWorkerRegistry;
-  /** A sign-in's lease past its page's last heartbeat. */
-  leaseMs: number;
-}
+import { type ProfileSignInDependencies, typed, type V1Dependencies } from './shared.js';
 
 /** How long one data-plane call of a sign-in may take. */
 const CALL_MS = 30_000;

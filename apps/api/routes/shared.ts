@@ -6,13 +6,29 @@ import type { Config } from '../../../libs/config/index.js';
 import { recordIdSchema } from '../../../libs/contracts/index.js';
 import type { EgressGuard } from '../../../libs/egress/index.js';
 import type { RunLifecycle } from '../../../libs/runtime/index.js';
-import type { RedisLeaseStore, RunStore, ScheduleStore, SubmitRun } from '../../../libs/store/index.js';
+import type {
+  BrowserWorkerRegistry,
+  ProfileSignIns,
+  ProfileTurns,
+  RedisLeaseStore,
+  RunStore,
+  ScheduleStore,
+  SubmitRun,
+} from '../../../libs/store/index.js';
 import type { WebhookStore } from '../../../libs/store/webhooks.js';
 import type { Metrics, RunEventStreams } from '../../../libs/telemetry/index.js';
 import type { SchedulesQueue } from '../../../queues/schedules.js';
 import type { DefaultAgents } from '../default-agent.js';
 import type { LiveDependencies } from '../live-relay.js';
-import type { ProfileSignInDependencies } from './profile-sign-ins.js';
+
+/** What the profile sign-in routes need beside the other v1 routes' dependencies. */
+export interface ProfileSignInDependencies {
+  records: ProfileSignIns;
+  turns: ProfileTurns;
+  workers: BrowserWorkerRegistry;
+  /** A sign-in's lease past its page's last heartbeat. */
+  leaseMs: number;
+}
 
 export interface V1Dependencies {
   config: Config;
