@@ -30,6 +30,7 @@ export const RUN_FAILURE_REASONS = [
   'approval_denied',
   'child_failed',
   'child_cancelled',
+  'person_timeout',
 ] as const;
 export type RunFailureReason = (typeof RUN_FAILURE_REASONS)[number];
 
@@ -69,6 +70,8 @@ export const RUN_ERROR_TABLE = {
   // A child's end is its parent's tool result; a scripted parent stops there.
   child_failed: { outcome: 'tool_result', httpStatus: null },
   child_cancelled: { outcome: 'tool_result', httpStatus: null },
+  // The run asked for a person and nobody took the page over in time (PERSON_REQUEST_TIMEOUT_MS).
+  person_timeout: { outcome: 'fails_run', httpStatus: null },
   // ADR-0177: the bounded acquisition retry (three attempts) is already spent when a call answers
   // this; calling again only spends the budget against the same wall.
   provider_unavailable: { outcome: 'fails_run', httpStatus: 503 },

@@ -1,6 +1,7 @@
 export { agentVersionOf, type NewSession, type PutAgentOutcome } from './agents.js';
 export type { ApiKeyRefusal, IssuedApiKey, NewApiKey } from './api-keys.js';
-export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';
+export type { ApprovalDecision, ApprovalRequest, GrantUse, HandBack } from './approvals.js';
+export { personHolder, type TakeOver, type TakeOverRequest } from './person-control.js';
 export { canonicalJson, contentAddress, sha256Hex } from './canonical-json.js';
 export { FollowUpIndex, type OwedFollowUp } from './follow-ups.js';
 export { AgentVersionCache, SessionCache } from './immutable-caches.js';

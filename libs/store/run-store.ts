@@ -42,6 +42,7 @@ import {
   type ApprovalDecider,
   type ApprovalDecision,
   type ApprovalRequest,
+  type HandBack,
   consumeGrant,
   decideApproval,
   type GrantUse,
@@ -53,6 +54,13 @@ import {
 } from './approvals.js';
 import { type InvocationRecord, type LedgerOutcome, listInvocations, recordInvocation } from './ledger.js';
 import { loadLoopState, saveLoopState } from './loop-state.js';
+import {
+  releaseTakeover,
+  type TakeOver,
+  type TakeOverRequest,
+  takeOverRun,
+  takeoverRequested,
+} from './person-control.js';
 import type { RedisClient } from './redis-client.js';
 import {
   expireStaleApprovals,
@@ -471,6 +479,31 @@ export class RunStore {
     reason: string,
   ): Promise<ApprovalDecision> {
     return decideApproval(this.#context, tenant, approvalId, { approved: false, ...decider(by), reason });
+  }
+  /**
+   * A hand-back: `holder` gives the run's page back and its `person` approval is approved with
+   * what the data plane counted; the run resumes when it was its last pending approval.
+   */
+  handBack(tenant: string, approvalId: string, by: string, handBack: HandBack): Promise<ApprovalDecision> {
+    return decideApproval(this.#context, tenant, approvalId, { approved: true, by, handBack });
+  }
+
+  // A person on the page (person_control)
+
+  takeOverRun(runId: string, request: TakeOverRequest): Promise<TakeOver> {
+    return takeOverRun(this.#context, runId, request);
+  }
+  releaseTakeover(
+    runId: string,
+    tenant: string,
+    principal: string,
+    holder: string,
+    createdApprovalId?: string,
+  ): Promise<void> {
+    return releaseTakeover(this.#context, runId, tenant, principal, holder, createdApprovalId);
+  }
+  takeoverRequested(runId: string): Promise<{ holder: string; atMs: number } | undefined> {
+    return takeoverRequested(this.#context, runId);
   }
   /** One use of a live grant for this invocation; asking again for the same one charges nothing. */
   consumeGrant(runId: string, ownerToken: string, invocationId: string): Promise<GrantUse> {
