@@ -27,7 +27,7 @@ export const BROWSER_TOOLS_CONTRACT_VERSION = '1.5.0';
 export const BROWSER_TOOLS_COMPATIBLE_VERSIONS = ['1.2.0', '1.3.0', '1.4.0', '1.5.0'] as const;
 
 /** The tool a model asks for a person with (contract 1.5.0). */
-export const REQUEST_PERSON_TOOL = 'browser.request_person';
+export const REQUEST_PERSON_TOOL = 'browser.request_person' as const;
 /** The longest reason a request for a person may give: it is shown on the run page and in webhooks. */
 export const PERSON_REASON_MAX_CHARS = 500;
 export const requestPersonArgsSchema = z.strictObject({

@@ -5,6 +5,8 @@ import {
   navigateArgsSchema,
   observeArgsSchema,
   type PageArtifacts,
+  REQUEST_PERSON_TOOL,
+  requestPersonArgsSchema,
 } from '../contracts/index.js';
 import {
   BROWSER_TOOL_NAMES,
@@ -38,6 +40,11 @@ export const BROWSER_TOOL_DEFINITIONS: readonly ToolDefinition[] = Object.freeze
     name: 'browser.act',
     description: `Act on one element of an observation by its revision and reference; returns the settled page, whose revision you may act on again. A secret the run declares (the browser_secrets row: NAME@origins) is typed by fill text {{secret:NAME}}, into a password, one-time-code, username or email field of its origins only; you never see its value, and the page shows it as [secret:NAME].${CONTRACT_NOTE}`,
     parameters: z.toJSONSchema(actArgsSchema) as Record<string, unknown>,
+  },
+  {
+    name: REQUEST_PERSON_TOOL,
+    description: `Ask the run's owner to take the page over: a sign-in, a one-time code, a CAPTCHA or a payment you must not do yourself. Say why in reason. The run waits; once the person hands the page back you get how long they held it, how many inputs they sent, the URL now and a fresh observation — never what they typed. Nobody coming in time fails the run.${CONTRACT_NOTE}`,
+    parameters: z.toJSONSchema(requestPersonArgsSchema) as Record<string, unknown>,
   },
 ]);
 
@@ -94,6 +101,15 @@ export class BrowserToolExecutor implements ToolExecutor {
   ): Promise<ToolOutcome> {
     this.lastEvidenceKey = null;
     this.lastArtifacts = {};
+    // A valid request for a person parks the run before it gets here (its answer is the loop's).
+    if (call.name === REQUEST_PERSON_TOOL) {
+      const parsed = requestPersonArgsSchema.safeParse(call.args);
+      return {
+        ok: false,
+        code: 'invalid_arguments',
+        message: parsed.success ? 'this session has no page for a person to take over' : parsed.error.message,
+      };
+    }
     if (!isBrowserTool(call.name))
       return { ok: false, code: 'invalid_arguments', message: `no tool named ${call.name}` };
     if (!this.provider)

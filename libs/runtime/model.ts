@@ -37,6 +37,12 @@ export type TranscriptEntry =
        * dispatched, so a model does not repeat them blindly. `text` tells them in words.
        */
       earlierEffects?: EarlierEffect[];
+      /**
+       * A note that a person held the page (a takeover of the running run): the `person`
+       * approval it tells, so it is told once, and the page as it is now. `text` tells it in words.
+       */
+      personApprovalId?: string;
+      observation?: unknown;
     }
   | {
       kind: 'model';

@@ -1,7 +1,6 @@
 export { agentVersionOf, type NewSession, type PutAgentOutcome } from './agents.js';
 export type { ApiKeyRefusal, IssuedApiKey, NewApiKey } from './api-keys.js';
 export type { ApprovalDecision, ApprovalRequest, GrantUse, HandBack } from './approvals.js';
-export { personHolder, type TakeOver, type TakeOverRequest } from './person-control.js';
 export { canonicalJson, contentAddress, sha256Hex } from './canonical-json.js';
 export { FollowUpIndex, type OwedFollowUp } from './follow-ups.js';
 export { AgentVersionCache, SessionCache } from './immutable-caches.js';
@@ -15,6 +14,7 @@ export {
   type McpSlotVerdict,
   mcpSessionSlotKeys,
 } from './mcp-session-slots.js';
+export { personHolder, type TakeOver, type TakeOverRequest } from './person-control.js';
 export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turns.js';
 export { isEventId } from './run-events.js';
 export { RunKeys } from './run-keys.js';

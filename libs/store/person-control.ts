@@ -85,7 +85,12 @@ export async function takeOverRun(
     };
   }
   if (code === 'pausing') return { ok: true, state: 'pausing' };
-  if (code === 'not_found' || code === 'not_principal' || code === 'wrong_status' || code === 'person_in_control')
+  if (
+    code === 'not_found' ||
+    code === 'not_principal' ||
+    code === 'wrong_status' ||
+    code === 'person_in_control'
+  )
     return { ok: false, code, detail };
   throw new Error(`takeOverRun answered ${code}`);
 }

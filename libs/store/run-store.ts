@@ -42,11 +42,11 @@ import {
   type ApprovalDecider,
   type ApprovalDecision,
   type ApprovalRequest,
-  type HandBack,
   consumeGrant,
   decideApproval,
   type GrantUse,
   getApproval,
+  type HandBack,
   listGrants,
   listRunApprovals,
   listTenantPendingApprovals,
@@ -79,7 +79,7 @@ import {
   renewStreamSlots,
 } from './run-events.js';
 import { RunKeys, type RunStoreContext } from './run-keys.js';
-import { getRun, getRunDetail, listRuns, runStates, stopRequested } from './run-reads.js';
+import { getRun, getRunDetail, interruptions, listRuns, runStates, stopRequested } from './run-reads.js';
 import { checkedRetentionMs, DEFAULT_RUN_RETENTION_MS } from './run-retention.js';
 import { retryRun } from './run-retry.js';
 import { readDeclaredSecrets } from './run-secrets.js';
@@ -243,6 +243,10 @@ export class RunStore {
    */
   stopRequested(runId: string): Promise<boolean> {
     return stopRequested(this.#context, runId);
+  }
+  /** A stop and the holder of a takeover asked of the run, in one read (the loop's safe points). */
+  interruptions(runId: string): Promise<{ stop: boolean; takeoverBy: string | undefined }> {
+    return interruptions(this.#context, runId);
   }
   /**
    * Status and deadline of many runs in one pipelined round trip (the lease upkeep's read); a run

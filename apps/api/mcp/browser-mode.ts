@@ -10,6 +10,7 @@ import {
   navigateArgsSchema,
   observeArgsSchema,
   type RunView,
+  requestPersonArgsSchema,
 } from '../../../libs/contracts/index.js';
 import { BROWSER_TOOL_DEFINITIONS, selectRunLimits } from '../../../libs/runtime/index.js';
 import { McpTurns } from '../../../libs/store/mcp-turns.js';
@@ -81,6 +82,11 @@ export async function openBrowserMode(context: BrowserModeContext): Promise<Brow
     'act',
     { description: descriptionOf('browser.act'), inputSchema: actArgsSchema },
     tool('act'),
+  );
+  server.registerTool(
+    'request_person',
+    { description: descriptionOf('browser.request_person'), inputSchema: requestPersonArgsSchema },
+    tool('request_person'),
   );
   server.registerTool(
     'finish',
