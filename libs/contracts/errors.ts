@@ -142,6 +142,8 @@ export const API_ERROR_STATUS = {
   not_found: 404,
   conflict: 409,
   idempotency_conflict: 409,
+  /** Another person holds the run's page (or asked to): one person at a time; others watch. */
+  person_in_control: 409,
   /** A stored record this version cannot read (issue 11.4): named, never a 500 on every call. */
   record_unreadable: 409,
   payload_too_large: 413,

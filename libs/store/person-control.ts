@@ -11,7 +11,17 @@ import { slotBatch } from './slot-batch.js';
 
 export type TakeOver =
   /** The page is the person's now (a parked run): start the data plane's control. */
-  | { ok: true; state: 'held'; approvalId: string; sinceMs: number; untilMs: number; created: boolean }
+  | {
+      ok: true;
+      state: 'held';
+      approvalId: string;
+      sinceMs: number;
+      untilMs: number;
+      /** A `person` approval was written for it (the run was parked on an action's approval). */
+      created: boolean;
+      /** A new hold, not the same holder's renewal. */
+      fresh: boolean;
+    }
   /** The run is running or queued: its loop parks at its next safe point and hands the page over. */
   | { ok: true; state: 'pausing' }
   | {
@@ -30,6 +40,8 @@ export interface TakeOverRequest {
   untilMs: number;
   /** What a takeover of a run parked on an action's approval shows as its reason. */
   reason: string;
+  /** The page's URL as the person is given it, where it could be read. */
+  startUrl?: string | null;
 }
 
 /** `principal:<id>`: the holder the data plane names a person's takeover by. */
@@ -66,6 +78,7 @@ export async function takeOverRun(
     request.untilMs,
     approvalId,
     request.reason,
+    request.startUrl ?? '',
   );
   const created = code === 'held' && String(values[2]) === '1';
   if (!created) {
@@ -82,6 +95,7 @@ export async function takeOverRun(
       sinceMs: Number(values[0]),
       untilMs: Number(values[1]),
       created,
+      fresh: String(values[3]) === '1',
     };
   }
   if (code === 'pausing') return { ok: true, state: 'pausing' };
@@ -121,6 +135,7 @@ export async function releaseTakeover(
     context.now(),
     0,
     createdApprovalId,
+    '',
     '',
   );
 }

@@ -9,6 +9,7 @@ import { registerAgentRoutes } from './agents.js';
 import { registerApiKeyRoutes } from './api-keys.js';
 import { registerApprovalRoutes } from './approvals.js';
 import { registerArtifactRoutes } from './artifacts.js';
+import { registerPersonControlRoutes } from './person-control.js';
 import { registerProfileRoutes } from './profiles.js';
 import { registerRunStepRoutes } from './run-steps.js';
 import { registerRunRoutes } from './runs.js';
@@ -28,6 +29,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerAgentRoutes(app, deps);
   registerSessionRoutes(app, deps);
   registerRunRoutes(app, deps);
+  registerPersonControlRoutes(app, deps);
   registerRunStepRoutes(app, deps);
   registerArtifactRoutes(app, deps);
   registerApprovalRoutes(app, deps);

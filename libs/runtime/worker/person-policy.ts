@@ -61,9 +61,11 @@ export function personPolicy(
       const seconds = Math.floor(
         Math.min(deps.config.person.controlTimeoutMs, run.deadline_at_ms - now) / 1000,
       );
+      const control = deps.pageControl;
+      const startUrl = control && seconds >= 1 ? await control.currentUrl(run) : null;
       const started =
-        deps.pageControl && seconds >= 1
-          ? await deps.pageControl.start(run, holder, seconds).catch((error: unknown) => {
+        control && seconds >= 1
+          ? await control.start(run, holder, seconds).catch((error: unknown) => {
               deps.logger.warn({ run_id: run.id, err: error }, 'a takeover could not start; the run goes on');
               return undefined;
             })
@@ -82,7 +84,7 @@ export function personPolicy(
           holder,
           since_ms: started.sinceMs,
           until_ms: started.untilMs,
-          start_url: started.url,
+          start_url: startUrl,
         },
       });
       if (transition.ok && transition.detail === 'cancelled') {

@@ -16,10 +16,12 @@
     ARGV[7] a new approval id, used when a parked run has no pending `person` approval (it waits
             on an action's): the takeover is written as its own `person` approval
     ARGV[8] the reason such a new approval shows
+    ARGV[9] the page's URL as the person is given it ('' when unknown)
     With 'release', ARGV[7] names the approval the failed takeover wrote ('' for none): it is removed.
 
   Output: { code, detail, values }
-    {'held', approval id, {since_ms, until_ms, created ('1' when ARGV[7] was written)}}
+    {'held', approval id, {since_ms, until_ms, created ('1' when ARGV[7] was written),
+      fresh ('1' for a new hold, '0' for the same holder's renewal)}}
     {'pausing', '', {}}                       a running or queued run will park at its safe point
     {'released', approval id or '', {}}
     {'not_found', '', {}}                     no such run in this tenant
@@ -94,9 +96,10 @@ local since = (heldBy(pending) == holder and tonumber(pending.person.since_ms)) 
 pending.person.holder = holder
 pending.person.since_ms = since
 pending.person.until_ms = tonumber(ARGV[6])
+if since == now then pending.person.start_url = ARGV[9] ~= "" and ARGV[9] or cjson.null end
 redis.call("HSET", KEYS[3], pendingId, cjson.encode(pending))
 if since == now then
   emit("person.taken_over", now, {approval_id = pendingId, holder = holder, since_ms = since,
     until_ms = tonumber(ARGV[6])})
 end
-return {"held", pendingId, {since, tonumber(ARGV[6]), created}}
+return {"held", pendingId, {since, tonumber(ARGV[6]), created, since == now and "1" or "0"}}
