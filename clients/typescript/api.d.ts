@@ -644,7 +644,8 @@ export interface components {
           | 'grant_not_applicable'
           | 'invalid_arguments'
           | 'navigation_failed'
-          | 'secret_not_allowed';
+          | 'secret_not_allowed'
+          | 'person_in_control';
         message: string;
         step: number | null;
       } | null;
@@ -729,7 +730,8 @@ export interface components {
           | 'grant_not_applicable'
           | 'invalid_arguments'
           | 'navigation_failed'
-          | 'secret_not_allowed';
+          | 'secret_not_allowed'
+          | 'person_in_control';
         message: string;
         step: number | null;
       } | null;

@@ -228,6 +228,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/tenants/{tenant}/profiles/{profileId}/leases/{leaseId}/input': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * The holder's input
+     * @description Up to 50 key, mouse, wheel and text events of the person holding the page, dispatched in order to the current tab as DevTools input events (never a DevTools command, a file drag or a file chooser); navigations they cause meet the origin fence. At most 200 events a second per lease (`rate_limited`). The sequence advances once per batch. The contents are never logged or stored.
+     */
+    post: operations['personInput'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tenants/{tenant}/profiles/{profileId}/leases/{leaseId}/live': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Watch the lease's page
+     * @description A server-sent event stream of the lease's current tab: `event: frame` (`{jpeg, url, tab, width, height}`: a DevTools screencast frame, JPEG, at most 10 a second and only when the page changes; a slow reader gets the newest frame and misses the others), `event: state` (`{person}`: who holds the page, at open and on each change) and `event: blocked` (navigations or popups the origin fence refused). The screencast runs only while a stream is open; it follows the tab the lease's calls act on; the stream ends when the lease closes. Frames are never stored.
+     */
+    get: operations['watchLive'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/tenants/{tenant}/profiles/{profileId}/leases/{leaseId}/navigate': {
     parameters: {
       query?: never;
@@ -263,6 +303,30 @@ export interface paths {
      */
     post: operations['observe'];
     delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tenants/{tenant}/profiles/{profileId}/leases/{leaseId}/person-control': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A person takes the page
+     * @description From now on until `until_ms` (or the end of the control) every page call of the agent on the lease is refused before dispatch, `person_in_control`, and the holder's input goes to the page. Calls already under way finish first; the answer comes once the page is the person's, with the lease's sequence advanced. The same holder asking again renews the control; another holder is refused `person_in_control`.
+     */
+    post: operations['startPersonControl'];
+    /**
+     * The person hands the page back
+     * @description Ends the holder's control (also after it ran out by itself): the agent's calls are served again. Answers how long it lasted, how many input events the person sent (never what they were) and the current tab's URL; the sequence advances.
+     */
+    delete: operations['endPersonControl'];
     options?: never;
     head?: never;
     patch?: never;
@@ -481,11 +545,13 @@ export interface components {
           | 'url_disallowed'
           | 'navigation_failed'
           | 'secret_not_allowed'
+          | 'person_in_control'
+          | 'person_not_in_control'
+          | 'rate_limited'
           | 'outcome_unknown'
           | 'provider_unavailable'
           | 'internal'
           | 'bad_request'
-          | 'rate_limited'
           | 'unavailable';
         message: string;
       } & {
@@ -494,6 +560,9 @@ export interface components {
       evidence_key?: string | null;
       lease?: components['schemas']['Lease'];
       observation?: components['schemas']['BrowserObservation'];
+    };
+    EndPersonControlRequest: {
+      holder: string;
     };
     /** @description Liveness. */
     Health: {
@@ -558,6 +627,61 @@ export interface components {
     /** @description What the worker captured of the settled page: an artifact's name, never the bytes. */
     PageArtifacts: {
       screenshot?: string;
+    };
+    /** @description A person's control of the page: the lease's sequence once it began, and its time bounds. */
+    PersonControl: {
+      sequence: number;
+      since_ms: number;
+      until_ms: number;
+    };
+    /** @description A control as it ended: its bounds, how many input events the person sent (never what they were), and the URL the page shows. */
+    PersonControlEnd: {
+      ended_ms: number;
+      inputs: number;
+      sequence: number;
+      since_ms: number;
+      url: string;
+    };
+    /** @description The lease's sequence after the batch. */
+    PersonInputAnswer: {
+      sequence: number;
+    };
+    PersonInputRequest: {
+      events: (
+        | {
+            /** @enum {string} */
+            action: 'move' | 'down' | 'up';
+            /** @enum {string} */
+            button?: 'left' | 'middle' | 'right';
+            clicks?: number;
+            /** @constant */
+            type: 'mouse';
+            x: number;
+            y: number;
+          }
+        | {
+            dx: number;
+            dy: number;
+            /** @constant */
+            type: 'wheel';
+            x: number;
+            y: number;
+          }
+        | {
+            /** @enum {string} */
+            action: 'down' | 'up';
+            code?: string;
+            key: string;
+            /** @constant */
+            type: 'key';
+          }
+        | {
+            text: string;
+            /** @constant */
+            type: 'text';
+          }
+      )[];
+      holder: string;
     };
     /** @description An exact, bounded control role and name with optional state: no selector, pattern or script. */
     Predicate: {
@@ -639,6 +763,10 @@ export interface components {
         replayed: boolean;
         status: number;
       }[];
+    };
+    StartPersonControlRequest: {
+      holder: string;
+      seconds: number;
     };
     /** @description This browser worker: its id, the profiles it serves, its browser and browser tools contracts. */
     Worker: {
@@ -2186,7 +2314,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description Refused in the state the profile, lease or page is in: `sequence_mismatch`, `lease_expired`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`, `secret_not_allowed`. */
+      /** @description Refused in the state the profile, lease or page is in: `sequence_mismatch`, `lease_expired`, `person_in_control`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`, `secret_not_allowed`. */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2573,6 +2701,447 @@ export interface operations {
       };
     };
   };
+  personInput: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
+      };
+      path: {
+        tenant: string;
+        profileId: string;
+        leaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "events": [
+         *         {
+         *           "action": "down",
+         *           "button": "left",
+         *           "clicks": 1,
+         *           "type": "mouse",
+         *           "x": 120,
+         *           "y": 48
+         *         },
+         *         {
+         *           "action": "up",
+         *           "button": "left",
+         *           "clicks": 1,
+         *           "type": "mouse",
+         *           "x": 120,
+         *           "y": 48
+         *         },
+         *         {
+         *           "action": "down",
+         *           "code": "KeyA",
+         *           "key": "a",
+         *           "type": "key"
+         *         },
+         *         {
+         *           "action": "up",
+         *           "code": "KeyA",
+         *           "key": "a",
+         *           "type": "key"
+         *         }
+         *       ],
+         *       "holder": "principal:alice"
+         *     }
+         */
+        'application/json': components['schemas']['PersonInputRequest'];
+      };
+    };
+    responses: {
+      /** @description The batch, dispatched. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PersonInputAnswer'];
+        };
+      };
+      /** @description The URL or the request framing could not be read: `bad_request`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No valid data-plane token: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The challenge: `Bearer`. */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unauthorized",
+           *         "message": "a valid data-plane token is required"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No such profile or lease: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "not_found",
+           *         "message": "no lease lse_0123456789"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Refused in the state the profile, lease or page is in: `lease_expired`, `person_not_in_control`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "lease_expired",
+           *         "message": "lease lse_0123456789 has expired or was revoked"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Body over 64 KiB: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "payload_too_large",
+           *         "message": "body over 65536 bytes"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description A path segment over 200 characters: `bad_request`. */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Content type other than application/json: `bad_request`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Arguments that are not what the route takes: `invalid_arguments`, `validation_failed`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "invalid_arguments",
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Too many failed authentications from this address: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds until the address may try again. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "rate_limited",
+           *         "message": "too many failed authentications from this address; retry after 42 s"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description An unexpected failure (logged; never a stack trace): `internal`. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "internal",
+           *         "message": "internal error"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description The store or the browser is not available; retry shortly: `unavailable`. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unavailable",
+           *         "message": "the store did not answer; retry shortly"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+    };
+  };
+  watchLive: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
+      };
+      path: {
+        tenant: string;
+        profileId: string;
+        leaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The stream, until the lease closes or the caller goes. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+        };
+      };
+      /** @description The URL or the request framing could not be read: `bad_request`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No valid data-plane token: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The challenge: `Bearer`. */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unauthorized",
+           *         "message": "a valid data-plane token is required"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No such profile or lease: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "not_found",
+           *         "message": "no lease lse_0123456789"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Refused in the state the profile, lease or page is in: `lease_expired`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "lease_expired",
+           *         "message": "lease lse_0123456789 has expired or was revoked"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description A path segment over 200 characters: `bad_request`. */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Arguments that are not what the route takes: `invalid_arguments`, `validation_failed`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "invalid_arguments",
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Too many failed authentications from this address: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds until the address may try again. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "rate_limited",
+           *         "message": "too many failed authentications from this address; retry after 42 s"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description An unexpected failure (logged; never a stack trace): `internal`. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "internal",
+           *         "message": "internal error"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description The store or the browser is not available; retry shortly: `unavailable`. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unavailable",
+           *         "message": "the store did not answer; retry shortly"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+    };
+  };
   navigate: {
     parameters: {
       query?: never;
@@ -2661,7 +3230,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description Refused in the state the profile, lease or page is in: `sequence_mismatch`, `lease_expired`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`. */
+      /** @description Refused in the state the profile, lease or page is in: `sequence_mismatch`, `lease_expired`, `person_in_control`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`. */
       409: {
         headers: {
           [name: string]: unknown;
@@ -2911,7 +3480,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description Refused in the state the profile, lease or page is in: `lease_expired`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`. */
+      /** @description Refused in the state the profile, lease or page is in: `lease_expired`, `person_in_control`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`. */
       409: {
         headers: {
           [name: string]: unknown;
@@ -3068,6 +3637,461 @@ export interface operations {
       };
     };
   };
+  startPersonControl: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
+      };
+      path: {
+        tenant: string;
+        profileId: string;
+        leaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "holder": "principal:alice",
+         *       "seconds": 900
+         *     }
+         */
+        'application/json': components['schemas']['StartPersonControlRequest'];
+      };
+    };
+    responses: {
+      /** @description The control, begun or renewed. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PersonControl'];
+        };
+      };
+      /** @description The URL or the request framing could not be read: `bad_request`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No valid data-plane token: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The challenge: `Bearer`. */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unauthorized",
+           *         "message": "a valid data-plane token is required"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No such profile or lease: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "not_found",
+           *         "message": "no lease lse_0123456789"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Refused in the state the profile, lease or page is in: `lease_expired`, `person_in_control`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "lease_expired",
+           *         "message": "lease lse_0123456789 has expired or was revoked"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Body over 64 KiB: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "payload_too_large",
+           *         "message": "body over 65536 bytes"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description A path segment over 200 characters: `bad_request`. */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Content type other than application/json: `bad_request`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Arguments that are not what the route takes: `invalid_arguments`, `validation_failed`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "invalid_arguments",
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Too many failed authentications from this address: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds until the address may try again. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "rate_limited",
+           *         "message": "too many failed authentications from this address; retry after 42 s"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description An unexpected failure (logged; never a stack trace): `internal`. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "internal",
+           *         "message": "internal error"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description The store or the browser is not available; retry shortly: `unavailable`. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unavailable",
+           *         "message": "the store did not answer; retry shortly"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+    };
+  };
+  endPersonControl: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
+      };
+      path: {
+        tenant: string;
+        profileId: string;
+        leaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "holder": "principal:alice"
+         *     }
+         */
+        'application/json': components['schemas']['EndPersonControlRequest'];
+      };
+    };
+    responses: {
+      /** @description The control, ended. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PersonControlEnd'];
+        };
+      };
+      /** @description The URL or the request framing could not be read: `bad_request`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No valid data-plane token: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The challenge: `Bearer`. */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unauthorized",
+           *         "message": "a valid data-plane token is required"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No such profile or lease: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "not_found",
+           *         "message": "no lease lse_0123456789"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Refused in the state the profile, lease or page is in: `lease_expired`, `person_not_in_control`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "lease_expired",
+           *         "message": "lease lse_0123456789 has expired or was revoked"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Body over 64 KiB: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "payload_too_large",
+           *         "message": "body over 65536 bytes"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description A path segment over 200 characters: `bad_request`. */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Content type other than application/json: `bad_request`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Arguments that are not what the route takes: `invalid_arguments`, `validation_failed`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "invalid_arguments",
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Too many failed authentications from this address: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds until the address may try again. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "rate_limited",
+           *         "message": "too many failed authentications from this address; retry after 42 s"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description An unexpected failure (logged; never a stack trace): `internal`. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "internal",
+           *         "message": "internal error"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description The store or the browser is not available; retry shortly: `unavailable`. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unavailable",
+           *         "message": "the store did not answer; retry shortly"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+    };
+  };
   preview: {
     parameters: {
       query?: never;
@@ -3158,7 +4182,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description Refused in the state the profile, lease or page is in: `lease_expired`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`. */
+      /** @description Refused in the state the profile, lease or page is in: `lease_expired`, `person_in_control`, `page_changed`, `element_not_found`, `action_not_allowed`, `url_disallowed`. */
       409: {
         headers: {
           [name: string]: unknown;

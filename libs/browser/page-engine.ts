@@ -10,6 +10,7 @@ import {
   type ObserveArgsInput,
   type OpenedSecret,
   observeArgsSchema,
+  type PersonInputEvent,
   type SettleResult,
 } from '../contracts/index.js';
 import { dispatch, targetFor } from './act-target.js';
@@ -28,6 +29,7 @@ import { Operation, type OperationLimits, within } from './operation.js';
 import { originAllowed, originOf } from './origin-guard.js';
 import type { Box, Capture } from './page-capture.js';
 import { type BlockedCounts, ContextFence } from './page-fence.js';
+import { dispatchPersonInput } from './person-input.js';
 import { settlePage } from './settle.js';
 import { PageBundle, TabStack } from './tabs.js';
 
@@ -68,6 +70,8 @@ export class PageEngine {
     private readonly fence: ContextFence,
     private readonly revisions: RevisionState,
     private readonly onSettle: PageEngineOptions['onSettle'],
+    /** Told when another tab becomes current (the live view follows it). */
+    private readonly switches: Set<() => void>,
   ) {}
 
   /**
@@ -82,11 +86,13 @@ export class PageEngine {
     try {
       fence = await ContextFence.install(page, options);
       const revisions: RevisionState = { current: null };
+      const switches = new Set<() => void>();
       const tabs = new TabStack(await first, fence, () => {
         // A tab opened or closed: no reference of the page before it holds (issue 14).
         revisions.current = null;
+        for (const listener of switches) listener();
       });
-      return new PageEngine(tabs, fence, revisions, options.onSettle);
+      return new PageEngine(tabs, fence, revisions, options.onSettle, switches);
     } catch (error) {
       await (await first.catch(() => undefined))?.close();
       await fence?.close();
@@ -105,6 +111,28 @@ export class PageEngine {
   /** The page the engine observes and acts on now (issue 14: the newest open tab). */
   get page(): Page {
     return this.tabs.current.page;
+  }
+
+  /** Tells `listener` whenever another tab becomes current; answers the call that stops telling. */
+  onTabSwitch(listener: () => void): () => void {
+    this.switches.add(listener);
+    return () => this.switches.delete(listener);
+  }
+
+  /** What the origin fence blocked so far (navigations and popups the live view shows refused). */
+  blocked(): BlockedCounts {
+    return this.fence.blocked();
+  }
+
+  /**
+   * A person's input on the current tab (see {@link dispatchPersonInput}), between the engine's
+   * other calls. No reference of the agent's survives it: the page may have changed in any way.
+   */
+  personInput(events: readonly PersonInputEvent[], limits: OperationLimits): Promise<void> {
+    return this.serially(limits, async (op) => {
+      this.revisions.current = null;
+      await dispatchPersonInput(this.tabs.current.page, events, op);
+    });
   }
 
   /** `browser.navigate {url}`: the settled page at the new URL. */

@@ -256,6 +256,12 @@ export const DATA_PLANE_ERROR_STATUS = {
   /** The navigation's request never reached a server: the site is not there for the worker. */
   navigation_failed: 502,
   secret_not_allowed: 409,
+  /** A person holds the lease's page: the agent's page calls are refused before dispatch. */
+  person_in_control: 409,
+  /** Person input or a control's end from someone who does not hold the page. */
+  person_not_in_control: 409,
+  /** A person's input past its rate bound. */
+  rate_limited: 429,
   outcome_unknown: 502,
   provider_unavailable: 503,
   internal: 500,
@@ -358,7 +364,6 @@ export const workerAnswerSchema = z.object({
 export const DATA_PLANE_ANSWERED_ERROR_CODES = [
   ...(Object.keys(DATA_PLANE_ERROR_STATUS) as DataPlaneErrorCode[]),
   'bad_request',
-  'rate_limited',
   'unavailable',
 ] as const;
 

@@ -15,6 +15,7 @@ export const TOOL_ERROR_CODES = [
   'invalid_arguments',
   'navigation_failed',
   'secret_not_allowed',
+  'person_in_control',
 ] as const;
 export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
 
@@ -93,6 +94,8 @@ export const RUN_ERROR_TABLE = {
   // Browser tools 1.4.0: a declared secret asked into a field or origin it is not for; refused
   // before dispatch, so the model may fill the right field (a prompt-injected one gets nothing).
   secret_not_allowed: { outcome: 'tool_result', httpStatus: 409 },
+  // A person holds the page (a takeover): refused before dispatch; the run waits for the hand-back.
+  person_in_control: { outcome: 'tool_result', httpStatus: 409 },
 } as const satisfies Record<RunErrorCode, { outcome: RunOutcome; httpStatus: number | null }>;
 
 export function isRunErrorCode(code: string): code is RunErrorCode {

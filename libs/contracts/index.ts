@@ -25,6 +25,7 @@ export {
 export { type IdKind, newId, recordIdSchema } from './ids.js';
 export * from './mcp-browser.js';
 export { microUsdToUsd, usdToMicroUsd } from './money.js';
+export * from './person-control.js';
 export * from './run-lifecycle.js';
 export * from './run-secrets.js';
 export * from './run-steps.js';

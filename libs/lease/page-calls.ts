@@ -9,7 +9,7 @@ import {
 } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
-import type { HeldLease } from './held-lease.js';
+import { type HeldLease, personHolds } from './held-lease.js';
 import { readLeaseView } from './lease-views.js';
 import { type LeaseArtifacts, LeaseScreenshots } from './page-artifacts.js';
 import type { PageResult, PageSession } from './pages.js';
@@ -272,8 +272,13 @@ export class LeasePageCalls {
         );
       throw new DataPlaneError('lease_expired', `lease ${leaseId} has expired or was revoked`);
     }
+    this.#refuseWhilePersonHolds(held, leaseId);
     const after: Array<() => Promise<void>> = [];
-    const next = held.tail.then(async () => run(await held.session, (work) => after.push(work)));
+    const next = held.tail.then(async () => {
+      // A person may have taken the page while this call waited its turn.
+      this.#refuseWhilePersonHolds(held, leaseId);
+      return run(await held.session, (work) => after.push(work));
+    });
     held.tail = next
       .then(async () => {
         for (const work of after) await work();
@@ -284,5 +289,13 @@ export class LeasePageCalls {
 
   #view(profile: ProfileRef, leaseId: string): Promise<LeaseView> {
     return readLeaseView(this.#deps.store, profile, leaseId);
+  }
+
+  /** While a person holds the page, every page call of the agent is refused before dispatch. */
+  #refuseWhilePersonHolds(held: HeldLease, leaseId: string): void {
+    if (personHolds(held, this.#deps.clock()))
+      throw new DataPlaneError('person_in_control', `a person holds the page of lease ${leaseId}`, {
+        dispatched: false,
+      });
   }
 }

@@ -1,5 +1,5 @@
-import type { Box, Capture, OperationLimits } from '../browser/index.js';
-import type { OpenedSecret, PageArtifacts } from '../contracts/index.js';
+import type { Box, Capture, CurrentTab, OperationLimits } from '../browser/index.js';
+import type { OpenedSecret, PageArtifacts, PersonInputEvent } from '../contracts/index.js';
 
 /**
  * The page under one lease, as the lease rules use it. Effects (navigate, act) call
@@ -36,6 +36,15 @@ export interface PageSession {
    * naming one is then refused by the lease rules).
    */
   useSecrets?(secrets: readonly OpenedSecret[]): void;
+  /**
+   * The lease's current tab, for the live view's screencast. Optional: a page without it shows no
+   * live view.
+   */
+  currentTab?(): CurrentTab;
+  /** A person's input on the current tab (person control); contents never logged. */
+  personInput?(events: readonly PersonInputEvent[], limits: OperationLimits): Promise<void>;
+  /** Navigations and popups the origin fence refused so far (the live view shows a new refusal). */
+  blocked?(): { navigation: number; popup: number };
   /** Playwright storage state (cookies and local storage) to seal into the profile. */
   storageState(): Promise<unknown>;
   /** Closes the browser context; afterwards the pages are gone. */

@@ -2,12 +2,13 @@ import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-
 import {
   type Box,
   type Capture,
+  type CurrentTab,
   flushPageCookies,
   type OperationLimits,
   PageEngine,
   type PageEngineOptions,
 } from '../browser/index.js';
-import type { OpenedSecret } from '../contracts/index.js';
+import type { OpenedSecret, PersonInputEvent } from '../contracts/index.js';
 import type { PageFactory, PageResult, PageSession } from './pages.js';
 
 /**
@@ -99,6 +100,24 @@ class PlaywrightPageSession implements PageSession {
 
   useSecrets(secrets: readonly OpenedSecret[]): void {
     this.engine.useSecrets(secrets);
+  }
+
+  currentTab(): CurrentTab {
+    const engine = this.engine;
+    return {
+      get page() {
+        return engine.page;
+      },
+      onTabSwitch: (listener) => engine.onTabSwitch(listener),
+    };
+  }
+
+  personInput(events: readonly PersonInputEvent[], limits: OperationLimits): Promise<void> {
+    return this.engine.personInput(events, limits);
+  }
+
+  blocked(): { navigation: number; popup: number } {
+    return this.engine.blocked();
   }
 
   /** Issue 17.4: what the pages wrote is what is sealed — their cookie writes are waited for first. */

@@ -20,6 +20,7 @@ import type { PageActivity } from './page-activity.js';
 import type { LeaseArtifacts } from './page-artifacts.js';
 import { LeasePageCalls } from './page-calls.js';
 import type { PageFactory, PageSession } from './pages.js';
+import { LeasePersonCalls } from './person-calls.js';
 import type {
   IdempotencyClaim,
   IdempotencyTicket,
@@ -86,6 +87,7 @@ export class LeaseService {
   readonly #log: Logger;
   readonly #metrics: LeaseMetrics;
   readonly #pageCalls: LeasePageCalls;
+  readonly #personCalls: LeasePersonCalls;
 
   constructor(private readonly options: LeaseServiceOptions) {
     this.#store = options.store;
@@ -104,6 +106,7 @@ export class LeaseService {
       artifacts: options.artifacts,
       sealKey: options.sealKey,
     });
+    this.#personCalls = new LeasePersonCalls({ store: this.#store, clock: this.#clock, held: this.#held });
   }
 
   get workerId(): string {
@@ -433,6 +436,8 @@ export class LeaseService {
     const held = this.#held.get(leaseId);
     let blob: string | undefined;
     if (held) {
+      // The live view's streams end with the page, before it goes.
+      await this.#personCalls.closed(held);
       const session = await held.session.catch(() => undefined);
       if (session && seal && begun.sealAllowed && reason === 'closed') {
         try {
@@ -512,6 +517,13 @@ export class LeaseService {
     name?: string,
   ) {
     return this.#busy(this.#pageCalls.preview(profile, leaseId, args, limits, name));
+  }
+
+  // ---- a person on the page ----------------------------------------------------------------
+
+  /** The person calls: the live view's viewers and person control (see LeasePersonCalls). */
+  get person(): LeasePersonCalls {
+    return this.#personCalls;
   }
 
   /** Resolves once every screenshot named so far is stored or noted failed (they follow the answers). */

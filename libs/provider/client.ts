@@ -4,9 +4,18 @@ import type {
   AcquireLease,
   createProfileSchema,
   LeaseView,
+  LiveEvent,
   PageArtifacts,
+  PersonControlAnswer,
+  PersonControlEndAnswer,
+  PersonInputEvent,
   ProfileRef,
   ProfileView,
+} from '../contracts/index.js';
+import {
+  personControlAnswerSchema,
+  personControlEndAnswerSchema,
+  personInputAnswerSchema,
 } from '../contracts/index.js';
 import {
   acquireAnswerSchema,
@@ -26,6 +35,7 @@ import {
   ProviderError,
 } from './errors.js';
 import { closeIdempotencyKey, renewIdempotencyKey } from './idempotency-keys.js';
+import { readLiveEvents } from './live-stream.js';
 
 /** How long a lease call (acquire, renew, close, reads) may take when its caller gives no deadline. */
 export const DEFAULT_LEASE_CALL_TIMEOUT_MS = 15_000;
@@ -72,9 +82,15 @@ export interface AcquireResult {
   replayed: boolean;
 }
 
+/** A lease on the data plane: its profile and id. */
+export interface LeaseRef {
+  profile: ProfileRef;
+  leaseId: string;
+}
+
 interface Request {
   operation: DataPlaneOperation;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   path: string;
   body?: unknown;
   idempotencyKey?: string;
@@ -330,6 +346,96 @@ export class DataPlaneClient {
       ...leaseLimits(limits),
     });
     return this.#parse('preview', previewAnswerSchema, answer.body).artifacts;
+  }
+
+  /**
+   * A person takes the lease's page until `seconds` from now (the same holder renews): the agent's
+   * page calls are refused `person_in_control` meanwhile. Answers once the page is the person's.
+   */
+  async startPersonControl(
+    lease: LeaseRef,
+    body: { holder: string; seconds: number },
+    limits: CallLimits = {},
+  ): Promise<PersonControlAnswer> {
+    const answer = await this.#send({
+      operation: 'person_control',
+      method: 'POST',
+      path: `${leasePath(lease.profile, lease.leaseId)}/person-control`,
+      body,
+      ...leaseLimits(limits),
+    });
+    return this.#parse('person_control', personControlAnswerSchema, answer.body);
+  }
+
+  /** The holder hands the page back: how long, how many inputs (never what), and the URL now. */
+  async endPersonControl(
+    lease: LeaseRef,
+    body: { holder: string },
+    limits: CallLimits = {},
+  ): Promise<PersonControlEndAnswer> {
+    const answer = await this.#send({
+      operation: 'person_control',
+      method: 'DELETE',
+      path: `${leasePath(lease.profile, lease.leaseId)}/person-control`,
+      body,
+      ...leaseLimits(limits),
+    });
+    return this.#parse('person_control', personControlEndAnswerSchema, answer.body);
+  }
+
+  /** One batch of the holder's input (at most 50 events); answers the lease's sequence after it. */
+  async sendPersonInput(
+    lease: LeaseRef,
+    body: { holder: string; events: readonly PersonInputEvent[] },
+    limits: CallLimits = {},
+  ): Promise<{ sequence: number }> {
+    const answer = await this.#send({
+      operation: 'person_input',
+      method: 'POST',
+      path: `${leasePath(lease.profile, lease.leaseId)}/input`,
+      body,
+      ...leaseLimits(limits),
+    });
+    return this.#parse('person_input', personInputAnswerSchema, answer.body);
+  }
+
+  /**
+   * The lease's live view: its events as they come, until the lease closes or `signal` aborts (then
+   * the iteration ends quietly). A refusal (no such lease, expired) throws before the first event.
+   */
+  async openLive(lease: LeaseRef, signal: AbortSignal): Promise<AsyncIterable<LiveEvent>> {
+    let response: Response;
+    try {
+      response = await this.#fetch(`${this.baseUrl}${leasePath(lease.profile, lease.leaseId)}/live`, {
+        headers: { authorization: `Bearer ${this.#token}`, accept: 'text/event-stream' },
+        signal,
+      });
+    } catch (error) {
+      if (signal.aborted) throw errorFromTransport('live', 'cancelled', error);
+      throw errorFromTransport(
+        'live',
+        failedBeforeConnecting(error) ? 'not_connected' : 'connection_lost',
+        error,
+      );
+    }
+    if (!response.ok || !response.body) {
+      const text = await response.text().catch(() => '');
+      let body: unknown;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        body = undefined;
+      }
+      throw errorFromAnswer('live', response.status, body);
+    }
+    const stream = response.body;
+    return (async function* () {
+      try {
+        yield* readLiveEvents(stream);
+      } catch (error) {
+        if (!signal.aborted) throw error;
+      }
+    })();
   }
 
   #parse<T extends z.ZodType>(operation: DataPlaneOperation, schema: T, body: unknown): z.output<T> {

@@ -22,7 +22,11 @@ export type DataPlaneOperation =
   | 'observe'
   | 'act'
   /** Issue 13: an approval card's outlined screenshot; not an effect. */
-  | 'preview';
+  | 'preview'
+  /** A person on the page: the live view, the control's start and end, the holder's input. */
+  | 'live'
+  | 'person_control'
+  | 'person_input';
 
 export const EFFECT_OPERATIONS: ReadonlySet<DataPlaneOperation> = new Set(['navigate', 'act']);
 
@@ -38,6 +42,7 @@ export const REFUSALS_BEFORE_DISPATCH: ReadonlySet<string> = new Set([
   'url_disallowed',
   'grant_not_applicable',
   'secret_not_allowed',
+  'person_in_control',
 ]);
 
 /**
@@ -51,6 +56,7 @@ export const TOLD_REFUSALS: ReadonlySet<string> = new Set([
   'url_disallowed',
   'invalid_arguments',
   'secret_not_allowed',
+  'person_in_control',
 ]);
 
 /** Whether a refusal of an effect came after its dispatch (the lease's sequence advanced). */
@@ -244,6 +250,7 @@ export function errorFromAnswer(
     case 'invalid_arguments':
     case 'navigation_failed':
     case 'secret_not_allowed':
+    case 'person_in_control':
       return new ProviderError(serviceCode, said, false, details);
     case 'sequence_mismatch':
       return new ProviderError('sequence_mismatch', said, false, details);

@@ -35,6 +35,7 @@ export {
   type DataPlaneClientOptions,
   DEFAULT_LEASE_CALL_TIMEOUT_MS,
   DEFAULT_PAGE_CALL_TIMEOUT_MS,
+  type LeaseRef,
   type RenewalOutcome,
   type RenewalRequest,
 } from './client.js';
@@ -64,3 +65,4 @@ export {
   type HeldLease,
   type LeaseDropReason,
 } from './lease-provider.js';
+export { readLiveEvents } from './live-stream.js';

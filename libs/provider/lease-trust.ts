@@ -30,6 +30,9 @@ export function judgeFailedPageCall(error: unknown, sequence: number): FailedPag
       if (refusedAfterDispatch(error)) return judgeDispatchedRefusal(error, sequence);
       // Refused before dispatch: nothing happened, the lease and its sequence stay as they were.
       return { error };
+    case 'person_in_control':
+      // A person holds the page: nothing of the run's was dispatched, and the page is still its own.
+      return { error };
     case 'navigation_failed':
       // No server saw the request; the service says where the sequence now stands and the lease
       // stays trusted. Without that word the two sides may disagree: untrusted, as for any refusal.

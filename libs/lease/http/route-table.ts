@@ -9,6 +9,7 @@ import {
   closeLeaseSchema,
   createProfileSchema,
   type DATA_PLANE_ANSWERED_ERROR_CODES,
+  endPersonControlSchema,
   leaseAnswerSchema,
   leaseIdSchema,
   navigateSchema,
@@ -16,6 +17,10 @@ import {
   observeCallAnswerSchema,
   observeSchema,
   pageCallAnswerSchema,
+  personControlAnswerSchema,
+  personControlEndAnswerSchema,
+  personInputAnswerSchema,
+  personInputSchema,
   previewCallAnswerSchema,
   profileAnswerSchema,
   profileIdSchema,
@@ -23,6 +28,7 @@ import {
   renewalsAnswerSchema,
   renewalsSchema,
   renewLeaseSchema,
+  startPersonControlSchema,
   tenantIdSchema,
   workerAnswerSchema,
 } from '../../contracts/index.js';
@@ -86,10 +92,10 @@ export interface OperationAnswer {
 
 export interface DataPlaneOperation {
   operationId: string;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   /** Fastify's spelling (`:tenant`); the document spells it `{tenant}`. */
   url: string;
-  tag: 'profiles' | 'leases' | 'pages' | 'worker' | 'ops';
+  tag: 'profiles' | 'leases' | 'pages' | 'person' | 'worker' | 'ops';
   summary: string;
   description: string;
   /** Path parameters as the route parses them. */
@@ -117,7 +123,14 @@ export interface DataPlaneOperation {
 
 const PAGE_REFUSALS = {
   404: ['not_found'],
-  409: ['lease_expired', 'page_changed', 'element_not_found', 'action_not_allowed', 'url_disallowed'],
+  409: [
+    'lease_expired',
+    'person_in_control',
+    'page_changed',
+    'element_not_found',
+    'action_not_allowed',
+    'url_disallowed',
+  ],
   422: ['validation_failed', 'invalid_arguments'],
   502: ['outcome_unknown'],
   503: ['provider_unavailable'],
@@ -349,6 +362,73 @@ export const DATA_PLANE_OPERATIONS = {
       },
     },
     refusals: PAGE_REFUSALS,
+  },
+  watchLive: {
+    operationId: 'watchLive',
+    method: 'GET',
+    url: `${LEASE}/live`,
+    tag: 'person',
+    summary: "Watch the lease's page",
+    description:
+      "A server-sent event stream of the lease's current tab: `event: frame` (`{jpeg, url, tab, width, height}`: a DevTools screencast frame, JPEG, at most 10 a second and only when the page changes; a slow reader gets the newest frame and misses the others), `event: state` (`{person}`: who holds the page, at open and on each change) and `event: blocked` (navigations or popups the origin fence refused). The screencast runs only while a stream is open; it follows the tab the lease's calls act on; the stream ends when the lease closes. Frames are never stored.",
+    params: leaseParams,
+    answers: {
+      200: {
+        description: 'The stream, until the lease closes or the caller goes.',
+        contentType: 'text/event-stream',
+      },
+    },
+    refusals: { 404: ['not_found'], 409: ['lease_expired'] },
+  },
+  startPersonControl: {
+    operationId: 'startPersonControl',
+    method: 'POST',
+    url: `${LEASE}/person-control`,
+    tag: 'person',
+    summary: 'A person takes the page',
+    description:
+      "From now on until `until_ms` (or the end of the control) every page call of the agent on the lease is refused before dispatch, `person_in_control`, and the holder's input goes to the page. Calls already under way finish first; the answer comes once the page is the person's, with the lease's sequence advanced. The same holder asking again renews the control; another holder is refused `person_in_control`.",
+    params: leaseParams,
+    body: startPersonControlSchema,
+    bodyExample: { holder: 'principal:alice', seconds: 900 },
+    answers: { 200: { description: 'The control, begun or renewed.', schema: personControlAnswerSchema } },
+    refusals: { 404: ['not_found'], 409: ['lease_expired', 'person_in_control'] },
+  },
+  endPersonControl: {
+    operationId: 'endPersonControl',
+    method: 'DELETE',
+    url: `${LEASE}/person-control`,
+    tag: 'person',
+    summary: 'The person hands the page back',
+    description:
+      "Ends the holder's control (also after it ran out by itself): the agent's calls are served again. Answers how long it lasted, how many input events the person sent (never what they were) and the current tab's URL; the sequence advances.",
+    params: leaseParams,
+    body: endPersonControlSchema,
+    bodyExample: { holder: 'principal:alice' },
+    answers: { 200: { description: 'The control, ended.', schema: personControlEndAnswerSchema } },
+    refusals: { 404: ['not_found'], 409: ['lease_expired', 'person_not_in_control'] },
+  },
+  personInput: {
+    operationId: 'personInput',
+    method: 'POST',
+    url: `${LEASE}/input`,
+    tag: 'person',
+    summary: "The holder's input",
+    description:
+      'Up to 50 key, mouse, wheel and text events of the person holding the page, dispatched in order to the current tab as DevTools input events (never a DevTools command, a file drag or a file chooser); navigations they cause meet the origin fence. At most 200 events a second per lease (`rate_limited`). The sequence advances once per batch. The contents are never logged or stored.',
+    params: leaseParams,
+    body: personInputSchema,
+    bodyExample: {
+      holder: 'principal:alice',
+      events: [
+        { type: 'mouse', action: 'down', x: 120, y: 48, button: 'left', clicks: 1 },
+        { type: 'mouse', action: 'up', x: 120, y: 48, button: 'left', clicks: 1 },
+        { type: 'key', action: 'down', key: 'a', code: 'KeyA' },
+        { type: 'key', action: 'up', key: 'a', code: 'KeyA' },
+      ],
+    },
+    answers: { 200: { description: 'The batch, dispatched.', schema: personInputAnswerSchema } },
+    refusals: { 404: ['not_found'], 409: ['lease_expired', 'person_not_in_control'], 429: ['rate_limited'] },
   },
   getWorker: {
     operationId: 'getWorker',

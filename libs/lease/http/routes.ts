@@ -6,6 +6,7 @@ import { type EgressGuard, refusedProfileOrigin } from '../../egress/index.js';
 import { DataPlaneError, type LeaseService, type LeaseStore, type PageResult } from '../index.js';
 import { setDataPlaneErrorAnswers } from './error-answers.js';
 import { answerIdempotently } from './idempotency.js';
+import { registerPersonRoutes } from './person-routes.js';
 import { registerRenewalsRoute } from './renewals.js';
 import { registerOperation } from './route-registration.js';
 import {
@@ -113,6 +114,7 @@ export function registerDataPlaneRoutes(
     );
   });
   registerRenewalsRoute(app, leases, store, parse);
+  registerPersonRoutes(app, leases, parse);
   registerOperation(app, OPERATIONS.closeLease, async (request, reply) => {
     const params = parse(leaseParams, request.params, 'path');
     const profile = profileRef(params);

@@ -1,0 +1,50 @@
+import type { Page } from 'playwright-core';
+import type { PersonInputEvent } from '../contracts/index.js';
+import { type Operation, within } from './operation.js';
+
+/**
+ * A person's input on the current tab, event by event, through DevTools' input events
+ * (Playwright's mouse and keyboard): what a person's own mouse and keyboard would send, never a
+ * DevTools command, a file drag or a file chooser. Navigations it causes meet the origin fence as
+ * any of the page's do. A key name the keyboard does not know is skipped (a browser reports some,
+ * say `Unidentified`, that no page could receive either). The contents are never logged.
+ */
+export async function dispatchPersonInput(
+  page: Page,
+  events: readonly PersonInputEvent[],
+  op: Operation,
+): Promise<void> {
+  for (const event of events) {
+    op.throwIfEnded('the input');
+    // A page held by a dialog does not answer input: the batch ends at the call's deadline.
+    const sent = await within(dispatchOne(page, event), op.deadlineMs, op.signal);
+    if (!sent.done) return;
+  }
+}
+
+async function dispatchOne(page: Page, event: PersonInputEvent): Promise<void> {
+  switch (event.type) {
+    case 'mouse': {
+      await page.mouse.move(event.x, event.y);
+      const options = { button: event.button ?? 'left', clickCount: event.clicks ?? 1 } as const;
+      if (event.action === 'down') await page.mouse.down(options);
+      else if (event.action === 'up') await page.mouse.up(options);
+      return;
+    }
+    case 'wheel':
+      await page.mouse.move(event.x, event.y);
+      await page.mouse.wheel(event.dx, event.dy);
+      return;
+    case 'key':
+      try {
+        if (event.action === 'down') await page.keyboard.down(event.key);
+        else await page.keyboard.up(event.key);
+      } catch (error) {
+        if (!(error instanceof Error && /Unknown key/i.test(error.message))) throw error;
+      }
+      return;
+    case 'text':
+      await page.keyboard.insertText(event.text);
+      return;
+  }
+}
