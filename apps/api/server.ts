@@ -5,7 +5,8 @@ import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/inde
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { EgressGuard } from '../../libs/egress/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
-import { RedisLeaseStore, RunStore, UiSessions } from '../../libs/store/index.js';
+import { LeasePageControl } from '../../libs/runtime/lease-page-control.js';
+import { BrowserWorkerRegistry, RedisLeaseStore, RunStore, UiSessions } from '../../libs/store/index.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import {
   AddressBudget,
@@ -138,6 +139,12 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     webhooks,
     artifacts,
     metrics,
+    // The run's principal takes its page over and hands it back through the data plane.
+    pageControl: new LeasePageControl({
+      leases: profiles,
+      registry: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
+      token: config.secrets.dataPlaneToken,
+    }),
   };
   registerV1Routes(app, v1);
   // Issue 16: the MCP server at /mcp, its tools calling the routes above as their caller.

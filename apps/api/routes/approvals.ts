@@ -57,7 +57,10 @@ async function answerDecision(
   if ((approval.status === 'approved' || approval.status === 'denied') && approval.decided_at_ms !== null)
     deps.metrics?.approvalWaited(approval.status, approval.created_at_ms, approval.decided_at_ms);
   // A request for a person answered without a takeover (the owner let the run go on, or said no).
-  if (approval.tool === REQUEST_PERSON_TOOL && (approval.status === 'approved' || approval.status === 'denied'))
+  if (
+    approval.tool === REQUEST_PERSON_TOOL &&
+    (approval.status === 'approved' || approval.status === 'denied')
+  )
     deps.metrics?.of('personRequests').inc({ outcome: approval.status });
   await deps.lifecycle.followUpById(approval.run_id);
   return approval;

@@ -29,7 +29,10 @@ export function registerPersonControlRoutes(root: FastifyInstance, deps: V1Depen
     const run = await store.getRun(runId, identity.tenant);
     if (!run) throw new ApiError('not_found', `run ${runId} not found`);
     if (run.principal !== identity.principal)
-      throw new ApiError('forbidden', 'only the run’s own principal may take its page over; others may watch');
+      throw new ApiError(
+        'forbidden',
+        'only the run’s own principal may take its page over; others may watch',
+      );
     return run;
   }
 
@@ -41,7 +44,7 @@ export function registerPersonControlRoutes(root: FastifyInstance, deps: V1Depen
         operationId: 'takeOverRun',
         summary: 'Take a run’s page over',
         description:
-          'The run’s principal takes its live page over: a parked run’s page is theirs at once (`held`); a running or queued run pauses at its next safe point, never inside an act (`pausing`; take over again or watch the run to see it held). The run keeps its lease meanwhile. One person at a time: another holder is 409 `person_in_control`. A run without a live page, waiting for a child or the user, or ended, is 409. The takeover ends by itself after PERSON_CONTROL_TIMEOUT_MS. Takes no body.',
+          'The run’s principal takes its live page over: a parked run’s page is theirs at once (`held`); a running or queued run pauses at its next safe point, never inside an act (`pausing`; take over again or watch the run to see it held). The run keeps its lease meanwhile. One person at a time: while someone holds the page, anyone else is 409 `person_in_control`; another principal is 403 (a key with approvals:any may watch, never take over). A run without a live page, waiting for a child or the user, or ended, is 409. The takeover ends by itself after PERSON_CONTROL_TIMEOUT_MS. Takes no body.',
         params: idParams,
         response: answers({ 200: personControlViewSchema }, 403, 404, 409, 413, 422),
       },
@@ -49,15 +52,22 @@ export function registerPersonControlRoutes(root: FastifyInstance, deps: V1Depen
     },
     async (request) => {
       const identity = identityOf(request);
-      const run = await ownRun(identity, request.params.id);
+      // Another principal is refused by the script, after it says whether a person holds the page.
+      const run = await store.getRun(request.params.id, identity.tenant);
+      if (!run) throw new ApiError('not_found', `run ${request.params.id} not found`);
       const holder = personHolder(identity.principal);
       const control = deps.pageControl;
       if (!control) throw new ApiError('conflict', 'this deployment has no browser pages to take over');
       const now = Date.now();
-      const seconds = Math.floor(Math.min(deps.config.person.controlTimeoutMs, run.deadline_at_ms - now) / 1000);
+      const seconds = Math.floor(
+        Math.min(deps.config.person.controlTimeoutMs, run.deadline_at_ms - now) / 1000,
+      );
       if (seconds < 1) throw new ApiError('conflict', `run ${run.id} is at its deadline`);
       // Read before the page is the person's: the URL they are given.
-      const startUrl = run.status === 'parked' ? await control.currentUrl(run) : null;
+      const startUrl =
+        run.status === 'parked' && run.principal === identity.principal
+          ? await control.currentUrl(run)
+          : null;
       const taken = await store.takeOverRun(run.id, {
         tenant: identity.tenant,
         principal: identity.principal,
@@ -68,10 +78,14 @@ export function registerPersonControlRoutes(root: FastifyInstance, deps: V1Depen
       });
       if (!taken.ok) {
         if (taken.code === 'not_found') throw new ApiError('not_found', `run ${run.id} not found`);
-        if (taken.code === 'not_principal') throw new ApiError('forbidden', 'only the run’s own principal may take it over');
+        if (taken.code === 'not_principal')
+          throw new ApiError('forbidden', 'only the run’s own principal may take it over');
         if (taken.code === 'person_in_control')
           throw new ApiError('person_in_control', 'another person holds this run’s page; you may watch it');
-        throw new ApiError('conflict', `run ${run.id} is ${taken.detail}: its page is not there to take over`);
+        throw new ApiError(
+          'conflict',
+          `run ${run.id} is ${taken.detail}: its page is not there to take over`,
+        );
       }
       if (taken.state === 'pausing') {
         deps.metrics?.of('personTakeovers').inc({ run_status: 'running' });
@@ -94,7 +108,8 @@ export function registerPersonControlRoutes(root: FastifyInstance, deps: V1Depen
       if (taken.fresh) {
         deps.metrics?.of('personTakeovers').inc({ run_status: 'parked' });
         const approval = await store.getApproval(identity.tenant, taken.approvalId);
-        if (approval?.tool === REQUEST_PERSON_TOOL) deps.metrics?.of('personRequests').inc({ outcome: 'taken_over' });
+        if (approval?.tool === REQUEST_PERSON_TOOL)
+          deps.metrics?.of('personRequests').inc({ outcome: 'taken_over' });
       }
       return view(run, 'held', holder, {
         approvalId: taken.approvalId,
@@ -170,7 +185,13 @@ function view(
   run: RunView,
   state: PersonControlView['state'],
   holder: string,
-  at: { approvalId: string | null; sinceMs?: number | null; untilMs?: number | null; inputs?: number | null; url?: string | null },
+  at: {
+    approvalId: string | null;
+    sinceMs?: number | null;
+    untilMs?: number | null;
+    inputs?: number | null;
+    url?: string | null;
+  },
 ): PersonControlView {
   return {
     run_id: run.id,

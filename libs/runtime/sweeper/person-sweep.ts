@@ -28,7 +28,10 @@ export interface PersonSweepDeps {
  * after any hand-back. Each is one script on the run's keys, so a person who acts at that moment
  * either wins (the approval is no longer pending) or loses cleanly.
  */
-export async function settlePersonDue(deps: PersonSweepDeps, due: PersonDue): Promise<'failed' | 'resumed' | 'none'> {
+export async function settlePersonDue(
+  deps: PersonSweepDeps,
+  due: PersonDue,
+): Promise<'failed' | 'resumed' | 'none'> {
   const run = await deps.store.getRun(due.runId);
   if (!run || run.status !== 'parked') return 'none';
   const approval = await deps.store.getApproval(run.tenant, due.approvalId);

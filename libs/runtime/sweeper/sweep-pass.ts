@@ -185,7 +185,8 @@ export class SweepPass {
           entry,
         );
         if (settled === 'failed') log.warn({ run_id: entry.runId }, 'run failed: nobody took its page over');
-        if (settled === 'resumed') log.info({ run_id: entry.runId }, 'a takeover reached its time limit; the run goes on');
+        if (settled === 'resumed')
+          log.info({ run_id: entry.runId }, 'a takeover reached its time limit; the run goes on');
       } catch (error) {
         reportError(entry.runId, error, 'person sweep: the run was not settled');
       }

@@ -25,7 +25,7 @@
     {'pausing', '', {}}                       a running or queued run will park at its safe point
     {'released', approval id or '', {}}
     {'not_found', '', {}}                     no such run in this tenant
-    {'not_principal', '', {}}                 another principal's run: it may be watched, not taken over
+    {'not_principal', '', {}}                 another principal's run: it may be watched, not taken over; checked after person_in_control
     {'wrong_status', status, {}}              ended, or waiting for a child or the user (page released)
     {'person_in_control', holder, {}}         another person holds the page (or asked to)
 ]]
@@ -33,7 +33,6 @@
 
 local f = redis.call("HMGET", KEYS[1], "status", "tenant", "principal", "person_request", "id")
 if not f[1] or f[2] ~= ARGV[2] then return {"not_found", "", {}} end
-if f[3] ~= ARGV[3] then return {"not_principal", "", {}} end
 local status = f[1]
 local holder = ARGV[4]
 local now = tonumber(ARGV[5])
@@ -55,6 +54,11 @@ local function heldBy(approval)
 end
 local request = f[4] and f[4] ~= "" and cjson.decode(f[4]) or nil
 
+local current = heldBy(pending) or (request and request.holder)
+-- One person at a time: whoever else asks while a person holds the page hears so (they may watch).
+if ARGV[1] == "take" and current and current ~= holder then return {"person_in_control", current, {}} end
+if f[3] ~= ARGV[3] then return {"not_principal", "", {}} end
+
 if ARGV[1] == "release" then
   if request and request.holder == holder then redis.call("HDEL", KEYS[1], "person_request") end
   if ARGV[7] ~= "" and pendingId == ARGV[7] and heldBy(pending) == holder then
@@ -75,9 +79,6 @@ if status == "succeeded" or status == "failed" or status == "cancelled"
   or status == "waiting_child" or status == "waiting_user" then
   return {"wrong_status", status, {}}
 end
-local current = heldBy(pending) or (request and request.holder)
-if current and current ~= holder then return {"person_in_control", current, {}} end
-
 if status == "running" or status == "queued" then
   redis.call("HSET", KEYS[1], "person_request", cjson.encode({holder = holder, at = now}))
   return {"pausing", "", {}}
