@@ -63,7 +63,7 @@ export class LeasePageControl implements RunPageControl {
     const profile = { tenant: run.tenant, id: run.browser_profile_id };
     const leaseId = await leases.liveLeaseId(profile);
     const record = leaseId ? await leases.getLease(profile, leaseId) : undefined;
-    if (!record || record.state !== 'live' || record.scope.run_id !== run.id) return undefined;
+    if (record?.state !== 'live' || record.scope.run_id !== run.id) return undefined;
     const worker = await registry.findForProfile(profile);
     if (!worker) return undefined;
     const client = new DataPlaneClient({

@@ -33,9 +33,9 @@ export async function settlePersonDue(
   due: PersonDue,
 ): Promise<'failed' | 'resumed' | 'none'> {
   const run = await deps.store.getRun(due.runId);
-  if (!run || run.status !== 'parked') return 'none';
+  if (run?.status !== 'parked') return 'none';
   const approval = await deps.store.getApproval(run.tenant, due.approvalId);
-  if (!approval || approval.status !== 'pending') return 'none';
+  if (approval?.status !== 'pending') return 'none';
   if (due.kind === 'timeout') {
     const failed = await deps.store.failRun(run.id, 'person_timeout', {
       expectedExecution: run.execution,
