@@ -199,7 +199,7 @@ export interface paths {
     put?: never;
     /**
      * Act on an observed element
-     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.4.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`). A fill naming a run's declared secret (`{{secret:NAME}}`) into a field or origin the secret is not for is refused `secret_not_allowed` before dispatch.
+     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.5.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`). A fill naming a run's declared secret (`{{secret:NAME}}`) into a field or origin the secret is not for is refused `secret_not_allowed` before dispatch.
      */
     post: operations['act'];
     delete?: never;
@@ -299,7 +299,7 @@ export interface paths {
     put?: never;
     /**
      * Observe the lease's page
-     * @description The page's visible controls and text (browser tools contract 1.4.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.
+     * @description The page's visible controls and text (browser tools contract 1.5.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.
      */
     post: operations['observe'];
     delete?: never;
@@ -435,7 +435,7 @@ export interface components {
       deadline_ms?: number;
       sequence: number;
     };
-    /** @description The page as the model sees it (browser tools contract 1.4.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
+    /** @description The page as the model sees it (browser tools contract 1.5.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
     BrowserObservation: {
       blocked?: {
         frames: number;
@@ -770,7 +770,7 @@ export interface components {
     };
     /** @description This browser worker: its id, the profiles it serves, its browser and browser tools contracts. */
     Worker: {
-      browser_tools_compatible: ('1.2.0' | '1.3.0' | '1.4.0')[];
+      browser_tools_compatible: ('1.2.0' | '1.3.0' | '1.4.0' | '1.5.0')[];
       browser_tools_contract: string;
       browser_version: string;
       id: string;
@@ -779,8 +779,8 @@ export interface components {
   };
   responses: never;
   parameters: {
-    /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
-    BrowserToolsContract: '1.2.0' | '1.3.0' | '1.4.0';
+    /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+    BrowserToolsContract: '1.2.0' | '1.3.0' | '1.4.0' | '1.5.0';
     /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
     IdempotencyKey: string;
   };
@@ -797,7 +797,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -843,7 +843,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -909,7 +909,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -936,7 +936,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -966,7 +966,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1010,7 +1010,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1040,7 +1040,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1067,7 +1067,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1106,7 +1106,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1220,7 +1220,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1286,7 +1286,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1368,7 +1368,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1434,7 +1434,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1580,7 +1580,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1646,7 +1646,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1746,7 +1746,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1814,7 +1814,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1989,7 +1989,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -2055,7 +2055,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2156,7 +2156,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -2222,7 +2222,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2392,7 +2392,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -2477,7 +2477,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2639,7 +2639,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -2705,7 +2705,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2896,7 +2896,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -2962,7 +2962,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3080,7 +3080,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -3146,7 +3146,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3308,7 +3308,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -3391,7 +3391,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3558,7 +3558,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -3641,7 +3641,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3803,7 +3803,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -3869,7 +3869,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -4030,7 +4030,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -4096,7 +4096,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -4260,7 +4260,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -4345,7 +4345,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -4507,7 +4507,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -4573,7 +4573,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -4619,7 +4619,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */

@@ -41,11 +41,22 @@ export const BROWSER_TOOL_DEFINITIONS: readonly ToolDefinition[] = Object.freeze
     description: `Act on one element of an observation by its revision and reference; returns the settled page, whose revision you may act on again. A secret the run declares (the browser_secrets row: NAME@origins) is typed by fill text {{secret:NAME}}, into a password, one-time-code, username or email field of its origins only; you never see its value, and the page shows it as [secret:NAME].${CONTRACT_NOTE}`,
     parameters: z.toJSONSchema(actArgsSchema) as Record<string, unknown>,
   },
-  {
-    name: REQUEST_PERSON_TOOL,
-    description: `Ask the run's owner to take the page over: a sign-in, a one-time code, a CAPTCHA or a payment you must not do yourself. Say why in reason. The run waits; once the person hands the page back you get how long they held it, how many inputs they sent, the URL now and a fresh observation — never what they typed. Nobody coming in time fails the run.${CONTRACT_NOTE}`,
-    parameters: z.toJSONSchema(requestPersonArgsSchema) as Record<string, unknown>,
-  },
+]);
+
+/**
+ * Contract 1.5.0: the model may ask for a person. Offered beside the three page tools, not among
+ * the tools a bound session must define ahead of all others (ADR-0130 d4).
+ */
+export const REQUEST_PERSON_DEFINITION: ToolDefinition = Object.freeze({
+  name: REQUEST_PERSON_TOOL,
+  description: `Ask the run's owner to take the page over: a sign-in, a one-time code, a CAPTCHA or a payment you must not do yourself. Say why in reason. The run waits; once the person hands the page back you get how long they held it, how many inputs they sent, the URL now and a fresh observation — never what they typed. Nobody coming in time fails the run.${CONTRACT_NOTE}`,
+  parameters: z.toJSONSchema(requestPersonArgsSchema) as Record<string, unknown>,
+});
+
+/** What an execution with a page offers its model: the page tools, then the request for a person. */
+export const BOUND_TOOL_DEFINITIONS: readonly ToolDefinition[] = Object.freeze([
+  ...BROWSER_TOOL_DEFINITIONS,
+  REQUEST_PERSON_DEFINITION,
 ]);
 
 function isBrowserTool(name: string): name is BrowserToolName {
@@ -82,7 +93,7 @@ export class BrowserToolExecutor implements ToolExecutor {
   ) {}
 
   definitions(): readonly ToolDefinition[] {
-    return this.provider ? BROWSER_TOOL_DEFINITIONS : [];
+    return this.provider ? BOUND_TOOL_DEFINITIONS : [];
   }
 
   /** Issue 14: the contract version of the browser tools this execution offers; null when it offers none. */

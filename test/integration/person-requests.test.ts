@@ -120,7 +120,10 @@ describe('a person on the page: requests, takeovers and their time', () => {
       detail: 'principal:alice',
     });
     // Nobody decides the held request but its holder's hand-back.
-    expect(await store.approve(TENANT, approvalId, 'alice')).toMatchObject({ ok: false, code: 'person_in_control' });
+    expect(await store.approve(TENANT, approvalId, 'alice')).toMatchObject({
+      ok: false,
+      code: 'person_in_control',
+    });
     const back = await store.handBack(TENANT, approvalId, 'alice', {
       holder: 'principal:alice',
       account: { ended_at_ms: Date.now(), inputs: 4, end_url: 'https://shop.example/account' },
