@@ -7,6 +7,7 @@ import {
   type CreatedProfile,
   type CreateProfile,
   createLeaseholdClient,
+  type PersonControl,
   type Profile,
   type paths,
   type Run,
@@ -24,7 +25,7 @@ export interface ApiTarget {
   apiKey: string;
 }
 
-export type { ApiKey, Approval, Profile, Run, RunDetail, RunPage };
+export type { ApiKey, Approval, PersonControl, Profile, Run, RunDetail, RunPage };
 export type Grant = NonNullable<ApproveApproval['grant']>;
 
 /**
@@ -122,6 +123,16 @@ export class LeaseholdApi {
 
   cancelRun(id: string): Promise<Run> {
     return this.#call(() => this.#client.POST('/v1/runs/{id}/cancel', { params: { path: { id } } }));
+  }
+
+  /** The run's principal takes its page over (`held`, or `pausing` until a running run's next step). */
+  takeOverRun(id: string): Promise<PersonControl> {
+    return this.#call(() => this.#client.POST('/v1/runs/{id}/takeover', { params: { path: { id } } }));
+  }
+
+  /** The person holding the run's page hands it back; the run goes on. */
+  handBackRun(id: string): Promise<PersonControl> {
+    return this.#call(() => this.#client.POST('/v1/runs/{id}/handback', { params: { path: { id } } }));
   }
 
   retryRun(id: string): Promise<Run> {

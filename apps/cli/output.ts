@@ -1,4 +1,4 @@
-import type { ApiKey, Approval, Profile, Run, RunDetail } from './api.js';
+import type { ApiKey, Approval, PersonControl, Profile, Run, RunDetail } from './api.js';
 
 /**
  * Where a command writes: `line` to stdout, `problem` to stderr. With `json`, a command writes the
@@ -89,4 +89,12 @@ export function profileLine(profile: Profile): string {
 
 export function keyLine(key: ApiKey): string {
   return `${key.key_id}  ${key.principal}  ${key.scopes.join(',')}  ${isoTime(key.created_at_ms)}`;
+}
+
+/** A takeover as one line: its state, who holds the page, until when or what was done. */
+export function personControlLine(control: PersonControl): string {
+  const until = control.until_ms !== null ? ` until ${new Date(control.until_ms).toISOString()}` : '';
+  const inputs = control.inputs !== null ? ` after ${control.inputs} inputs` : '';
+  const url = control.url !== null ? ` at ${control.url}` : '';
+  return `${control.run_id} ${control.state} by ${control.holder}${until}${inputs}${url}`;
 }

@@ -655,6 +655,17 @@ export interface components {
         worst_case_call_usd: string;
       }[];
     };
+    PersonControl: {
+      approval_id: string | null;
+      holder: string;
+      inputs: number | null;
+      run_id: string;
+      since_ms: number | null;
+      /** @enum {string} */
+      state: 'pausing' | 'held' | 'handed_back';
+      until_ms: number | null;
+      url: string | null;
+    };
     Profile: {
       allowed_origins: string[];
       frame_origins: string[];
@@ -2676,17 +2687,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': {
-            approval_id: string | null;
-            holder: string;
-            inputs: number | null;
-            run_id: string;
-            since_ms: number | null;
-            /** @enum {string} */
-            state: 'pausing' | 'held' | 'handed_back';
-            until_ms: number | null;
-            url: string | null;
-          };
+          'application/json': components['schemas']['PersonControl'];
         };
       };
       /** @description No API key, a wrong one, or a key without the scope this route needs */
@@ -2989,17 +2990,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': {
-            approval_id: string | null;
-            holder: string;
-            inputs: number | null;
-            run_id: string;
-            since_ms: number | null;
-            /** @enum {string} */
-            state: 'pausing' | 'held' | 'handed_back';
-            until_ms: number | null;
-            url: string | null;
-          };
+          'application/json': components['schemas']['PersonControl'];
         };
       };
       /** @description No API key, a wrong one, or a key without the scope this route needs */
