@@ -994,6 +994,12 @@ export interface components {
                   /** @constant */
                   tool: 'agent.delegate';
                 }
+              | {
+                  may_fail?: boolean;
+                  reason: string;
+                  /** @constant */
+                  tool: 'browser.request_person';
+                }
             )
           | {
               may_fail?: boolean;

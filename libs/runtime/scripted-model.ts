@@ -51,6 +51,12 @@ const toolStepSchema = z.discriminatedUnion('tool', [
     script: z.unknown(),
     may_fail: mayFail,
   }),
+  /** The request for a person in full (what the shorthand below becomes, as a run stores it). */
+  z.strictObject({
+    tool: z.literal(REQUEST_PERSON_TOOL),
+    reason: requestPersonArgsSchema.shape.reason,
+    may_fail: mayFail,
+  }),
 ]);
 export const scriptStepSchema = z.union([toolStepSchema, personStepSchema]);
 export type ScriptStep = z.output<typeof scriptStepSchema>;

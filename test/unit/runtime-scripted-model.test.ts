@@ -111,5 +111,7 @@ describe('the scripted model', () => {
       { id: 'call_3', name: 'browser.act', args: { revision: 'rev-9', element: 'e4', action: 'click' } },
     ]);
     expect(scriptSchema.safeParse({ steps: [{ person: 'x'.repeat(501) }], answer: '' }).success).toBe(false);
+    // A script as a run stores it (parsed once at submission) parses again to the same steps.
+    expect(scriptSchema.parse(withPerson)).toEqual(withPerson);
   });
 });
