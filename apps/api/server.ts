@@ -145,6 +145,15 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
       registry: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
       token: config.secrets.dataPlaneToken,
     }),
+    live: {
+      relay: {
+        leases: profiles,
+        workers: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
+        dataPlaneToken: config.secrets.dataPlaneToken,
+      },
+      sessions: uiSessions,
+      origins,
+    },
   };
   registerV1Routes(app, v1);
   // Issue 16: the MCP server at /mcp, its tools calling the routes above as their caller.

@@ -297,6 +297,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/runs/{id}/input': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Input to the run's page, from the person holding it
+     * @description Up to 50 key, mouse, wheel and text events, dispatched in order to the page's current tab. Only the person who took the page over (the run's principal) may send them; anyone else is 409. Contents are never logged or stored.
+     */
+    post: operations['sendRunPageInput'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/runs/{id}/live': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The run's page, live, as Server-Sent Events
+     * @description While the run's lease is live: `event: frame` (`{jpeg, url, tab, width, height}`, a JPEG of the current tab, at most 10 a second, only when the page changes; a slow viewer misses frames), `event: state` (`{person}`: who holds the page) and `event: blocked` (navigations the origin fence refused). The run's principal or a key with `approvals:any` may watch. Frames are never stored. The stream ends with the lease, or when the key or session is revoked.
+     */
+    get: operations['watchRunPage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/runs/{id}/retry': {
     parameters: {
       query?: never;
@@ -665,6 +705,42 @@ export interface components {
       state: 'pausing' | 'held' | 'handed_back';
       until_ms: number | null;
       url: string | null;
+    };
+    PersonInputInput: {
+      events: (
+        | {
+            /** @enum {string} */
+            action: 'move' | 'down' | 'up';
+            /** @enum {string} */
+            button?: 'left' | 'middle' | 'right';
+            clicks?: number;
+            /** @constant */
+            type: 'mouse';
+            x: number;
+            y: number;
+          }
+        | {
+            dx: number;
+            dy: number;
+            /** @constant */
+            type: 'wheel';
+            x: number;
+            y: number;
+          }
+        | {
+            /** @enum {string} */
+            action: 'down' | 'up';
+            code?: string;
+            key: string;
+            /** @constant */
+            type: 'key';
+          }
+        | {
+            text: string;
+            /** @constant */
+            type: 'text';
+          }
+      )[];
     };
     Profile: {
       allowed_origins: string[];
@@ -2734,6 +2810,244 @@ export interface operations {
       };
       /** @description Body over 64 KiB */
       413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  sendRunPageInput: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "events": [
+         *         {
+         *           "action": "down",
+         *           "button": "left",
+         *           "clicks": 1,
+         *           "type": "mouse",
+         *           "x": 120,
+         *           "y": 48
+         *         },
+         *         {
+         *           "action": "up",
+         *           "button": "left",
+         *           "clicks": 1,
+         *           "type": "mouse",
+         *           "x": 120,
+         *           "y": 48
+         *         },
+         *         {
+         *           "text": "hello",
+         *           "type": "text"
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': components['schemas']['PersonInputInput'];
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            sequence: number;
+          };
+        };
+      };
+      /** @description Bad request: not JSON, or a query value out of its range */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body over 64 KiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  watchRunPage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The live view */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
         headers: {
           [name: string]: unknown;
         };

@@ -1,5 +1,6 @@
 export { addressBlock } from './address-block.js';
 export { METRICS, type MetricEntry, type MetricKey, type Role } from './catalogue.js';
+export { EventStreamWriter } from './event-stream-writer.js';
 export { type EventStreamOptions, type RunEventSource, RunEventStreams } from './event-streams.js';
 export {
   AddressBudget,

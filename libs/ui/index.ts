@@ -12,6 +12,7 @@ export {
   pageLayout,
   raw,
 } from './html.js';
+export { LIVE_VIEW_SCRIPT, liveViewFragment } from './live-view.js';
 export { PAGE_SCRIPT, PAGE_STYLE } from './page-assets.js';
 export { artifactUrl, renderRunPage } from './run-page.js';
 export { RUN_LIST_FILTERS, type RunListFilters, renderRunsPage, renderSignInPage } from './runs-page.js';

@@ -1,3 +1,5 @@
+import { LIVE_VIEW_SCRIPT } from './live-view.js';
+
 /**
  * The run pages' one script and one stylesheet, served as files by the API (the pages' policy
  * allows no inline script or style). The script has no build step: it is the browser's own
@@ -9,7 +11,9 @@
  *   screenshot), the meters, the timeline and any approval, all rendered by the server;
  * - Take over / Hand back post to `/v1/runs/{id}/takeover` and `…/handback`, the same way;
  * - while a screenshot is pending (taken after its call answered), it fetches the page each second
- *   until the screenshot is stored or failed.
+ *   until the screenshot is stored or failed;
+ * - a live view (libs/ui/live-view.ts) streams the leased page and, while this viewer holds it,
+ *   sends its input; a refresh keeps it as it is.
  */
 export const PAGE_SCRIPT = `'use strict';
 (() => {
@@ -18,7 +22,7 @@ export const PAGE_SCRIPT = `'use strict';
     'run.failed', 'run.cancelled', 'run.retried', 'approval.requested', 'approval.approved', 'approval.denied',
     'step.started', 'step.ended', 'person.requested', 'person.taken_over', 'person.handed_back'];
   let source;
-  let refreshing = false;
+  let refreshing = false;${LIVE_VIEW_SCRIPT}
   let again = false;
 
   async function refresh() {
@@ -33,8 +37,11 @@ export const PAGE_SCRIPT = `'use strict';
         const next = doc.getElementById('run');
         const current = document.getElementById('run');
         if (!next || !current) return;
-        current.replaceWith(document.adoptNode(next));
-        bindDecisions(next);
+        const adopted = document.adoptNode(next);
+        keepLiveView(current, adopted);
+        current.replaceWith(adopted);
+        bindDecisions(adopted);
+        startLiveView(document.getElementById('live-view'));
         if (next.dataset.live !== 'yes' && source) { source.close(); source = undefined; }
       } while (again);
       if (pendingPolls === 0) pollPending();
@@ -108,6 +115,7 @@ export const PAGE_SCRIPT = `'use strict';
 
   bindDecisions(document);
   pollPending();
+  startLiveView(document.getElementById('live-view'));
   const run = document.getElementById('run');
   if (run && run.dataset.live === 'yes') {
     source = new EventSource('/v1/runs/' + encodeURIComponent(run.dataset.runId) + '/events');
@@ -135,6 +143,11 @@ dl.summary dt { font-weight: 600; } dd { margin: 0; }
 .meter meter { width: 100%; }
 .approval { background: #fffaf0; border: 2px solid #e9b949; border-radius: .5rem; padding: .6rem 1rem; margin: .6rem 0; }
 .approval-shot, #live-frame { max-width: 100%; border: 1px solid #ccd; }
+.live-canvas { max-width: 100%; border: 1px solid #ccd; display: block; }
+.live-canvas.holding { outline: 3px solid #e9b949; cursor: default; }
+.live-state { padding: .05rem .5rem; border-radius: .8rem; background: #d3e3fa; font-size: .85em; }
+.live-state[data-state="waiting"], .live-state[data-state="you"] { background: #fbe7b5; }
+.live-url { opacity: .8; word-break: break-all; }
 .decide { display: flex; flex-wrap: wrap; gap: .6rem; align-items: end; }
 .decide fieldset { display: flex; gap: .6rem; }
 button.approve { background: #1f7a3d; color: #fff; } button.deny { background: #a32121; color: #fff; }

@@ -6,6 +6,7 @@ import type {
   ScreenshotStatus,
 } from '../contracts/index.js';
 import { formatDuration, formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
+import { liveViewFragment } from './live-view.js';
 import { personCard, takeOverControl } from './person-card.js';
 
 /** Statuses after which a run changes no more: its page stops listening. */
@@ -147,9 +148,30 @@ ${
 }
 
 /**
- * The run page: summary, meters, pending approvals, the live frame while the run may still act
- * (the newest screenshot; the script swaps in each new one as `step.ended` says one exists), and
- * the timeline. `data-run-id` and `data-live` tell the script whether to listen.
+ * While the run may still act: a run on a profile streams its page (the live view: while the run's
+ * lease is live), with the newest screenshot shown until the first frame and whenever the stream
+ * is not there; a run without a page shows its newest screenshot alone.
+ */
+function liveSection(run: RunView, viewer: PageViewer, latest: string | undefined, waiting: boolean): Html {
+  const newest = latest
+    ? html`<img id="live-frame" src="${artifactUrl(run.id, latest)}" data-frame="${latest}" alt="The run's page, latest frame">`
+    : html`<p id="live-frame-empty" class="empty">No frame yet.</p>`;
+  if (!run.browser_profile_id) return html`<section id="live"><h2>Live view</h2>${newest}</section>`;
+  const base = `/v1/runs/${encodeURIComponent(run.id)}`;
+  return html`<section id="live">${liveViewFragment({
+    streamUrl: `${base}/live`,
+    inputUrl: `${base}/input`,
+    holder: `principal:${viewer.principal}`,
+    waitingForYou: waiting || run.status === 'parked' || run.status.startsWith('waiting'),
+    fallback: newest,
+    label: "The run's page, live",
+  })}</section>`;
+}
+
+/**
+ * The run page: summary, meters, pending approvals, the live view while the run may still act
+ * (the page streamed, or the newest screenshot; see liveSection), and the timeline. `data-run-id`
+ * and `data-live` tell the script whether to listen.
  */
 export function renderRunPage(options: {
   viewer: PageViewer;
@@ -180,15 +202,7 @@ ${
       )}</section>`
     : ''
 }
-${
-  live
-    ? html`<section id="live"><h2>Live view</h2>${
-        latest
-          ? html`<img id="live-frame" src="${artifactUrl(run.id, latest)}" data-frame="${latest}" alt="The run's page, latest frame">`
-          : html`<p id="live-frame-empty" class="empty">No frame yet.</p>`
-      }</section>`
-    : ''
-}
+${live ? liveSection(run, options.viewer, latest ?? undefined, options.approvals.length > 0) : ''}
 <section id="timeline"><h2>Steps</h2>${
     options.stepsProblem
       ? html`<p class="error">${options.stepsProblem}</p>`

@@ -9,6 +9,7 @@ import { registerAgentRoutes } from './agents.js';
 import { registerApiKeyRoutes } from './api-keys.js';
 import { registerApprovalRoutes } from './approvals.js';
 import { registerArtifactRoutes } from './artifacts.js';
+import { registerLiveRoutes } from './live.js';
 import { registerPersonControlRoutes } from './person-control.js';
 import { registerProfileRoutes } from './profiles.js';
 import { registerRunStepRoutes } from './run-steps.js';
@@ -31,6 +32,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerRunRoutes(app, deps);
   registerPersonControlRoutes(app, deps);
   registerRunStepRoutes(app, deps);
+  registerLiveRoutes(app, deps);
   registerArtifactRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerApiKeyRoutes(app, deps);

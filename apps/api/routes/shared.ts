@@ -11,6 +11,7 @@ import type { RedisLeaseStore, RunStore, SubmitRun } from '../../../libs/store/i
 import type { WebhookStore } from '../../../libs/store/webhooks.js';
 import type { Metrics, RunEventStreams } from '../../../libs/telemetry/index.js';
 import type { DefaultAgents } from '../default-agent.js';
+import type { LiveDependencies } from '../live-relay.js';
 
 export interface V1Dependencies {
   config: Config;
@@ -36,6 +37,8 @@ export interface V1Dependencies {
   webhooks: WebhookStore;
   /** Issue 13: where runs' screenshots are read from (the same store the browser workers write). */
   artifacts: ArtifactStore;
+  /** A person on a run's page: the live view's relay; absent, the live routes answer 409. */
+  live?: LiveDependencies;
   /** Issue 15: where a decided approval's wait is observed; absent, it is not. */
   metrics?: Pick<Metrics, 'approvalWaited' | 'of'>;
   /** A run's page handed to its principal and back; absent, takeovers are refused. */
