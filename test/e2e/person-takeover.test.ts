@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import pino from 'pino';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
-import type { PersonInputEvent } from '../../libs/contracts/index.js';
 import { DataPlaneClient, ProviderError } from '../../libs/provider/index.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
+import { launchTestBrowser } from '../fixtures/chromium.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { type LoginSite, startLoginSite } from '../fixtures/login-site.js';
 import {
@@ -56,18 +57,11 @@ const call = (name: string, args: Record<string, unknown>): PolicyReply => ({
   tool_calls: [{ name: name.replace('.', '__'), arguments: args }],
 });
 
-/** Keys as a person's keyboard sends them: one key's down and up. */
-const press = (key: string): PersonInputEvent[] => [
-  { type: 'key', action: 'down', key },
-  { type: 'key', action: 'up', key },
-];
-
 /**
  * A person on the run's page, through the whole fleet: a model (the OpenAI-compatible adapter
  * against a local model server) reaches a sign-in page and asks for a person; the run's principal
- * takes the page over, signs in with a password only they know, and hands it back; the run goes
- * on signed in. Input goes to the page through the data plane's person input, as the run page's
- * live view sends it.
+ * opens the run page in Chromium, takes the page over, signs in through the streamed view with a
+ * password only they know, and hands it back; the run goes on signed in.
  */
 describe('a person on the run’s page: asked for, taken over, handed back', { timeout: 300_000 }, () => {
   const prefix = uniquePrefix('person');
@@ -82,6 +76,7 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
   let redis: Redis;
   let eveKey: string;
   let otherTenantKey: string;
+  let browser: Browser;
   /** Released by the test once it asked to take a running run over. */
   let releaseSecondLook: () => void = () => undefined;
   const secondLook = new Promise<void>((resolve) => {
@@ -178,6 +173,7 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
       { logger: pino({ level: 'debug' }, sink) },
     );
     redis = new Redis(testRedisUrl());
+    browser = await launchTestBrowser();
     eveKey = (
       await fleet.store.createApiKey({
         tenant: 'dev',
@@ -203,6 +199,7 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
 
   afterAll(async () => {
     releaseSecondLook();
+    await browser?.close();
     await fleet?.close();
     await site?.close();
     await model?.close();
@@ -267,55 +264,81 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
       ).toBe(404);
     expect((await api('POST', `/v1/runs/${runId}/takeover`, undefined, { key: eveKey })).status).toBe(403);
 
-    const taken = await api('POST', `/v1/runs/${runId}/takeover`);
-    expect(taken.status).toBe(200);
-    expect(taken.body).toMatchObject({ state: 'held', holder: 'principal:dev', approval_id: request.id });
+    // The person opens the run page in Chromium, signs in to it, and takes the page over.
+    const context = await browser.newContext({ viewport: { width: 1100, height: 1400 } });
+    const page = await context.newPage();
+    const base = fleet.urls.api.replace(/\/v1$/, '');
+    await page.goto(`${base}/runs`);
+    await page.getByLabel('API key').fill(fleet.apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${base}/runs`);
+    await page.goto(`${base}/runs/${runId}`);
+    await expect
+      .poll(() => page.locator('.person-request .reason').textContent())
+      .toBe('Sign in, then hand back');
+    const state = page.locator('#live-view .live-state');
+    await expect.poll(() => state.textContent(), { timeout: 20_000 }).toBe('waiting for you');
+    mkdirSync('test-output/ui', { recursive: true });
+    await page.screenshot({ path: 'test-output/ui/person-requested.png', fullPage: true });
+    await page.getByRole('button', { name: 'Take over' }).click();
+    await expect.poll(() => state.textContent(), { timeout: 20_000 }).toBe('you have the page');
+    const held = (await api('GET', `/v1/runs/${runId}`)).body;
+    expect(held.status).toBe('parked');
+    expect(held.pending_approvals[0]).toMatchObject({ id: request.id, person: { holder: 'principal:dev' } });
+
     // One person at a time: while dev holds the page, anyone else hears so.
     const second = await api('POST', `/v1/runs/${runId}/takeover`, undefined, { key: eveKey });
     expect(second.status).toBe(409);
     expect(second.body.error.code).toBe('person_in_control');
-    // The run stays parked on its own approval, its lease kept.
-    expect((await api('GET', `/v1/runs/${runId}`)).body.status).toBe('parked');
 
-    // The person types into the page: Tab to the username, then the password, then Enter.
-    const { client, lease } = await liveLease(runId);
-    await client.sendPersonInput(lease, {
-      holder: 'principal:dev',
-      events: [
-        ...press('Tab'),
-        { type: 'text', text: 'ada' },
-        ...press('Tab'),
-        { type: 'text', text: PASSWORD },
-        ...press('Enter'),
-      ],
-    });
+    // The person types into the streamed view: focus it, Tab to the username, the password, Enter.
+    const canvas = page.locator('#live-view canvas');
+    await expect.poll(() => canvas.getAttribute('data-frames'), { timeout: 20_000 }).not.toBeNull();
+    await canvas.scrollIntoViewIfNeeded();
+    const box = await canvas.boundingBox();
+    if (!box) throw new Error('the live view has no box');
+    await page.mouse.click(box.x + box.width - 5, box.y + box.height - 5);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('ada');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
     await expect
       .poll(() => site.attempts, { timeout: 30_000 })
       .toContainEqual({
         username: 'ada',
         passwordMatched: true,
       });
+    await expect
+      .poll(() => page.locator('#live-view .live-url').textContent(), { timeout: 20_000 })
+      .toContain('/account');
+    await page.screenshot({ path: 'test-output/ui/person-takeover.png', fullPage: true });
 
-    const handedBack = await api('POST', `/v1/runs/${runId}/handback`);
-    expect(handedBack.status).toBe(200);
-    expect(handedBack.body).toMatchObject({ state: 'handed_back', inputs: 8 });
-    expect(handedBack.body.url).toContain('/account');
-
-    const ended = await waitForStatus(runId, ['succeeded', 'failed', 'parked'], 90_000);
+    await page.getByRole('button', { name: 'Hand back' }).click();
+    const ended = await waitForStatus(runId, ['succeeded', 'failed'], 90_000);
     expect({ status: ended.status, error: ended.error }).toEqual({ status: 'succeeded', error: null });
     expect(ended.result).toMatchObject({ answer: 'Signed in as ada.' });
 
+    await context.close();
+
     // The model heard how long, how many inputs and where: never what was typed.
     const last = model.requests.at(-1)?.body as ChatRequestBody;
-    const answer = toolResults(last).at(-1) as { ok: boolean; result: { person: { inputs: number } } };
+    const answer = toolResults(last).at(-1) as {
+      ok: boolean;
+      result: { person: { inputs: number; end_url: string } };
+    };
     expect(answer.ok).toBe(true);
-    expect(answer.result.person.inputs).toBe(8);
+    expect(answer.result.person.inputs).toBeGreaterThan(PASSWORD.length);
+    expect(answer.result.person.end_url).toContain('/account');
     for (const sent of model.requests) expect(JSON.stringify(sent.body)).not.toContain(PASSWORD);
 
     // The step of the call records the takeover.
     const steps = await stepsOf(runId);
     const asked = steps.find((step) => step.tool?.name === 'browser.request_person');
-    expect(asked?.tool?.person).toMatchObject({ holder: 'principal:dev', inputs: 8 });
+    expect(asked?.tool?.person).toMatchObject({
+      holder: 'principal:dev',
+      inputs: answer.result.person.inputs,
+    });
     expect(JSON.stringify(steps)).not.toContain(PASSWORD);
 
     // Events and webhooks: asked, taken over, handed back; never the password.
