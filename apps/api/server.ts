@@ -5,6 +5,7 @@ import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/inde
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { EgressGuard } from '../../libs/egress/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
+import { LeasePageControl } from '../../libs/runtime/lease-page-control.js';
 import {
   BrowserWorkerRegistry,
   ProfileSignIns,
@@ -150,6 +151,12 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     artifacts,
     metrics,
     schedules: { store: new ScheduleStore(redis, config.redis.keyPrefix), queue: schedulesQueue },
+    // The run's principal takes its page over and hands it back through the data plane.
+    pageControl: new LeasePageControl({
+      leases: profiles,
+      registry: new BrowserWorkerRegistry(redis, config.redis.keyPrefix),
+      token: config.secrets.dataPlaneToken,
+    }),
     live: {
       relay: {
         leases: profiles,

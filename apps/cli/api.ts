@@ -12,6 +12,7 @@ import {
   type CreateSchedule,
   createLeaseholdClient,
   type PatchSchedule,
+  type PersonControl,
   type Profile,
   type paths,
   type Run,
@@ -30,7 +31,18 @@ export interface ApiTarget {
   apiKey: string;
 }
 
-export type { AgentVersion, ApiKey, Approval, PatchSchedule, Profile, Run, RunDetail, RunPage, Schedule };
+export type {
+  AgentVersion,
+  ApiKey,
+  Approval,
+  PatchSchedule,
+  PersonControl,
+  Profile,
+  Run,
+  RunDetail,
+  RunPage,
+  Schedule,
+};
 export type Grant = NonNullable<ApproveApproval['grant']>;
 
 /**
@@ -128,6 +140,16 @@ export class LeaseholdApi {
 
   cancelRun(id: string): Promise<Run> {
     return this.#call(() => this.#client.POST('/v1/runs/{id}/cancel', { params: { path: { id } } }));
+  }
+
+  /** The run's principal takes its page over (`held`, or `pausing` until a running run's next step). */
+  takeOverRun(id: string): Promise<PersonControl> {
+    return this.#call(() => this.#client.POST('/v1/runs/{id}/takeover', { params: { path: { id } } }));
+  }
+
+  /** The person holding the run's page hands it back; the run goes on. */
+  handBackRun(id: string): Promise<PersonControl> {
+    return this.#call(() => this.#client.POST('/v1/runs/{id}/handback', { params: { path: { id } } }));
   }
 
   retryRun(id: string): Promise<Run> {

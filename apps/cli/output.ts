@@ -1,4 +1,4 @@
-import type { ApiKey, Approval, Profile, Run, RunDetail, Schedule } from './api.js';
+import type { ApiKey, Approval, PersonControl, Profile, Run, RunDetail, Schedule } from './api.js';
 
 /**
  * Where a command writes: `line` to stdout, `problem` to stderr. With `json`, a command writes the
@@ -105,4 +105,12 @@ export function scheduleLine(schedule: Schedule): string {
     .map(([outcome, count]) => `${outcome} ${count}`)
     .join(', ');
   return `${schedule.id}  ${timing}  overlap ${schedule.overlap}  ${state}  session ${schedule.run.session_id}${counts ? `  ${counts}` : ''}`;
+}
+
+/** A takeover as one line: its state, who holds the page, until when or what was done. */
+export function personControlLine(control: PersonControl): string {
+  const until = control.until_ms !== null ? ` until ${new Date(control.until_ms).toISOString()}` : '';
+  const inputs = control.inputs !== null ? ` after ${control.inputs} inputs` : '';
+  const url = control.url !== null ? ` at ${control.url}` : '';
+  return `${control.run_id} ${control.state} by ${control.holder}${until}${inputs}${url}`;
 }

@@ -50,6 +50,12 @@ function eventLine(event: RunEvent): string | null {
     case 'approval.approved':
     case 'approval.denied':
       return `approval ${data.approval_id} ${event.type.slice('approval.'.length)}`;
+    case 'person.requested':
+      return 'the agent asks for a person: take its page over on the run page, or with leasehold runs takeover';
+    case 'person.taken_over':
+      return `${data.holder} has the page`;
+    case 'person.handed_back':
+      return `${data.holder} handed the page back after ${data.inputs ?? 'some'} inputs`;
     case 'grant.used':
       return `grant ${data.grant_id} used ${data.used}/${data.max_actions}`;
     case 'run.waiting':

@@ -2,6 +2,7 @@ import type { Worker } from 'bullmq';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import type { IntervalTask } from '../../libs/lifecycle/index.js';
 import { fleetLifecycle, type LeaseUpkeepDeps, modelMetricsOf } from '../../libs/runtime/index.js';
+import { LeasePageControl } from '../../libs/runtime/lease-page-control.js';
 import { scheduleJobProcessor } from '../../libs/runtime/schedules/fire.js';
 import { startWebhookWorker } from '../../libs/runtime/webhooks/index.js';
 import {
@@ -88,6 +89,8 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     mcpTurns: new McpTurns(redis, config.redis.keyPrefix),
     registry,
     profiles: leases,
+    // A takeover asked of a running run hands its page over at the loop's next safe point.
+    pageControl: new LeasePageControl({ leases, registry, token: config.secrets.dataPlaneToken }),
     lifecycle,
     logger: log,
     cancelsHeard: cancels.heard,

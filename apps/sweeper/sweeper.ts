@@ -2,6 +2,7 @@ import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/inde
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { IntervalTask } from '../../libs/lifecycle/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
+import { LeasePageControl } from '../../libs/runtime/lease-page-control.js';
 import {
   ArtifactSweep,
   createSweeperMetrics,
@@ -9,7 +10,7 @@ import {
   SweepPass,
   sweepErrorReporter,
 } from '../../libs/runtime/sweeper/index.js';
-import { LeaderLock, RunStore } from '../../libs/store/index.js';
+import { BrowserWorkerRegistry, LeaderLock, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis, createRunsQueue, type RedisTarget } from '../../queues/index.js';
 
@@ -70,6 +71,16 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
     metrics: sweeperMetrics,
     log,
     reportError,
+    // A request for a person nobody answered fails the run; a takeover past its time is handed back.
+    person: {
+      store,
+      pageControl: new LeasePageControl({
+        leases: new RedisLeaseStore(redis, prefix),
+        registry: new BrowserWorkerRegistry(redis, prefix),
+        token: config.secrets.dataPlaneToken,
+      }),
+      metrics,
+    },
     // Issue 13: the artifacts of runs whose records expired, in the store every role shares.
     artifacts: new ArtifactSweep({
       artifacts: options.artifacts ?? (await openArtifactStore(config)),

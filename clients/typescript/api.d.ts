@@ -420,6 +420,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/runs/{id}/handback': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Hand a run’s page back
+     * @description The person holding the run’s page gives it back: the run goes on from the page as they left it, its model told how long they held it, how many inputs they sent and the URL now, never what they typed. A takeover still pausing is called off. Anyone else is 409. Takes no body.
+     */
+    post: operations['handBackRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/runs/{id}/input': {
     parameters: {
       query?: never;
@@ -491,6 +511,26 @@ export interface paths {
     get: operations['listRunSteps'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/runs/{id}/takeover': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Take a run’s page over
+     * @description The run’s principal takes its live page over: a parked run’s page is theirs at once (`held`); a running or queued run pauses at its next safe point, never inside an act (`pausing`; take over again or watch the run to see it held). The run keeps its lease meanwhile. One person at a time: while someone holds the page, anyone else is 409 `person_in_control`; another principal is 403 (a key with approvals:any may watch, never take over). A run without a live page, waiting for a child or the user, or ended, is 409. The takeover ends by itself after PERSON_CONTROL_TIMEOUT_MS. Takes no body.
+     */
+    post: operations['takeOverRun'];
     delete?: never;
     options?: never;
     head?: never;
@@ -790,6 +830,23 @@ export interface components {
       grant_id: string | null;
       id: string;
       invocation_id: string;
+      /**
+       * @default action
+       * @enum {string}
+       */
+      kind: 'action' | 'person';
+      /** @default null */
+      person: {
+        end_url: string | null;
+        ended_at_ms: number | null;
+        expires_at_ms: number;
+        holder: string | null;
+        inputs: number | null;
+        reason: string;
+        since_ms: number | null;
+        start_url: string | null;
+        until_ms: number | null;
+      } | null;
       reason: string | null;
       run_id: string;
       /** @enum {string} */
@@ -880,7 +937,7 @@ export interface components {
       };
     };
     CreateWebhookInput: {
-      events?: ('approval.requested' | 'run.ended')[];
+      events?: ('approval.requested' | 'run.ended' | 'person.requested')[];
       secret?: string;
       url: string;
     };
@@ -917,7 +974,7 @@ export interface components {
     };
     CreatedWebhook: {
       created_at_ms: number;
-      events: ('approval.requested' | 'run.ended')[];
+      events: ('approval.requested' | 'run.ended' | 'person.requested')[];
       id: string;
       secret: string;
       tenant: string;
@@ -969,6 +1026,17 @@ export interface components {
         timeout_ms?: number;
       };
       timezone?: string;
+    };
+    PersonControl: {
+      approval_id: string | null;
+      holder: string;
+      inputs: number | null;
+      run_id: string;
+      since_ms: number | null;
+      /** @enum {string} */
+      state: 'pausing' | 'held' | 'handed_back';
+      until_ms: number | null;
+      url: string | null;
     };
     PersonInputInput: {
       events: (
@@ -1089,6 +1157,7 @@ export interface components {
           | 'child_failed'
           | 'child_cancelled'
           | 'invalid_output'
+          | 'person_timeout'
           | 'provider_unavailable'
           | 'profile_unavailable'
           | 'lease_expired'
@@ -1185,6 +1254,7 @@ export interface components {
           | 'child_failed'
           | 'child_cancelled'
           | 'invalid_output'
+          | 'person_timeout'
           | 'provider_unavailable'
           | 'profile_unavailable'
           | 'lease_expired'
@@ -1300,6 +1370,15 @@ export interface components {
           title: string;
           url: string;
         } | null;
+        /** @default null */
+        person: {
+          end_url: string | null;
+          ended_at_ms: number;
+          holder: string;
+          inputs: number | null;
+          since_ms: number;
+          start_url: string | null;
+        } | null;
         postcondition: {
           elapsed_ms: number;
           observations: number;
@@ -1397,44 +1476,56 @@ export interface components {
         answer?: string;
         output?: components['schemas']['JsonValueInput'];
         steps: (
+          | (
+              | {
+                  may_fail?: boolean;
+                  /** @constant */
+                  tool: 'browser.navigate';
+                  url: string;
+                }
+              | {
+                  may_fail?: boolean;
+                  /** @constant */
+                  tool: 'browser.observe';
+                }
+              | {
+                  /** @enum {string} */
+                  action: 'click' | 'fill' | 'select' | 'press' | 'check' | 'uncheck' | 'accept' | 'dismiss';
+                  labels?: string[];
+                  may_fail?: boolean;
+                  postcondition?: {
+                    checked?: boolean;
+                    disabled?: boolean;
+                    name: string;
+                    role: string;
+                    /** @default 2000 */
+                    wait_ms?: number;
+                  };
+                  target: {
+                    name: string;
+                    role: string;
+                  };
+                  text?: string;
+                  /** @constant */
+                  tool: 'browser.act';
+                }
+              | {
+                  input: string;
+                  may_fail?: boolean;
+                  script: unknown;
+                  /** @constant */
+                  tool: 'agent.delegate';
+                }
+              | {
+                  may_fail?: boolean;
+                  reason: string;
+                  /** @constant */
+                  tool: 'browser.request_person';
+                }
+            )
           | {
               may_fail?: boolean;
-              /** @constant */
-              tool: 'browser.navigate';
-              url: string;
-            }
-          | {
-              may_fail?: boolean;
-              /** @constant */
-              tool: 'browser.observe';
-            }
-          | {
-              /** @enum {string} */
-              action: 'click' | 'fill' | 'select' | 'press' | 'check' | 'uncheck' | 'accept' | 'dismiss';
-              labels?: string[];
-              may_fail?: boolean;
-              postcondition?: {
-                checked?: boolean;
-                disabled?: boolean;
-                name: string;
-                role: string;
-                /** @default 2000 */
-                wait_ms?: number;
-              };
-              target: {
-                name: string;
-                role: string;
-              };
-              text?: string;
-              /** @constant */
-              tool: 'browser.act';
-            }
-          | {
-              input: string;
-              may_fail?: boolean;
-              script: unknown;
-              /** @constant */
-              tool: 'agent.delegate';
+              person: string;
             }
         )[];
       };
@@ -1449,7 +1540,7 @@ export interface components {
     };
     Webhook: {
       created_at_ms: number;
-      events: ('approval.requested' | 'run.ended')[];
+      events: ('approval.requested' | 'run.ended' | 'person.requested')[];
       id: string;
       tenant: string;
       url: string;
@@ -1462,7 +1553,7 @@ export interface components {
         duration_ms: number;
         error: string | null;
         /** @enum {string} */
-        event: 'approval.requested' | 'run.ended';
+        event: 'approval.requested' | 'run.ended' | 'person.requested';
         event_id: string;
         ok: boolean;
         status_code: number | null;
@@ -4093,6 +4184,109 @@ export interface operations {
       };
     };
   };
+  handBackRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PersonControl'];
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body over 64 KiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   sendRunPageInput: {
     parameters: {
       query?: never;
@@ -4486,6 +4680,109 @@ export interface operations {
       };
       /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  takeOverRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PersonControl'];
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Refused to this key: no key of the creation chain of the key driving a run over MCP decides its approvals, and a key makes keys only with scopes it holds */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body over 64 KiB */
+      413: {
         headers: {
           [name: string]: unknown;
         };

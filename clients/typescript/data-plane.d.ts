@@ -199,7 +199,7 @@ export interface paths {
     put?: never;
     /**
      * Act on an observed element
-     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.4.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`). A fill naming a run's declared secret (`{{secret:NAME}}`) into a field or origin the secret is not for is refused `secret_not_allowed` before dispatch.
+     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.5.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`). A fill naming a run's declared secret (`{{secret:NAME}}`) into a field or origin the secret is not for is refused `secret_not_allowed` before dispatch.
      */
     post: operations['act'];
     delete?: never;
@@ -299,7 +299,7 @@ export interface paths {
     put?: never;
     /**
      * Observe the lease's page
-     * @description The page's visible controls and text (browser tools contract 1.4.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.
+     * @description The page's visible controls and text (browser tools contract 1.5.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.
      */
     post: operations['observe'];
     delete?: never;
@@ -435,7 +435,7 @@ export interface components {
       deadline_ms?: number;
       sequence: number;
     };
-    /** @description The page as the model sees it (browser tools contract 1.4.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
+    /** @description The page as the model sees it (browser tools contract 1.5.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
     BrowserObservation: {
       blocked?: {
         frames: number;
@@ -779,7 +779,7 @@ export interface components {
     };
     /** @description This browser worker: its id, the profiles it serves, its browser and browser tools contracts. */
     Worker: {
-      browser_tools_compatible: ('1.2.0' | '1.3.0' | '1.4.0')[];
+      browser_tools_compatible: ('1.2.0' | '1.3.0' | '1.4.0' | '1.5.0')[];
       browser_tools_contract: string;
       browser_version: string;
       id: string;
@@ -788,8 +788,8 @@ export interface components {
   };
   responses: never;
   parameters: {
-    /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
-    BrowserToolsContract: '1.2.0' | '1.3.0' | '1.4.0';
+    /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+    BrowserToolsContract: '1.2.0' | '1.3.0' | '1.4.0' | '1.5.0';
     /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
     IdempotencyKey: string;
   };
@@ -806,7 +806,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -852,7 +852,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -918,7 +918,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -945,7 +945,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -975,7 +975,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1019,7 +1019,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1049,7 +1049,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1076,7 +1076,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1115,7 +1115,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1229,7 +1229,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1295,7 +1295,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1377,7 +1377,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1443,7 +1443,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1589,7 +1589,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1655,7 +1655,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1755,7 +1755,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -1823,7 +1823,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1998,7 +1998,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -2064,7 +2064,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2165,7 +2165,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -2231,7 +2231,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2401,7 +2401,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -2486,7 +2486,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2648,7 +2648,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -2714,7 +2714,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2905,7 +2905,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -2971,7 +2971,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3089,7 +3089,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -3155,7 +3155,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3317,7 +3317,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -3400,7 +3400,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3567,7 +3567,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -3650,7 +3650,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3812,7 +3812,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -3878,7 +3878,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -4039,7 +4039,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -4105,7 +4105,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -4269,7 +4269,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -4354,7 +4354,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -4516,7 +4516,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */
@@ -4582,7 +4582,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.4.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -4628,7 +4628,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.4.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
            *       }
            *     }
            */

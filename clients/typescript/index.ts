@@ -42,6 +42,7 @@ export type RunPage = Schemas['RunPage'];
 export type RunStep = Schemas['RunStep'];
 export type StepPage = Schemas['StepPage'];
 export type Approval = Schemas['Approval'];
+export type PersonControl = Schemas['PersonControl'];
 export type Session = Schemas['Session'];
 export type Agent = Schemas['Agent'];
 export type AgentVersion = Schemas['AgentVersion'];

@@ -147,6 +147,18 @@ export const envSchema = z.object({
    */
   MCP_IDLE_TIMEOUT_MS: positiveMs.default(300_000),
   /**
+   * How long a run that asked for a person (`browser.request_person`) waits for someone to take
+   * its page over before it fails `person_timeout`. Never past the run's deadline or its lease's
+   * sixty minutes. Too small and an owner away from the desk loses the run; too large and a run
+   * nobody attends holds its profile's page that long.
+   */
+  PERSON_REQUEST_TIMEOUT_MS: positiveMs.max(3_600_000).default(1_800_000),
+  /**
+   * How long one takeover of a run's page lasts before it is handed back by itself. Too small and
+   * a person signing in is cut off; too large and a forgotten takeover holds the run that long.
+   */
+  PERSON_CONTROL_TIMEOUT_MS: positiveMs.max(3_600_000).default(900_000),
+  /**
    * `off` switches the browser tools off on purpose: no data-plane token is needed and runs get
    * none. `on` (the default) needs LEASEHOLD_DATA_PLANE_TOKEN; in production an API, run worker or
    * sweeper without one refuses to start, so runs never silently go without a browser.

@@ -105,6 +105,17 @@ export interface Config {
   readonly sweeper: { readonly intervalMs: number };
   /** Schedules: the least time between two fires of one schedule (SCHEDULE_MIN_INTERVAL_MS). */
   readonly schedules: { readonly minIntervalMs: number };
+  /** A person on a run's page. */
+  readonly person: {
+    /**
+     * How long a run's request for a person waits for a takeover before the run fails
+     * `person_timeout` (PERSON_REQUEST_TIMEOUT_MS); never past the run's deadline or its lease's
+     * sixty minutes (ADR-0127 d5).
+     */
+    readonly requestTimeoutMs: number;
+    /** How long one takeover holds the page before it is handed back by itself (PERSON_CONTROL_TIMEOUT_MS). */
+    readonly controlTimeoutMs: number;
+  };
   /** Issue 13: where run artifacts go (a local folder, or an S3-compatible bucket when named). */
   readonly artifacts: {
     readonly dir: string;
@@ -199,6 +210,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   return deepFreeze({
     nodeEnv: e.NODE_ENV,
+    person: { requestTimeoutMs: e.PERSON_REQUEST_TIMEOUT_MS, controlTimeoutMs: e.PERSON_CONTROL_TIMEOUT_MS },
     log: { level: e.LOG_LEVEL, pretty: e.LOG_PRETTY },
     redis: {
       url: e.REDIS_URL,

@@ -16,10 +16,24 @@ import { z } from 'zod';
  * `fill` text may name a run's declared secret as `{{secret:NAME}}` (run-secrets.ts), such a fill
  * refused `secret_not_allowed` when the field or origin is not the secret's. Every code and field
  * a 1.4.0 change adds is listed here, the version set in the two lines below.
+ *
+ * 1.5.0 is additive over 1.4.0: the tool `browser.request_person {reason}` asks the run's owner
+ * to take the page over (a sign-in, a one-time code, a CAPTCHA); it answers once the person hands
+ * the page back, with how long they held it, how many inputs they sent, the URL now and a fresh
+ * observation — never what they typed. The run fails `person_timeout` when nobody comes.
  */
-export const BROWSER_TOOLS_CONTRACT_VERSION = '1.4.0';
+export const BROWSER_TOOLS_CONTRACT_VERSION = '1.5.0';
 /** The earlier contract versions a caller may still speak (their arguments are a subset). */
-export const BROWSER_TOOLS_COMPATIBLE_VERSIONS = ['1.2.0', '1.3.0', '1.4.0'] as const;
+export const BROWSER_TOOLS_COMPATIBLE_VERSIONS = ['1.2.0', '1.3.0', '1.4.0', '1.5.0'] as const;
+
+/** The tool a model asks for a person with (contract 1.5.0). */
+export const REQUEST_PERSON_TOOL = 'browser.request_person' as const;
+/** The longest reason a request for a person may give: it is shown on the run page and in webhooks. */
+export const PERSON_REASON_MAX_CHARS = 500;
+export const requestPersonArgsSchema = z.strictObject({
+  reason: z.string().min(1).max(PERSON_REASON_MAX_CHARS),
+});
+export type RequestPersonArgs = z.output<typeof requestPersonArgsSchema>;
 
 /** Issue 14: the reference an open dialog (alert, confirm, prompt) is acted on by. */
 export const DIALOG_REF = 'dialog';

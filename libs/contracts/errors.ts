@@ -34,6 +34,7 @@ export const RUN_FAILURE_REASONS = [
   'child_failed',
   'child_cancelled',
   'invalid_output',
+  'person_timeout',
 ] as const;
 export type RunFailureReason = (typeof RUN_FAILURE_REASONS)[number];
 
@@ -75,6 +76,8 @@ export const RUN_ERROR_TABLE = {
   child_cancelled: { outcome: 'tool_result', httpStatus: null },
   // The final answer did not take the caller's output_schema, after its one correction turn.
   invalid_output: { outcome: 'fails_run', httpStatus: null },
+  // The run asked for a person and nobody took the page over in time (PERSON_REQUEST_TIMEOUT_MS).
+  person_timeout: { outcome: 'fails_run', httpStatus: null },
   // ADR-0177: the bounded acquisition retry (three attempts) is already spent when a call answers
   // this; calling again only spends the budget against the same wall.
   provider_unavailable: { outcome: 'fails_run', httpStatus: 503 },
@@ -152,6 +155,8 @@ export const API_ERROR_STATUS = {
   not_found: 404,
   conflict: 409,
   idempotency_conflict: 409,
+  /** Another person holds the run's page (or asked to): one person at a time; others watch. */
+  person_in_control: 409,
   /** A stored record this version cannot read (issue 11.4): named, never a 500 on every call. */
   record_unreadable: 409,
   payload_too_large: 413,

@@ -9,7 +9,7 @@ import { recordIdSchema } from './ids.js';
  */
 
 /** The MCP browser mode's tools: one model turn each (`finish` answers and ends the run). */
-export const MCP_BROWSER_TOOLS = ['navigate', 'observe', 'act', 'finish'] as const;
+export const MCP_BROWSER_TOOLS = ['navigate', 'observe', 'act', 'request_person', 'finish'] as const;
 export type McpBrowserTool = (typeof MCP_BROWSER_TOOLS)[number];
 
 /** The answer `finish` carries; as long as a scripted run's answer may be. */

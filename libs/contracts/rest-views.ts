@@ -80,3 +80,21 @@ export const runEventStreamSchema = z.string().meta({
   description:
     'Server-Sent Events: each event has `id` (usable as Last-Event-ID), `event` (its type) and `data` (a RunEvent as JSON)',
 });
+
+/**
+ * A person on a run's page (`POST /v1/runs/{id}/takeover`, `…/handback`): `pausing` while a
+ * running run reaches its next safe point, `held` once the page is the person's, `handed_back`
+ * once the run goes on. Who holds it and until when; at the hand-back, how many inputs were sent
+ * (never what) and the URL the page was left at.
+ */
+export const personControlViewSchema = z.object({
+  run_id: z.string(),
+  state: z.enum(['pausing', 'held', 'handed_back']),
+  holder: z.string(),
+  approval_id: z.string().nullable(),
+  since_ms: z.number().int().nullable(),
+  until_ms: z.number().int().nullable(),
+  inputs: z.number().int().nullable(),
+  url: z.string().nullable(),
+});
+export type PersonControlView = z.output<typeof personControlViewSchema>;

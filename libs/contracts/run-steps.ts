@@ -94,6 +94,16 @@ export const modelStepSchema = z.object({
   answered: z.boolean(),
 });
 
+export const personStepSchema = z.object({
+  holder: z.string(),
+  since_ms: count,
+  ended_at_ms: count,
+  inputs: count.nullable(),
+  start_url: z.string().nullable(),
+  end_url: z.string().nullable(),
+});
+export type PersonStep = z.output<typeof personStepSchema>;
+
 export const toolStepSchema = z.object({
   name: z.string(),
   invocation_id: z.string(),
@@ -119,6 +129,12 @@ export const toolStepSchema = z.object({
   screenshot_status: screenshotStatusSchema.nullable().default(null),
   /** The approval a parked call waits on (or was decided by). */
   approval_id: recordIdSchema.nullable(),
+  /**
+   * A person's takeover this call waited on (`browser.request_person`): who held the page, from
+   * when to when, how many inputs they sent, the URL they were given and the one they left. Never
+   * what they typed. Null for every other call.
+   */
+  person: personStepSchema.nullable().default(null),
 });
 
 /**
@@ -176,5 +192,5 @@ export const approvalCardSchema = z.object({
 export type ApprovalCard = z.output<typeof approvalCardSchema>;
 
 /** Webhook event types a tenant may subscribe to (issue 13). */
-export const WEBHOOK_EVENT_TYPES = ['approval.requested', 'run.ended'] as const;
+export const WEBHOOK_EVENT_TYPES = ['approval.requested', 'run.ended', 'person.requested'] as const;
 export const webhookEventTypeSchema = z.enum(WEBHOOK_EVENT_TYPES);

@@ -267,6 +267,13 @@ export const RUN_EVENT_TYPES = [
   'step.resumed',
   /** A failed acquisition attempt (ADR-0177): codes and numbers only, never page content. */
   'tool.acquire_attempt',
+  /**
+   * A person on the page: asked for (`browser.request_person`), taking the page over, handing it
+   * back. Counts, times, holders and URLs only, never what the person typed.
+   */
+  'person.requested',
+  'person.taken_over',
+  'person.handed_back',
   'message',
 ] as const;
 export const runEventTypeSchema = z.enum(RUN_EVENT_TYPES);
@@ -340,6 +347,33 @@ export const APPROVAL_STATUSES = ['pending', 'approved', 'denied', 'expired'] as
 export const approvalStatusSchema = z.enum(APPROVAL_STATUSES);
 export type ApprovalStatus = z.output<typeof approvalStatusSchema>;
 
+/**
+ * An approval is `action` (a tool call waits for its owner's decision) or `person` (the run waits
+ * for a person to take the page over and hand it back: asked by `browser.request_person`, or made
+ * when its principal took a running run over).
+ */
+export const APPROVAL_KINDS = ['action', 'person'] as const;
+export type ApprovalKind = (typeof APPROVAL_KINDS)[number];
+
+/**
+ * A `person` approval's state: why it was asked, until when a person may come (the run fails
+ * `person_timeout` past it), and, once taken over, who holds the page and until when. At the hand
+ * back: how long they held it, how many inputs they sent and the URL it was left at; never what
+ * they typed.
+ */
+export const personControlSchema = z.object({
+  reason: z.string(),
+  expires_at_ms: count,
+  holder: z.string().nullable(),
+  since_ms: count.nullable(),
+  until_ms: count.nullable(),
+  start_url: z.string().nullable(),
+  ended_at_ms: count.nullable(),
+  inputs: count.nullable(),
+  end_url: z.string().nullable(),
+});
+export type PersonControl = z.output<typeof personControlSchema>;
+
 export const approvalViewSchema = z.object({
   id: recordIdSchema,
   run_id: recordIdSchema,
@@ -356,5 +390,8 @@ export const approvalViewSchema = z.object({
   grant_id: z.string().nullable(),
   /** Issue 13: what will be acted on, for the person deciding (null for approvals written before it). */
   card: approvalCardSchema.nullable().default(null),
+  kind: z.enum(APPROVAL_KINDS).default('action'),
+  /** A `person` approval's state; null for an `action` one. */
+  person: personControlSchema.nullable().default(null),
 });
 export type ApprovalView = z.output<typeof approvalViewSchema>;

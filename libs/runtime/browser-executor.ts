@@ -5,6 +5,8 @@ import {
   navigateArgsSchema,
   observeArgsSchema,
   type PageArtifacts,
+  REQUEST_PERSON_TOOL,
+  requestPersonArgsSchema,
 } from '../contracts/index.js';
 import {
   BROWSER_TOOL_NAMES,
@@ -41,6 +43,22 @@ export const BROWSER_TOOL_DEFINITIONS: readonly ToolDefinition[] = Object.freeze
   },
 ]);
 
+/**
+ * Contract 1.5.0: the model may ask for a person. Offered beside the three page tools, not among
+ * the tools a bound session must define ahead of all others (ADR-0130 d4).
+ */
+export const REQUEST_PERSON_DEFINITION: ToolDefinition = Object.freeze({
+  name: REQUEST_PERSON_TOOL,
+  description: `Ask the run's owner to take the page over: a sign-in, a one-time code, a CAPTCHA or a payment you must not do yourself. Say why in reason. The run waits; once the person hands the page back you get how long they held it, how many inputs they sent, the URL now and a fresh observation — never what they typed. Nobody coming in time fails the run.${CONTRACT_NOTE}`,
+  parameters: z.toJSONSchema(requestPersonArgsSchema) as Record<string, unknown>,
+});
+
+/** What an execution with a page offers its model: the page tools, then the request for a person. */
+export const BOUND_TOOL_DEFINITIONS: readonly ToolDefinition[] = Object.freeze([
+  ...BROWSER_TOOL_DEFINITIONS,
+  REQUEST_PERSON_DEFINITION,
+]);
+
 function isBrowserTool(name: string): name is BrowserToolName {
   return (BROWSER_TOOL_NAMES as readonly string[]).includes(name);
 }
@@ -75,7 +93,7 @@ export class BrowserToolExecutor implements ToolExecutor {
   ) {}
 
   definitions(): readonly ToolDefinition[] {
-    return this.provider ? BROWSER_TOOL_DEFINITIONS : [];
+    return this.provider ? BOUND_TOOL_DEFINITIONS : [];
   }
 
   /** Issue 14: the contract version of the browser tools this execution offers; null when it offers none. */
@@ -94,6 +112,15 @@ export class BrowserToolExecutor implements ToolExecutor {
   ): Promise<ToolOutcome> {
     this.lastEvidenceKey = null;
     this.lastArtifacts = {};
+    // A valid request for a person parks the run before it gets here (its answer is the loop's).
+    if (call.name === REQUEST_PERSON_TOOL) {
+      const parsed = requestPersonArgsSchema.safeParse(call.args);
+      return {
+        ok: false,
+        code: 'invalid_arguments',
+        message: parsed.success ? 'this session has no page for a person to take over' : parsed.error.message,
+      };
+    }
     if (!isBrowserTool(call.name))
       return { ok: false, code: 'invalid_arguments', message: `no tool named ${call.name}` };
     if (!this.provider)

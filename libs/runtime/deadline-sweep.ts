@@ -1,4 +1,5 @@
 import { type RunStatus, type RunView, runHasEnded } from '../contracts/index.js';
+import type { PersonDue } from './sweeper/person-sweep.js';
 
 /** Due deadline entries looked at per pass by default. */
 export const DEADLINE_SWEEP_BATCH = 500;
@@ -125,9 +126,12 @@ export interface StaleApprovalSweepDeps {
   store: {
     /** One ZSCAN step over the deadline index; cursor '0' starts and ends a cycle. */
     scanRunDeadlines(cursor: string, count: number): Promise<{ cursor: string; runIds: string[] }>;
-    expireStaleApprovals(
-      runId: string,
-    ): Promise<{ runStatus: RunStatus | undefined; expired: string[]; expiredWaitsMs?: number[] }>;
+    expireStaleApprovals(runId: string): Promise<{
+      runStatus: RunStatus | undefined;
+      expired: string[];
+      expiredWaitsMs?: number[];
+      personDue?: { kind: 'timeout' | 'handback'; approvalId: string; holder: string };
+    }>;
   };
   /** Where the previous pass stopped; {@link STALE_APPROVAL_SWEEP_START} for the first. */
   cursor: StaleApprovalCursor;
@@ -147,6 +151,8 @@ export interface StaleApprovalSweepOutcome {
   expired: string[];
   /** Issue 15: how long each of them had waited, from its request to its expiry (ms). */
   expiredWaitsMs: number[];
+  /** Parked runs whose `person` approval is past its time (the caller settles them: person-sweep.ts). */
+  personDue: PersonDue[];
 }
 
 /**
@@ -172,11 +178,13 @@ export async function sweepStaleApprovals(deps: StaleApprovalSweepDeps): Promise
   const batch = backlog.splice(0, batchSize);
   const expired: string[] = [];
   const expiredWaitsMs: number[] = [];
+  const personDue: PersonDue[] = [];
   for (const runId of batch) {
     try {
       const stale = await deps.store.expireStaleApprovals(runId);
       expired.push(...stale.expired);
       expiredWaitsMs.push(...(stale.expiredWaitsMs ?? []));
+      if (stale.personDue) personDue.push({ runId, ...stale.personDue });
     } catch (error) {
       deps.onError?.(runId, error);
     }
@@ -187,5 +195,6 @@ export async function sweepStaleApprovals(deps: StaleApprovalSweepDeps): Promise
     checked: batch.length,
     expired,
     expiredWaitsMs,
+    personDue,
   };
 }

@@ -10,7 +10,12 @@ export {
   loopBreakerSnapshotSchema,
   MAX_EVIDENCE_RESTARTS,
 } from './breaker.js';
-export { BROWSER_TOOL_DEFINITIONS, BrowserToolExecutor } from './browser-executor.js';
+export {
+  BOUND_TOOL_DEFINITIONS,
+  BROWSER_TOOL_DEFINITIONS,
+  BrowserToolExecutor,
+  REQUEST_PERSON_DEFINITION,
+} from './browser-executor.js';
 export {
   type CostLimits,
   type CostRecordVerdict,

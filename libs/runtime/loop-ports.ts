@@ -58,6 +58,11 @@ export interface RunPort {
   recordModelCall(usage: ModelUsage, costMicroUsd: number): Promise<void>;
   /** The cancel flag (set by REST, told through pub/sub); checked before every model and tool call. */
   cancelRequested(): Promise<boolean>;
+  /**
+   * The holder (`principal:<id>`) of a takeover asked of this run, as the last
+   * {@link cancelRequested} read it: the loop pauses for them at that safe point.
+   */
+  takeoverRequested?(): string | undefined;
   /** Records the call `started` (counting one tool call) unless the ledger knows it already; answers what it knows. */
   startInvocation(invocation: Invocation): Promise<InvocationState>;
   /** The watermark: from here on the effect may have happened and is never sent again. */
@@ -94,6 +99,33 @@ export interface ToolPolicy {
    * moves this run to `waiting_child` on it, or answers the child's end if it has one already.
    */
   delegate?(invocation: Invocation): Promise<DelegateStep>;
+  /**
+   * A takeover was asked (between turns or steps, never inside an act): hands the page to
+   * `holder` and parks the run on a held `person` approval. Answers its id, or undefined when the
+   * page could not be handed over (no live page): the request is dropped and the run goes on.
+   */
+  pauseForPerson?(holder: string): Promise<string | undefined>;
+  /**
+   * What a person did with the page while the run waited on approval `approvalId`: who, from
+   * when to when, how many inputs, the URLs. Never what they typed. Undefined when no person
+   * took the page over (the approval was decided without a takeover).
+   */
+  personAccount?(approvalId: string): Promise<PersonAccount | undefined>;
+  /**
+   * Takeovers of this run (a running run paused for a person) handed back since the model last
+   * heard of one: each is told to the model before its next turn, once.
+   */
+  takeoversToTell?(told: ReadonlySet<string>): Promise<Array<{ approvalId: string; account: PersonAccount }>>;
+}
+
+/** A person's takeover as the run tells it: counts, times and URLs, never what they typed. */
+export interface PersonAccount {
+  holder: string;
+  sinceMs: number;
+  endedAtMs: number;
+  inputs: number | null;
+  startUrl: string | null;
+  endUrl: string | null;
 }
 
 export interface ToolExecutor {

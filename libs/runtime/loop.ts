@@ -2,6 +2,7 @@ import { DELEGATE_TOOL_DEFINITION } from './delegation.js';
 import type { ExecutionEnd, LoopContext, RunLoopOptions } from './loop-ports.js';
 import type { ToolCall, TranscriptEntry } from './model.js';
 import { takeModelTurn } from './model-turn.js';
+import { tellTakeovers } from './person-turn.js';
 import { planRoster, RosterError, type RosterPlan } from './roster.js';
 import { answerToolCalls } from './tool-dispatch.js';
 
@@ -54,6 +55,8 @@ export async function runExecution(options: RunLoopOptions): Promise<ExecutionEn
       if (end) return end;
       continue;
     }
+    // A person who held the page since the model's last turn is told of first (never their typing).
+    await tellTakeovers(transcript, options, clock);
     const end = await takeModelTurn(transcript, step, options, clock, context);
     if (end) return end;
   }

@@ -19,6 +19,7 @@ import {
   type TranscriptEntry,
 } from './model.js';
 import { answeringCorrection, finalAnswerEnd } from './output-check.js';
+import { pauseIfTakenOver } from './person-turn.js';
 import { type ArgumentSealer, recordTurn } from './secret-args.js';
 import { ModelStepWriter, OK_STEP } from './step-writers.js';
 
@@ -37,6 +38,8 @@ export async function takeModelTurn(
   const { run, model, limits } = options;
   throwIfAborted(options.signal);
   if (await run.cancelRequested()) return { kind: 'cancelled' };
+  const paused = await pauseIfTakenOver(options);
+  if (paused) return paused;
   if (clock() >= options.deadlineMs)
     return { kind: 'failed', code: 'deadline_exceeded', detail: 'the run passed its deadline', step };
 

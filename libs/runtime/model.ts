@@ -42,6 +42,12 @@ export type TranscriptEntry =
        * once (`text` tells them in words); the turn that follows may only answer.
        */
       outputErrors?: string[];
+      /**
+       * A note that a person held the page (a takeover of the running run): the `person`
+       * approval it tells, so it is told once, and the page as it is now. `text` tells it in words.
+       */
+      personApprovalId?: string;
+      observation?: unknown;
     }
   | {
       kind: 'model';

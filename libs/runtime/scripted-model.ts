@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { actArgsSchema } from '../contracts/index.js';
+import { actArgsSchema, REQUEST_PERSON_TOOL, requestPersonArgsSchema } from '../contracts/index.js';
 import {
   type Model,
   ModelError,
@@ -20,7 +20,18 @@ const targetSchema = z.strictObject({ role: z.string().min(1), name: z.string().
  * unless the step says `"may_fail": true`; then the failure is its result and the script goes on.
  */
 const mayFail = z.boolean().optional();
-export const scriptStepSchema = z.discriminatedUnion('tool', [
+/**
+ * A script's request for a person: `{"person": "Sign in, then hand back"}` is the call
+ * `browser.request_person` with that reason; the script goes on once the person hands back.
+ */
+const personStepSchema = z
+  .strictObject({ person: requestPersonArgsSchema.shape.reason, may_fail: mayFail })
+  .transform(({ person, may_fail }) => ({
+    tool: REQUEST_PERSON_TOOL as typeof REQUEST_PERSON_TOOL,
+    reason: person,
+    ...(may_fail !== undefined ? { may_fail } : {}),
+  }));
+const toolStepSchema = z.discriminatedUnion('tool', [
   z.strictObject({ tool: z.literal('browser.navigate'), url: z.string().min(1), may_fail: mayFail }),
   z.strictObject({ tool: z.literal('browser.observe'), may_fail: mayFail }),
   z.strictObject({
@@ -40,7 +51,14 @@ export const scriptStepSchema = z.discriminatedUnion('tool', [
     script: z.unknown(),
     may_fail: mayFail,
   }),
+  /** The request for a person in full (what the shorthand below becomes, as a run stores it). */
+  z.strictObject({
+    tool: z.literal(REQUEST_PERSON_TOOL),
+    reason: requestPersonArgsSchema.shape.reason,
+    may_fail: mayFail,
+  }),
 ]);
+export const scriptStepSchema = z.union([toolStepSchema, personStepSchema]);
 export type ScriptStep = z.output<typeof scriptStepSchema>;
 
 export const scriptSchema = z.strictObject({
@@ -63,6 +81,13 @@ function latestObservation(
 ): { revision: string; elements: ObservedElement[] } | undefined {
   for (let index = transcript.length - 1; index >= 0; index -= 1) {
     const entry = transcript[index];
+    // A note that a person held the page carries the page as they left it.
+    if (entry?.kind === 'input' && entry.observation !== undefined) {
+      const observation = entry.observation as { revision?: unknown; elements?: unknown };
+      if (typeof observation.revision === 'string' && Array.isArray(observation.elements))
+        return { revision: observation.revision, elements: observation.elements as ObservedElement[] };
+      continue;
+    }
     if (entry?.kind !== 'tool' || !entry.outcome.ok) continue;
     const result = entry.outcome.result as
       | { observation?: { revision?: unknown; elements?: unknown } }
@@ -146,6 +171,8 @@ export class ScriptedModel implements Model {
       }
       case 'agent.delegate':
         return { id, name: step.tool, args: { input: step.input, script: step.script } };
+      case REQUEST_PERSON_TOOL:
+        return { id, name: step.tool, args: { reason: step.reason } };
       default:
         return assertNever(step);
     }

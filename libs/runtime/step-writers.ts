@@ -1,6 +1,7 @@
 import {
   conditionResultSchema,
   type PageArtifacts,
+  personStepSchema,
   type RunStep,
   type StepOutcome,
   settleResultSchema,
@@ -53,6 +54,14 @@ function pageDetails(
   };
 }
 
+/** The takeover a `browser.request_person` call's answer accounts for, when it has one. */
+function personDetails(outcome: ToolOutcome | null): ToolStep['person'] {
+  if (!outcome?.ok) return null;
+  const person = (outcome.result as { person?: unknown } | null | undefined)?.person;
+  const parsed = personStepSchema.safeParse(person);
+  return parsed.success ? parsed.data : null;
+}
+
 /**
  * The step record of one tool call (issue 13), written through the run port as the call goes:
  * `started` when it is about to run, `waiting_approval` once parked, `ended` with its outcome. The
@@ -89,6 +98,7 @@ export class ToolStepWriter {
       // Where the screenshot is, the browser worker notes apart (it is taken after the answer).
       screenshot_status: null,
       approval_id: this.#approvalId,
+      person: personDetails(outcome),
     };
   }
 

@@ -1,10 +1,11 @@
-import { assertNever, toolFailureEnd } from '../contracts/index.js';
+import { assertNever, REQUEST_PERSON_TOOL, toolFailureEnd } from '../contracts/index.js';
 import type { LoopBreaker } from './breaker.js';
 import { DELEGATE_TOOL_NAME, type DelegateStep } from './delegation.js';
 import { throwIfAborted } from './execution-interrupted.js';
 import { fitBatch } from './limits.js';
 import type { ExecutionEnd, Invocation, LoopContext, RunLoopOptions } from './loop-ports.js';
 import type { ToolCall, ToolOutcome, TranscriptEntry } from './model.js';
+import { answerPersonRequest, pauseIfTakenOver } from './person-turn.js';
 import { resolveDeferredCall, searchDeferredTools, TOOL_CALL_NAME, TOOL_SEARCH_NAME } from './roster.js';
 import { revealCall, typedSecretValues } from './secret-args.js';
 import { ToolStepWriter } from './step-writers.js';
@@ -76,6 +77,8 @@ export async function answerToolCalls(
   for (const { call: asked, index } of batch) {
     throwIfAborted(options.signal);
     if (await run.cancelRequested()) return { kind: 'cancelled' };
+    const paused = await pauseIfTakenOver(options);
+    if (paused) return paused;
     // A deferred tool is called through `tool.call`; the call it names is the one that runs and counts.
     const deferred = asked.name === TOOL_CALL_NAME ? resolveDeferredCall(context.plan, asked) : undefined;
     // Issue 13: each call is a step, written beside the writes already there (one round trip).
@@ -192,6 +195,19 @@ export async function answerToolCalls(
         }
         // Let through by its approval, the call runs now: its step says so.
         await steps.started();
+        if (call.name === REQUEST_PERSON_TOOL) {
+          // Nothing is sent for it: the person has handed the page back; the model hears how it is.
+          const askedAtMs = clock();
+          const outcome = await answerPersonRequest(invocation, known.approvalId, options, clock);
+          await run.completeInvocation(invocation, outcome);
+          breaker?.complete(invocation, null);
+          await Promise.all([
+            saveBreaker(),
+            answer(asked, outcome),
+            steps.ended(outcome, clock() - askedAtMs),
+          ]);
+          continue;
+        }
         break;
       }
       default:

@@ -32,11 +32,34 @@ export interface ApprovalRequest {
   arguments: unknown;
   /** Issue 13: what the person deciding sees (element, action, page, outlined screenshot). */
   card?: ApprovalCard | null;
+  /**
+   * A `person` approval: why, until when a person may come, and — when a takeover made it — who
+   * holds the page, since and until when. Absent for an action's approval.
+   */
+  person?: {
+    reason: string;
+    expires_at_ms: number;
+    holder?: string;
+    since_ms?: number;
+    until_ms?: number;
+    start_url?: string | null;
+  };
 }
 
 export type ApprovalDecision =
   | RunTransition<'requeued' | 'decided'>
-  | { ok: false; code: 'already_decided' | 'grant_out_of_bounds'; status: undefined; message: string };
+  | {
+      ok: false;
+      code: 'already_decided' | 'grant_out_of_bounds' | 'person_in_control' | 'person_not_in_control';
+      status: undefined;
+      message: string;
+    };
+
+/** A hand-back: the holder giving the page back, and what the data plane counted of their time. */
+export interface HandBack {
+  holder: string;
+  account: { ended_at_ms: number; inputs: number | null; end_url: string | null };
+}
 
 export type GrantUse =
   | { ok: true; grantId: string; usedActions: number; maxActions: number; expiresAtMs: number }
@@ -89,6 +112,7 @@ export async function requestApproval(
     now,
     context.retentionMs,
     JSON.stringify(request.card ?? null),
+    request.person ? JSON.stringify(request.person) : '',
   );
   const transition = toTransition<'parked' | 'cancelled'>(runId, reply, 'running');
   if (!transition.ok) {
@@ -196,12 +220,13 @@ export async function decideApproval(
   tenant: string,
   approvalId: string,
   decision:
-    | ({ approved: true; grant?: GrantRequest } & ApprovalDecider)
+    | ({ approved: true; grant?: GrantRequest; handBack?: HandBack } & ApprovalDecider)
     | ({ approved: false; reason: string } & ApprovalDecider),
 ): Promise<ApprovalDecision> {
   const runId = await runOfApproval(context, approvalId);
   if (!runId) return approvalNotFound(approvalId);
   const grant = decision.approved ? decision.grant : undefined;
+  const handBack = decision.approved ? decision.handBack : undefined;
   const grantId = grant ? approvalId.replace(/^apr_/, 'grt_') : '';
   const reply = await context.redis.decideApproval(
     context.keys.run(runId),
@@ -220,8 +245,16 @@ export async function decideApproval(
     GRANT_MAX_DURATION_MS,
     GRANT_MAX_ACTIONS,
     decision.ownRunsOnly ? decision.by : '',
+    handBack?.holder ?? '',
+    handBack ? JSON.stringify(handBack.account) : '',
   );
   const [code, detail] = reply;
+  if (code === 'person_in_control') {
+    return { ok: false, code, status: undefined, message: `a person holds this run's page (${detail})` };
+  }
+  if (code === 'person_not_in_control') {
+    return { ok: false, code, status: undefined, message: 'you hold no takeover of this run' };
+  }
   if (code === 'already_decided') {
     return { ok: false, code, status: undefined, message: `approval ${approvalId} is already ${detail}` };
   }

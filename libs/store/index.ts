@@ -5,7 +5,7 @@ export {
   type PutAgentOutcome,
 } from './agents.js';
 export type { ApiKeyRefusal, IssuedApiKey, NewApiKey } from './api-keys.js';
-export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';
+export type { ApprovalDecision, ApprovalRequest, GrantUse, HandBack } from './approvals.js';
 export { FollowUpIndex, type OwedFollowUp } from './follow-ups.js';
 export { AgentVersionCache, SessionCache } from './immutable-caches.js';
 export { LeaderLock } from './leader-lock.js';
@@ -18,6 +18,7 @@ export {
   type McpSlotVerdict,
   mcpSessionSlotKeys,
 } from './mcp-session-slots.js';
+export { personHolder, type TakeOver, type TakeOverRequest } from './person-control.js';
 export {
   isSignInId,
   newSignInId,

@@ -24,6 +24,11 @@ export interface StaleApprovals {
   expired: string[];
   /** Issue 15: how long each of those waited, from its request to its expiry (ms). */
   expiredWaitsMs: number[];
+  /**
+   * A parked run's `person` approval past its time: `timeout` (nobody took the page over: the run
+   * fails `person_timeout`) or `handback` (the takeover's time is up: the page is handed back).
+   */
+  personDue?: { kind: 'timeout' | 'handback'; approvalId: string; holder: string };
 }
 
 const ENDED: ReadonlySet<string> = new Set(ENDED_RUN_STATUSES);
@@ -115,7 +120,7 @@ export async function scanRunDeadlines(
  */
 export async function expireStaleApprovals(context: RunStoreContext, runId: string): Promise<StaleApprovals> {
   const { redis, keys } = context;
-  const [status, tenant, expired, settled] = await redis.expireStaleApprovals(
+  const [status, tenant, expired, settled, due] = await redis.expireStaleApprovals(
     keys.run(runId),
     keys.approvals(runId),
     context.now(),
@@ -127,7 +132,15 @@ export async function expireStaleApprovals(context: RunStoreContext, runId: stri
     const approval = json ? parseApproval(json) : undefined;
     return approval?.decided_at_ms != null ? [approval.decided_at_ms - approval.created_at_ms] : [];
   });
-  return { runStatus: parseRunStatus(status), expired, expiredWaitsMs };
+  const [dueKind, dueApproval, dueHolder] = due ?? [];
+  return {
+    runStatus: parseRunStatus(status),
+    expired,
+    expiredWaitsMs,
+    ...((dueKind === 'timeout' || dueKind === 'handback') && dueApproval
+      ? { personDue: { kind: dueKind, approvalId: dueApproval, holder: dueHolder ?? '' } }
+      : {}),
+  };
 }
 
 /** `[member, score, member, score…]` → pairs. */

@@ -88,8 +88,28 @@ export async function listRuns(
  * running (ended elsewhere: reclaimed, cancelled). One round trip, no record parsed.
  */
 export async function stopRequested(context: RunStoreContext, runId: string): Promise<boolean> {
-  const [status, cancel] = await context.redis.hmget(context.keys.run(runId), 'status', 'cancel_requested');
-  return status !== 'running' || cancel === '1';
+  return (await interruptions(context, runId)).stop;
+}
+
+/**
+ * What a running run's loop obeys at its safe points, in one read: a stop (cancelled, or no longer
+ * running), and the holder of a takeover asked of it.
+ */
+export async function interruptions(
+  context: RunStoreContext,
+  runId: string,
+): Promise<{ stop: boolean; takeoverBy: string | undefined }> {
+  const [status, cancel, request] = await context.redis.hmget(
+    context.keys.run(runId),
+    'status',
+    'cancel_requested',
+    'person_request',
+  );
+  const holder = request ? (JSON.parse(request) as { holder?: unknown }).holder : undefined;
+  return {
+    stop: status !== 'running' || cancel === '1',
+    takeoverBy: typeof holder === 'string' ? holder : undefined,
+  };
 }
 
 /**

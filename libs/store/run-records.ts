@@ -161,6 +161,26 @@ interface StoredApproval {
   grant_id?: string;
   /** Issue 13: the card as JSON; absent on approvals written before it. */
   card?: string;
+  kind?: string;
+  /** A `person` approval's state, as an object (absent on an action's). */
+  person?: Record<string, unknown>;
+}
+
+/** A `person` approval's state with every field it may not have yet read as null. */
+function personOf(stored: Record<string, unknown> | undefined) {
+  if (!stored || typeof stored !== 'object') return null;
+  const field = (name: string) => stored[name] ?? null;
+  return {
+    reason: typeof stored.reason === 'string' ? stored.reason : '',
+    expires_at_ms: Number(stored.expires_at_ms ?? 0),
+    holder: field('holder'),
+    since_ms: field('since_ms'),
+    until_ms: field('until_ms'),
+    start_url: field('start_url'),
+    ended_at_ms: field('ended_at_ms'),
+    inputs: field('inputs'),
+    end_url: field('end_url'),
+  };
 }
 
 export function parseApproval(json: string): ApprovalView {
@@ -180,6 +200,8 @@ export function parseApproval(json: string): ApprovalView {
     grant_id: stored.grant_id ?? null,
     // A card that does not read as one shows as none rather than hiding the approval.
     card: approvalCardSchema.safeParse(jsonOrNull(stored.card)).data ?? null,
+    kind: stored.kind === 'person' ? 'person' : 'action',
+    person: stored.kind === 'person' ? personOf(stored.person) : null,
   });
 }
 

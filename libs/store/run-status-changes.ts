@@ -24,7 +24,12 @@ export type RunEnd =
   | { status: 'cancelled'; message?: string };
 
 /** The reasons the sweeper (or a lifecycle step without the owner token) fails a run for. */
-export type SweptFailure = 'reclaimed' | 'deadline_exceeded' | 'internal_error' | 'provider_unavailable';
+export type SweptFailure =
+  | 'reclaimed'
+  | 'deadline_exceeded'
+  | 'internal_error'
+  | 'provider_unavailable'
+  | 'person_timeout';
 
 /**
  * A claim's answer; a fresh claim (`claimed`) tells when the run became queued (issue 15, queue

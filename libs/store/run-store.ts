@@ -49,6 +49,7 @@ import {
   decideApproval,
   type GrantUse,
   getApproval,
+  type HandBack,
   listGrants,
   listRunApprovals,
   listTenantPendingApprovals,
@@ -56,6 +57,13 @@ import {
 } from './approvals.js';
 import { type InvocationRecord, type LedgerOutcome, listInvocations, recordInvocation } from './ledger.js';
 import { loadLoopState, saveLoopState } from './loop-state.js';
+import {
+  releaseTakeover,
+  type TakeOver,
+  type TakeOverRequest,
+  takeOverRun,
+  takeoverRequested,
+} from './person-control.js';
 import type { RedisClient } from './redis-client.js';
 import {
   expireStaleApprovals,
@@ -74,7 +82,7 @@ import {
   renewStreamSlots,
 } from './run-events.js';
 import { RunKeys, type RunStoreContext } from './run-keys.js';
-import { getRun, getRunDetail, listRuns, runStates, stopRequested } from './run-reads.js';
+import { getRun, getRunDetail, interruptions, listRuns, runStates, stopRequested } from './run-reads.js';
 import { checkedRetentionMs, DEFAULT_RUN_RETENTION_MS } from './run-retention.js';
 import { retryRun } from './run-retry.js';
 import { readDeclaredSecrets } from './run-secrets.js';
@@ -246,6 +254,10 @@ export class RunStore {
    */
   stopRequested(runId: string): Promise<boolean> {
     return stopRequested(this.#context, runId);
+  }
+  /** A stop and the holder of a takeover asked of the run, in one read (the loop's safe points). */
+  interruptions(runId: string): Promise<{ stop: boolean; takeoverBy: string | undefined }> {
+    return interruptions(this.#context, runId);
   }
   /**
    * Status and deadline of many runs in one pipelined round trip (the lease upkeep's read); a run
@@ -482,6 +494,31 @@ export class RunStore {
     reason: string,
   ): Promise<ApprovalDecision> {
     return decideApproval(this.#context, tenant, approvalId, { approved: false, ...decider(by), reason });
+  }
+  /**
+   * A hand-back: `holder` gives the run's page back and its `person` approval is approved with
+   * what the data plane counted; the run resumes when it was its last pending approval.
+   */
+  handBack(tenant: string, approvalId: string, by: string, handBack: HandBack): Promise<ApprovalDecision> {
+    return decideApproval(this.#context, tenant, approvalId, { approved: true, by, handBack });
+  }
+
+  // A person on the page (person_control)
+
+  takeOverRun(runId: string, request: TakeOverRequest): Promise<TakeOver> {
+    return takeOverRun(this.#context, runId, request);
+  }
+  releaseTakeover(
+    runId: string,
+    tenant: string,
+    principal: string,
+    holder: string,
+    createdApprovalId?: string,
+  ): Promise<void> {
+    return releaseTakeover(this.#context, runId, tenant, principal, holder, createdApprovalId);
+  }
+  takeoverRequested(runId: string): Promise<{ holder: string; atMs: number } | undefined> {
+    return takeoverRequested(this.#context, runId);
   }
   /** One use of a live grant for this invocation; asking again for the same one charges nothing. */
   consumeGrant(runId: string, ownerToken: string, invocationId: string): Promise<GrantUse> {

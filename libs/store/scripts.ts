@@ -95,6 +95,12 @@ export interface ScriptCommands {
     grantsKey: string,
     ...argv: Arg[]
   ): Promise<[string, string, Array<string | number>]>;
+  takeOverRun(
+    runKey: string,
+    eventsKey: string,
+    approvalsKey: string,
+    ...argv: Arg[]
+  ): Promise<[string, string, Array<string | number>]>;
   consumeGrant(
     runKey: string,
     eventsKey: string,
@@ -119,7 +125,7 @@ export interface ScriptCommands {
     runKey: string,
     approvalsKey: string,
     ...argv: Arg[]
-  ): Promise<[string, string, string[], string[]]>;
+  ): Promise<[string, string, string[], string[], string[]]>;
   recordStep(
     runKey: string,
     eventsKey: string,

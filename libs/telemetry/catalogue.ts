@@ -106,6 +106,29 @@ export const METRICS = {
     buckets: WAIT_BUCKETS,
     roles: ['api', 'sweeper'],
   },
+  // A person on a run's page.
+  personTakeovers: {
+    name: 'leasehold_person_takeovers_total',
+    type: 'counter',
+    help: 'Takeovers of a run’s page by its principal, by the run’s status when asked (parked: the page handed over at once; running: at the run’s next safe point).',
+    labelNames: ['run_status'],
+    roles: ['api'],
+  },
+  personTakeoverDuration: {
+    name: 'leasehold_person_takeover_seconds',
+    type: 'histogram',
+    help: 'How long a person held a run’s page, by how it ended (handed_back by the person, time_limit at the sweeper).',
+    labelNames: ['ended'],
+    buckets: WAIT_BUCKETS,
+    roles: ['api', 'sweeper'],
+  },
+  personRequests: {
+    name: 'leasehold_person_requests_total',
+    type: 'counter',
+    help: 'Runs’ requests for a person (browser.request_person), by how they ended: taken_over, timeout (the run failed person_timeout), approved or denied without a takeover.',
+    labelNames: ['outcome'],
+    roles: ['api', 'sweeper'],
+  },
   // HTTP, both servers (the REST API and the data plane), and the run worker's and sweeper's ops servers.
   httpRequests: {
     name: 'leasehold_http_requests_total',

@@ -9,6 +9,7 @@ import { LIVE_VIEW_SCRIPT } from './live-view.js';
  * - while the run may still act, it listens to the run's event stream (the cookie again) and on
  *   each event fetches the page anew and swaps in its run section: the live frame (the newest
  *   screenshot), the meters, the timeline and any approval, all rendered by the server;
+ * - Take over / Hand back post to `/v1/runs/{id}/takeover` and `…/handback`, the same way;
  * - while a screenshot is pending (taken after its call answered), it fetches the page each second
  *   until the screenshot is stored or failed;
  * - a live view (libs/ui/live-view.ts) streams the leased page and, while this viewer holds it,
@@ -19,7 +20,7 @@ export const PAGE_SCRIPT = `'use strict';
   const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
   const LISTENED = ['run.claimed', 'run.resumed', 'run.parked', 'run.waiting', 'run.requeued', 'run.succeeded',
     'run.failed', 'run.cancelled', 'run.retried', 'approval.requested', 'approval.approved', 'approval.denied',
-    'step.started', 'step.ended'];
+    'step.started', 'step.ended', 'person.requested', 'person.taken_over', 'person.handed_back'];
   let source;
   let refreshing = false;${LIVE_VIEW_SCRIPT}
   let again = false;
@@ -49,7 +50,29 @@ export const PAGE_SCRIPT = `'use strict';
     }
   }
 
+  function bindPersonControls(root) {
+    for (const button of root.querySelectorAll('button.person-control')) {
+      button.addEventListener('click', async () => {
+        const problem = button.parentElement?.querySelector('.person-error');
+        button.disabled = true;
+        const response = await fetch('/v1/runs/' + encodeURIComponent(button.dataset.runId) + '/' + button.dataset.action, {
+          method: 'POST',
+          credentials: 'same-origin',
+          headers: { 'x-csrf-token': csrf },
+        });
+        if (!response.ok) {
+          const answer = await response.json().catch(() => ({}));
+          if (problem) { problem.textContent = answer?.error?.message ?? 'refused (' + response.status + ')'; problem.hidden = false; }
+          button.disabled = false;
+          return;
+        }
+        await refresh();
+      });
+    }
+  }
+
   function bindDecisions(root) {
+    bindPersonControls(root);
     for (const form of root.querySelectorAll('form.decide')) {
       form.addEventListener('submit', async (event) => {
         event.preventDefault();
@@ -137,4 +160,7 @@ ol.steps { list-style: none; padding: 0; }
 .thumb { max-width: 20rem; border: 1px solid #ccd; display: block; }
 .shot-pending, .shot-failed { color: #667; font-style: italic; }
 .error { color: #a32121; } .empty { opacity: .7; }
+.person-request { border-color: #2f4d8a; background: #f0f4fb; }
+.person-controls { display: flex; flex-wrap: wrap; gap: .6rem; align-items: center; margin: .6rem 0; }
+.person-controls .hint { opacity: .75; font-size: .9em; }
 `;

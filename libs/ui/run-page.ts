@@ -7,6 +7,7 @@ import type {
 } from '../contracts/index.js';
 import { formatDuration, formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
 import { liveViewFragment } from './live-view.js';
+import { personCard, takeOverControl } from './person-card.js';
 import { outputSection } from './run-output.js';
 
 /** Statuses after which a run changes no more: its page stops listening. */
@@ -192,9 +193,14 @@ export function renderRunPage(options: {
     ?.tool?.screenshot;
   const main = html`<div id="run" data-run-id="${run.id}" data-live="${live ? 'yes' : 'no'}">
 <h1>Run <code>${run.id}</code></h1>${summary(run)}${outputSection(run)}${meters(run)}
+${takeOverControl(run, options.approvals, options.viewer)}
 ${
   options.approvals.length > 0
-    ? html`<section id="approvals"><h2>Waiting for you</h2>${options.approvals.map((approval) => approvalCard(run.id, approval, options.decisionRefused))}</section>`
+    ? html`<section id="approvals"><h2>Waiting for you</h2>${options.approvals.map((approval) =>
+        approval.kind === 'person'
+          ? personCard(run, approval, options.viewer)
+          : approvalCard(run.id, approval, options.decisionRefused),
+      )}</section>`
     : ''
 }
 ${live ? liveSection(run, options.viewer, latest ?? undefined, options.approvals.length > 0) : ''}

@@ -283,6 +283,46 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     expect(purchases).toBe(purchasesBefore);
   });
 
+  it('takes a run’s page over when its script asks for a person, and hands it back', async () => {
+    const profile = await newProfile('cli-person');
+    const submitted = await cliJson([
+      'runs',
+      'submit',
+      '--profile',
+      profile,
+      '--input',
+      'Sign in for me',
+      '--script',
+      JSON.stringify({
+        steps: [
+          { tool: 'browser.navigate', url: `${origin}/person/` },
+          { person: 'Sign in, then hand back' },
+        ],
+        answer: 'Handed back.',
+      }),
+    ]);
+    const parked = await eventually(
+      () => cliJson(['runs', 'get', submitted.id]),
+      (view) => view.status !== 'queued' && view.status !== 'running',
+      30_000,
+      200,
+    );
+    expect({ status: parked.status, error: parked.error }).toEqual({ status: 'parked', error: null });
+    const taken = await cli(['runs', 'takeover', submitted.id]);
+    expect(taken.code).toBe(0);
+    expect(taken.stdout).toMatch(new RegExp(`^${submitted.id} held by principal:dev until `));
+    const again = await cliJson(['runs', 'takeover', submitted.id]);
+    expect(again).toMatchObject({ run_id: submitted.id, state: 'held', holder: 'principal:dev' });
+    const back = await cliJson(['runs', 'handback', submitted.id]);
+    expect(back).toMatchObject({ run_id: submitted.id, state: 'handed_back', inputs: 0 });
+    const watched = await cli(['runs', 'watch', submitted.id]);
+    expect(watched.code).toBe(0);
+    // Handed back already: a second hand-back is refused with the API's error.
+    const refused = await cli(['runs', 'handback', submitted.id]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/conflict/);
+  });
+
   it('creates, lists and revokes API keys; a revoked key is refused with the API error', async () => {
     const created = await cliJson(['keys', 'create', '--scope', 'runs:read', '--principal', 'bot@cli']);
     expect(created).toMatchObject({

@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
-import { BROWSER_TOOL_DEFINITIONS } from '../../libs/runtime/index.js';
+import { BOUND_TOOL_DEFINITIONS } from '../../libs/runtime/index.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
 import { connectRedis } from '../../queues/index.js';
 import { eventually } from '../fixtures/eventually.js';
@@ -139,13 +139,19 @@ describe('the MCP browser mode: the MCP client is the run model', { timeout: 90_
     }
   }
 
-  it('lists navigate, observe and act with the browser tools contract, and finish', async () => {
+  it('lists navigate, observe, act and request_person with the browser tools contract, and finish', async () => {
     const { client } = await open(await boundSession('tools'));
     const { tools } = await client.listTools();
-    expect(tools.map((listed) => listed.name).sort()).toEqual(['act', 'finish', 'navigate', 'observe']);
-    for (const name of ['navigate', 'observe', 'act']) {
+    expect(tools.map((listed) => listed.name).sort()).toEqual([
+      'act',
+      'finish',
+      'navigate',
+      'observe',
+      'request_person',
+    ]);
+    for (const name of ['navigate', 'observe', 'act', 'request_person']) {
       const listed = tools.find((candidate) => candidate.name === name);
-      const contract = BROWSER_TOOL_DEFINITIONS.find((definition) => definition.name === `browser.${name}`);
+      const contract = BOUND_TOOL_DEFINITIONS.find((definition) => definition.name === `browser.${name}`);
       expect(listed?.description).toBe(contract?.description);
       expect(Object.keys(listed?.inputSchema.properties ?? {}).sort()).toEqual(
         Object.keys((contract?.parameters.properties as object) ?? {}).sort(),

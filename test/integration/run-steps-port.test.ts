@@ -87,6 +87,7 @@ describe("the run worker's step writes", () => {
         screenshot: null,
         screenshot_status: null,
         approval_id: approvalId,
+        person: null,
       },
     };
     await expect(new StoreRunPort(deps, run, 'w1').recordStep(mark)).resolves.toBeUndefined();

@@ -67,6 +67,7 @@ function toolStep(
       // A name no browser worker noted was written before its call answered: it reads `stored`.
       screenshot_status: status === 'ended' ? { state: 'stored', reason: null } : null,
       approval_id: approvalId,
+      person: null,
     },
   };
 }

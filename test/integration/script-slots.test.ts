@@ -198,6 +198,18 @@ describe('every store script touches one hash slot (issue 12: the store works on
     ran(await store.claimRun(first.id, 3, 'w4'));
     ran(await store.finishRun(first.id, 'w4', { status: 'succeeded', result: 'done' }));
 
+    // A person on the page: a takeover asked of a running run, then let go.
+    const taken = await submit();
+    ran(await store.claimRun(taken.id, 1, 'w7'));
+    await store.takeOverRun(taken.id, {
+      tenant: TENANT,
+      principal: 'alice',
+      holder: 'principal:alice',
+      untilMs: nowMs + 60_000,
+      reason: 'taken over',
+    });
+    await store.releaseTakeover(taken.id, TENANT, 'alice', 'principal:alice');
+
     const second = await submit();
     ran(await store.cancelRun(TENANT, second.id));
     const third = await submit();

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { BROWSER_TOOLS_CONTRACT_VERSION } from '../../libs/contracts/index.js';
 import { BrowserLeaseProvider } from '../../libs/provider/index.js';
-import { BROWSER_TOOL_DEFINITIONS, BrowserToolExecutor } from '../../libs/runtime/index.js';
+import {
+  BOUND_TOOL_DEFINITIONS,
+  BROWSER_TOOL_DEFINITIONS,
+  BrowserToolExecutor,
+} from '../../libs/runtime/index.js';
 import { chatTool } from '../../libs/runtime/openai-chat-format.js';
 
 /**
@@ -16,14 +20,14 @@ describe('the browser tools contract version', () => {
       'browser.observe',
       'browser.act',
     ]);
-    for (const definition of BROWSER_TOOL_DEFINITIONS) {
+    for (const definition of BOUND_TOOL_DEFINITIONS) {
       const sent = chatTool(definition);
       expect(sent.type).toBe('function');
       expect(sent.type === 'function' && sent.function.description).toMatch(
-        /\(browser tools contract 1\.4\.0\)$/,
+        /\(browser tools contract 1\.5\.0\)$/,
       );
     }
-    expect(BROWSER_TOOLS_CONTRACT_VERSION).toBe('1.4.0');
+    expect(BROWSER_TOOLS_CONTRACT_VERSION).toBe('1.5.0');
   });
 
   it('is the version of an execution that offers browser tools, and none of one that does not', () => {
@@ -34,8 +38,14 @@ describe('the browser tools contract version', () => {
       token: 'd'.repeat(32),
     });
     const bound = new BrowserToolExecutor(provider, Date.now() + 60_000);
-    expect(bound.definitions()).toBe(BROWSER_TOOL_DEFINITIONS);
-    expect(bound.contractVersion()).toBe('1.4.0');
+    expect(bound.definitions()).toBe(BOUND_TOOL_DEFINITIONS);
+    expect(bound.definitions().map((tool) => tool.name)).toEqual([
+      'browser.navigate',
+      'browser.observe',
+      'browser.act',
+      'browser.request_person',
+    ]);
+    expect(bound.contractVersion()).toBe('1.5.0');
 
     const unbound = new BrowserToolExecutor(undefined, Date.now() + 60_000);
     expect(unbound.definitions()).toEqual([]);

@@ -70,6 +70,7 @@ const toolStep: RunStep = {
     screenshot: 'shot-1.jpg',
     screenshot_status: null,
     approval_id: null,
+    person: null,
   },
 };
 

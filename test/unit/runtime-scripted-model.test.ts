@@ -78,4 +78,40 @@ describe('the scripted model', () => {
       false,
     );
   });
+
+  it('asks for a person at a `person` step, and acts on the page the person left', async () => {
+    const withPerson = scriptSchema.parse({
+      steps: [
+        { tool: 'browser.navigate', url: 'https://shop.test/' },
+        { person: 'Sign in, then hand back' },
+        { tool: 'browser.act', target: { role: 'link', name: 'Orders' }, action: 'click' },
+      ],
+      answer: 'signed in',
+    });
+    const asked = await new ScriptedModel(withPerson).call(
+      { transcript: [{ kind: 'model', toolCalls: [] }], tools },
+      limits,
+    );
+    expect(asked.toolCalls).toEqual([
+      { id: 'call_2', name: 'browser.request_person', args: { reason: 'Sign in, then hand back' } },
+    ]);
+    // A takeover of the running run is told as a note that carries the page as it is now.
+    const transcript: TranscriptEntry[] = [
+      { kind: 'model', toolCalls: [] },
+      { kind: 'model', toolCalls: asked.toolCalls },
+      {
+        kind: 'input',
+        text: 'A person held the page for 12 s and sent 8 inputs',
+        personApprovalId: 'apr_1',
+        observation: { revision: 'rev-9', elements: [{ ref: 'e4', role: 'link', name: 'Orders' }] },
+      },
+    ];
+    const acted = await new ScriptedModel(withPerson).call({ transcript, tools }, limits);
+    expect(acted.toolCalls).toEqual([
+      { id: 'call_3', name: 'browser.act', args: { revision: 'rev-9', element: 'e4', action: 'click' } },
+    ]);
+    expect(scriptSchema.safeParse({ steps: [{ person: 'x'.repeat(501) }], answer: '' }).success).toBe(false);
+    // A script as a run stores it (parsed once at submission) parses again to the same steps.
+    expect(scriptSchema.parse(withPerson)).toEqual(withPerson);
+  });
 });

@@ -10,8 +10,9 @@ import {
   navigateArgsSchema,
   observeArgsSchema,
   type RunView,
+  requestPersonArgsSchema,
 } from '../../../libs/contracts/index.js';
-import { BROWSER_TOOL_DEFINITIONS, selectRunLimits } from '../../../libs/runtime/index.js';
+import { BOUND_TOOL_DEFINITIONS, selectRunLimits } from '../../../libs/runtime/index.js';
 import { McpTurns } from '../../../libs/store/mcp-turns.js';
 import type { RedisClient } from '../../../libs/store/redis-client.js';
 import type { V1Dependencies } from '../routes/shared.js';
@@ -83,6 +84,11 @@ export async function openBrowserMode(context: BrowserModeContext): Promise<Brow
     tool('act'),
   );
   server.registerTool(
+    'request_person',
+    { description: descriptionOf('browser.request_person'), inputSchema: requestPersonArgsSchema },
+    tool('request_person'),
+  );
+  server.registerTool(
     'finish',
     {
       description: 'End the run with your answer: the run succeeds with it. No call is taken after it.',
@@ -101,7 +107,7 @@ export async function openBrowserMode(context: BrowserModeContext): Promise<Brow
 
 /** The run loop's own description of a browser tool, so the client's model reads what a model would. */
 function descriptionOf(name: string): string {
-  const definition = BROWSER_TOOL_DEFINITIONS.find((candidate) => candidate.name === name);
+  const definition = BOUND_TOOL_DEFINITIONS.find((candidate) => candidate.name === name);
   if (!definition) throw new Error(`no browser tool ${name}`);
   return definition.description;
 }

@@ -132,7 +132,7 @@ export function createRunsServer(caller: RunsToolsCaller): McpServer {
     'wait_for_run',
     {
       title: 'Wait for a run',
-      description: `Waits until the run ends (succeeded, failed, cancelled), stops on an action that needs approval (pending_approvals is not empty), or needs a person to sign in (waiting_user), or until timeout_seconds pass (at most ${WAIT_FOR_RUN_MAX_SECONDS}), then answers the run as get_run does. A run still running at the timeout is answered as it is: call wait_for_run again.`,
+      description: `Waits until the run ends (succeeded, failed, cancelled), stops on an action that needs approval or a request for a person to take the page over (pending_approvals is not empty: a person's has kind person; take over on the run page), or needs a person to sign in (waiting_user), or until timeout_seconds pass (at most ${WAIT_FOR_RUN_MAX_SECONDS}), then answers the run as get_run does. A run still running at the timeout is answered as it is: call wait_for_run again.`,
       inputSchema: z.object({
         run_id: runId,
         timeout_seconds: z

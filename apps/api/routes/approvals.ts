@@ -5,6 +5,7 @@ import {
   type ApiKeyIdentity,
   approvalViewSchema,
   grantRequestSchema,
+  REQUEST_PERSON_TOOL,
   recordIdSchema,
 } from '../../../libs/contracts/index.js';
 import { approvalListSchema } from '../../../libs/contracts/rest-views.js';
@@ -45,7 +46,9 @@ async function answerDecision(
         ? 'not_found'
         : decision.code === 'grant_out_of_bounds'
           ? 'validation_failed'
-          : 'conflict';
+          : decision.code === 'person_in_control'
+            ? 'person_in_control'
+            : 'conflict';
     throw new ApiError(code, decision.message);
   }
   const approval = await deps.store.getApproval(tenant, approvalId);
@@ -53,6 +56,12 @@ async function answerDecision(
   // Issue 15: observed by the API that decided it (a decision is made once: a repeat is refused above).
   if ((approval.status === 'approved' || approval.status === 'denied') && approval.decided_at_ms !== null)
     deps.metrics?.approvalWaited(approval.status, approval.created_at_ms, approval.decided_at_ms);
+  // A request for a person answered without a takeover (the owner let the run go on, or said no).
+  if (
+    approval.tool === REQUEST_PERSON_TOOL &&
+    (approval.status === 'approved' || approval.status === 'denied')
+  )
+    deps.metrics?.of('personRequests').inc({ outcome: approval.status });
   await deps.lifecycle.followUpById(approval.run_id);
   return approval;
 }

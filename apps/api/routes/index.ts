@@ -10,6 +10,7 @@ import { registerApiKeyRoutes } from './api-keys.js';
 import { registerApprovalRoutes } from './approvals.js';
 import { registerArtifactRoutes } from './artifacts.js';
 import { registerLiveRoutes } from './live.js';
+import { registerPersonControlRoutes } from './person-control.js';
 import { registerProfileSignInRoutes } from './profile-sign-ins.js';
 import { registerProfileRoutes } from './profiles.js';
 import { registerRunStepRoutes } from './run-steps.js';
@@ -31,6 +32,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerAgentRoutes(app, deps);
   registerSessionRoutes(app, deps);
   registerRunRoutes(app, deps);
+  registerPersonControlRoutes(app, deps);
   registerRunStepRoutes(app, deps);
   registerLiveRoutes(app, deps);
   registerProfileSignInRoutes(app, deps);

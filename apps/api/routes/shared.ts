@@ -6,6 +6,7 @@ import type { Config } from '../../../libs/config/index.js';
 import { recordIdSchema } from '../../../libs/contracts/index.js';
 import type { EgressGuard } from '../../../libs/egress/index.js';
 import type { RunLifecycle } from '../../../libs/runtime/index.js';
+import type { RunPageControl } from '../../../libs/runtime/person-page-control.js';
 import type {
   BrowserWorkerRegistry,
   ProfileSignIns,
@@ -61,7 +62,9 @@ export interface V1Dependencies {
   /** Profiles signed in by hand; absent, those routes answer 409. */
   profileSignIns?: ProfileSignInDependencies;
   /** Issue 15: where a decided approval's wait is observed; absent, it is not. */
-  metrics?: Pick<Metrics, 'approvalWaited'>;
+  metrics?: Pick<Metrics, 'approvalWaited' | 'of'>;
+  /** A run's page handed to its principal and back; absent, takeovers are refused. */
+  pageControl?: RunPageControl;
 }
 
 /** A route registrar's view of the server: schemas are zod, parsed on arrival. */

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { RunQuery, SubmitRunBody } from '../api.js';
 import { jsonArgument, millisecondsArgument } from '../arguments.js';
 import { type ExitCode, UsageError } from '../errors.js';
-import { jsonLine, runDetailLines, runSummaryLine } from '../output.js';
+import { jsonLine, personControlLine, runDetailLines, runSummaryLine } from '../output.js';
 import type { SessionOf } from '../session.js';
 import { watchRun } from '../watch.js';
 
@@ -25,13 +25,15 @@ interface ListOptions {
   cursor?: string;
 }
 
-/** `leasehold runs …`: submit, list, get, watch, cancel, retry. */
+/** `leasehold runs …`: submit, list, get, watch, cancel, retry, take over, hand back. */
 export function registerRunCommands(
   program: Command,
   sessionOf: SessionOf,
   setExit: (code: ExitCode) => void,
 ): void {
-  const runs = program.command('runs').description('submit, read, watch, cancel and retry runs');
+  const runs = program
+    .command('runs')
+    .description('submit, read, watch, cancel and retry runs; take their page over and hand it back');
 
   runs
     .command('submit')
@@ -112,6 +114,26 @@ export function registerRunCommands(
       const { api, output } = sessionOf(command);
       const run = await api.cancelRun(id);
       output.line(output.json ? jsonLine(run) : `${run.id} ${run.status}`);
+    });
+
+  runs
+    .command('takeover <id>')
+    .description(
+      'take the run’s page over (its principal only): a parked run’s at once, a running one at its next step; act on it in the run page’s live view',
+    )
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const { api, output } = sessionOf(command);
+      const control = await api.takeOverRun(id);
+      output.line(output.json ? jsonLine(control) : personControlLine(control));
+    });
+
+  runs
+    .command('handback <id>')
+    .description('hand the run’s page back: the run goes on from the page as you left it')
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const { api, output } = sessionOf(command);
+      const control = await api.handBackRun(id);
+      output.line(output.json ? jsonLine(control) : personControlLine(control));
     });
 
   runs

@@ -17,6 +17,7 @@ import type { RunLifecycle } from '../run-lifecycle.js';
 import type { ArtifactSweep } from './artifact-sweep.js';
 import type { SweepErrorReporter } from './error-reporter.js';
 import type { FailedJobWalk } from './failed-job-walk.js';
+import { type PersonDue, type PersonSweepDeps, settlePersonDue } from './person-sweep.js';
 import type { SweeperMetrics } from './sweeper-metrics.js';
 
 /** The run store calls of every sweep (the run store fits). */
@@ -45,6 +46,11 @@ export interface SweepPassDeps {
   staleApprovalBatch?: number;
   /** Issue 13, retention: deletes the artifacts of runs whose records expired, when due. */
   artifacts?: Pick<ArtifactSweep, 'sweepIfDue'>;
+  /**
+   * A person on a run's page: requests nobody took over fail `person_timeout`, takeovers past
+   * their time are handed back. Absent, neither is settled.
+   */
+  person?: Pick<PersonSweepDeps, 'store' | 'pageControl' | 'metrics'>;
 }
 
 /**
@@ -103,9 +109,9 @@ export class SweepPass {
   }
 
   /** Counts a run a sweep ended as soon as it ended, then follows it up through the lifecycle. */
-  #ended(counter: Counter, what: string) {
+  #ended(counter: Counter | undefined, what: string) {
     return async (run: RunView) => {
-      counter.inc();
+      counter?.inc();
       await this.#approvalsExpiredBy(run);
       try {
         await this.#deps.lifecycle.followUp(run, { ended: true });
@@ -151,6 +157,7 @@ export class SweepPass {
       onError: (runId, error) => reportError(runId, error, 'stale approval sweep: run not checked'),
     });
     this.#approvalCursor = approvals.cursor;
+    await this.#settlePersonDue(approvals.personDue);
     metrics.staleApprovals.inc(approvals.expired.length);
     this.#approvalsExpired(approvals.expiredWaitsMs);
     if (approvals.expired.length > 0) {
@@ -158,6 +165,31 @@ export class SweepPass {
         { approval_ids: approvals.expired },
         'stale approvals expired: their runs are no longer parked',
       );
+    }
+  }
+
+  async #settlePersonDue(due: readonly PersonDue[]): Promise<void> {
+    const { person, log, reportError, lifecycle } = this.#deps;
+    if (!person) return;
+    for (const entry of due) {
+      try {
+        const settled = await settlePersonDue(
+          {
+            ...person,
+            onRunEnded: this.#ended(undefined, 'person timeout'),
+            onRunResumed: async (runId) => {
+              const run = await person.store.getRun(runId);
+              if (run) await lifecycle.followUp(run);
+            },
+          },
+          entry,
+        );
+        if (settled === 'failed') log.warn({ run_id: entry.runId }, 'run failed: nobody took its page over');
+        if (settled === 'resumed')
+          log.info({ run_id: entry.runId }, 'a takeover reached its time limit; the run goes on');
+      } catch (error) {
+        reportError(entry.runId, error, 'person sweep: the run was not settled');
+      }
     }
   }
 

@@ -5,7 +5,12 @@ import {
   webhookJobId,
   webhookJobOptions,
 } from '../../../queues/webhooks.js';
-import type { ApprovalView, RunView, WebhookEvent } from '../../contracts/index.js';
+import {
+  type ApprovalView,
+  REQUEST_PERSON_TOOL,
+  type RunView,
+  type WebhookEvent,
+} from '../../contracts/index.js';
 import type { WebhookStore } from '../../store/webhooks.js';
 
 export interface WebhookTellerDeps {
@@ -47,16 +52,22 @@ export class WebhookTeller {
     ]);
   }
 
-  /** `approval.requested`: one per pending approval of a parked run (its id is the approval's). */
+  /**
+   * `approval.requested`: one per pending approval of a parked run (its id is the approval's);
+   * `person.requested` for a run's request for a person (`browser.request_person`). A takeover's
+   * own approval tells nobody: its person is already there.
+   */
   async runParked(run: RunView): Promise<void> {
     const pending = (await this.#deps.approvals.listApprovals(run.id)).filter(
-      (approval) => approval.status === 'pending',
+      (approval) =>
+        approval.status === 'pending' &&
+        (approval.kind === 'action' || approval.tool === REQUEST_PERSON_TOOL),
     );
     await this.#tell(
       run.tenant,
       pending.map((approval) => ({
         id: approval.id,
-        type: 'approval.requested',
+        type: approval.kind === 'person' ? 'person.requested' : 'approval.requested',
         tenant: run.tenant,
         run_id: run.id,
         status: run.status,

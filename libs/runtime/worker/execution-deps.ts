@@ -4,6 +4,7 @@ import type { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../sto
 import type { McpTurns } from '../../store/mcp-turns.js';
 import type { RunTranscripts } from '../../store/run-transcript.js';
 import type { ModelMetrics } from '../model-metrics.js';
+import type { RunPageControl } from '../person-page-control.js';
 import type { RunLifecycle } from '../run-lifecycle.js';
 
 /** What one execution of a claimed run works over: the run worker's shared resources. */
@@ -24,6 +25,8 @@ export interface ExecutionDeps {
   modelMetrics?: ModelMetrics | undefined;
   /** Issue 16: the channel to the API of runs whose model is an MCP client; absent, such runs fail `model_error`. */
   mcpTurns?: McpTurns;
+  /** A run's page handed to a person and back (the data plane's person control); absent, takeovers are dropped. */
+  pageControl?: RunPageControl;
   /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
   cancelsHeard?: ReadonlySet<string>;
   /**

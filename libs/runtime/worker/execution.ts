@@ -14,6 +14,7 @@ import { buildApprovalCard } from './approval-card.js';
 import { delegateToChild } from './children.js';
 import type { ExecutionDeps } from './execution-deps.js';
 import { closeOwnLease, endExecution } from './execution-end.js';
+import { personPolicy } from './person-policy.js';
 import { refusedUnlessOk } from './run-lost.js';
 import { agentVersions, argumentSealing, budgetOptions, meteredModelFor } from './run-model.js';
 import { StoreRunPort } from './store-run-port.js';
@@ -72,8 +73,13 @@ export async function executeRunToEnd(
   }
   // A park or a wait that met a cancel ends the run in its own transition: this execution's end.
   let cancelledHere: RunView | undefined;
+  const person = personPolicy(deps, run, ownerToken, provider, (ended) => {
+    cancelledHere = ended;
+  });
   const policy: ToolPolicy = {
+    ...person.policy,
     async needsApproval(invocation: Invocation) {
+      if (person.asksForPerson(invocation)) return true;
       if (!APPROVAL_TOOLS.has(invocation.call.name)) return false;
       await deps.faults?.('grant.consume');
       // DESIGN §3: a grant is used once per approved action.
@@ -82,6 +88,7 @@ export async function executeRunToEnd(
     },
     async park(invocation) {
       await deps.faults?.('approval.request');
+      if (person.asksForPerson(invocation)) return person.park(invocation);
       // Issue 13: the card shows what will be acted on; a field that cannot be had stays null.
       // DESIGN §12: its outlined screenshot is named up front and taken beside the approval's
       // write, never in front of it.

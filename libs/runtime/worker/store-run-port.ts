@@ -18,6 +18,8 @@ export class StoreRunPort implements RunPort {
   #current: RunView;
   #unwrittenInput: TranscriptEntry | undefined;
   #checkedOnce = false;
+  /** The holder of a takeover asked of the run, as the last check read it. */
+  #takeoverBy: string | undefined;
 
   #knownEmpty: boolean;
 
@@ -135,7 +137,13 @@ export class StoreRunPort implements RunPort {
       this.#checkedOnce = true;
       return this.run.cancel_requested;
     }
-    return this.deps.store.stopRequested(this.run.id);
+    const { stop, takeoverBy } = await this.deps.store.interruptions(this.run.id);
+    this.#takeoverBy = takeoverBy;
+    return stop;
+  }
+
+  takeoverRequested(): string | undefined {
+    return this.#takeoverBy;
   }
 
   async startInvocation(invocation: Invocation): Promise<InvocationState> {

@@ -14,6 +14,9 @@
     ARGV[6] now (epoch ms)
     ARGV[7] the retention (ms) of a run that ends cancelled here
     ARGV[8] the approval card (JSON; issue 13), kept as given for the person deciding
+    ARGV[9] a `person` approval's state (JSON: reason, expires_at_ms, holder…), '' for an action's.
+            One asked by the model tells `person.requested`; one made by a takeover (a holder
+            named) tells `person.taken_over`. Either clears the run's takeover request.
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', 'parked' | 'cancelled', fields}
@@ -34,6 +37,11 @@ local approval = {
   arguments = ARGV[5], status = cancelled and "expired" or "pending", created_at = now,
   card = ARGV[8]}
 if cancelled then approval.decided_at = now end
+local person = ARGV[9] ~= "" and cjson.decode(ARGV[9]) or nil
+if person then
+  approval.kind = "person"
+  approval.person = person
+end
 redis.call("HSET", KEYS[3], ARGV[2], cjson.encode(approval))
 local data = {previous = "running", attempt = tonumber(f[3]), execution = tonumber(f[4])}
 
@@ -43,6 +51,15 @@ end
 
 redis.call("HSET", KEYS[1], "status", "parked", "owner", "", "updated_at", now)
 emit("approval.requested", now, {approval_id = ARGV[2], invocation_id = ARGV[3], tool = ARGV[4]})
+if person then
+  redis.call("HDEL", KEYS[1], "person_request")
+  if person.holder ~= nil and person.holder ~= cjson.null then
+    emit("person.taken_over", now, {approval_id = ARGV[2], holder = person.holder,
+      since_ms = person.since_ms, until_ms = person.until_ms})
+  else
+    emit("person.requested", now, {approval_id = ARGV[2], expires_at_ms = person.expires_at_ms})
+  end
+end
 data.status = "parked"
 data.approval_id = ARGV[2]
 emit("run.parked", now, data)

@@ -15,6 +15,10 @@
     ARGV[7] grant id ('' for no grant)   ARGV[8] grant duration (ms)   ARGV[9] grant actions
     ARGV[10] longest grant (ms)   ARGV[11] most grant actions
     ARGV[12] the run's principal it must be ('' for any principal of the tenant; issue 11.11)
+    ARGV[13] a hand-back's holder ('' for an ordinary decision): a `person` approval whose page a
+             person holds is decided by that holder's hand-back alone (or once the takeover's
+             time is up); an ordinary decision of it is refused `person_in_control`
+    ARGV[14] the hand-back's account (JSON: ended_at_ms, inputs, end_url), '' for none
 
   Output: { code, detail, fields of the run record (empty when refused) }
     {'ok', 'requeued' | 'decided', fields}
@@ -22,6 +26,8 @@
     {'already_decided', approval status, {}}
     {'grant_out_of_bounds', '', {}}
     {'wrong_status', run status, {}}            the run has ended
+    {'person_in_control', holder, {}}           a person holds the page, and this is not their hand-back
+    {'person_not_in_control', '', {}}           a hand-back by someone who holds no takeover of it
 ]]
 --- @include "includes/emit.lua"
 
@@ -32,6 +38,15 @@ local raw = redis.call("HGET", KEYS[3], ARGV[1])
 if not raw then return {"not_found", "", {}} end
 local approval = cjson.decode(raw)
 if approval.status ~= "pending" then return {"already_decided", approval.status, {}} end
+
+local holder = ARGV[13] or ""
+local person = approval.kind == "person" and type(approval.person) == "table" and approval.person or nil
+local held = person and type(person.holder) == "string" and person.holder or nil
+if holder ~= "" then
+  if held ~= holder then return {"person_not_in_control", "", {}} end
+elseif held and tonumber(person.until_ms or 0) > tonumber(ARGV[6]) then
+  return {"person_in_control", held, {}}
+end
 
 local decision = ARGV[2]
 if decision ~= "approved" and decision ~= "denied" then
@@ -61,6 +76,14 @@ if withGrant then
   redis.call("HSET", KEYS[4], ARGV[7], cjson.encode({
     id = ARGV[7], run_id = f[5], approval_id = ARGV[1], attempt = tonumber(f[3]), created_at = now,
     expires_at = now + tonumber(ARGV[8]), max_actions = tonumber(ARGV[9]), used = 0}))
+end
+if person and held then
+  local account = ARGV[14] ~= "" and cjson.decode(ARGV[14]) or {}
+  person.ended_at_ms = account.ended_at_ms or now
+  person.inputs = account.inputs or cjson.null
+  person.end_url = account.end_url or cjson.null
+  emit("person.handed_back", now, {approval_id = ARGV[1], holder = held, since_ms = person.since_ms,
+    ended_at_ms = person.ended_at_ms, inputs = person.inputs})
 end
 redis.call("HSET", KEYS[3], ARGV[1], cjson.encode(approval))
 emit("approval." .. decision, now, {approval_id = ARGV[1], invocation_id = approval.invocation_id,
