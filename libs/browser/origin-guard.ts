@@ -63,12 +63,11 @@ export function fenceAllows(
 }
 
 /**
- * One page's redirect fence. Playwright's routing (the context fence, page-fence.ts) decides the
- * first hop of every request but continues redirect hops on its own, so this guard pauses each
- * hop through the DevTools Fetch domain on the page's own target and fails the disallowed ones:
- * documents of the main frame and of same-process child frames, and — when the profile restricts
- * them — subresources. Requests of out-of-process (cross-origin) frames belong to other targets
- * and are fenced on their first hop only.
+ * One target's document fence: it pauses the documents of its target through the DevTools Fetch
+ * domain on the target's own session — redirect hops included — and fails the disallowed ones:
+ * documents of the main frame and of same-process child frames, which have no target of their own
+ * and so are judged here rather than at the browser (document-fence.ts). When no egress door
+ * judges the context's subresources and the profile restricts them, it pauses those too.
  */
 export class OriginGuard {
   private closed = false;
@@ -77,6 +76,8 @@ export class OriginGuard {
     private readonly session: CDPSession,
     /** The target's root frame when it is a page's main frame; null for an out-of-process frame. */
     private readonly mainFrameId: string | null,
+    /** The browser context of a page's target (its DevTools id); null for a frame's. */
+    readonly contextId: string | null,
     private readonly policy: FencePolicy,
     private readonly onBlocked: (kind: BlockedKind) => void,
     private readonly stopped: () => boolean,
@@ -86,31 +87,42 @@ export class OriginGuard {
    * Guards the target of `target`: a page, or a child frame in a process of its own (whose
    * documents are all frames' documents). Throws for a frame that shares its parent's target.
    * Once `stopped` answers true (its page is being closed) every paused request is failed.
+   * `subresources`: the guard judges subresources too (nothing else does).
    */
   static async install(
     target: Page | Frame,
     policy: FencePolicy,
     onBlocked: (kind: BlockedKind) => void,
     stopped: () => boolean,
+    subresources: boolean,
   ): Promise<OriginGuard> {
     const page = 'page' in target ? target.page() : target;
     const session = await page.context().newCDPSession(target);
     // Only a page's target needs its root frame named, and a page target's id is its main frame's.
     // Asked of the target, not the renderer: a renderer does not answer Page.getFrameTree while
-    // its navigation is paused, and a popup sent cross-site from about:blank is guarded just then
-    // (its navigation paused in the fence) — waiting for the renderer held both forever.
-    const mainFrameId =
-      target === page ? (await session.send('Target.getTargetInfo')).targetInfo.targetId : null;
-    const guard = new OriginGuard(session, mainFrameId, policy, onBlocked, stopped);
+    // its navigation is paused, and a popup sent cross-site from about:blank is guarded just then.
+    const info = target === page ? (await session.send('Target.getTargetInfo')).targetInfo : null;
+    const guard = new OriginGuard(
+      session,
+      info?.targetId ?? null,
+      info?.browserContextId ?? null,
+      policy,
+      onBlocked,
+      stopped,
+    );
     session.on('Fetch.requestPaused', (event) => {
       guard.decide(event.requestId, event.request.url, event.frameId, event.resourceType);
     });
-    const patterns =
-      policy.subresources === null
-        ? [{ urlPattern: '*', resourceType: 'Document' as const, requestStage: 'Request' as const }]
-        : [{ urlPattern: '*', requestStage: 'Request' as const }];
+    const patterns = subresources
+      ? [{ urlPattern: '*', requestStage: 'Request' as const }]
+      : [{ urlPattern: '*', resourceType: 'Document' as const, requestStage: 'Request' as const }];
     await session.send('Fetch.enable', { patterns });
     return guard;
+  }
+
+  /** The page's target id (its main frame's); null for a frame's guard. */
+  get targetId(): string | null {
+    return this.mainFrameId;
   }
 
   /**

@@ -122,9 +122,9 @@ async function actFigures(server: PageServer): Promise<void> {
   const worker = await startTestBrowserWorker({
     prefix,
     env: { LEASEHOLD_ARTIFACTS_DIR: dir },
-    pages: (browser) => {
+    pages: (browser, egress) => {
       chromium = browser;
-      return new PlaywrightPageFactory(browser);
+      return new PlaywrightPageFactory(browser, { egress });
     },
   });
   const busy = busyLoops();

@@ -52,9 +52,9 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
     [worker, site] = await Promise.all([
       startTestBrowserWorker({
         prefix,
-        pages: (launched) => {
+        pages: (launched, egress) => {
           browser = launched;
-          return new PlaywrightPageFactory(launched);
+          return new PlaywrightPageFactory(launched, { egress });
         },
       }),
       PageServer.start(),
