@@ -36,10 +36,6 @@ export function compileFencePolicy(options: FenceOptions): FencePolicy {
 /** How many requests the fence blocked so far, by kind; a change across a call means it hit the fence. */
 export type BlockedCounts = Record<BlockedKind, number>;
 
-interface FrameGuard {
-  guard: Promise<OriginGuard | null>;
-}
-
 /**
  * Fences every page and frame of one browser context — the lease's first page, popups, new tabs,
  * child frames and (when the profile says so) subresources — before their first request leaves
@@ -49,7 +45,8 @@ interface FrameGuard {
  *   at the browser ({@link BrowserDocuments}) and judged here; a new page whose first document is
  *   refused is closed;
  * - documents of same-process child frames, and redirect hops, are paused on each page's own
- *   target by its {@link OriginGuard} (and on each out-of-process frame's);
+ *   target by its {@link OriginGuard}, which holds each out-of-process frame at its start until
+ *   that frame's own documents are paused too;
  * - subresources are judged by origin in the context's egress door when it has one; without one,
  *   and when the profile restricts them, by the guards too.
  *
@@ -60,11 +57,6 @@ interface FrameGuard {
  */
 export class ContextFence {
   private readonly guards = new Map<Page, Promise<OriginGuard>>();
-  /**
-   * Child frames' own guards: an {@link OriginGuard} for a frame in a process of its own, null for
-   * one that shares its page's target. Renewed at each commit, which may move a frame.
-   */
-  private readonly frameGuards = new Map<Frame, FrameGuard>();
   private readonly pending = new Set<Promise<unknown>>();
   private readonly counts: BlockedCounts = { navigation: 0, popup: 0, frame: 0, subresource: 0 };
   /** Targets a document of which was let through: a refused document of any other page is its first. */
@@ -167,19 +159,6 @@ export class ContextFence {
   guard(page: Page): Promise<OriginGuard> {
     let guard = this.guards.get(page);
     if (!guard) {
-      // A child frame that commits in a process of its own is guarded before it navigates again.
-      page.on('framenavigated', (frame) => {
-        if (frame.parentFrame() === null || this.ending !== undefined) return;
-        // The commit may have moved the frame into another process: guard whichever target it has now.
-        const previous = this.frameGuards.get(frame);
-        this.frameGuards.delete(frame);
-        this.track(
-          this.guardFrame(frame).then(async () => {
-            const old = await previous?.guard;
-            if (old && old !== (await this.frameGuards.get(frame)?.guard)) await old.close();
-          }),
-        );
-      });
       let target: string | null = null;
       guard = OriginGuard.install(
         page,
@@ -194,7 +173,7 @@ export class ContextFence {
       void guard.then(
         (installed) => {
           target = installed.targetId;
-          if (target !== null) this.known.add(target);
+          this.known.add(target);
         },
         () => undefined,
       );
@@ -208,30 +187,6 @@ export class ContextFence {
       });
     }
     return guard;
-  }
-
-  /**
-   * Guards a child frame's own target when it has one; null for a frame that shares its page's
-   * target, which the page's guard covers (until a commit moves it: see {@link guard}). Its own
-   * navigations are judged at the browser meanwhile; its same-process children from then on.
-   */
-  private guardFrame(frame: Frame): Promise<OriginGuard | null> {
-    const known = this.frameGuards.get(frame);
-    if (known) return known.guard;
-    const entry: FrameGuard = {
-      guard: OriginGuard.install(
-        frame,
-        this.policy,
-        (kind) => this.count(kind),
-        () => this.isEnded(frame.page()),
-        this.subresourcesHere,
-      ).catch(() => null),
-    };
-    this.frameGuards.set(frame, entry);
-    void entry.guard.then((installed) => {
-      if (installed !== null) frame.page().once('close', () => void installed.close());
-    });
-    return entry.guard;
   }
 
   /**
@@ -340,13 +295,9 @@ export class ContextFence {
   private async remove(): Promise<void> {
     this.unregister?.();
     await Promise.allSettled([...this.pending]);
-    const guards = await Promise.allSettled([
-      ...this.guards.values(),
-      ...[...this.frameGuards.values()].map((entry) => entry.guard),
-    ]);
+    const guards = await Promise.allSettled([...this.guards.values()]);
     this.guards.clear();
-    this.frameGuards.clear();
-    for (const guard of guards) if (guard.status === 'fulfilled') await guard.value?.close();
+    for (const guard of guards) if (guard.status === 'fulfilled') await guard.value.close();
   }
 
   private count(kind: BlockedKind, page?: Page): void {
@@ -382,7 +333,6 @@ export class ContextFence {
   private async adopt(page: Page): Promise<boolean> {
     const guard = await this.guard(page);
     const target = guard.targetId;
-    if (target === null) return !page.isClosed();
     // Its first document was let through: the page is kept once it commits, not if a later hop
     // of it was refused or it failed.
     const committed =

@@ -210,6 +210,23 @@ describe('a listed embed in its own process (issue 11.3)', () => {
     await sleep(500);
     expect(elsewhereOn127()).toBe(0);
   });
+  it('cannot load a frame of a disallowed origin inside itself, however early', async () => {
+    const embed = rig.elsewhere.addPage(
+      'embed-nests.html',
+      `<p>Embed</p><iframe src="${rig.elsewhere.origin}/pages/second.html" title="Nested"></iframe>`,
+    );
+    const opened = await open(
+      'embed-host-3.html',
+      `<iframe src="${embed.replace(rig.elsewhere.origin, embedOrigin())}" title="Embed"></iframe>`,
+      { frameOrigins: [embedOrigin()] },
+    );
+    await expect
+      .poll(() => rig.elsewhere.hitsOn(`localhost:${rig.elsewhere.port}`).length)
+      .toBeGreaterThan(0);
+    await sleep(500);
+    expect(elsewhereOn127()).toBe(0);
+    expect(opened.observation.blocked?.frames).toBe(1);
+  });
 });
 
 describe('subresources (issue 11.3)', () => {
