@@ -132,7 +132,11 @@ export class EgressProxy {
       close: () => {
         closing ??= new Promise<void>((resolve) => {
           this.#doors.delete(server);
-          server.close(() => resolve());
+          server.close(() => {
+            // The port may be anyone's from now on.
+            this.#guard.releasePort(port);
+            resolve();
+          });
           server.closeAllConnections();
         });
         return closing;

@@ -34,13 +34,14 @@ async function openSocket(port: number): Promise<Socket> {
 describe('the egress proxy', () => {
   const logged: Record<string, unknown>[] = [];
   let proxy: EgressProxy;
+  let guard: EgressGuard;
   let site: LoopbackSite;
   let standIn: Server;
   let standInPort: number;
   let reached = 0;
 
   beforeAll(async () => {
-    const guard = new EgressGuard({ allowCidrs: ['127.0.0.2/32'], ownPorts: [] });
+    guard = new EgressGuard({ allowCidrs: ['127.0.0.2/32'], ownPorts: [] });
     proxy = await EgressProxy.start({ guard, log: { debug: (fields) => logged.push(fields) } });
     site = await LoopbackSite.start('127.0.0.2');
     site.page('/hello', 'hello');
@@ -164,8 +165,8 @@ describe('the egress proxy', () => {
     const door = await proxy.open(new Set([site.origin]));
     const port = Number(new URL(door.url).port);
     try {
-      // Its port is the fleet's own from the start: no page may reach a proxy door directly.
-      expect(proxy.port).not.toBe(port);
+      // Its port is the fleet's own while it listens: no page may reach a proxy door directly.
+      expect(guard.judge('127.0.0.2', port)).toMatchObject({ allowed: false, reason: 'own_port' });
       const status = async (request: string, through = port) => {
         const socket = await openSocket(through);
         socket.write(request);
@@ -197,5 +198,6 @@ describe('the egress proxy', () => {
       await door.close();
       await other.close();
     }
+    expect(guard.judge('127.0.0.2', port)).toEqual({ allowed: true });
   });
 });
