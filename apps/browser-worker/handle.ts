@@ -6,6 +6,7 @@ import type { EgressGuard, EgressProxy } from '../../libs/egress/index.js';
 import type { LeaseCaps, LeaseService, LeaseStore, PageFactory, WarmPool } from '../../libs/lease/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import type { RedisTarget } from '../../queues/index.js';
+import type { ChromiumProcess } from './chromium-process.js';
 
 export interface BrowserWorkerOptions {
   config: Config;
@@ -16,9 +17,11 @@ export interface BrowserWorkerOptions {
   /** Tests: a clock to cross lease caps without sleeping, and caps of their own. */
   clock?: () => number;
   caps?: LeaseCaps;
-  /** Tests and benchmarks: another page factory over the launched browser. */
-  /** The page factory over the launched Chromium; `egress` opens each context's door of the egress proxy. */
-  pages?: (browser: Browser, egress: EgressProxy) => PageFactory;
+  /**
+   * Tests and benchmarks: another page factory over the worker's Chromium (another after a
+   * restart); `egress` opens each context's door of the egress proxy.
+   */
+  pages?: (browser: () => Browser, egress: EgressProxy) => PageFactory;
   /** Another artifact store than the configured one (the fleet shares one among its roles; tests). */
   artifacts?: ArtifactStore;
 }
@@ -32,7 +35,9 @@ export interface BrowserWorkerHandle {
   warmPool: WarmPool | undefined;
   /** Issue 13: where the pages' screenshots go. */
   artifacts: ArtifactStore;
-  browser: Browser;
+  /** The Chromium of now: another one once it exited and was started again. */
+  readonly browser: Browser;
+  chromium: ChromiumProcess;
   /** The Chromium binary this worker launched. */
   executablePath: string;
   /** The data-plane URL (http://host:port) as this process reaches it (Fastify's listen answer). */

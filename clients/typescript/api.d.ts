@@ -559,6 +559,13 @@ export interface components {
       id: string;
       principal: string;
       protected: boolean;
+      seal_fault: {
+        at_ms: number;
+        /** @enum {string} */
+        code: 'seal_key_mismatch' | 'profile_unreadable';
+        message: string;
+        worker_id: string;
+      } | null;
       sealed: boolean;
       /** @enum {string} */
       subresources: 'any' | 'allowed_origins';
@@ -603,6 +610,13 @@ export interface components {
       frame_origins: string[];
       id: string;
       protected: boolean;
+      seal_fault: {
+        at_ms: number;
+        /** @enum {string} */
+        code: 'seal_key_mismatch' | 'profile_unreadable';
+        message: string;
+        worker_id: string;
+      } | null;
       sealed: boolean;
       /** @enum {string} */
       subresources: 'any' | 'allowed_origins';
@@ -644,7 +658,9 @@ export interface components {
           | 'grant_not_applicable'
           | 'invalid_arguments'
           | 'navigation_failed'
-          | 'secret_not_allowed';
+          | 'secret_not_allowed'
+          | 'seal_key_mismatch'
+          | 'profile_unreadable';
         message: string;
         step: number | null;
       } | null;
@@ -729,7 +745,9 @@ export interface components {
           | 'grant_not_applicable'
           | 'invalid_arguments'
           | 'navigation_failed'
-          | 'secret_not_allowed';
+          | 'secret_not_allowed'
+          | 'seal_key_mismatch'
+          | 'profile_unreadable';
         message: string;
         step: number | null;
       } | null;

@@ -1,6 +1,7 @@
 export * from './api-keys.js';
 export * from './bounded-json.js';
 export * from './browser-tools.js';
+export * from './canonical-json.js';
 export * from './data-plane.js';
 export {
   API_ERROR_STATUS,

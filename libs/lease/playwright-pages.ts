@@ -19,8 +19,11 @@ import type { PageFactory, PageResult, PageSession } from './pages.js';
 export class PlaywrightPageFactory implements PageFactory {
   readonly #contexts = new Set<BrowserContext>();
 
+  readonly #browser: () => Browser;
+
   constructor(
-    private readonly browser: Browser,
+    /** The browser, or where to read the current one (the worker starts another if it exits). */
+    browser: Browser | (() => Browser),
     private readonly options: {
       /** Issue 14: told every settle of every lease's page (the browser worker counts them). */
       onSettle?: PageEngineOptions['onSettle'];
@@ -30,7 +33,9 @@ export class PlaywrightPageFactory implements PageFactory {
        */
       egress?: EgressProxy;
     } = {},
-  ) {}
+  ) {
+    this.#browser = typeof browser === 'function' ? browser : () => browser;
+  }
 
   openContexts(): number {
     return this.#contexts.size;
@@ -45,7 +50,7 @@ export class PlaywrightPageFactory implements PageFactory {
     const door = await this.options.egress?.open(compileFencePolicy(fence).subresources);
     let context: BrowserContext;
     try {
-      context = await this.browser.newContext({
+      context = await this.#browser().newContext({
         // Issue 11: a service worker's requests belong to no page, and it outlives the lease's pages.
         serviceWorkers: 'block',
         // No credentials: Playwright would pause every request to answer the proxy's challenge.

@@ -31,6 +31,7 @@ export interface ScriptCommands {
   renewIdempotently(idempotencyKey: string, leaseKey: string, ...argv: Arg[]): Reply;
   beginClose(leaseKey: string, ...argv: Arg[]): Reply;
   finishClose(leaseKey: string, liveKey: string, profileKey: string, ...argv: Arg[]): Reply;
+  noteSealFault(profileKey: string, fault: string): Promise<number>;
   advanceSequence(leaseKey: string, ...argv: Arg[]): Reply;
   claimIdempotency(key: string, ...argv: Arg[]): Reply;
   putAgent(agentKey: string, versionsKey: string, ...argv: Arg[]): Promise<string[]>;

@@ -162,6 +162,13 @@ export const METRICS = {
     help: 'Navigate or act calls refused before dispatch for a sequence that was not the next one.',
     roles: ['browser-worker'],
   },
+  sealRefusals: {
+    name: 'leasehold_sealed_state_refusals_total',
+    type: 'counter',
+    help: "Acquires refused because the profile's sealed state did not open here, by code (seal_key_mismatch or profile_unreadable).",
+    labelNames: ['code'],
+    roles: ['browser-worker'],
+  },
   screenshotFailures: {
     name: 'leasehold_screenshot_failures_total',
     type: 'counter',

@@ -208,7 +208,7 @@ async function actFigures(server: PageServer, unfenced: Browser): Promise<void> 
     prefix,
     env: { LEASEHOLD_ARTIFACTS_DIR: dir },
     pages: (browser, egress) => {
-      chromium = browser;
+      chromium = browser();
       return new PlaywrightPageFactory(browser, { egress });
     },
   });
