@@ -146,7 +146,9 @@ async function beaconSite() {
 /**
  * `beacon_p50_ms`: a beacon a lease's page sends to an allowed site, from the page being told
  * until the site sees it — through the fence and the context's egress door as the browser worker
- * serves it — beside raw Playwright's page in a browser with no fence and no proxy, in turn.
+ * serves it — beside raw Playwright's page in a browser with no fence and no proxy, and beside a
+ * page of the worker's own browser with no fence behind the egress proxy's shared listener (the
+ * fence's own cost), in turn.
  */
 async function beaconFigures(
   worker: Awaited<ReturnType<typeof startTestBrowserWorker>>,
@@ -155,6 +157,7 @@ async function beaconFigures(
 ): Promise<void> {
   const site = await beaconSite();
   const rawPage = await raw.newPage();
+  const proxiedPage = await chromium.newPage();
   try {
     const before = new Set(chromium.contexts());
     const { profileId, leaseId } = await leaseOwnProfile(worker, 'bench', 'run_bench_beacon', site.origin);
@@ -165,16 +168,25 @@ async function beaconFigures(
       ?.pages()[0];
     if (!leased) throw new Error('the lease made no page');
     await rawPage.goto(site.url);
+    await proxiedPage.goto(site.url);
     const fenced: number[] = [];
     const unfenced: number[] = [];
+    const proxied: number[] = [];
     for (let i = 0; i < BEACON_SAMPLES; i += 1) {
       fenced.push(await site.sent(leased));
       unfenced.push(await site.sent(rawPage));
+      proxied.push(await site.sent(proxiedPage));
     }
     report(
       figure(SUITE, 'beacon_p50_ms', percentile(fenced, 50), {
         metric: 'raw_beacon_p50_ms',
         value: percentile(unfenced, 50),
+      }),
+    );
+    report(
+      figure(SUITE, 'beacon_vs_proxied_p50_ms', percentile(fenced, 50), {
+        metric: 'proxied_raw_beacon_p50_ms',
+        value: percentile(proxied, 50),
       }),
     );
     report(
@@ -185,6 +197,7 @@ async function beaconFigures(
     );
   } finally {
     await rawPage.close();
+    await proxiedPage.close();
     await site.close();
   }
 }
