@@ -264,6 +264,11 @@ export const envSchema = z.object({
   LEASE_UPKEEP_INTERVAL_MS: positiveMs.default(ADR_0127.upkeepIntervalMs),
   /** The sweeper's period. */
   SWEEP_INTERVAL_MS: positiveMs.default(5_000),
+  /**
+   * The least time between two fires of one schedule: a schedule whose cron or `every` would fire
+   * sooner is refused. Tests lower it; below a second a fire's submit would outpace its own run.
+   */
+  SCHEDULE_MIN_INTERVAL_MS: positiveMs.min(1_000).default(60_000),
   /** Longest a process takes to stop after SIGTERM/SIGINT before it forces its exit. */
   SHUTDOWN_TIMEOUT_MS: positiveMs.default(10_000),
 

@@ -101,6 +101,8 @@ export interface Config {
     readonly handBackBaseMs: number;
   };
   readonly sweeper: { readonly intervalMs: number };
+  /** Schedules: the least time between two fires of one schedule (SCHEDULE_MIN_INTERVAL_MS). */
+  readonly schedules: { readonly minIntervalMs: number };
   /** Issue 13: where run artifacts go (a local folder, or an S3-compatible bucket when named). */
   readonly artifacts: {
     readonly dir: string;
@@ -252,6 +254,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       handBackBaseMs: e.RUN_HANDBACK_BASE_MS,
     },
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS },
+    schedules: { minIntervalMs: e.SCHEDULE_MIN_INTERVAL_MS },
     artifacts: {
       dir: e.LEASEHOLD_ARTIFACTS_DIR,
       s3: e.LEASEHOLD_ARTIFACTS_S3_BUCKET

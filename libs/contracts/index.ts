@@ -30,4 +30,5 @@ export * from './run-lifecycle.js';
 export * from './run-secrets.js';
 export * from './run-steps.js';
 export * from './runs.js';
+export * from './schedules.js';
 export * from './webhooks.js';

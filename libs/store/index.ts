@@ -35,6 +35,12 @@ export {
   type TenantRunQuery,
 } from './run-store.js';
 export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
+export {
+  type ScheduleMaker,
+  type SchedulePauseReason,
+  type ScheduleRecord,
+  ScheduleStore,
+} from './schedules.js';
 export { RunScreenshotNotes } from './screenshot-states.js';
 export { type ScriptCommands, withScripts } from './scripts.js';
 export {

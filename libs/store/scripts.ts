@@ -20,6 +20,7 @@ export interface ScriptCommands {
   releaseLock(lockKey: string, token: string): Promise<number>;
   createProfile(profileKey: string, ...argv: Arg[]): Promise<number>;
   addApiKey(tenantKeysKey: string, keyId: string, keyHash: string, maxPerTenant: number): Promise<number>;
+  decideScheduleFire(scheduleKey: string, firesKey: string, ...argv: Arg[]): Promise<number>;
   acquireLease(
     liveKey: string,
     leaseKey: string,

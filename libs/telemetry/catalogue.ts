@@ -53,6 +53,13 @@ export const METRICS = {
     labelNames: ['status', 'code'],
     roles: ALL,
   },
+  scheduleFires: {
+    name: 'leasehold_schedule_fires_total',
+    type: 'counter',
+    help: 'Due times of schedules, by what each came to: fired, skipped_overlap, queued, missed or capped (each due time counted once).',
+    labelNames: ['outcome'],
+    roles: ['run-worker'],
+  },
   runExecutions: {
     name: 'leasehold_run_executions_total',
     type: 'counter',
