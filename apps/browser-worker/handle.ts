@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Browser } from 'playwright-core';
 import type { ArtifactStore } from '../../libs/artifacts/index.js';
 import type { Config } from '../../libs/config/index.js';
-import type { EgressGuard } from '../../libs/egress/index.js';
+import type { EgressGuard, EgressProxy } from '../../libs/egress/index.js';
 import type { LeaseCaps, LeaseService, LeaseStore, PageFactory, WarmPool } from '../../libs/lease/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import type { RedisTarget } from '../../queues/index.js';
@@ -17,8 +17,11 @@ export interface BrowserWorkerOptions {
   /** Tests: a clock to cross lease caps without sleeping, and caps of their own. */
   clock?: () => number;
   caps?: LeaseCaps;
-  /** Tests and benchmarks: another page factory over the worker's Chromium (another after a restart). */
-  pages?: (browser: () => Browser) => PageFactory;
+  /**
+   * Tests and benchmarks: another page factory over the worker's Chromium (another after a
+   * restart); `egress` opens each context's door of the egress proxy.
+   */
+  pages?: (browser: () => Browser, egress: EgressProxy) => PageFactory;
   /** Another artifact store than the configured one (the fleet shares one among its roles; tests). */
   artifacts?: ArtifactStore;
 }

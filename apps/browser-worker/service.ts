@@ -87,8 +87,8 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     // Issue 14 (ADR-0159): every settle of a lease's page is counted by tool and result.
     const currentBrowser = () => browsers.browser;
     const pages =
-      options.pages?.(currentBrowser) ??
-      new PlaywrightPageFactory(currentBrowser, { onSettle: recordSettle(leaseMetrics, log) });
+      options.pages?.(currentBrowser, proxy) ??
+      new PlaywrightPageFactory(currentBrowser, { onSettle: recordSettle(leaseMetrics, log), egress: proxy });
     // Issue 13: screenshots after navigate and act, under each lease's tenant and run.
     const artifacts = options.artifacts ?? (await openArtifactStore(config));
     // Issue 18: ready contexts for the profiles served here, made while the pages are quiet;

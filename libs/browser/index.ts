@@ -20,6 +20,7 @@ export type { OperationLimits } from './operation.js';
 export { normalizeOrigins, originAllowed } from './origin-guard.js';
 export { type Box, type Capture, OUTLINE_RGB, PageCapture } from './page-capture.js';
 export { PageEngine, type PageEngineOptions } from './page-engine.js';
+export { compileFencePolicy } from './page-fence.js';
 export { dispatchPersonInput } from './person-input.js';
 export { MAX_POLLS, matchPredicate, POLL_INTERVAL_MS } from './predicate.js';
 export { SETTLE_SNAPSHOT_LIMIT } from './request-tracker.js';

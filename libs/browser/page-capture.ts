@@ -81,7 +81,8 @@ export class PageCapture {
         scale: 'css',
         caret: 'initial',
         animations: 'allow',
-        mask: [this.page.locator(selector)],
+        // Every frame's fields, not the main frame's only: a sign-in form is often embedded.
+        mask: this.page.frames().map((frame) => frame.locator(selector)),
         timeout: boundMs,
       });
       shot.catch(() => undefined);

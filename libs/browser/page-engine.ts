@@ -28,7 +28,7 @@ import {
 import { Operation, type OperationLimits, within } from './operation.js';
 import { originAllowed, originOf } from './origin-guard.js';
 import type { Box, Capture } from './page-capture.js';
-import { type BlockedCounts, ContextFence } from './page-fence.js';
+import { type BlockedCounts, ContextFence, type FenceOptions } from './page-fence.js';
 import { dispatchPersonInput } from './person-input.js';
 import { settlePage } from './settle.js';
 import { PageBundle, TabStack } from './tabs.js';
@@ -43,6 +43,8 @@ export interface PageEngineOptions {
   frameOrigins?: readonly string[] | undefined;
   /** `allowed_origins` restricts subresources to allowed ∪ frame origins; `any` (the default) does not. */
   subresources?: 'any' | 'allowed_origins' | undefined;
+  /** The context's egress door, which judges its subresources (see FenceOptions). */
+  egressDoor?: FenceOptions['egressDoor'];
   /**
    * Told every settle's result (ADR-0159: reported on the observation and in metrics), so the
    * caller can record it; the engine itself holds no metrics registry. Must not throw.

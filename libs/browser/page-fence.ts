@@ -1,5 +1,5 @@
-import type { BrowserContext, Frame, Page, Request, Route, WebSocketRoute } from 'playwright-core';
-import { HeldRequests, type RequestPage } from './held-requests.js';
+import type { BrowserContext, Frame, Page, Request, WebSocketRoute } from 'playwright-core';
+import { BrowserDocuments, type DocumentVerdict, type PausedDocument } from './document-fence.js';
 import {
   type BlockedKind,
   type FencePolicy,
@@ -15,6 +15,12 @@ export interface FenceOptions {
   frameOrigins?: readonly string[] | undefined;
   /** `allowed_origins` restricts subresources to allowed ∪ frame origins; `any` (the default) does not. */
   subresources?: 'any' | 'allowed_origins' | undefined;
+  /**
+   * The context's egress door (the browser worker's proxy, one listener per context), which
+   * judges its subresources by origin; its refusals count as the fence's. Without one the fence
+   * pauses the subresources itself when the profile restricts them.
+   */
+  egressDoor?: { refused(): number } | undefined;
 }
 
 export function compileFencePolicy(options: FenceOptions): FencePolicy {
@@ -30,52 +36,47 @@ export function compileFencePolicy(options: FenceOptions): FencePolicy {
 /** How many requests the fence blocked so far, by kind; a change across a call means it hit the fence. */
 export type BlockedCounts = Record<BlockedKind, number>;
 
-/** How many held-back popup navigations wait for their page at most. */
-const HELD_POPUPS_LIMIT = 64;
-
-interface FrameGuard {
-  guard: Promise<OriginGuard | null>;
-  /** Set once `guard` settled: requests the frame started later are seen by it, redirects too. */
-  ready: boolean;
-}
-
-/** A new page's first navigation, held back until the page is guarded (see {@link ContextFence}). */
-interface HeldPopup {
-  request: Request;
-  allowed: boolean;
-}
-
 /**
  * Fences every page and frame of one browser context — the lease's first page, popups, new tabs,
  * child frames and (when the profile says so) subresources — before their first request leaves
- * (issue 11.2, 11.3). Playwright's context routing pauses the first request of every target,
- * popups included, before it is sent; each page also gets an {@link OriginGuard} for redirect
- * hops, which routing does not see.
+ * (issue 11.2, 11.3), without a round trip through Node for any subresource:
  *
- * A popup's first navigation comes before Playwright can name its page, so it cannot be guarded
- * for redirects yet: it is held back (aborted) and, once the page exists and is guarded, sent again
- * when its origin is allowed or the page closed when it is not. An allowed popup stays open.
+ * - documents of every page and out-of-process frame, a new tab's first one included, are paused
+ *   at the browser ({@link BrowserDocuments}) and judged here; a new page whose first document is
+ *   refused is closed;
+ * - documents of same-process child frames, and redirect hops, are paused on each page's own
+ *   target by its {@link OriginGuard}, which holds each out-of-process frame at its start until
+ *   that frame's own documents are paused too;
+ * - subresources are judged by origin in the context's egress door when it has one; without one,
+ *   and when the profile restricts them, by the guards too.
  *
- * A request the fence pauses is answered by it alone, and never let go by a removal: removing a
- * route (or detaching a guard's DevTools session) continues whatever it paused, unfenced. So a
- * request still held when its page crashes, when the fence closes the page, or when the fence
- * closes is aborted, as is every request that reaches the fence afterwards; and {@link close}
- * closes the context before it removes anything.
+ * A paused document is answered by the fence alone, and never let go by a removal: detaching a
+ * guard's DevTools session continues whatever it paused, unfenced. So once the fence stops, every
+ * document paused or pausing is failed; {@link close} closes the context before it removes
+ * anything.
  */
 export class ContextFence {
   private readonly guards = new Map<Page, Promise<OriginGuard>>();
-  /**
-   * Child frames' own guards: an {@link OriginGuard} for a frame in a process of its own, null for
-   * one that shares its page's target. Renewed at each commit, which may move a frame.
-   */
-  private readonly frameGuards = new Map<Frame, FrameGuard>();
-  private readonly heldPopups: HeldPopup[] = [];
   private readonly pending = new Set<Promise<unknown>>();
-  private readonly held = new HeldRequests((work) => this.track(work));
   private readonly counts: BlockedCounts = { navigation: 0, popup: 0, frame: 0, subresource: 0 };
+  /** Targets a document of which was let through: a refused document of any other page is its first. */
+  private readonly shown = new Set<string>();
+  /** Targets whose latest document was refused (a redirect hop, say). */
+  private readonly lastRefused = new Set<string>();
+  /** Told when a target's document is refused (a new page waiting for its first commit). */
+  private readonly refusals = new Map<string, () => void>();
+  /** Targets of the pages Playwright named and the fence guards. */
+  private readonly known = new Set<string>();
+  /** New pages closed because their first document was refused. */
+  private readonly refusedFirst = new Set<string>();
+  /** Pages that crashed or that the fence closes: whatever they ask is failed. */
+  private readonly ended = new WeakSet<Page>();
+  private stopped = false;
   private ending: Promise<void> | undefined;
+  private unregister: (() => void) | undefined;
   /** Issue 14: whose blocked top-level navigations fail the call (`navigation`) rather than count as `popup`. */
   private current: Page;
+  private currentTarget: string | null = null;
   private pageListener: NewPageListener | undefined;
   private readonly onPage = (page: Page) => {
     const adopted = this.adopt(page);
@@ -85,16 +86,13 @@ export class ContextFence {
       adopted.catch(() => false),
     );
   };
-  private readonly onRoute = (route: Route) => {
-    const page = pageOf(route.request());
-    this.track(this.held.hold(route, page, () => this.route(route, page)));
-  };
   private readonly onWebSocket = (socket: WebSocketRoute) => this.webSocket(socket);
 
   private constructor(
     private readonly context: BrowserContext,
     primary: Page,
     readonly policy: FencePolicy,
+    private readonly door: FenceOptions['egressDoor'],
   ) {
     this.current = primary;
   }
@@ -106,15 +104,26 @@ export class ContextFence {
    */
   static async install(primary: Page, options: FenceOptions): Promise<ContextFence> {
     const context = primary.context();
-    const fence = new ContextFence(context, primary, compileFencePolicy(options));
+    const browser = context.browser();
+    if (browser === null) throw new Error('a fenced context belongs to a launched browser');
+    const fence = new ContextFence(context, primary, compileFencePolicy(options), options.egressDoor);
+    const documents = await BrowserDocuments.of(browser);
+    const guard = await fence.guard(primary);
+    if (guard.contextId === null) throw new Error('the page target named no browser context');
+    fence.currentTarget = guard.targetId;
+    fence.unregister = documents.register(guard.contextId, (document) => fence.judge(document));
     context.on('page', fence.onPage);
-    await context.route('**/*', fence.onRoute);
-    // WebSockets pass neither routing nor the Fetch domain; Playwright's WebSocket routing replaces
-    // the page's constructor. Defence in depth only: page code holding a constructor from a realm
-    // it made before the replacement could still connect (README, Security).
-    if (fence.policy.subresources !== null) await context.routeWebSocket(/.*/, fence.onWebSocket);
-    await fence.guard(primary);
+    // WebSockets pass neither the Fetch domain nor, without a door, any other check; Playwright's
+    // WebSocket routing replaces the page's constructor. Defence in depth only: page code holding
+    // a constructor from a realm it made before the replacement could still connect (README,
+    // Security). A door sees every WebSocket's connection instead.
+    if (fence.subresourcesHere) await context.routeWebSocket(/.*/, fence.onWebSocket);
     return fence;
+  }
+
+  /** Whether the guards judge subresources: the profile restricts them and no egress door does. */
+  private get subresourcesHere(): boolean {
+    return this.policy.subresources !== null && this.door === undefined;
   }
 
   /**
@@ -123,49 +132,55 @@ export class ContextFence {
    */
   follow(page: Page): void {
     this.current = page;
+    void this.guards
+      .get(page)
+      ?.then((guard) => {
+        if (this.current === page) this.currentTarget = guard.targetId;
+      })
+      .catch(() => undefined);
   }
 
   /**
    * Issue 14: told of every new page of the context as it appears, with whether the fence kept it —
-   * true once it is guarded and its held first navigation (if any) was sent on and committed; false
-   * when it was closed for its origin or that navigation failed. One listener; never rejects.
+   * true once it is guarded and its first document (if it asked for one) committed; false when it
+   * was closed for its origin or that document failed. One listener; never rejects.
    */
   onNewPage(listener: NewPageListener): void {
     this.pageListener = listener;
   }
 
-  /** A snapshot of the blocked counts. */
+  /** A snapshot of the blocked counts; the egress door's refusals are the subresources'. */
   blocked(): BlockedCounts {
-    return { ...this.counts };
+    const refused = this.door?.refused() ?? 0;
+    return { ...this.counts, subresource: this.counts.subresource + refused };
   }
 
-  /** Guards `page` against redirect hops; idempotent, and awaited before any of its requests leaves. */
+  /** Guards `page`'s own target; idempotent, and in place before the page is adopted. */
   guard(page: Page): Promise<OriginGuard> {
     let guard = this.guards.get(page);
     if (!guard) {
-      // A child frame that commits in a process of its own is guarded before it navigates again.
-      page.on('framenavigated', (frame) => {
-        if (frame.parentFrame() === null || this.ending !== undefined) return;
-        // The commit may have moved the frame into another process: guard whichever target it has now.
-        const previous = this.frameGuards.get(frame);
-        this.frameGuards.delete(frame);
-        this.track(
-          this.guardFrame(frame).then(async () => {
-            const old = await previous?.guard;
-            if (old && old !== (await this.frameGuards.get(frame)?.guard)) await old.close();
-          }),
-        );
-      });
+      let target: string | null = null;
       guard = OriginGuard.install(
         page,
         this.policy,
-        (kind) => this.count(kind, page),
-        () => this.held.isEnded(page),
+        (kind) => {
+          this.count(kind, page);
+          if (kind === 'navigation' && target !== null) this.refused(target);
+        },
+        () => this.isEnded(page),
+        this.subresourcesHere,
+      );
+      void guard.then(
+        (installed) => {
+          target = installed.targetId;
+          this.known.add(target);
+        },
+        () => undefined,
       );
       this.guards.set(page, guard);
       guard.catch(() => this.guards.delete(page));
-      // A crashed page's held requests would otherwise wait for a removal to let them go.
-      page.once('crash', () => this.held.end(page));
+      // A crashed page's paused documents are failed, not left for a detach to let go.
+      page.once('crash', () => this.ended.add(page));
       page.once('close', () => {
         this.guards.delete(page);
         guard?.then((installed) => installed.close()).catch(() => undefined);
@@ -175,45 +190,76 @@ export class ContextFence {
   }
 
   /**
-   * Guards a child frame's own target when it has one; null for a frame that shares its page's
-   * target, which the page's guard covers (until a commit moves it: see {@link guard}).
+   * A document paused at the browser: a page's (the current one's blocked navigation fails its
+   * call; another page's counts as a popup, and a new page whose first document is refused is
+   * closed) or an out-of-process frame's.
    */
-  private guardFrame(frame: Frame): Promise<OriginGuard | null> {
-    const known = this.frameGuards.get(frame);
-    if (known) return known.guard;
-    const entry: FrameGuard = {
-      guard: OriginGuard.install(
-        frame,
-        this.policy,
-        (kind) => this.count(kind),
-        () => this.held.isEnded(frame.page()),
-      ).catch(() => null),
-      ready: false,
-    };
-    this.frameGuards.set(frame, entry);
-    void entry.guard.then((installed) => {
-      entry.ready = true;
-      if (installed !== null) frame.page().once('close', () => void installed.close());
-    });
-    return entry.guard;
+  private judge(document: PausedDocument): DocumentVerdict {
+    if (this.stopped) return { fail: 'Aborted' };
+    const kind = document.type === 'page' ? 'page' : 'frame';
+    if (fenceAllows(this.policy, kind, document.url)) {
+      this.shown.add(document.targetId);
+      this.lastRefused.delete(document.targetId);
+      return 'continue';
+    }
+    this.refused(document.targetId);
+    if (kind === 'frame') {
+      this.counts.frame += 1;
+      return { fail: 'Aborted' };
+    }
+    if (document.targetId === this.currentTarget) {
+      this.counts.navigation += 1;
+      // Aborted, not BlockedByClient: a blocked navigation leaves the page on its document.
+      return { fail: 'Aborted' };
+    }
+    this.counts.popup += 1;
+    if (this.known.has(document.targetId)) return { fail: 'Aborted' };
+    // A page Playwright has not named yet: BlockedByClient commits an error page, which is what
+    // makes Playwright name it, and the page is closed once it is.
+    this.refusedFirst.add(document.targetId);
+    return { fail: 'BlockedByClient' };
   }
 
-  private async restartFrameNavigation(route: Route, frame: Frame): Promise<void> {
-    const request = route.request();
-    if (!(await this.held.refuse(route, 'aborted'))) return;
-    if (request.method() !== 'GET' || !fenceAllows(this.policy, 'frame', request.url())) {
-      this.count('frame');
-      return;
-    }
-    const referer = request.headers().referer;
-    await frame.goto(request.url(), { waitUntil: 'commit', ...(referer ? { referer } : {}) });
+  private refused(target: string): void {
+    this.lastRefused.add(target);
+    this.refusals.get(target)?.();
   }
 
   /**
-   * Ends the context for good (a lease's close, its expiry, its revocation): every request held
-   * is aborted and every later one too; the context is closed, every page with it; only then are
-   * the routes removed and the guards' sessions detached — either, while a page could still
-   * send, would continue its paused requests unfenced. Idempotent.
+   * Whether a new page's main frame commits the document it asked for: false when that navigation
+   * fails or a hop of it is refused (a redirect elsewhere), or the page closes first.
+   */
+  private firstCommit(page: Page, target: string): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const finish = (committed: boolean) => {
+        page.off('framenavigated', navigated);
+        page.off('requestfailed', failed);
+        page.off('close', closed);
+        this.refusals.delete(target);
+        resolve(committed);
+      };
+      const navigated = (frame: Frame) => {
+        if (frame === page.mainFrame()) finish(true);
+      };
+      const failed = (request: Request) => {
+        if (request.isNavigationRequest() && request.frame() === page.mainFrame()) finish(false);
+      };
+      const closed = () => finish(false);
+      page.on('framenavigated', navigated);
+      page.on('requestfailed', failed);
+      page.once('close', closed);
+      this.refusals.set(target, () => finish(false));
+      // What happened before the listeners were on.
+      if (page.isClosed() || this.lastRefused.has(target)) finish(false);
+      else if (page.url() !== 'about:blank') finish(true);
+    });
+  }
+
+  /**
+   * Ends the context for good (a lease's close, its expiry, its revocation): every document paused
+   * or pausing from now on is failed; the context is closed, every page with it; only then is the
+   * context let go at the browser and the guards' sessions detached — either, while a page could
+   * still send, would let its paused documents go unfenced. Idempotent.
    */
   close(): Promise<void> {
     this.ending ??= (async () => {
@@ -225,8 +271,8 @@ export class ContextFence {
   }
 
   /**
-   * For a caller that keeps the pages (a benchmark's unfenced floor): every request held is
-   * aborted, then the routes and guards are removed, and the pages go on unfenced. Idempotent.
+   * For a caller that keeps the pages (a benchmark's unfenced floor): every document paused is
+   * failed, then the guards are removed, and the pages go on unfenced. Idempotent.
    */
   release(): Promise<void> {
     this.ending ??= (async () => {
@@ -236,22 +282,22 @@ export class ContextFence {
     return this.ending;
   }
 
-  /** From now on every request held or reaching the fence (routes and guards) is aborted. */
+  /** From now on every document paused (at the browser or by a guard) is failed. */
   private stop(): void {
+    this.stopped = true;
     this.context.off('page', this.onPage);
-    this.held.stop();
+  }
+
+  private isEnded(page: Page): boolean {
+    return this.stopped || this.ended.has(page);
   }
 
   private async remove(): Promise<void> {
-    await this.context.unroute('**/*', this.onRoute).catch(() => undefined);
+    this.unregister?.();
     await Promise.allSettled([...this.pending]);
-    const guards = await Promise.allSettled([
-      ...this.guards.values(),
-      ...[...this.frameGuards.values()].map((entry) => entry.guard),
-    ]);
+    const guards = await Promise.allSettled([...this.guards.values()]);
     this.guards.clear();
-    this.frameGuards.clear();
-    for (const guard of guards) if (guard.status === 'fulfilled') await guard.value?.close();
+    for (const guard of guards) if (guard.status === 'fulfilled') await guard.value.close();
   }
 
   private count(kind: BlockedKind, page?: Page): void {
@@ -263,61 +309,6 @@ export class ContextFence {
     const owned = work.catch(() => undefined);
     this.pending.add(owned);
     void owned.finally(() => this.pending.delete(owned));
-  }
-
-  private async route(route: Route, page: RequestPage): Promise<void> {
-    const request = route.request();
-    if (page === undefined) {
-      // A service worker's own request: no page to fence it by, so it counts as a subresource.
-      return this.decide(route, 'subresource', request.url());
-    }
-    if (page === null) {
-      // Issue 11.2: a new page's first navigation, before Playwright names the page.
-      const allowed = fenceAllows(this.policy, 'page', request.url());
-      if (!allowed) this.count('popup');
-      this.heldPopups.push({ request, allowed });
-      // A popup its opener closes before Playwright reports it is never matched: forget the oldest.
-      if (this.heldPopups.length > HELD_POPUPS_LIMIT) this.heldPopups.shift();
-      // BlockedByClient commits an error page, which is what makes Playwright report the page.
-      await this.held.refuse(route, 'blockedbyclient');
-      return;
-    }
-    // The page's redirect guard is in place before its first request is let through.
-    await this.guard(page);
-    const frame = request.frame();
-    if (
-      frame.parentFrame() !== null &&
-      (request.isNavigationRequest() || this.policy.subresources !== null)
-    ) {
-      // A frame in a process of its own starts navigations (and requests) its page's guard does not see.
-      const guardedBefore = this.frameGuards.get(frame)?.ready === true;
-      const guard = await this.guardFrame(frame);
-      if (guard !== null && !guardedBefore && request.isNavigationRequest()) {
-        // Its guard came after this navigation began, so would miss its redirects: start it again.
-        return this.restartFrameNavigation(route, frame);
-      }
-    }
-    const kind = !request.isNavigationRequest()
-      ? 'subresource'
-      : frame.parentFrame() === null
-        ? 'page'
-        : 'frame';
-    return this.decide(route, kind, request.url(), page);
-  }
-
-  private async decide(
-    route: Route,
-    kind: 'page' | 'frame' | 'subresource',
-    url: string,
-    page?: Page,
-  ): Promise<void> {
-    if (fenceAllows(this.policy, kind, url)) {
-      await this.held.pass(route, page);
-      return;
-    }
-    this.count(kind === 'page' ? 'navigation' : kind, page);
-    // Aborted, not BlockedByClient: a blocked navigation leaves the page on its document.
-    await this.held.refuse(route, kind === 'subresource' ? 'blockedbyclient' : 'aborted');
   }
 
   private webSocket(socket: WebSocketRoute): void {
@@ -335,53 +326,29 @@ export class ContextFence {
   }
 
   /**
-   * Guards a new page; a popup whose first navigation was held back is closed or sent on. True
-   * when the page stays: guarded and, if held, committed on its allowed first navigation.
+   * Guards a new page. True when the page stays: guarded and, when its first document was let
+   * through, committed on it; false when its first document was refused (the page is closed), a
+   * hop of it was, or the page closed first.
    */
   private async adopt(page: Page): Promise<boolean> {
-    await this.guard(page);
-    const index = this.heldPopups.findIndex((held) => pageOf(held.request) === page);
-    if (index === -1) return true;
-    const [held] = this.heldPopups.splice(index, 1);
-    // Its later held navigations (the opener moved it on before it was named) were blocked and
-    // counted already; none is sent on.
-    for (let at = this.heldPopups.length - 1; at >= 0; at -= 1) {
-      const later = this.heldPopups[at];
-      if (later && pageOf(later.request) === page) this.heldPopups.splice(at, 1);
-    }
-    if (!held?.allowed) {
-      // Whatever the page asks for while it closes is aborted, and so is what it asked for before.
-      this.held.end(page);
+    const guard = await this.guard(page);
+    const target = guard.targetId;
+    // Its first document was let through: the page is kept once it commits, not if a later hop
+    // of it was refused or it failed.
+    const committed =
+      this.shown.has(target) && !this.refusedFirst.has(target) && page.url() === 'about:blank'
+        ? await this.firstCommit(page, target)
+        : true;
+    if (this.refusedFirst.has(target)) {
+      // Whatever the page asks for while it closes is failed.
+      this.ended.add(page);
       await page.close();
       return false;
     }
-    const request = held.request;
-    if (request.method() !== 'GET') {
-      // A form sent to a new window: send the same method and body again, once.
-      await page.route(
-        request.url(),
-        (route) =>
-          this.held.isEnded(page)
-            ? route.abort('aborted')
-            : route.continue({ method: request.method(), postData: request.postDataBuffer() ?? undefined }),
-        { times: 1 },
-      );
-    }
-    const referer = request.headers().referer;
-    await page.goto(request.url(), { waitUntil: 'commit', ...(referer ? { referer } : {}) });
-    return true;
+    if (!committed) return false;
+    return !page.isClosed();
   }
 }
 
 /** Issue 14: a new page of the context, and whether the fence keeps it (see {@link ContextFence.onNewPage}). */
 export type NewPageListener = (page: Page, kept: Promise<boolean>) => void;
-
-/** The page a request belongs to; null for a new page's first navigation, undefined for a worker's. */
-function pageOf(request: Request): RequestPage {
-  if (request.serviceWorker()) return undefined;
-  try {
-    return request.frame().page();
-  } catch {
-    return null;
-  }
-}

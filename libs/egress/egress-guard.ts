@@ -47,6 +47,11 @@ export class EgressGuard {
     if (port > 0) this.#ownPorts.add(port);
   }
 
+  /** Stops refusing `port`, which a server of this process no longer listens on (an egress door that closed). */
+  releasePort(port: number): void {
+    this.#ownPorts.delete(port);
+  }
+
   get ownPorts(): readonly number[] {
     return [...this.#ownPorts].sort((a, b) => a - b);
   }

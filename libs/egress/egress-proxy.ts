@@ -72,35 +72,76 @@ export class EgressProxy {
   readonly #agent = new Agent({ keepAlive: true, maxFreeSockets: 64 });
   /** Every socket open on either side, destroyed at close so the stop is bounded. */
   readonly #sockets = new Set<Duplex>();
+  /** The doors opened and not closed yet: closed with the proxy. */
+  readonly #doors = new Set<Server>();
   #closing: Promise<void> | undefined;
 
   private constructor(options: EgressProxyOptions) {
     this.#guard = options.guard;
     this.#log = options.log;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    this.#server = createServer();
-    this.#server.on('connection', (socket: Socket) => this.#track(socket));
-    this.#server.on('request', (incoming: IncomingMessage, answer: ServerResponse) => {
-      this.#forward(incoming, answer).catch(() => answer.destroy());
+    this.#server = this.#serve(null, () => undefined);
+  }
+
+  /** A server of this proxy; `origins` (null: any) are the only origins its requests may reach. */
+  #serve(origins: ReadonlySet<string> | null, onRefused: () => void): Server {
+    const server = createServer();
+    const gate: OriginGate = { origins, onRefused };
+    server.on('connection', (socket: Socket) => this.#track(socket));
+    server.on('request', (incoming: IncomingMessage, answer: ServerResponse) => {
+      this.#forward(incoming, answer, gate).catch(() => answer.destroy());
     });
-    this.#server.on('connect', (incoming: IncomingMessage, client: Duplex, head: Buffer) => {
-      this.#tunnel(incoming, client, head).catch(() => client.destroy());
+    server.on('connect', (incoming: IncomingMessage, client: Duplex, head: Buffer) => {
+      this.#tunnel(incoming, client, head, gate).catch(() => client.destroy());
     });
-    this.#server.on('upgrade', (incoming: IncomingMessage, client: Duplex, head: Buffer) => {
-      this.#upgrade(incoming, client, head).catch(() => client.destroy());
+    server.on('upgrade', (incoming: IncomingMessage, client: Duplex, head: Buffer) => {
+      this.#upgrade(incoming, client, head, gate).catch(() => client.destroy());
     });
-    this.#server.on('clientError', (_error, socket: Duplex) => socket.destroy());
+    server.on('clientError', (_error, socket: Duplex) => socket.destroy());
+    return server;
   }
 
   /** Listens on 127.0.0.1, an ephemeral port, which the guard refuses from then on. */
   static async start(options: EgressProxyOptions): Promise<EgressProxy> {
     const proxy = new EgressProxy(options);
-    await new Promise<void>((resolve, reject) => {
-      proxy.#server.once('error', reject);
-      proxy.#server.listen(0, '127.0.0.1', () => resolve());
-    });
+    await listenOnLoopback(proxy.#server);
     options.guard.refusePort(proxy.port);
     return proxy;
+  }
+
+  /**
+   * A door of the proxy for one browser context (one lease): a listener on a loopback port of its
+   * own, so the proxy knows whose requests arrive there without asking the browser — credentials
+   * would make Playwright pause every request to answer them. Through it a request reaches only
+   * `origins` (null: any origin), besides passing the address guard; a CONNECT names no scheme, so
+   * it may reach the host and port of an allowed http or https origin. Close it after its context.
+   */
+  async open(origins: ReadonlySet<string> | null): Promise<EgressDoor> {
+    let refused = 0;
+    const server = this.#serve(origins, () => {
+      refused += 1;
+    });
+    await listenOnLoopback(server);
+    const port = (server.address() as AddressInfo).port;
+    this.#guard.refusePort(port);
+    this.#doors.add(server);
+    let closing: Promise<void> | undefined;
+    return {
+      url: `http://127.0.0.1:${port}`,
+      refused: () => refused,
+      close: () => {
+        closing ??= new Promise<void>((resolve) => {
+          this.#doors.delete(server);
+          server.close(() => {
+            // The port may be anyone's from now on.
+            this.#guard.releasePort(port);
+            resolve();
+          });
+          server.closeAllConnections();
+        });
+        return closing;
+      },
+    };
   }
 
   get port(): number {
@@ -116,16 +157,19 @@ export class EgressProxy {
   close(): Promise<void> {
     this.#closing ??= new Promise<void>((resolve) => {
       this.#server.close(() => resolve());
+      for (const door of this.#doors) door.close();
       for (const socket of this.#sockets) socket.destroy();
       this.#agent.destroy();
     });
     return this.#closing;
   }
 
-  async #forward(incoming: IncomingMessage, answer: ServerResponse): Promise<void> {
+  async #forward(incoming: IncomingMessage, answer: ServerResponse, gate: OriginGate): Promise<void> {
     const url = absoluteHttpUrl(incoming.url);
     if (!url) return void answer.writeHead(400, { 'content-length': 0 }).end();
     const port = portOf(url);
+    if (!this.#admits(gate, [url.origin], url.hostname, port, 'http'))
+      return void fault(403, 'ERR_BLOCKED_BY_CLIENT').answer(answer);
     const resolution = await resolveChecked(url.hostname, port, this.#guard);
     if (!resolution.ok) return void this.#refuse(resolution, port, 'http').answer(answer);
     const upstream = request({
@@ -161,20 +205,24 @@ export class EgressProxy {
     incoming.pipe(upstream);
   }
 
-  async #tunnel(incoming: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+  async #tunnel(incoming: IncomingMessage, client: Duplex, head: Buffer, gate: OriginGate): Promise<void> {
     this.#track(client);
     const authority = parseAuthority(incoming.url ?? '');
     if (!authority) return void client.end(rawAnswer(400));
+    if (!this.#admits(gate, tunnelOrigins(authority), authority.host, authority.port, 'connect'))
+      return void client.end(rawAnswer(403, 'ERR_BLOCKED_BY_CLIENT'));
     const resolution = await resolveChecked(authority.host, authority.port, this.#guard);
     if (!resolution.ok) return void client.end(this.#refuse(resolution, authority.port, 'connect').raw);
     this.#splice(client, resolution, authority.port, head, 'HTTP/1.1 200 Connection Established\r\n\r\n');
   }
 
-  async #upgrade(incoming: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+  async #upgrade(incoming: IncomingMessage, client: Duplex, head: Buffer, gate: OriginGate): Promise<void> {
     this.#track(client);
     const url = absoluteHttpUrl(incoming.url);
     if (!url) return void client.end(rawAnswer(400));
     const port = portOf(url);
+    if (!this.#admits(gate, [url.origin], url.hostname, port, 'upgrade'))
+      return void client.end(rawAnswer(403, 'ERR_BLOCKED_BY_CLIENT'));
     const resolution = await resolveChecked(url.hostname, port, this.#guard);
     if (!resolution.ok) return void client.end(this.#refuse(resolution, port, 'upgrade').raw);
     const headers = forwardedHeaders(incoming.rawHeaders, new Set(['connection', 'upgrade']));
@@ -222,6 +270,20 @@ export class EgressProxy {
     client.on('close', () => upstream.destroy());
   }
 
+  /** Whether a door lets a request to any of `candidates` (origins) through; a refusal is counted and logged. */
+  #admits(
+    gate: OriginGate,
+    candidates: readonly string[],
+    host: string,
+    port: number,
+    kind: string,
+  ): boolean {
+    if (gate.origins === null || candidates.some((origin) => gate.origins?.has(origin))) return true;
+    gate.onRefused();
+    this.#log.debug({ host, port, kind, reason: 'origin_not_allowed' }, 'egress refused');
+    return false;
+  }
+
   /** A refusal or a name that did not resolve: logged (refusals only, host and port only), then answered. */
   #refuse(resolution: Extract<Resolution, { ok: false }>, port: number, kind: string) {
     if (resolution.why === 'private_address' || resolution.why === 'own_port') {
@@ -246,6 +308,44 @@ export class EgressProxy {
     this.#sockets.add(socket);
     socket.once('close', () => this.#sockets.delete(socket));
   }
+}
+
+/** What a listener lets through besides the address guard: its door's origins (null: any), and whom it tells of a refusal. */
+interface OriginGate {
+  readonly origins: ReadonlySet<string> | null;
+  readonly onRefused: () => void;
+}
+
+/** One browser context's way out (see {@link EgressProxy.open}). */
+export interface EgressDoor {
+  /** The proxy server for the context's launch options (`http://127.0.0.1:PORT`). */
+  readonly url: string;
+  /** How many requests the door refused for their origin so far. */
+  refused(): number;
+  /** Stops listening and ends the door's connections; idempotent. */
+  close(): Promise<void>;
+}
+
+function listenOnLoopback(server: Server): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+}
+
+/** The origins a CONNECT to `host:port` may serve: https (wss), or http (ws) on that port. */
+function tunnelOrigins(authority: { host: string; port: number }): string[] {
+  const host =
+    authority.host.includes(':') && !authority.host.startsWith('[') ? `[${authority.host}]` : authority.host;
+  const origins: string[] = [];
+  for (const scheme of ['https', 'http']) {
+    try {
+      origins.push(new URL(`${scheme}://${host}:${authority.port}`).origin);
+    } catch {
+      // A host no URL can hold is no allowed origin's.
+    }
+  }
+  return origins;
 }
 
 const STATUS_TEXT: Record<number, [string, string]> = {

@@ -9,7 +9,13 @@ export {
   refusedProfileOrigin,
   type Verdict,
 } from './egress-guard.js';
-export { type EgressLog, EgressProxy, type EgressProxyOptions, parseAuthority } from './egress-proxy.js';
+export {
+  type EgressDoor,
+  type EgressLog,
+  EgressProxy,
+  type EgressProxyOptions,
+  parseAuthority,
+} from './egress-proxy.js';
 export {
   AddressRefused,
   type CheckedAddress,

@@ -3,12 +3,14 @@ import {
   type Box,
   type Capture,
   type CurrentTab,
+  compileFencePolicy,
   flushPageCookies,
   type OperationLimits,
   PageEngine,
   type PageEngineOptions,
 } from '../browser/index.js';
 import type { OpenedSecret, PersonInputEvent } from '../contracts/index.js';
+import type { EgressProxy } from '../egress/index.js';
 import type { PageFactory, PageResult, PageSession } from './pages.js';
 
 /**
@@ -23,8 +25,15 @@ export class PlaywrightPageFactory implements PageFactory {
   constructor(
     /** The browser, or where to read the current one (the worker starts another if it exits). */
     browser: Browser | (() => Browser),
-    /** Issue 14: told every settle of every lease's page (the browser worker counts them). */
-    private readonly options: { onSettle?: PageEngineOptions['onSettle'] } = {},
+    private readonly options: {
+      /** Issue 14: told every settle of every lease's page (the browser worker counts them). */
+      onSettle?: PageEngineOptions['onSettle'];
+      /**
+       * The browser worker's egress proxy: each context gets a door of its own, which judges the
+       * context's subresources by origin, so none waits on Node's routing.
+       */
+      egress?: EgressProxy;
+    } = {},
   ) {
     this.#browser = typeof browser === 'function' ? browser : () => browser;
   }
@@ -34,21 +43,38 @@ export class PlaywrightPageFactory implements PageFactory {
   }
 
   async open(input: Parameters<PageFactory['open']>[0]): Promise<PageSession> {
-    const context = await this.#browser().newContext({
-      // Issue 11: a service worker's requests belong to no page, and it outlives the lease's pages.
-      serviceWorkers: 'block',
-      ...(input.storageState
-        ? { storageState: input.storageState as BrowserContextOptions['storageState'] }
-        : {}),
-    });
+    const fence = {
+      allowedOrigins: input.allowedOrigins,
+      frameOrigins: input.frameOrigins,
+      subresources: input.subresources,
+    };
+    const door = await this.options.egress?.open(compileFencePolicy(fence).subresources);
+    let context: BrowserContext;
+    try {
+      context = await this.#browser().newContext({
+        // Issue 11: a service worker's requests belong to no page, and it outlives the lease's pages.
+        serviceWorkers: 'block',
+        // No credentials: Playwright would pause every request to answer the proxy's challenge.
+        ...(door ? { proxy: { server: door.url } } : {}),
+        ...(input.storageState
+          ? { storageState: input.storageState as BrowserContextOptions['storageState'] }
+          : {}),
+      });
+    } catch (error) {
+      await door?.close();
+      throw error;
+    }
     this.#contexts.add(context);
-    context.once('close', () => this.#contexts.delete(context));
+    // The door closes after its context, so no page of it is left without its way out judged.
+    context.once('close', () => {
+      this.#contexts.delete(context);
+      void door?.close();
+    });
     try {
       const page = await context.newPage();
       const engine = await PageEngine.create(page, {
-        allowedOrigins: input.allowedOrigins,
-        frameOrigins: input.frameOrigins,
-        subresources: input.subresources,
+        ...fence,
+        ...(door ? { egressDoor: door } : {}),
         ...(this.options.onSettle ? { onSettle: this.options.onSettle } : {}),
       });
       return new PlaywrightPageSession(context, engine);

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -26,6 +28,7 @@ import { figure, percentile, report } from './report.js';
 
 const SUITE = 'page';
 const OBSERVE_SAMPLES = 15;
+const BEACON_SAMPLES = 60;
 const NAIVE_SAMPLES = 3;
 
 /**
@@ -105,13 +108,108 @@ function actCount(): number {
 }
 
 /**
+ * A local site whose page sends a beacon when told; `sent(page, id)` resolves with the time from
+ * the page being told until the site saw that beacon.
+ */
+async function beaconSite() {
+  const seen = new Map<string, () => void>();
+  const server = createServer((request, response) => {
+    const url = new URL(request.url ?? '/', 'http://site');
+    if (url.pathname === '/beacon') {
+      request.resume();
+      request.on('end', () => seen.get(url.searchParams.get('id') ?? '')?.());
+      return void response.writeHead(204).end();
+    }
+    response.writeHead(200, { 'content-type': 'text/html' });
+    response.end('<!doctype html><title>Beacon</title><p>Beacons</p>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  let next = 0;
+  return {
+    origin,
+    url: `${origin}/`,
+    async sent(page: Page): Promise<number> {
+      next += 1;
+      const id = String(next);
+      const arrived = new Promise<void>((resolve) => seen.set(id, resolve));
+      const started = performance.now();
+      await page.evaluate((beacon) => navigator.sendBeacon(beacon, 'x'), `/beacon?id=${id}`);
+      await arrived;
+      seen.delete(id);
+      return performance.now() - started;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * `beacon_p50_ms`: a beacon a lease's page sends to an allowed site, from the page being told
+ * until the site sees it — through the fence and the context's egress door as the browser worker
+ * serves it — beside raw Playwright's page in a browser with no fence and no proxy, and beside a
+ * page of the worker's own browser with no fence behind the egress proxy's shared listener (the
+ * fence's own cost), in turn.
+ */
+async function beaconFigures(
+  worker: Awaited<ReturnType<typeof startTestBrowserWorker>>,
+  chromium: Browser,
+  raw: Browser,
+): Promise<void> {
+  const site = await beaconSite();
+  const rawPage = await raw.newPage();
+  const proxiedPage = await chromium.newPage();
+  try {
+    const before = new Set(chromium.contexts());
+    const { profileId, leaseId } = await leaseOwnProfile(worker, 'bench', 'run_bench_beacon', site.origin);
+    await worker.handle.leases.navigate({ tenant: 't1', id: profileId }, leaseId, 1, site.url, limits());
+    const leased = chromium
+      .contexts()
+      .find((context) => !before.has(context))
+      ?.pages()[0];
+    if (!leased) throw new Error('the lease made no page');
+    await rawPage.goto(site.url);
+    await proxiedPage.goto(site.url);
+    const fenced: number[] = [];
+    const unfenced: number[] = [];
+    const proxied: number[] = [];
+    for (let i = 0; i < BEACON_SAMPLES; i += 1) {
+      fenced.push(await site.sent(leased));
+      unfenced.push(await site.sent(rawPage));
+      proxied.push(await site.sent(proxiedPage));
+    }
+    report(
+      figure(SUITE, 'beacon_p50_ms', percentile(fenced, 50), {
+        metric: 'raw_beacon_p50_ms',
+        value: percentile(unfenced, 50),
+      }),
+    );
+    report(
+      figure(SUITE, 'beacon_vs_proxied_p50_ms', percentile(fenced, 50), {
+        metric: 'proxied_raw_beacon_p50_ms',
+        value: percentile(proxied, 50),
+      }),
+    );
+    report(
+      figure(SUITE, 'beacon_p90_ms', percentile(fenced, 90), {
+        metric: 'raw_beacon_p90_ms',
+        value: percentile(unfenced, 90),
+      }),
+    );
+  } finally {
+    await rawPage.close();
+    await proxiedPage.close();
+    await site.close();
+  }
+}
+
+/**
  * DESIGN §12's figures: an act through the lease's page calls as the browser worker serves it
  * (the screenshot named in the answer and taken after it), beside raw Playwright's click, the same
  * settle rule and one evaluation of the same observation script on a page of the same browser,
  * in turn, so load that comes and goes touches both alike. Each act waits for its screenshot
  * before the next, as a model's think time would let it finish.
  */
-async function actFigures(server: PageServer): Promise<void> {
+async function actFigures(server: PageServer, unfenced: Browser): Promise<void> {
   const url = server.addPage('bench-static.html', STATIC_PAGE);
   const acts = actCount();
   const prefix = uniquePrefix('bench-page');
@@ -122,13 +220,14 @@ async function actFigures(server: PageServer): Promise<void> {
   const worker = await startTestBrowserWorker({
     prefix,
     env: { LEASEHOLD_ARTIFACTS_DIR: dir },
-    pages: (browser) => {
+    pages: (browser, egress) => {
       chromium = browser();
-      return new PlaywrightPageFactory(browser);
+      return new PlaywrightPageFactory(browser, { egress });
     },
   });
   const busy = busyLoops();
   try {
+    await beaconFigures(worker, chromium as unknown as Browser, unfenced);
     const runId = 'run_bench_page';
     await redis.hset(keys.run(runId), 'tenant', 't1', 'status', 'running');
     const { profileId, leaseId } = await leaseOwnProfile(worker, 'bench', runId, server.origin);
@@ -342,13 +441,16 @@ async function observeShadowFigure(browser: Browser, server: PageServer, observe
 }
 
 /**
- * `npm run bench -- page [--busy] [--acts=N]`: the page engine's figures of issue 4, each beside
- * its baseline; `--busy` runs the act figures with two busy loops on the cores.
+ * `npm run bench -- page [--busy] [--acts=N] [--acts-only]`: the page engine's figures of issue 4,
+ * each beside its baseline; `--busy` runs the beacon and act figures with two busy loops on the
+ * cores; `--acts-only` stops after them.
  */
 export default async function pageBench(): Promise<void> {
   const [browser, server] = await Promise.all([launchTestBrowser(), PageServer.start()]);
   try {
-    await actFigures(server);
+    await actFigures(server, browser);
+    // The observation figures' naive baseline takes minutes on a loaded machine.
+    if (process.argv.includes('--acts-only')) return;
     const observeP50 = await observeFigures(browser, server);
     await observeShadowFigure(browser, server, observeP50);
   } finally {

@@ -156,4 +156,59 @@ describe('declared secrets in the page engine (DESIGN §12, secrets by name)', (
     expect(filled.observation.title).toBe('Password gan9');
     expect(filled.observation.text).toContain('Sign in with the password gan9');
   });
+
+  it('masks the credential fields of a child frame in screenshots once a secret was typed there', async () => {
+    const { engine, page } = await rig.engine();
+    rig.site.addPage(
+      'secret-frame-login.html',
+      `<!doctype html><html lang="en"><head><title>Framed sign in</title></head><body style="margin:0">
+      <label>Username <input name="user" autocomplete="username" style="font:40px sans-serif;width:400px;height:80px;border:0;background:#fff;color:#000"></label>
+      <label>Password <input type="password" name="pw"></label></body></html>`,
+    );
+    const url = rig.site.addPage(
+      'secret-frame-host.html',
+      '<!doctype html><html lang="en"><head><title>Host</title></head><body style="margin:0"><iframe src="/pages/secret-frame-login.html" title="Sign in" style="width:700px;height:300px;border:0"></iframe></body></html>',
+    );
+    engine.useSecrets(declared(rig.site.origin));
+    const { observation } = await engine.navigate({ url }, limits());
+    await engine.act(fill(observation, 'Username', '{{secret:user}}'), limits());
+    const field = page
+      .frames()
+      .find((frame) => frame !== page.mainFrame())
+      ?.locator('[name=user]');
+    expect(await field?.inputValue()).toBe(USER);
+    const box = await field?.boundingBox();
+    if (!box) throw new Error('the framed field has no box');
+    const shot = await engine.screenshot({ timeoutMs: 10_000 });
+    if (!shot.ok) throw new Error(`the capture failed: ${shot.reason}`);
+    // The capture's pixels at the field's middle, read back by the browser itself.
+    const reader = await rig.browser.newPage();
+    try {
+      const [red, green, blue, alpha] = await reader.evaluate(
+        async ({ data, x, y }) => {
+          const image = new Image();
+          image.src = `data:image/jpeg;base64,${data}`;
+          await image.decode();
+          const canvas = document.createElement('canvas');
+          canvas.width = image.width;
+          canvas.height = image.height;
+          const context = canvas.getContext('2d') as CanvasRenderingContext2D;
+          context.drawImage(image, 0, 0);
+          return [...context.getImageData(x, y, 1, 1).data];
+        },
+        {
+          data: Buffer.from(shot.bytes).toString('base64'),
+          x: Math.round(box.x + box.width / 2),
+          y: Math.round(box.y + box.height / 2),
+        },
+      );
+      // Playwright's mask paints #FF00FF over the field (a JPEG's colours are near it, not on it).
+      expect(alpha).toBe(255);
+      expect(red).toBeGreaterThan(200);
+      expect(green).toBeLessThan(60);
+      expect(blue).toBeGreaterThan(200);
+    } finally {
+      await reader.close();
+    }
+  });
 });

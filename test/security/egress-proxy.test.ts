@@ -34,13 +34,14 @@ async function openSocket(port: number): Promise<Socket> {
 describe('the egress proxy', () => {
   const logged: Record<string, unknown>[] = [];
   let proxy: EgressProxy;
+  let guard: EgressGuard;
   let site: LoopbackSite;
   let standIn: Server;
   let standInPort: number;
   let reached = 0;
 
   beforeAll(async () => {
-    const guard = new EgressGuard({ allowCidrs: ['127.0.0.2/32'], ownPorts: [] });
+    guard = new EgressGuard({ allowCidrs: ['127.0.0.2/32'], ownPorts: [] });
     proxy = await EgressProxy.start({ guard, log: { debug: (fields) => logged.push(fields) } });
     site = await LoopbackSite.start('127.0.0.2');
     site.page('/hello', 'hello');
@@ -156,5 +157,47 @@ describe('the egress proxy', () => {
     expect(performance.now() - startedMs).toBeLessThan(2_000);
     // Its own port is refused from the start, on every allowed address.
     expect(guard.judge('127.0.0.2', port)).toMatchObject({ allowed: false, reason: 'own_port' });
+  });
+
+  it("opens a door per context whose requests reach only that context's origins, counted when refused", async () => {
+    const other = await LoopbackSite.start('127.0.0.2');
+    other.page('/hello', 'other');
+    const door = await proxy.open(new Set([site.origin]));
+    const port = Number(new URL(door.url).port);
+    try {
+      // Its port is the fleet's own while it listens: no page may reach a proxy door directly.
+      expect(guard.judge('127.0.0.2', port)).toMatchObject({ allowed: false, reason: 'own_port' });
+      const status = async (request: string, through = port) => {
+        const socket = await openSocket(through);
+        socket.write(request);
+        const answer = await readUntil(socket, (text) => text.includes('\r\n\r\n'));
+        socket.destroy();
+        return answer.split('\r\n')[0];
+      };
+      const host = (origin: string) => new URL(origin).host;
+      expect(await status(`GET ${site.origin}/hello HTTP/1.1\r\nhost: ${host(site.origin)}\r\n\r\n`)).toBe(
+        'HTTP/1.1 200 OK',
+      );
+      expect(
+        await status(`CONNECT ${host(site.origin)} HTTP/1.1\r\nhost: ${host(site.origin)}\r\n\r\n`),
+      ).toBe('HTTP/1.1 200 Connection Established');
+      expect(door.refused()).toBe(0);
+      for (const request of [
+        `GET ${other.origin}/hello HTTP/1.1\r\nhost: ${host(other.origin)}\r\n\r\n`,
+        `CONNECT ${host(other.origin)} HTTP/1.1\r\nhost: ${host(other.origin)}\r\n\r\n`,
+        `GET ${other.origin}/socket HTTP/1.1\r\nhost: ${host(other.origin)}\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n`,
+      ])
+        expect(await status(request)).toBe('HTTP/1.1 403 Forbidden');
+      expect(door.refused()).toBe(3);
+      expect(other.log).toEqual([]);
+      // The proxy's own listener knows no context: any origin passes the address guard there.
+      expect(
+        await status(`GET ${other.origin}/hello HTTP/1.1\r\nhost: ${host(other.origin)}\r\n\r\n`, proxy.port),
+      ).toBe('HTTP/1.1 200 OK');
+    } finally {
+      await door.close();
+      await other.close();
+    }
+    expect(guard.judge('127.0.0.2', port)).toEqual({ allowed: true });
   });
 });

@@ -51,7 +51,7 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
     [worker, site] = await Promise.all([
       startTestBrowserWorker({
         prefix,
-        pages: (current) => new PlaywrightPageFactory(current),
+        pages: (current, egress) => new PlaywrightPageFactory(current, { egress }),
       }),
       PageServer.start(),
     ]);
