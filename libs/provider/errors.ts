@@ -22,7 +22,9 @@ export type DataPlaneOperation =
   | 'observe'
   | 'act'
   /** Issue 13: an approval card's outlined screenshot; not an effect. */
-  | 'preview';
+  | 'preview'
+  /** What became of an effect handed over unanswered; not an effect, though it may skip one. */
+  | 'handover';
 
 export const EFFECT_OPERATIONS: ReadonlySet<DataPlaneOperation> = new Set(['navigate', 'act']);
 

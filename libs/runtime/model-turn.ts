@@ -34,7 +34,7 @@ export async function takeModelTurn(
   context: LoopContext,
 ): Promise<ExecutionEnd | undefined> {
   const { run, model, limits } = options;
-  throwIfAborted(options.signal);
+  throwIfAborted(options.signal, options.stopSignal);
   if (await run.cancelRequested()) return { kind: 'cancelled' };
   if (clock() >= options.deadlineMs)
     return { kind: 'failed', code: 'deadline_exceeded', detail: 'the run passed its deadline', step };

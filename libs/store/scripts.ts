@@ -32,6 +32,7 @@ export interface ScriptCommands {
   beginClose(leaseKey: string, ...argv: Arg[]): Reply;
   finishClose(leaseKey: string, liveKey: string, profileKey: string, ...argv: Arg[]): Reply;
   advanceSequence(leaseKey: string, ...argv: Arg[]): Reply;
+  noteEffect(leaseKey: string, ...argv: Arg[]): Promise<number>;
   claimIdempotency(key: string, ...argv: Arg[]): Reply;
   putAgent(agentKey: string, versionsKey: string, ...argv: Arg[]): Promise<string[]>;
   submitRun(

@@ -24,6 +24,11 @@ export interface ExecutionDeps {
   modelMetrics?: ModelMetrics | undefined;
   /** Issue 16: the channel to the API of runs whose model is an MCP client; absent, such runs fail `model_error`. */
   mcpTurns?: McpTurns;
+  /**
+   * Aborted when the worker begins to stop: each execution hands its run back at its next call
+   * boundary, and the calls already in flight run on to their answers (or to the stop's bound).
+   */
+  stopping?: AbortSignal;
   /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
   cancelsHeard?: ReadonlySet<string>;
   /**
