@@ -13,6 +13,7 @@ import {
   BROWSER_TOOL_NAMES,
   type BrowserLeaseProvider,
   type BrowserToolName,
+  BrowserWorkerAway,
   type DispatchedEffect,
   executeBrowserTool,
   ProviderError,
@@ -114,6 +115,10 @@ export class BrowserToolExecutor implements ToolExecutor {
         throw new ExecutionInterrupted(`${call.name}'s hand-over was interrupted by the worker's shutdown`, {
           cause: error,
         });
+      // A browser worker away or restarting may still tell: the run is handed back to ask again
+      // (issue 12's bounded hand-backs), its lease kept. Any other failure tells nothing.
+      if (error instanceof BrowserWorkerAway || (error instanceof ProviderError && error.retryable))
+        throw error;
       return undefined;
     }
     switch (learned.call) {
