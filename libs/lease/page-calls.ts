@@ -162,10 +162,12 @@ export class LeasePageCalls {
         throw answer;
       }
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
-      // DESIGN §12: the answer names the screenshot; the picture is taken right after it.
+      // DESIGN §12: the answer names the screenshot; the picture is taken right after it. The
+      // effect's end is recorded beside them, before the lease's next call can ask about it.
       const [view, shot] = await Promise.all([
-        this.#noteEffect(profile, leaseId, sequence, undefined).then(() => this.#view(profile, leaseId)),
+        this.#view(profile, leaseId),
         this.#shots?.announce(lease.scope, 'shot'),
+        this.#noteEffect(profile, leaseId, sequence, undefined),
       ]);
       const shots = this.#shots;
       if (shots && shot) later(() => shots.take(session, lease.scope, shot));
