@@ -66,6 +66,31 @@ module.exports = {
       from: { path: '^libs/lease/' },
       to: { path: '^libs/(runtime|provider)/' },
     },
+    // The layers, low to high: contracts and config; the libraries beside them (lifecycle, egress,
+    // artifacts, browser, telemetry, ui); lease; store (it keeps the lease service's records);
+    // queues and provider; runtime; apps. An import goes down, never up.
+    {
+      name: 'side-libs-not-up',
+      severity: 'error',
+      comment:
+        'lifecycle, egress, artifacts, browser, telemetry and ui import only contracts, config and each other.',
+      from: { path: '^libs/(lifecycle|egress|artifacts|browser|telemetry|ui)/' },
+      to: { path: ['^libs/(lease|store|provider|runtime)/', '^queues/'] },
+    },
+    {
+      name: 'lease-not-up',
+      severity: 'error',
+      comment: 'The lease service defines the ports its store implements; it never imports the store.',
+      from: { path: '^libs/lease/' },
+      to: { path: ['^libs/(store|provider|runtime)/', '^queues/'] },
+    },
+    {
+      name: 'store-not-up',
+      severity: 'error',
+      comment: 'The records know nothing of the queues, the run side or its provider.',
+      from: { path: '^libs/store/' },
+      to: { path: ['^libs/(provider|runtime)/', '^queues/'] },
+    },
     {
       name: 'nothing-imports-tests',
       severity: 'error',

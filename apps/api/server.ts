@@ -5,7 +5,7 @@ import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/inde
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import { EgressGuard } from '../../libs/egress/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
-import { RedisLeaseStore, RunStore, UiSessions } from '../../libs/store/index.js';
+import { RedisLeaseStore, RunStore, ScheduleStore, UiSessions } from '../../libs/store/index.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import {
   AddressBudget,
@@ -26,6 +26,7 @@ import {
   type RedisTarget,
   RUNS_QUEUE,
 } from '../../queues/index.js';
+import { createSchedulesQueue } from '../../queues/schedules.js';
 import { apiKeyDoors } from './auth.js';
 import { registerDashboard } from './dashboard.js';
 import { DefaultAgents } from './default-agent.js';
@@ -70,6 +71,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const artifacts = options.artifacts ?? (await openArtifactStore(config));
   const redis = await connectRedis(options.redisUrl, 'producer', 'api', { autoPipelining: true });
   const runsQueue = createRunsQueue(redis, config.redis.queuePrefix);
+  const schedulesQueue = createSchedulesQueue(redis, config.redis.queuePrefix);
   const unwatch = metrics.watchQueue(RUNS_QUEUE, () => runsQueue.getJobCounts());
 
   const app = await createRestServer(logger);
@@ -138,6 +140,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     webhooks,
     artifacts,
     metrics,
+    schedules: { store: new ScheduleStore(redis, config.redis.keyPrefix), queue: schedulesQueue },
   };
   registerV1Routes(app, v1);
   // Issue 16: the MCP server at /mcp, its tools calling the routes above as their caller.
@@ -181,6 +184,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
         await closeRedis(eventSubscriber);
         await app.close();
         await runsQueue.close();
+        await schedulesQueue.close();
         await closeRedis(redis);
       })();
       return closing;

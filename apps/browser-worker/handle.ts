@@ -6,6 +6,7 @@ import type { EgressGuard } from '../../libs/egress/index.js';
 import type { LeaseCaps, LeaseService, LeaseStore, PageFactory, WarmPool } from '../../libs/lease/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import type { RedisTarget } from '../../queues/index.js';
+import type { ChromiumProcess } from './chromium-process.js';
 
 export interface BrowserWorkerOptions {
   config: Config;
@@ -16,8 +17,8 @@ export interface BrowserWorkerOptions {
   /** Tests: a clock to cross lease caps without sleeping, and caps of their own. */
   clock?: () => number;
   caps?: LeaseCaps;
-  /** Tests and benchmarks: another page factory over the launched browser. */
-  pages?: (browser: Browser) => PageFactory;
+  /** Tests and benchmarks: another page factory over the worker's Chromium (another after a restart). */
+  pages?: (browser: () => Browser) => PageFactory;
   /** Another artifact store than the configured one (the fleet shares one among its roles; tests). */
   artifacts?: ArtifactStore;
 }
@@ -31,7 +32,9 @@ export interface BrowserWorkerHandle {
   warmPool: WarmPool | undefined;
   /** Issue 13: where the pages' screenshots go. */
   artifacts: ArtifactStore;
-  browser: Browser;
+  /** The Chromium of now: another one once it exited and was started again. */
+  readonly browser: Browser;
+  chromium: ChromiumProcess;
   /** The Chromium binary this worker launched. */
   executablePath: string;
   /** The data-plane URL (http://host:port) as this process reaches it (Fastify's listen answer). */

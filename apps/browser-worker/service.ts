@@ -15,6 +15,7 @@ import {
 } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { type AdvertiseInput, advertisedUrl, localHostname } from './advertised-url.js';
+import { ChromiumProcess } from './chromium-process.js';
 import type { BrowserWorkerHandle, BrowserWorkerOptions } from './handle.js';
 import { logDataPlaneTenant } from './log-tenant.js';
 
@@ -29,8 +30,13 @@ export type { BrowserWorkerHandle, BrowserWorkerOptions } from './handle.js';
 export async function startBrowserWorker(options: BrowserWorkerOptions): Promise<BrowserWorkerHandle> {
   const { config, logger, metrics } = options;
   const { workerId, pinnedProfiles } = config.browser;
-  const { token, sealKey } = requireWorkerSecrets(config.secrets);
+  const { token, sealKeys } = requireWorkerSecrets(config.secrets);
   const log = logger.child({ component: 'browser-worker', worker_id: workerId });
+  // Fingerprints only: what an operator compares with a `seal_key_mismatch` to find the key to add.
+  log.info(
+    { seal_key: sealKeys.fingerprint, previous_seal_keys: sealKeys.fingerprints.slice(1) },
+    'seal keys',
+  );
   // Issue 15: a URL no one could reach stops the start here, before Chromium is launched.
   const advertise: Omit<AdvertiseInput, 'port'> = {
     host: config.http.host,
@@ -51,18 +57,25 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
   held.add('egress-proxy', () => proxy.close());
   log.info({ allow_cidrs: egress.allowCidrs, proxy: proxy.url }, egressLine(config));
   const chromium = resolveChromium(config.browser.executable);
-  const browser = await launchChromium({
-    executablePath: chromium.path,
-    headless: config.browser.headless,
-    sandbox: config.browser.sandbox,
-    proxyServer: proxy.url,
-  }).catch(async (error: unknown) => {
+  // What Chromium's exit takes with it is let go through these, once the services exist.
+  const restart: { lost(): Promise<void>; started(): void } = { lost: async () => {}, started: () => {} };
+  const browsers = await ChromiumProcess.start(
+    () =>
+      launchChromium({
+        executablePath: chromium.path,
+        headless: config.browser.headless,
+        sandbox: config.browser.sandbox,
+        proxyServer: proxy.url,
+      }),
+    { lost: () => restart.lost(), started: () => restart.started() },
+    log,
+  ).catch(async (error: unknown) => {
     await held.close();
     throw error;
   });
-  held.add('chromium', () => browser.close());
+  held.add('chromium', () => browsers.close());
   log.info(
-    { executable: chromium.path, source: chromium.source, version: browser.version() },
+    { executable: chromium.path, source: chromium.source, version: browsers.browser.version() },
     'chromium launched',
   );
 
@@ -72,9 +85,10 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     const store = new RedisLeaseStore(redis, config.redis.keyPrefix);
     const leaseMetrics = createLeaseMetrics(metrics.registry);
     // Issue 14 (ADR-0159): every settle of a lease's page is counted by tool and result.
+    const currentBrowser = () => browsers.browser;
     const pages =
-      options.pages?.(browser) ??
-      new PlaywrightPageFactory(browser, { onSettle: recordSettle(leaseMetrics, log) });
+      options.pages?.(currentBrowser) ??
+      new PlaywrightPageFactory(currentBrowser, { onSettle: recordSettle(leaseMetrics, log) });
     // Issue 13: screenshots after navigate and act, under each lease's tenant and run.
     const artifacts = options.artifacts ?? (await openArtifactStore(config));
     // Issue 18: ready contexts for the profiles served here, made while the pages are quiet;
@@ -85,7 +99,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
         ? new WarmPool({
             pages,
             store,
-            sealKey,
+            sealKey: sealKeys,
             limits: { perProfile: config.browser.warmContexts, poolMb: config.browser.warmPoolMb },
             logger: log,
             activity,
@@ -99,7 +113,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       activity,
       workerId,
       pinnedProfiles,
-      sealKey,
+      sealKey: sealKeys,
       logger: log,
       metrics: leaseMetrics,
       ...(options.clock ? { clock: options.clock } : {}),
@@ -117,6 +131,12 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     if (revoked > 0) log.warn({ revoked }, 'revoked leases whose pages a previous run of this worker held');
     // Pages go with this process: their leases are revoked, unsealed, for the run side to see.
     held.add('leases', () => leases.shutdown());
+    // And with an exited Chromium: the same revocation, then warm contexts from the new one.
+    restart.lost = async () => {
+      await leases.revokeHeld();
+      await warmPool?.drain();
+    };
+    restart.started = () => warmPool?.rewarm();
     // The profiles pinned here by name are warmed from the start; any other on its first acquire.
     if (warmPool && pinnedProfiles !== '*')
       for (const pin of pinnedProfiles) {
@@ -126,7 +146,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
 
     const readiness = (): ReadinessCheck[] => [
       { name: 'browser_redis', check: async () => (await redis.ping()) === 'PONG' },
-      { name: 'chromium', check: async () => browser.isConnected() },
+      { name: 'chromium', check: async () => browsers.connected },
     ];
     const app = createDataPlaneServer({
       logger: log,
@@ -134,7 +154,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       failures: new FailedAuthLimiter(redis, config.redis.keyPrefix, config.http.authFailuresPerMinute),
       leases,
       store,
-      worker: { id: workerId, pinnedProfiles, browserVersion: browser.version() },
+      worker: { id: workerId, pinnedProfiles, browserVersion: browsers.browser.version() },
       metrics: metrics.registry,
       serveMetrics: metrics.served,
       readiness,
@@ -177,7 +197,10 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       pages,
       warmPool,
       artifacts,
-      browser,
+      get browser() {
+        return browsers.browser;
+      },
+      chromium: browsers,
       executablePath: chromium.path,
       url,
       advertisedUrl: advertised.url,

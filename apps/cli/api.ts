@@ -6,12 +6,15 @@ import {
   type CreatedApiKey,
   type CreatedProfile,
   type CreateProfile,
+  type CreateSchedule,
   createLeaseholdClient,
+  type PatchSchedule,
   type Profile,
   type paths,
   type Run,
   type RunDetail,
   type RunPage,
+  type Schedule,
   type Session,
   type SubmitRun,
 } from '../../clients/typescript/index.js';
@@ -24,7 +27,7 @@ export interface ApiTarget {
   apiKey: string;
 }
 
-export type { ApiKey, Approval, Profile, Run, RunDetail, RunPage };
+export type { ApiKey, Approval, PatchSchedule, Profile, Run, RunDetail, RunPage, Schedule };
 export type Grant = NonNullable<ApproveApproval['grant']>;
 
 /**
@@ -167,6 +170,36 @@ export class LeaseholdApi {
 
   async revokeKey(id: string): Promise<void> {
     await this.#call(() => this.#client.DELETE('/v1/api-keys/{id}', { params: { path: { id } } }));
+  }
+
+  createSchedule(body: CreateSchedule): Promise<Schedule> {
+    return this.#call(() => this.#client.POST('/v1/schedules', { body }));
+  }
+
+  listSchedules(): Promise<{ schedules: Schedule[] }> {
+    return this.#call(() => this.#client.GET('/v1/schedules'));
+  }
+
+  getSchedule(id: string): Promise<Schedule> {
+    return this.#call(() => this.#client.GET('/v1/schedules/{id}', { params: { path: { id } } }));
+  }
+
+  updateSchedule(id: string, body: PatchSchedule): Promise<Schedule> {
+    return this.#call(() => this.#client.PATCH('/v1/schedules/{id}', { params: { path: { id } }, body }));
+  }
+
+  /** `pause` or `resume`. */
+  switchSchedule(id: string, to: 'pause' | 'resume'): Promise<Schedule> {
+    const path = to === 'pause' ? '/v1/schedules/{id}/pause' : '/v1/schedules/{id}/resume';
+    return this.#call(() => this.#client.POST(path, { params: { path: { id } } }));
+  }
+
+  async deleteSchedule(id: string): Promise<void> {
+    await this.#call(() => this.#client.DELETE('/v1/schedules/{id}', { params: { path: { id } } }));
+  }
+
+  scheduleRuns(id: string): Promise<{ runs: Run[] }> {
+    return this.#call(() => this.#client.GET('/v1/schedules/{id}/runs', { params: { path: { id } } }));
   }
 
   /**

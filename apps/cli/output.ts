@@ -1,4 +1,4 @@
-import type { ApiKey, Approval, Profile, Run, RunDetail } from './api.js';
+import type { ApiKey, Approval, Profile, Run, RunDetail, Schedule } from './api.js';
 
 /**
  * Where a command writes: `line` to stdout, `problem` to stderr. With `json`, a command writes the
@@ -89,4 +89,18 @@ export function profileLine(profile: Profile): string {
 
 export function keyLine(key: ApiKey): string {
   return `${key.key_id}  ${key.principal}  ${key.scopes.join(',')}  ${isoTime(key.created_at_ms)}`;
+}
+
+/** A schedule: its timing, state, next due time and what its fires came to. */
+export function scheduleLine(schedule: Schedule): string {
+  const timing =
+    schedule.cron !== null ? `cron "${schedule.cron}" ${schedule.timezone}` : `every ${schedule.every_ms} ms`;
+  const state = schedule.paused
+    ? `paused (${schedule.paused_reason})`
+    : `next ${isoTime(schedule.next_due_at_ms[0] ?? 0)}`;
+  const counts = Object.entries(schedule.counts)
+    .filter(([, count]) => count > 0)
+    .map(([outcome, count]) => `${outcome} ${count}`)
+    .join(', ');
+  return `${schedule.id}  ${timing}  overlap ${schedule.overlap}  ${state}  session ${schedule.run.session_id}${counts ? `  ${counts}` : ''}`;
 }

@@ -4,6 +4,7 @@ import { registerApprovalCommands } from './commands/approvals.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerProfileCommands } from './commands/profiles.js';
 import { registerRunCommands } from './commands/runs.js';
+import { registerScheduleCommands } from './commands/schedules.js';
 import { CliError, EXIT_CODES, type ExitCode, UsageError } from './errors.js';
 import { streamOutput } from './output.js';
 import type { SessionOf } from './session.js';
@@ -63,6 +64,7 @@ function buildProgram(context: CliContext, exit: { code: ExitCode }): Command {
   registerApprovalCommands(program, sessionOf);
   registerProfileCommands(program, sessionOf);
   registerKeyCommands(program, sessionOf);
+  registerScheduleCommands(program, sessionOf);
   return program;
 }
 

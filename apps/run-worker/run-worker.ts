@@ -2,6 +2,7 @@ import type { Worker } from 'bullmq';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
 import type { IntervalTask } from '../../libs/lifecycle/index.js';
 import { fleetLifecycle, type LeaseUpkeepDeps, modelMetricsOf } from '../../libs/runtime/index.js';
+import { scheduleJobProcessor } from '../../libs/runtime/schedules/fire.js';
 import { startWebhookWorker } from '../../libs/runtime/webhooks/index.js';
 import {
   drainBoundMs,
@@ -11,7 +12,7 @@ import {
   runJobProcessor,
   startUpkeepTask,
 } from '../../libs/runtime/worker/index.js';
-import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import { BrowserWorkerRegistry, RedisLeaseStore, RunStore, ScheduleStore } from '../../libs/store/index.js';
 import { McpTurns } from '../../libs/store/mcp-turns.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
@@ -26,6 +27,7 @@ import {
   type RunJob,
   type RunJobResult,
 } from '../../queues/index.js';
+import { createSchedulesQueue, SCHEDULES_QUEUE, type ScheduleJob } from '../../queues/schedules.js';
 
 export { drainBoundMs } from '../../libs/runtime/worker/index.js';
 
@@ -100,6 +102,31 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   // Issue 13: the tenants' webhook deliveries are claimed beside the runs. Started first: once the
   // runs worker below claims, a stop must find every part of this role there to close.
   const webhooks = await startWebhookWorker({ config, redisUrl: options.redisUrl, redis, logger: log });
+  // Schedules fire here, beside the runs they submit: any replica may take a fire and BullMQ's job
+  // lock gives each to one, and a schedule fires only while something can run what it submits.
+  const schedulesQueue = createSchedulesQueue(redis, config.redis.queuePrefix);
+  const fires = metrics.of('scheduleFires');
+  const schedules = await createQueueWorker<ScheduleJob, string>(
+    SCHEDULES_QUEUE,
+    scheduleJobProcessor({
+      config,
+      schedules: new ScheduleStore(redis, config.redis.keyPrefix),
+      store,
+      lifecycle,
+      queue: schedulesQueue,
+      counted: (outcome, by) => fires.inc({ outcome }, by),
+      logger: log,
+    }),
+    {
+      redisUrl: options.redisUrl,
+      prefix: config.redis.queuePrefix,
+      concurrency: 4,
+      lockDurationMs: config.runWorker.lockDurationMs,
+      stalledIntervalMs: config.runWorker.stalledIntervalMs,
+      maxStalledCount: config.runWorker.maxStalledCount,
+      logger: log,
+    },
+  );
   const worker = await createQueueWorker<RunJob, RunJobResult>(RUNS_QUEUE, processor, {
     redisUrl: options.redisUrl,
     prefix: config.redis.queuePrefix,
@@ -133,11 +160,13 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
         const [outcome] = await Promise.all([
           closeWorker(worker, drainBoundMs(config.shutdownTimeoutMs)),
           closeWorker(webhooks, drainBoundMs(config.shutdownTimeoutMs)),
+          closeWorker(schedules, drainBoundMs(config.shutdownTimeoutMs)),
         ]);
         log.info({ outcome }, 'claim loop stopped');
         await upkeep.close();
         cancels.close();
         await queue.close();
+        await schedulesQueue.close();
         await closeRedis(redis);
       })();
       return closing;

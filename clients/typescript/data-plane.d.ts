@@ -159,7 +159,7 @@ export interface paths {
     put?: never;
     /**
      * Acquire a lease on a profile
-     * @description Admission first (the profile exists, belongs to the tenant, is served here, is not protected against the principal), then a lease is published and a browser context opened from the profile's sealed state. Expiry is min(requested, now + 15 min, acquired + 60 min). A live lease with the same scope is answered as it is (200, `created: false`: a reattach, ADR-0127 d1); another live scope is `profile_unavailable`, naming the holding run.
+     * @description Admission first (the profile exists, belongs to the tenant, is served here, is not protected against the principal), then a lease is published and a browser context opened from the profile's sealed state. Expiry is min(requested, now + 15 min, acquired + 60 min). A live lease with the same scope is answered as it is (200, `created: false`: a reattach, ADR-0127 d1); another live scope is `profile_unavailable`, naming the holding run. Sealed state that names a key this worker does not hold is `seal_key_mismatch`, and state that does not open with the key that sealed it `profile_unreadable`: neither is worth a retry.
      */
     post: operations['acquireLease'];
     delete?: never;
@@ -501,6 +501,8 @@ export interface components {
           | 'url_disallowed'
           | 'navigation_failed'
           | 'secret_not_allowed'
+          | 'seal_key_mismatch'
+          | 'profile_unreadable'
           | 'outcome_unknown'
           | 'provider_unavailable'
           | 'internal'
@@ -620,6 +622,13 @@ export interface components {
       id: string;
       principal: string;
       protected: boolean;
+      seal_fault: {
+        at_ms: number;
+        /** @enum {string} */
+        code: 'seal_key_mismatch' | 'profile_unreadable';
+        message: string;
+        worker_id: string;
+      } | null;
       sealed: boolean;
       sealed_at_ms: number | null;
       /** @enum {string} */
@@ -1813,7 +1822,7 @@ export interface operations {
           'application/json': components['schemas']['DataPlaneError'];
         };
       };
-      /** @description Refused in the state the profile, lease or page is in: `idempotency_conflict`, `idempotency_in_progress`, `profile_unavailable`. */
+      /** @description Refused in the state the profile, lease or page is in: `idempotency_conflict`, `idempotency_in_progress`, `profile_unavailable`, `seal_key_mismatch`, `profile_unreadable`. */
       409: {
         headers: {
           [name: string]: unknown;

@@ -53,6 +53,7 @@ export type Webhook = Schemas['Webhook'];
 export type CreatedWebhook = Schemas['CreatedWebhook'];
 export type ModelList = Schemas['ModelList'];
 export type ErrorBody = Schemas['Error'];
+export type Schedule = Schemas['Schedule'];
 /** What the requests send, by name. */
 export type SubmitRun = Schemas['SubmitRunInput'];
 export type CreateSession = Schemas['CreateSessionInput'];
@@ -62,3 +63,5 @@ export type CreateApiKey = Schemas['CreateApiKeyInput'];
 export type CreateWebhook = Schemas['CreateWebhookInput'];
 export type ApproveApproval = Schemas['ApproveApprovalInput'];
 export type DenyApproval = Schemas['DenyApprovalInput'];
+export type CreateSchedule = Schemas['CreateScheduleInput'];
+export type PatchSchedule = Schemas['PatchScheduleInput'];

@@ -8,6 +8,18 @@ export class BrowserToolError extends LeaseholdError<ToolErrorCode> {
   override readonly name: string = 'BrowserToolError';
 }
 
+/**
+ * ADR-0159: a capture the call's deadline cut off. It is `page_changed` (earlier references are
+ * void), but told apart, so the answer can say the capture timed out rather than send a reader
+ * looking for a page that changed.
+ */
+export class CaptureTimedOutError extends BrowserToolError {
+  override readonly name = 'CaptureTimedOutError';
+  constructor(message: string) {
+    super('page_changed', message);
+  }
+}
+
 /** True when Playwright reports that the document an evaluation ran in went away. */
 export function isNavigationTeardown(error: unknown): boolean {
   const message = error instanceof Error ? error.message : String(error);

@@ -7,7 +7,7 @@ import type {
   SettleResult,
 } from '../contracts/index.js';
 import type { PageAgentWorld } from './agent-call.js';
-import { BrowserToolError, isNavigationTeardown } from './errors.js';
+import { BrowserToolError, CaptureTimedOutError, isNavigationTeardown } from './errors.js';
 import { evidenceKey } from './evidence-key.js';
 import { frameWorldsOf } from './frame-worlds.js';
 import { type Operation, sleepMs, within } from './operation.js';
@@ -85,6 +85,10 @@ export async function captureObservation(
     }
     if (!finished.done) {
       await joinCutOffCapture(agent, work);
+      if (!op.signal?.aborted)
+        throw new CaptureTimedOutError(
+          "the capture timed out: it did not complete before the call's deadline; earlier references are void",
+        );
       throw new BrowserToolError(
         'page_changed',
         'the observation did not complete before the call ended; earlier references are void',

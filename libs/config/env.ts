@@ -161,6 +161,26 @@ export const envSchema = z.object({
       .refine((value) => decodeKey(value) !== undefined, '32 bytes as 64 hex digits or base64')
       .optional(),
   ),
+  /**
+   * The seal keys LEASEHOLD_SEAL_KEY replaced, comma-separated, each written as that key is (32
+   * bytes, hex or base64; the same production rule). A browser worker opens sealed state that
+   * names one of them and seals it again with LEASEHOLD_SEAL_KEY on its lease's next clean close;
+   * nothing is sealed with them. Keep a key here until every profile it sealed has been closed
+   * cleanly once: state that names a key no worker holds fails `seal_key_mismatch`.
+   */
+  LEASEHOLD_SEAL_KEYS_PREVIOUS: z
+    .string()
+    .default('')
+    .transform(splitList)
+    .pipe(
+      z
+        .array(
+          z
+            .string()
+            .refine((value) => decodeKey(value) !== undefined, 'each 32 bytes as 64 hex digits or base64'),
+        )
+        .max(8, 'at most 8 keys'),
+    ),
 
   /** Chromium to launch. Unset: Playwright's own if installed, else the system's. */
   BROWSER_EXECUTABLE: optionalText,
@@ -244,6 +264,11 @@ export const envSchema = z.object({
   LEASE_UPKEEP_INTERVAL_MS: positiveMs.default(ADR_0127.upkeepIntervalMs),
   /** The sweeper's period. */
   SWEEP_INTERVAL_MS: positiveMs.default(5_000),
+  /**
+   * The least time between two fires of one schedule: a schedule whose cron or `every` would fire
+   * sooner is refused. Tests lower it; below a second a fire's submit would outpace its own run.
+   */
+  SCHEDULE_MIN_INTERVAL_MS: positiveMs.min(1_000).default(60_000),
   /**
    * Longest a process takes to stop after SIGTERM/SIGINT before it forces its exit. A run worker
    * lets the tool calls it has in flight answer inside it (a slow page's navigate among them).

@@ -70,6 +70,8 @@ export interface Config {
     readonly dataPlaneToken: string | undefined;
     /** base64 or hex; decode with `decodeKey`. */
     readonly sealKey: string | undefined;
+    /** The seal keys LEASEHOLD_SEAL_KEY replaced (LEASEHOLD_SEAL_KEYS_PREVIOUS): they open, never seal. */
+    readonly previousSealKeys: readonly string[];
     /** API keys of the models in ops/models.yaml, by model name, from each entry's `api_key_env`. */
     readonly modelApiKeys: Readonly<Record<string, string>>;
   };
@@ -99,6 +101,8 @@ export interface Config {
     readonly handBackBaseMs: number;
   };
   readonly sweeper: { readonly intervalMs: number };
+  /** Schedules: the least time between two fires of one schedule (SCHEDULE_MIN_INTERVAL_MS). */
+  readonly schedules: { readonly minIntervalMs: number };
   /** Issue 13: where run artifacts go (a local folder, or an S3-compatible bucket when named). */
   readonly artifacts: {
     readonly dir: string;
@@ -225,6 +229,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secrets: {
       dataPlaneToken: e.LEASEHOLD_DATA_PLANE_TOKEN,
       sealKey: e.LEASEHOLD_SEAL_KEY,
+      previousSealKeys: e.LEASEHOLD_SEAL_KEYS_PREVIOUS,
       modelApiKeys: modelApiKeys(models, env),
     },
     browser: {
@@ -249,6 +254,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       handBackBaseMs: e.RUN_HANDBACK_BASE_MS,
     },
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS },
+    schedules: { minIntervalMs: e.SCHEDULE_MIN_INTERVAL_MS },
     artifacts: {
       dir: e.LEASEHOLD_ARTIFACTS_DIR,
       s3: e.LEASEHOLD_ARTIFACTS_S3_BUCKET
@@ -269,10 +275,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   });
 }
 
-/** The production rule of each shared secret, and how an operator makes one that passes. */
-const PRODUCTION_SECRETS: ReadonlyArray<[name: string, length: SecretLength, rule: string]> = [
+/**
+ * The production rule of each shared secret, and how an operator makes one that passes; a list
+ * setting (`each`) holds comma-separated secrets, each checked by the rule.
+ */
+const PRODUCTION_SECRETS: ReadonlyArray<[name: string, length: SecretLength, rule: string, form?: 'each']> = [
   ['LEASEHOLD_DATA_PLANE_TOKEN', { minBytes: 32 }, 'hex or base64 decoding to at least 32 bytes'],
   ['LEASEHOLD_SEAL_KEY', { exactBytes: 32 }, 'hex or base64 decoding to exactly 32 bytes'],
+  [
+    'LEASEHOLD_SEAL_KEYS_PREVIOUS',
+    { exactBytes: 32 },
+    'keys of hex or base64 each decoding to exactly 32 bytes',
+    'each',
+  ],
 ];
 
 /**
@@ -281,9 +296,11 @@ const PRODUCTION_SECRETS: ReadonlyArray<[name: string, length: SecretLength, rul
  * names the setting, never its value. An empty value is unset, answered where the secret is needed.
  */
 function checkProductionSecrets(env: Record<string, string | undefined>): void {
-  for (const [name, length, rule] of PRODUCTION_SECRETS) {
+  for (const [name, length, rule, form] of PRODUCTION_SECRETS) {
     const raw = env[name];
-    if (raw === undefined || raw === '' || isStrongSecret(raw, length)) continue;
+    if (raw === undefined || raw === '') continue;
+    const values = form === 'each' ? raw.split(',').filter((value) => value.trim() !== '') : [raw];
+    if (values.every((value) => isStrongSecret(value, length))) continue;
     throw new ConfigError(
       `invalid configuration: ${name}: expected in production ${rule}, not one character repeated (openssl rand -hex 32); got a value that does not fit`,
     );

@@ -110,6 +110,20 @@ export const createProfileSchema = z.object({
 });
 export type CreateProfile = z.output<typeof createProfileSchema>;
 
+/**
+ * Why the profile's sealed state last failed to open, and on which browser worker: a key the worker
+ * does not hold, or state that does not open with the key that sealed it. Cleared once the state
+ * opens or is sealed again. No reset is offered: one misconfigured worker must not lead anyone to
+ * drop state the others still open.
+ */
+export const sealFaultSchema = z.object({
+  code: z.enum(['seal_key_mismatch', 'profile_unreadable']),
+  message: z.string(),
+  worker_id: z.string(),
+  at_ms: z.number().int(),
+});
+export type SealFault = z.output<typeof sealFaultSchema>;
+
 /** A profile as routes show it: never its sealed state. */
 export interface ProfileView {
   id: string;
@@ -121,6 +135,7 @@ export interface ProfileView {
   protected: boolean;
   sealed: boolean;
   sealed_at_ms: number | null;
+  seal_fault: SealFault | null;
   created_at_ms: number;
 }
 
@@ -263,6 +278,10 @@ export const DATA_PLANE_ERROR_STATUS = {
   /** The navigation's request never reached a server: the site is not there for the worker. */
   navigation_failed: 502,
   secret_not_allowed: 409,
+  /** The profile's sealed state names a key this worker does not hold; no retry opens it. */
+  seal_key_mismatch: 409,
+  /** The profile's sealed state does not open with the key that sealed it. */
+  profile_unreadable: 409,
   outcome_unknown: 502,
   provider_unavailable: 503,
   internal: 500,
@@ -285,6 +304,8 @@ export const profileAnswerSchema = z.object({
   /** Whether a close has stored the profile's storage state; the state itself is never shown. */
   sealed: z.boolean(),
   sealed_at_ms: z.number().int().nullable(),
+  /** Why the sealed state last failed to open, and where; null while it opens. */
+  seal_fault: sealFaultSchema.nullable(),
   created_at_ms: z.number().int(),
 }) satisfies z.ZodType<ProfileView>;
 

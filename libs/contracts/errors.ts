@@ -15,6 +15,8 @@ export const TOOL_ERROR_CODES = [
   'invalid_arguments',
   'navigation_failed',
   'secret_not_allowed',
+  'seal_key_mismatch',
+  'profile_unreadable',
 ] as const;
 export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
 
@@ -90,6 +92,11 @@ export const RUN_ERROR_TABLE = {
   // Browser tools 1.4.0: a declared secret asked into a field or origin it is not for; refused
   // before dispatch, so the model may fill the right field (a prompt-injected one gets nothing).
   secret_not_allowed: { outcome: 'tool_result', httpStatus: 409 },
+  // The profile's sealed state names a key the browser worker does not hold: no call of this run,
+  // and no other attempt, opens it (ADR-0177's permanent refusal). The worker's keys must change.
+  seal_key_mismatch: { outcome: 'fails_run', httpStatus: 409 },
+  // The state does not open with the very key that sealed it: damaged, or not this profile's.
+  profile_unreadable: { outcome: 'fails_run', httpStatus: 409 },
 } as const satisfies Record<RunErrorCode, { outcome: RunOutcome; httpStatus: number | null }>;
 
 export function isRunErrorCode(code: string): code is RunErrorCode {

@@ -1,6 +1,7 @@
 export * from './api-keys.js';
 export * from './bounded-json.js';
 export * from './browser-tools.js';
+export * from './canonical-json.js';
 export * from './data-plane.js';
 export {
   API_ERROR_STATUS,
@@ -29,4 +30,5 @@ export * from './run-lifecycle.js';
 export * from './run-secrets.js';
 export * from './run-steps.js';
 export * from './runs.js';
+export * from './schedules.js';
 export * from './webhooks.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { profileIdSchema, subresourcePolicySchema } from './data-plane.js';
+import { profileIdSchema, sealFaultSchema, subresourcePolicySchema } from './data-plane.js';
 import {
   agentVersionSchema,
   agentViewSchema,
@@ -34,6 +34,8 @@ export const restProfileViewSchema = z.object({
   subresources: subresourcePolicySchema,
   protected: z.boolean(),
   sealed: z.boolean(),
+  /** Why the sealed state last failed to open on a browser worker; null while it opens. */
+  seal_fault: sealFaultSchema.nullable(),
 });
 export type RestProfileView = z.output<typeof restProfileViewSchema>;
 

@@ -61,6 +61,28 @@ export const RUN_EVENTS = [
 export type RunLifecycleEvent = (typeof RUN_EVENTS)[number];
 
 /**
+ * ADR-0127 d4, one column per status: whether a run in it still needs its page, so its lease is
+ * kept and renewed. Running, queued to resume, or parked on its own approval (a person's too) needs
+ * it; waiting on a child or a person away from the page, or ended, is done with it. The lifecycle
+ * (closing a lease before the next run is woken) and the upkeep (renew or close) both read it.
+ */
+export const RUN_STATUS_NEEDS_PAGE = {
+  queued: true,
+  running: true,
+  parked: true,
+  waiting_child: false,
+  waiting_user: false,
+  succeeded: false,
+  failed: false,
+  cancelled: false,
+} as const satisfies Record<RunStatus, boolean>;
+
+/** Whether a run of `status` needs its page (a run that is gone does not). */
+export function runNeedsPage(status: RunStatus | undefined): boolean {
+  return status !== undefined && RUN_STATUS_NEEDS_PAGE[status];
+}
+
+/**
  * A run's state for the table: its status, or `null` before it exists (only `submit` applies).
  */
 export type RunLifecycleState = RunStatus | null;

@@ -41,6 +41,7 @@ export function profileView(profile: ProfileSettings): ProfileView {
     // Set with the sealed state in one script (finishClose), so listing never reads the blob.
     sealed: profile.sealedAtMs !== undefined,
     sealed_at_ms: profile.sealedAtMs ?? null,
+    seal_fault: profile.sealFault ?? null,
     created_at_ms: profile.createdAtMs,
   };
 }

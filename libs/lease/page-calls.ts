@@ -16,7 +16,7 @@ import { readLeaseView } from './lease-views.js';
 import { type LeaseArtifacts, LeaseScreenshots } from './page-artifacts.js';
 import type { PageResult, PageSession } from './pages.js';
 import type { LeaseRecord, LeaseStore } from './ports.js';
-import { unsealState } from './seal.js';
+import { type SealKeys, unsealState } from './seal.js';
 import { toldRefusal } from './told-refusal.js';
 
 /** What the page routes share with the lease service that owns them. */
@@ -37,7 +37,7 @@ export interface LeasePageCallsDeps {
   /** Issue 13: where screenshots go; without it, calls answer none. */
   artifacts?: LeaseArtifacts | undefined;
   /** DESIGN §12: opens the declared secrets of the runs the leases serve (AES-256-GCM). */
-  sealKey?: Buffer | undefined;
+  sealKeys?: SealKeys | undefined;
 }
 
 /** Work a call leaves for right after its answer, before the lease's next call (its screenshot). */
@@ -280,7 +280,7 @@ export class LeasePageCalls {
   }
 
   #openSecrets(sealed: string, lease: LeaseRecord): OpenedSecret[] {
-    const key = this.#deps.sealKey;
+    const key = this.#deps.sealKeys;
     if (!key)
       throw new DataPlaneError('internal', 'the run declares secrets and this worker has no seal key');
     let opened: unknown;

@@ -17,18 +17,23 @@ import type { PageFactory, PageResult, PageSession } from './pages.js';
 export class PlaywrightPageFactory implements PageFactory {
   readonly #contexts = new Set<BrowserContext>();
 
+  readonly #browser: () => Browser;
+
   constructor(
-    private readonly browser: Browser,
+    /** The browser, or where to read the current one (the worker starts another if it exits). */
+    browser: Browser | (() => Browser),
     /** Issue 14: told every settle of every lease's page (the browser worker counts them). */
     private readonly options: { onSettle?: PageEngineOptions['onSettle'] } = {},
-  ) {}
+  ) {
+    this.#browser = typeof browser === 'function' ? browser : () => browser;
+  }
 
   openContexts(): number {
     return this.#contexts.size;
   }
 
   async open(input: Parameters<PageFactory['open']>[0]): Promise<PageSession> {
-    const context = await this.browser.newContext({
+    const context = await this.#browser().newContext({
       // Issue 11: a service worker's requests belong to no page, and it outlives the lease's pages.
       serviceWorkers: 'block',
       ...(input.storageState

@@ -4,6 +4,7 @@ import type {
   LeaseScope,
   LeaseState,
   ProfileRef,
+  SealFault,
   SubresourcePolicy,
 } from '../contracts/index.js';
 
@@ -24,6 +25,8 @@ export interface ProfileSettings {
    * restored from one version is never served once the profile is at another.
    */
   sealVersion: string;
+  /** Why the sealed state last failed to open, and on which worker; undefined while it opens. */
+  sealFault: SealFault | undefined;
 }
 
 /** A profile as stored: its sealed state is an encrypted blob, never shown by a route. */
@@ -161,6 +164,11 @@ export interface LeaseStore {
     nowMs: number;
     caps: LeaseCaps;
   }): Promise<AcquireOutcome>;
+  /**
+   * Notes why the profile's sealed state did not open (or, with undefined, that it did): what the
+   * profile's views show. A profile that does not exist is left so.
+   */
+  noteSealFault(profile: ProfileRef, fault: SealFault | undefined): Promise<void>;
   /** The profile's sealed state and its seal version, read together; undefined without the profile. */
   sealedState(profile: ProfileRef): Promise<SealedState | undefined>;
   getLease(profile: ProfileRef, leaseId: string): Promise<LeaseRecord | undefined>;

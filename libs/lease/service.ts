@@ -10,6 +10,7 @@ import type {
   LeaseView,
   ProfileRef,
   ProfileView,
+  SealFault,
 } from '../contracts/index.js';
 import { assertNever, pinsServe, profileLabel } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
@@ -31,7 +32,8 @@ import type {
   ProfileSettings,
   StoredProfile,
 } from './ports.js';
-import { sealState, unsealState } from './seal.js';
+import { SealKeys, SealOpenError, sealState, unsealState } from './seal.js';
+import { sealRefusal } from './seal-refusal.js';
 import type { WarmPool } from './warm-pool.js';
 
 /**
@@ -58,7 +60,8 @@ export interface LeaseServiceOptions {
   workerId: string;
   /** The profiles it serves: `*`, or pins `tenant/id` and `tenant/*` (see `pinsServe`). */
   pinnedProfiles: '*' | readonly string[];
-  sealKey: Buffer;
+  /** The key state is sealed with, alone or with the keys it replaced (which only open). */
+  sealKey: Buffer | SealKeys;
   logger: Logger;
   metrics: LeaseMetrics;
   /** Epoch ms; injected by tests to cross caps without sleeping. */
@@ -86,8 +89,10 @@ export class LeaseService {
   readonly #log: Logger;
   readonly #metrics: LeaseMetrics;
   readonly #pageCalls: LeasePageCalls;
+  readonly #sealKeys: SealKeys;
 
   constructor(private readonly options: LeaseServiceOptions) {
+    this.#sealKeys = options.sealKey instanceof SealKeys ? options.sealKey : new SealKeys(options.sealKey);
     this.#store = options.store;
     this.#pages = options.pages;
     this.#clock = options.clock ?? Date.now;
@@ -102,7 +107,7 @@ export class LeaseService {
       held: this.#held,
       close: (profile, leaseId, closeOptions) => this.close(profile, leaseId, closeOptions),
       artifacts: options.artifacts,
-      sealKey: options.sealKey,
+      sealKeys: this.#sealKeys,
     });
   }
 
@@ -271,9 +276,11 @@ export class LeaseService {
       await session;
     } catch (error) {
       this.#held.delete(leaseId);
-      this.#log.error({ lease_id: leaseId, err: error }, 'browser context could not be created');
+      if (!(error instanceof SealOpenError))
+        this.#log.error({ lease_id: leaseId, err: error }, 'browser context could not be created');
       await this.#store.beginClose(ref, leaseId, this.#clock(), 'revoked');
       await this.#store.finishClose(ref, leaseId, this.#clock(), undefined);
+      if (error instanceof SealOpenError) throw await this.#refuseSealedState(ref, leaseId, error);
       throw new DataPlaneError(
         'provider_unavailable',
         'the browser context could not be created',
@@ -281,6 +288,8 @@ export class LeaseService {
         { cause: error },
       );
     }
+    // The state opened here: a note that it would not (here or on another worker) is no longer true.
+    if (profile.sealFault) await this.#noteSealFault(ref, undefined);
     // A profile acquired here is kept warm from now on. The refill starts once this lease's context
     // is ready, so it never competes with the acquire that is being answered.
     this.options.warmPool?.want(ref);
@@ -292,7 +301,7 @@ export class LeaseService {
     const ref: ProfileRef = { tenant: profile.tenant, id: profile.id };
     const sealed = await this.#store.sealedState(ref);
     const storageState = sealed?.blob
-      ? unsealState(sealed.blob, this.options.sealKey, profileLabel(ref))
+      ? unsealState(sealed.blob, this.#sealKeys, profileLabel(ref))
       : undefined;
     // Issue 11: the page fence of every page and frame of the lease takes the profile's settings.
     return this.#pages.open({
@@ -302,6 +311,44 @@ export class LeaseService {
       subresources: profile.subresources,
       storageState,
     });
+  }
+
+  /** The state did not open here: noted on the profile, counted and logged, then refused for good. */
+  async #refuseSealedState(ref: ProfileRef, leaseId: string, error: SealOpenError): Promise<DataPlaneError> {
+    const refusal = sealRefusal({
+      profile: ref,
+      workerId: this.workerId,
+      keys: this.#sealKeys,
+      error,
+      nowMs: this.#clock(),
+    });
+    this.#metrics.sealRefusals.inc({ code: refusal.fault.code });
+    this.#log.error(
+      {
+        lease_id: leaseId,
+        tenant: ref.tenant,
+        profile_id: ref.id,
+        code: refusal.fault.code,
+        sealed_with: error.sealedWith ?? null,
+        worker_keys: this.#sealKeys.fingerprints,
+        err: error.cause,
+      },
+      'sealed state did not open',
+    );
+    await this.#noteSealFault(ref, refusal.fault);
+    return refusal.error;
+  }
+
+  /** The profile's note of a seal fault, written or cleared; a failed write is logged, never the caller's failure. */
+  async #noteSealFault(ref: ProfileRef, fault: SealFault | undefined): Promise<void> {
+    await this.#store
+      .noteSealFault(ref, fault)
+      .catch((error: unknown) =>
+        this.#log.warn(
+          { tenant: ref.tenant, profile_id: ref.id, err: error },
+          'seal fault could not be noted',
+        ),
+      );
   }
 
   /**
@@ -436,7 +483,8 @@ export class LeaseService {
       const session = await held.session.catch(() => undefined);
       if (session && seal && begun.sealAllowed && reason === 'closed') {
         try {
-          blob = sealState(await session.storageState(), this.options.sealKey, profileLabel(profile));
+          // Always the current key: state opened with a previous one is rotated by this seal.
+          blob = sealState(await session.storageState(), this.#sealKeys.current, profileLabel(profile));
         } catch (error) {
           this.#log.warn(
             { lease_id: leaseId, err: error },
@@ -567,15 +615,23 @@ export class LeaseService {
 
   /** Worker shutdown: every held lease is revoked unsealed (its page goes with this process). */
   async shutdown(): Promise<void> {
+    await this.revokeHeld();
+    // Screenshots already taken are written and noted; those not taken are noted `page_closed`.
+    await this.#pageCalls.screenshotsDrained();
+  }
+
+  /**
+   * Every held lease revoked unsealed: its page is gone (the worker stops, or Chromium exited), so
+   * there is nothing true to seal and the run side must acquire afresh.
+   */
+  async revokeHeld(): Promise<void> {
     await Promise.all(
       [...this.#held].map(([leaseId, held]) =>
         this.close(held.profile, leaseId, { seal: false, reason: 'revoked' }).catch((error: unknown) =>
-          this.#log.warn({ lease_id: leaseId, err: error }, 'revoke at shutdown failed'),
+          this.#log.warn({ lease_id: leaseId, err: error }, 'revoking a held lease failed'),
         ),
       ),
     );
-    // Screenshots already taken are written and noted; those not taken are noted `page_closed`.
-    await this.#pageCalls.screenshotsDrained();
   }
 
   #view(profile: ProfileRef, leaseId: string): Promise<LeaseView> {

@@ -1,4 +1,4 @@
-import { BrowserToolError } from '../browser/index.js';
+import { BrowserToolError, CaptureTimedOutError } from '../browser/index.js';
 import { DataPlaneError } from './errors.js';
 
 /**
@@ -30,7 +30,13 @@ export function toldRefusal(error: unknown, dispatched: boolean, sequence: numbe
     | 'url_disallowed'
     | 'invalid_arguments'
     | 'secret_not_allowed';
-  return new DataPlaneError(code, error.message, dispatched ? { dispatched, sequence } : { dispatched }, {
-    cause: error,
-  });
+  // ADR-0159: the settled page's capture cut off by the deadline; the caller says so, not "changed".
+  const timedOut: Record<string, boolean> =
+    error instanceof CaptureTimedOutError ? { capture_timed_out: true } : {};
+  return new DataPlaneError(
+    code,
+    error.message,
+    dispatched ? { dispatched, sequence, ...timedOut } : { dispatched, ...timedOut },
+    { cause: error },
+  );
 }

@@ -5,7 +5,7 @@ import { profileLabel } from '../contracts/index.js';
 import type { PageActivity } from './page-activity.js';
 import type { PageFactory, PageSession } from './pages.js';
 import type { LeaseStore } from './ports.js';
-import { unsealState } from './seal.js';
+import { type SealKeys, unsealState } from './seal.js';
 
 /** Issue 18: how many warm contexts a browser worker keeps, per profile and in all. */
 export interface WarmPoolLimits {
@@ -18,7 +18,8 @@ export interface WarmPoolLimits {
 export interface WarmPoolOptions {
   pages: PageFactory;
   store: Pick<LeaseStore, 'getProfile'>;
-  sealKey: Buffer;
+  /** The key state is sealed with, alone or with the keys it replaced. */
+  sealKey: Buffer | SealKeys;
   limits: WarmPoolLimits;
   logger: Logger;
   /** The leases' page calls: a context is made only while they are quiet. Without it, at once. */
@@ -128,6 +129,12 @@ export class WarmPool {
       return ready;
     });
     await Promise.all(all.map((warm) => warm.session.dispose().catch(() => undefined)));
+  }
+
+  /** Makes every profile's contexts again (after Chromium was started again), failed ones too. */
+  rewarm(): void {
+    for (const pool of this.#pools.values()) pool.failed = false;
+    this.#refill();
   }
 
   #pool(profile: ProfileRef): ProfilePool {

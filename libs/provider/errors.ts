@@ -163,6 +163,13 @@ export function serviceErrorOf(body: unknown): {
 }
 
 /**
+ * ADR-0159: what a `page_changed` marked `capture_timed_out` says. The code stays (earlier
+ * references are void), but the cause is the call's time running out, not a page seen to change.
+ */
+const CAPTURE_TIMED_OUT =
+  "the page's capture timed out before the call's deadline: earlier references are void, so observe again";
+
+/**
  * The error for a data-plane answer that was not a success (DESIGN §8, ADR-0127 d3):
  * an effect answered anything but a refusal before dispatch is `outcome_unknown` (or
  * `profile_unavailable` where the service refused the lease itself); otherwise 502/503 are a
@@ -204,7 +211,14 @@ export function errorFromAnswer(
       TOLD_REFUSALS.has(serviceCode) &&
       isToolCode(serviceCode)
     )
-      return new ProviderError(serviceCode, `${said}: dispatched, then refused by the page`, false, details);
+      return new ProviderError(
+        serviceCode,
+        facts.capture_timed_out === true
+          ? `${said}: dispatched, then ${CAPTURE_TIMED_OUT}`
+          : `${said}: dispatched, then refused by the page`,
+        false,
+        details,
+      );
     // Legacy answers without the mark: the list of refusals the page engine gives before dispatch.
     if (
       facts.dispatched === undefined &&
@@ -236,9 +250,15 @@ export function errorFromAnswer(
       details,
     );
   switch (serviceCode) {
+    case 'page_changed':
+      return new ProviderError(
+        serviceCode,
+        facts.capture_timed_out === true ? `${said}: ${CAPTURE_TIMED_OUT}` : said,
+        false,
+        details,
+      );
     case 'profile_unavailable':
     case 'lease_expired':
-    case 'page_changed':
     case 'element_not_found':
     case 'action_not_allowed':
     case 'url_disallowed':
@@ -247,6 +267,10 @@ export function errorFromAnswer(
     case 'navigation_failed':
     case 'secret_not_allowed':
       return new ProviderError(serviceCode, said, false, details);
+    case 'seal_key_mismatch':
+    case 'profile_unreadable':
+      // ADR-0177: a permanent refusal; no attempt of this acquisition or any other opens the state.
+      return new ProviderError(serviceCode, `${said}: ${sealRefusal(serviceCode, facts)}`, false, details);
     case 'sequence_mismatch':
       return new ProviderError('sequence_mismatch', said, false, details);
     case 'validation_failed':
@@ -266,6 +290,30 @@ export function errorFromAnswer(
       // unauthorized, idempotency_conflict, internal, anything unknown: another attempt cannot help.
       return new ProviderError('provider_unavailable', said, false, details);
   }
+}
+
+/**
+ * What a refused sealed state means, told from the answer's identifiers alone (the service's own
+ * words stay out): which profile, which worker, and the fingerprints of the keys involved.
+ */
+function sealRefusal(
+  code: 'seal_key_mismatch' | 'profile_unreadable',
+  facts: Readonly<Record<string, string | number | boolean>>,
+): string {
+  const profile =
+    typeof facts.tenant === 'string' && typeof facts.profile_id === 'string'
+      ? `profile ${facts.tenant}/${facts.profile_id}`
+      : 'the profile';
+  const worker =
+    typeof facts.worker_id === 'string' ? `browser worker ${facts.worker_id}` : 'the browser worker';
+  const sealedWith = typeof facts.sealed_with === 'string' ? ` ${facts.sealed_with}` : '';
+  if (code === 'seal_key_mismatch') {
+    const holds = typeof facts.worker_key === 'string' ? ` (its seal key is ${facts.worker_key})` : '';
+    return `${profile} was sealed with key${sealedWith}, which ${worker} does not hold${holds}`;
+  }
+  return sealedWith
+    ? `${profile}'s sealed state does not open on ${worker} with the key that sealed it,${sealedWith}`
+    : `${profile}'s sealed state names no key and opens with none of the keys ${worker} holds`;
 }
 
 /** The lease and error page answered beside a `navigation_failed`, when they parse. */

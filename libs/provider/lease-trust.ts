@@ -50,6 +50,9 @@ export function judgeFailedPageCall(error: unknown, sequence: number): FailedPag
     case 'outcome_unknown':
     case 'profile_unavailable':
     case 'provider_unavailable':
+    // Only acquisition answers these (no lease was had); a page call that did would be as lost.
+    case 'seal_key_mismatch':
+    case 'profile_unreadable':
       // ADR-0127 d2, d3: the lease cannot be trusted any more; never retry, start afresh next call.
       return { error, drop: 'untrusted' };
     default:

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
-import { canonicalJson, sha256Hex } from '../store/canonical-json.js';
+import { canonicalJson, sha256Hex } from '../contracts/canonical-json.js';
 
 /**
  * The identical-call breaker (DESIGN §7, ADR-0130 d7): identical calls — the same tool name and the

@@ -56,7 +56,6 @@ export { type LeaseReleaseDeps, releaseRunLease } from './lease-release.js';
 export {
   LEASE_UPKEEP_DEFAULTS,
   type LeaseUpkeepDeps,
-  leaseStillNeeded,
   renewalTarget,
   runLeaseUpkeep,
   type UpkeepLease,

@@ -1,5 +1,10 @@
 import { ADR_0127 } from '../config/index.js';
-import { MAX_RENEWALS_PER_REQUEST, type ProfileRef, type RunStatus } from '../contracts/index.js';
+import {
+  MAX_RENEWALS_PER_REQUEST,
+  type ProfileRef,
+  type RunStatus,
+  runNeedsPage,
+} from '../contracts/index.js';
 import { DataPlaneClient } from '../provider/index.js';
 
 /** ADR-0127 d5–d6: renew within five minutes of expiry, 15 minutes a step, 60 minutes a lease. */
@@ -53,14 +58,6 @@ export interface UpkeepPass {
   /** Leases whose run still needs them and that are not due yet, or already at their last expiry. */
   kept: number;
   failed: string[];
-}
-
-/**
- * ADR-0127 d4: a run needs its page while it is running (here or elsewhere), queued to resume, or
- * parked on its own approval. An end, `waiting_user` or `waiting_child` is done with it.
- */
-export function leaseStillNeeded(status: RunStatus | undefined): boolean {
-  return status === 'running' || status === 'queued' || status === 'parked';
 }
 
 /**
@@ -127,7 +124,7 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
     // A worker that is gone took the page with it; its restart revokes the lease, or it expires.
     if (!client) continue;
     const run = runs.get(lease.scope.run_id);
-    if (!leaseStillNeeded(run?.status)) {
+    if (!runNeedsPage(run?.status)) {
       work.push({
         leases: [lease],
         run: async () => {

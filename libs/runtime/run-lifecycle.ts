@@ -1,4 +1,10 @@
-import { type ProfileRef, type RunStatus, type RunView, runHasEnded } from '../contracts/index.js';
+import {
+  type ProfileRef,
+  type RunStatus,
+  type RunView,
+  runHasEnded,
+  runNeedsPage,
+} from '../contracts/index.js';
 import type { RunEndFigures } from '../telemetry/index.js';
 import { type ParentResumeDeps, resumeParentOf } from './delegation.js';
 import { type LeaseReleaseDeps, releaseRunLease } from './lease-release.js';
@@ -116,7 +122,7 @@ export class RunLifecycle {
       if (run.waiting_for !== 'profile') await this.#deps.enqueue(run);
       return;
     }
-    if (doneWithPage(run)) {
+    if (!runNeedsPage(run.status)) {
       // ADR-0127 d4: done with the page; its lease is closed before the next run is woken.
       await this.#releaseLease(run);
       await this.#passTurn(run);
@@ -219,7 +225,7 @@ export class RunLifecycle {
     // ended outside the lifecycle) is followed up here, so a claim never waits on a finished run.
     for (let looks = 0; !verdict.turn && looks < MAX_STALE_HOLDERS; looks += 1) {
       const holder = await this.#deps.store.getRun(verdict.holderRunId);
-      if (holder && !doneWithPage(holder)) break;
+      if (holder && runNeedsPage(holder.status)) break;
       if (holder) await this.followUp(holder);
       else await turns.pass(profile, verdict.holderRunId);
       verdict = await turns.take(profile, run.id);
@@ -249,7 +255,7 @@ export class RunLifecycle {
         if (next && (await this.#wake(next))) woken += 1;
       } else if (run.status === 'queued' && run.waiting_for === 'profile') {
         if (await this.#wake(run.id)) woken += 1;
-      } else if (doneWithPage(run)) {
+      } else if (!runNeedsPage(run.status)) {
         await this.followUp(run);
       }
     }
@@ -282,11 +288,6 @@ export class RunLifecycle {
 
 /** How many finished holders a claim follows up before it waits behind the next one. */
 const MAX_STALE_HOLDERS = 3;
-
-/** ADR-0127 d4: a run that ended, or waits on a person or a child, no longer needs its page. */
-export function doneWithPage(run: RunView): boolean {
-  return runHasEnded(run.status) || run.status === 'waiting_user' || run.status === 'waiting_child';
-}
 
 /** The profile a run's session is bound to (a session's profile is of its own tenant, DESIGN §3). */
 function profileOf(run: RunView): ProfileRef | undefined {

@@ -1,3 +1,4 @@
+import { canonicalJson, sha256Hex } from '../contracts/canonical-json.js';
 import {
   type AgentDefinition,
   type AgentView,
@@ -9,7 +10,6 @@ import {
   type SessionView,
   sessionViewSchema,
 } from '../contracts/index.js';
-import { canonicalJson, sha256Hex } from './canonical-json.js';
 import type { RunStoreContext } from './run-keys.js';
 
 /**

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../contracts/canonical-json.js';
 import {
   API_KEY_CHAIN_MAX,
   type ApiKeyIdentity,
@@ -14,7 +15,6 @@ import {
   scopesNotHeld,
   tenantIdSchema,
 } from '../contracts/index.js';
-import { sha256Hex } from './canonical-json.js';
 import type { RunStoreContext } from './run-keys.js';
 import { slotBatch } from './slot-batch.js';
 

@@ -1,7 +1,6 @@
 export { agentVersionOf, type NewSession, type PutAgentOutcome } from './agents.js';
 export type { ApiKeyRefusal, IssuedApiKey, NewApiKey } from './api-keys.js';
 export type { ApprovalDecision, ApprovalRequest, GrantUse } from './approvals.js';
-export { canonicalJson, contentAddress, sha256Hex } from './canonical-json.js';
 export { FollowUpIndex, type OwedFollowUp } from './follow-ups.js';
 export { AgentVersionCache, SessionCache } from './immutable-caches.js';
 export { LeaderLock } from './leader-lock.js';
@@ -36,6 +35,12 @@ export {
   type TenantRunQuery,
 } from './run-store.js';
 export type { RunRefusal, RunRefusalCode, RunTransition } from './run-transition.js';
+export {
+  type ScheduleMaker,
+  type SchedulePauseReason,
+  type ScheduleRecord,
+  ScheduleStore,
+} from './schedules.js';
 export { RunScreenshotNotes } from './screenshot-states.js';
 export { type ScriptCommands, withScripts } from './scripts.js';
 export {

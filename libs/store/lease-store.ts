@@ -1,4 +1,11 @@
-import type { CreateProfile, LeaseCloseReason, LeaseState, ProfileRef } from '../contracts/index.js';
+import {
+  type CreateProfile,
+  type LeaseCloseReason,
+  type LeaseState,
+  type ProfileRef,
+  type SealFault,
+  sealFaultSchema,
+} from '../contracts/index.js';
 import type {
   AcquireOutcome,
   BeginCloseOutcome,
@@ -207,6 +214,10 @@ export class RedisLeaseStore implements LeaseStore {
       default:
         throw new Error(`acquireLease answered ${String(status)}`);
     }
+  }
+
+  async noteSealFault(profile: ProfileRef, fault: SealFault | undefined): Promise<void> {
+    await this.#redis.noteSealFault(this.#profileKey(profile), fault ? JSON.stringify(fault) : '');
   }
 
   /** Issue 18: the sealed state and its version in one read, so a context warmed from it is named right. */
@@ -432,6 +443,7 @@ const SETTINGS_FIELDS = [
   'sealed_at',
   'created_at',
   'seal_gen',
+  'seal_fault',
 ] as const;
 
 /** What a created lease answers of its profile: its settings, never the sealed state. */
@@ -474,7 +486,19 @@ function parseProfile(fields: Record<string, string>): ProfileSettings | undefin
     sealedAtMs: fields.sealed_at ? Number(fields.sealed_at) : undefined,
     createdAtMs: Number(fields.created_at),
     sealVersion: sealVersionOf(fields),
+    sealFault: parseSealFault(fields.seal_fault),
   };
+}
+
+/** A profile's seal fault note; one this version cannot read is shown as none rather than failing the read. */
+function parseSealFault(stored: string | undefined): SealFault | undefined {
+  if (!stored) return undefined;
+  try {
+    const parsed = sealFaultSchema.safeParse(JSON.parse(stored));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A flat HGETALL reply (`[field, value, …]`) as a record. */

@@ -1,5 +1,5 @@
+import { canonicalJson } from '../contracts/canonical-json.js';
 import { type RunErrorCode, type RunView, recordIdSchema } from '../contracts/index.js';
-import { canonicalJson } from './canonical-json.js';
 import type { RunStoreContext } from './run-keys.js';
 import { runScriptKeys } from './run-retention.js';
 import { type RunRefusal, type RunTransition, toTransition } from './run-transition.js';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
+import { canonicalJson, sha256Hex } from '../contracts/canonical-json.js';
 import {
   ApiError,
   type DeclaredSecretName,
@@ -13,7 +14,6 @@ import {
   type SessionView,
 } from '../contracts/index.js';
 import { getSession } from './agents.js';
-import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { isCluster } from './redis-client.js';
 import { indexSubmittedRun } from './run-deadlines.js';
 import type { RunStoreContext } from './run-keys.js';

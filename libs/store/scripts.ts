@@ -20,6 +20,7 @@ export interface ScriptCommands {
   releaseLock(lockKey: string, token: string): Promise<number>;
   createProfile(profileKey: string, ...argv: Arg[]): Promise<number>;
   addApiKey(tenantKeysKey: string, keyId: string, keyHash: string, maxPerTenant: number): Promise<number>;
+  decideScheduleFire(scheduleKey: string, firesKey: string, ...argv: Arg[]): Promise<number>;
   acquireLease(
     liveKey: string,
     leaseKey: string,
@@ -31,6 +32,7 @@ export interface ScriptCommands {
   renewIdempotently(idempotencyKey: string, leaseKey: string, ...argv: Arg[]): Reply;
   beginClose(leaseKey: string, ...argv: Arg[]): Reply;
   finishClose(leaseKey: string, liveKey: string, profileKey: string, ...argv: Arg[]): Reply;
+  noteSealFault(profileKey: string, fault: string): Promise<number>;
   advanceSequence(leaseKey: string, ...argv: Arg[]): Reply;
   noteEffect(leaseKey: string, ...argv: Arg[]): Promise<number>;
   claimIdempotency(key: string, ...argv: Arg[]): Reply;

@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../contracts/canonical-json.js';
 import { type ApiKeyIdentity, apiKeyIdentitySchema } from '../contracts/index.js';
-import { sha256Hex } from './canonical-json.js';
 import type { RedisClient } from './redis-client.js';
 import { RunKeys } from './run-keys.js';
 import { slotBatch } from './slot-batch.js';

@@ -53,6 +53,13 @@ export const METRICS = {
     labelNames: ['status', 'code'],
     roles: ALL,
   },
+  scheduleFires: {
+    name: 'leasehold_schedule_fires_total',
+    type: 'counter',
+    help: 'Due times of schedules, by what each came to: fired, skipped_overlap, queued, missed or capped (each due time counted once).',
+    labelNames: ['outcome'],
+    roles: ['run-worker'],
+  },
   runExecutions: {
     name: 'leasehold_run_executions_total',
     type: 'counter',
@@ -160,6 +167,13 @@ export const METRICS = {
     name: 'leasehold_lease_sequence_refusals_total',
     type: 'counter',
     help: 'Navigate or act calls refused before dispatch for a sequence that was not the next one.',
+    roles: ['browser-worker'],
+  },
+  sealRefusals: {
+    name: 'leasehold_sealed_state_refusals_total',
+    type: 'counter',
+    help: "Acquires refused because the profile's sealed state did not open here, by code (seal_key_mismatch or profile_unreadable).",
+    labelNames: ['code'],
     roles: ['browser-worker'],
   },
   screenshotFailures: {

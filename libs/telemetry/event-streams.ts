@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ApiError, type RunEvent, type RunView } from '../contracts/index.js';
-import type { RedisClient } from '../store/redis-client.js';
 
 export interface EventStreamOptions {
   /** Open streams one API key may hold, across replicas (EVENT_STREAMS_PER_KEY). */
@@ -86,7 +86,7 @@ export class RunEventStreams {
   #closing: Promise<void> | undefined;
 
   constructor(
-    private readonly subscriber: RedisClient,
+    private readonly subscriber: Redis | Cluster,
     private readonly store: RunEventSource,
     private readonly options: EventStreamOptions,
     private readonly log: Logger,

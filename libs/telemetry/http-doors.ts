@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import type { RedisClient } from '../store/redis-client.js';
+import type { Cluster, Redis } from 'ioredis';
 import { errorBody, frameworkErrorAnswer } from './http-errors.js';
 
 /**
@@ -59,7 +59,7 @@ export const AUTH_FAILURE_WINDOW_MS = 60_000;
  */
 export class AddressBudget {
   constructor(
-    private readonly redis: RedisClient,
+    private readonly redis: Redis | Cluster,
     private readonly keyPrefix: string,
     /** What is counted: the key's middle part (`auth-failures`, `signins`). */
     private readonly name: string,
@@ -90,7 +90,7 @@ export class AddressBudget {
  * (`addressBlock`), since a host holds a whole IPv6 /64 or, on loopback, all of 127/8.
  */
 export class FailedAuthLimiter extends AddressBudget {
-  constructor(redis: RedisClient, keyPrefix: string, perMinute: number) {
+  constructor(redis: Redis | Cluster, keyPrefix: string, perMinute: number) {
     super(redis, keyPrefix, 'auth-failures', perMinute);
   }
 

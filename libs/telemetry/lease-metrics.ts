@@ -12,6 +12,8 @@ export interface LeaseMetrics {
   contexts: Counter<'source'>;
   expiryCloses: Counter;
   sequenceRefusals: Counter;
+  /** Acquires whose profile's sealed state did not open here, by `code`: seal_key_mismatch or profile_unreadable. */
+  sealRefusals: Counter<'code'>;
   /** Issue 13: `stage` capture (the page gave no image) or store (the write failed). */
   screenshotFailures: Counter<'stage'>;
   /** Issue 14 (ADR-0159): settles after navigate and act, by tool and result (`dom_quiet`, `bound_expired`). */
@@ -31,6 +33,7 @@ export function createLeaseMetrics(registry: Registry): LeaseMetrics {
     contexts: metricOf(METRICS.leaseContexts, registry),
     expiryCloses: metricOf(METRICS.leaseExpiryCloses, registry),
     sequenceRefusals: metricOf(METRICS.leaseSequenceRefusals, registry),
+    sealRefusals: metricOf(METRICS.sealRefusals, registry),
     settles: metricOf(METRICS.settles, registry),
     settleSeconds: metricOf(METRICS.settleSeconds, registry),
   };

@@ -123,7 +123,7 @@ async function actFigures(server: PageServer): Promise<void> {
     prefix,
     env: { LEASEHOLD_ARTIFACTS_DIR: dir },
     pages: (browser) => {
-      chromium = browser;
+      chromium = browser();
       return new PlaywrightPageFactory(browser);
     },
   });

@@ -23,7 +23,7 @@ class SlowSealPages implements PageFactory {
   storageReadMs = 0;
 
   constructor(
-    browser: Browser,
+    browser: () => Browser,
     private readonly clock: TestClock,
   ) {
     this.#inner = new PlaywrightPageFactory(browser);

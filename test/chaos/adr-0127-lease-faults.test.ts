@@ -1,13 +1,13 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProfileRef } from '../../libs/contracts/index.js';
+import { runNeedsPage } from '../../libs/contracts/index.js';
 import {
   type BrowserLeaseProvider,
   type BrowserWorkerLocation,
   DataPlaneClient,
   executeBrowserTool,
 } from '../../libs/provider/index.js';
-import { leaseStillNeeded } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import {
   startTestBrowserWorker,
@@ -279,7 +279,7 @@ describe('ADR-0127 faults through a faulty network (faults 1, 3, 6, 8)', () => {
         })
       ).run;
     // As the run worker composes it: the holder's status read from the run store.
-    const holderNeedsPage = async (runId: string) => leaseStillNeeded((await store.getRun(runId))?.status);
+    const holderNeedsPage = async (runId: string) => runNeedsPage((await store.getRun(runId))?.status);
 
     const holderRun = await submit();
     ran(await store.claimRun(holderRun.id, 1, 'holder-owner'));

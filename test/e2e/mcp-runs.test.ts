@@ -96,9 +96,13 @@ describe('the MCP server at /mcp in runs mode', { timeout: 60_000 }, () => {
     const client = await connect(fleet.apiKey);
     const { tools } = await client.listTools();
     expect(tools.map((entry) => entry.name).sort()).toEqual([
+      'create_schedule',
       'decide_approval',
       'get_run',
       'list_approvals',
+      'list_schedule_runs',
+      'list_schedules',
+      'set_schedule',
       'submit_run',
       'wait_for_run',
     ]);
@@ -233,7 +237,7 @@ describe('the MCP server at /mcp in runs mode', { timeout: 60_000 }, () => {
     expect(stolen.status).toBe(404);
     expect(await stolen.json()).toMatchObject({ error: { code: 'not_found' } });
     // The owner's session is untouched.
-    expect((await owner.listTools()).tools).toHaveLength(5);
+    expect((await owner.listTools()).tools).toHaveLength(9);
   });
 
   it('ends a session on DELETE, after which its id answers 404', async () => {

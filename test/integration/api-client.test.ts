@@ -108,6 +108,7 @@ describe('the generated TypeScript client, against a live fleet', { timeout: 120
       subresources: 'any',
       protected: false,
       sealed: false,
+      seal_fault: null,
     });
 
     const definition = {

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { Browser, BrowserContext, Request } from 'playwright-core';
+import type { BrowserContext, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlaywrightPageFactory } from '../../libs/lease/playwright-pages.js';
 import {
@@ -46,16 +46,12 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
   const prefix = uniquePrefix('fence-close');
   let worker: TestBrowserWorker;
   let site: PageServer;
-  let browser: Browser | undefined;
 
   beforeAll(async () => {
     [worker, site] = await Promise.all([
       startTestBrowserWorker({
         prefix,
-        pages: (launched) => {
-          browser = launched;
-          return new PlaywrightPageFactory(launched);
-        },
+        pages: (current) => new PlaywrightPageFactory(current),
       }),
       PageServer.start(),
     ]);
@@ -72,9 +68,9 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
   /** A lease on a page of the allowed site, the lease's browser context, and the disallowed server. */
   async function leaseOnLeakingPage(runId: string) {
     const away = await PageServer.start();
-    const before = new Set(browser?.contexts());
+    const before = new Set(worker.handle.browser.contexts());
     const lease = await leaseOwnProfile(worker, 'fence-close', runId, site.origin);
-    const context = browser?.contexts().find((candidate) => !before.has(candidate));
+    const context = worker.handle.browser.contexts().find((candidate) => !before.has(candidate));
     if (!context) throw new Error('the lease made no browser context');
     const awayOrigin = away.otherOrigin;
     const awayRequests: Request[] = [];
@@ -95,15 +91,14 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
     });
   }
 
-  async function close(path: string) {
-    return worker.call('POST', `${path}/close`, { idempotencyKey: idemKey(), body: { seal: true } });
+  async function close(path: string, seal = true) {
+    return worker.call('POST', `${path}/close`, { idempotencyKey: idemKey(), body: { seal } });
   }
 
   it('sends nothing to the disallowed site when a later step follows and the lease is closed', async () => {
     const { path, away, observation } = await leaseOnLeakingPage('run_popup_later');
     try {
-      const acted = await click(path, 2, observation, 'Open');
-      expect(acted.status).toBe(200);
+      expectHeldOrRefused(await click(path, 2, observation, 'Open'));
       const observed = await worker.call('POST', `${path}/observe`, { body: {} });
       expect(observed.status).toBe(200);
       expect(away.log).toEqual([]);
@@ -117,13 +112,12 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
     }
   });
 
-  // Skipped for now: after this crash the same browser worker could not make the next lease's
-  // context in time (acquire answered provider_unavailable), failing the cases after it in CI.
-  it.skip('closes a lease whose page crashed while a popup request was held, and nothing leaves', async () => {
+  // Chromium's browser process sometimes exits after this crash, as the lease is closed; the
+  // worker then starts another (test/browser/chromium-restart.test.ts) and the cases after go on.
+  it('closes a lease whose page crashed while a popup request was held, and nothing leaves', async () => {
     const { path, away, context, awayRequests, observation } = await leaseOnLeakingPage('run_popup_crash');
     try {
-      const acted = await click(path, 2, observation, 'Open');
-      expect(acted.status).toBe(200);
+      expectHeldOrRefused(await click(path, 2, observation, 'Open'));
       expect(awayRequests).toHaveLength(1);
       const [page] = context.pages();
       if (!page) throw new Error('the lease has no page');
@@ -146,9 +140,10 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
     const { path, away, observation } = await leaseOnLeakingPage('run_settling_close');
     await away.close();
     const acting = click(path, 2, observation, 'Slow');
-    // The click's fetch holds the settle (up to 2 s); the close comes while it waits.
+    // The click's fetch holds the settle (up to 2 s); the close comes while it waits. Unsealed, so
+    // the close reaches the page at once (a seal first reads the context's storage).
     await expect.poll(() => site.log.some((entry) => entry.path.startsWith('/api/slow'))).toBe(true);
-    const closed = await close(path);
+    const closed = await close(path, false);
     expect(closed.status).toBe(200);
     const acted = await acting;
     expect(acted.status).toBe(409);
@@ -183,6 +178,17 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
 interface Observation {
   revision: string;
   elements: { ref: string; name: string }[];
+}
+
+/**
+ * The popup's act answers while its tab's navigation waits in the fence (200), or once the fence
+ * has refused it (`url_disallowed`): which comes first is the machine's timing, and either way
+ * the request must never reach the disallowed site.
+ */
+function expectHeldOrRefused(acted: { status: number; body: { error?: { code: string } } }): void {
+  if (acted.status === 200) return;
+  expect(acted.status, JSON.stringify(acted.body)).toBe(409);
+  expect(acted.body.error?.code).toBe('url_disallowed');
 }
 
 /** The requests of `context` that failed from now on. */

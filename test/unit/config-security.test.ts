@@ -69,6 +69,31 @@ describe('secrets in production', () => {
     }
   });
 
+  it('takes previous seal keys as the seal key is taken, comma-separated, and refuses any that is not one', () => {
+    const old = [randomBytes(32).toString('hex'), randomBytes(32).toString('base64')];
+    const config = loadConfig({
+      ...PRODUCTION,
+      LEASEHOLD_DATA_PLANE_TOKEN: STRONG_TOKEN,
+      LEASEHOLD_SEAL_KEY: STRONG_SEAL_KEY,
+      LEASEHOLD_SEAL_KEYS_PREVIOUS: ` ${old[0]}, ${old[1]} `,
+    });
+    expect(config.secrets.previousSealKeys).toEqual(old);
+    expect(loadConfig({}).secrets.previousSealKeys).toEqual([]);
+    const short = randomBytes(16).toString('base64');
+    const anywhere = refusal({ LEASEHOLD_SEAL_KEYS_PREVIOUS: `${old[0]},${short}` });
+    expect(anywhere).toMatch(/^invalid configuration: LEASEHOLD_SEAL_KEYS_PREVIOUS: expected .*32 bytes/);
+    expect(anywhere).not.toContain(short);
+    // Production also refuses a key that decodes to 32 bytes but is one byte repeated.
+    const weak = refusal({
+      ...PRODUCTION,
+      LEASEHOLD_DATA_PLANE_TOKEN: STRONG_TOKEN,
+      LEASEHOLD_SEAL_KEY: STRONG_SEAL_KEY,
+      LEASEHOLD_SEAL_KEYS_PREVIOUS: `${old[0]},${'0'.repeat(64)}`,
+    });
+    expect(weak).toMatch(/^invalid configuration: LEASEHOLD_SEAL_KEYS_PREVIOUS: expected in production/);
+    expect(weak).not.toContain(old[0]);
+  });
+
   it('keeps development as it was: a 32-character token passes there', () => {
     expect(
       loadConfig({ LEASEHOLD_DATA_PLANE_TOKEN: 'test-data-plane-token-0123456789abcdef' }).secrets

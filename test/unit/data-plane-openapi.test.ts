@@ -150,8 +150,8 @@ describe('a browser worker and its document', () => {
   const validate = componentValidator();
 
   // An observation field the contract lacks: the worker must not let it leave.
-  const leakyPages = (launched: Browser): PageFactory => {
-    browser = launched;
+  const leakyPages = (launched: () => Browser): PageFactory => {
+    browser = launched();
     const pages = new PlaywrightPageFactory(launched);
     return {
       openContexts: () => pages.openContexts(),

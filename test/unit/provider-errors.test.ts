@@ -100,6 +100,48 @@ describe('data-plane answers as provider errors', () => {
     });
   });
 
+  it('keeps a sealed state that does not open as its own permanent refusal, naming the profile and the worker', () => {
+    const facts = { tenant: 't1', profile_id: 'shop', worker_id: 'bw-2', worker_key: '0a1b2c3d4e5f6071' };
+    const mismatch = errorFromAnswer(
+      'acquire',
+      409,
+      refusal('seal_key_mismatch', { ...facts, sealed_with: '3f9c0a1b2c3d4e5f' }),
+    );
+    expect(mismatch).toMatchObject({ code: 'seal_key_mismatch', retryable: false });
+    expect(mismatch.message).toBe(
+      'acquire answered 409 seal_key_mismatch: profile t1/shop was sealed with key 3f9c0a1b2c3d4e5f, which browser worker bw-2 does not hold (its seal key is 0a1b2c3d4e5f6071)',
+    );
+    const unreadable = errorFromAnswer(
+      'acquire',
+      409,
+      refusal('profile_unreadable', { ...facts, sealed_with: '3f9c0a1b2c3d4e5f' }),
+    );
+    expect(unreadable).toMatchObject({ code: 'profile_unreadable', retryable: false });
+    expect(unreadable.message).toBe(
+      "acquire answered 409 profile_unreadable: profile t1/shop's sealed state does not open on browser worker bw-2 with the key that sealed it, 3f9c0a1b2c3d4e5f",
+    );
+    expect(unreadable.message).not.toContain('from the service');
+  });
+
+  it('says a page_changed was a capture cut off by the deadline when the service marks it so (ADR-0159)', () => {
+    const read = errorFromAnswer('observe', 409, refusal('page_changed', { capture_timed_out: true }));
+    expect(read).toMatchObject({ code: 'page_changed', retryable: false });
+    expect(read.message).toMatch(/^observe answered 409 page_changed: the page's capture timed out/);
+    const effect = errorFromAnswer(
+      'navigate',
+      409,
+      refusal('page_changed', { dispatched: true, sequence: 1, capture_timed_out: true }),
+    );
+    expect(effect).toMatchObject({ code: 'page_changed', facts: { dispatched: true, sequence: 1 } });
+    expect(effect.message).toMatch(
+      /^navigate answered 409 page_changed: dispatched, then the page's capture timed out/,
+    );
+    // Unmarked, a page_changed reads as before.
+    expect(errorFromAnswer('observe', 409, refusal('page_changed')).message).toBe(
+      'observe answered 409 page_changed',
+    );
+  });
+
   it('reads an unknown profile as profile_unavailable and an unknown lease as lease_expired', () => {
     expect(errorFromAnswer('acquire', 404, refusal('not_found'))).toMatchObject({
       code: 'profile_unavailable',

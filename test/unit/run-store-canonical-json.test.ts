@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { recordIdSchema } from '../../libs/contracts/index.js';
-import {
-  agentVersionOf,
-  canonicalJson,
-  contentAddress,
-  idempotentRunId,
-  sha256Hex,
-} from '../../libs/store/index.js';
+import { canonicalJson, contentAddress, recordIdSchema, sha256Hex } from '../../libs/contracts/index.js';
+import { agentVersionOf, idempotentRunId } from '../../libs/store/index.js';
 
 describe('canonical JSON and content addresses', () => {
   it('writes the same text for the same content whatever the order of its keys', () => {

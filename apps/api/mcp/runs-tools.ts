@@ -17,6 +17,7 @@ import {
   type RestOutcome,
   toolResult,
 } from './rest-call.js';
+import { registerScheduleTools } from './schedule-tools.js';
 
 /** How often `wait_for_run` reads the run again while it waits. */
 const WAIT_POLL_MS = 500;
@@ -204,6 +205,7 @@ export function createRunsServer(caller: RunsToolsCaller): McpServer {
     },
   );
 
+  registerScheduleTools(server, rest);
   return server;
 }
 

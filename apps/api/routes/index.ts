@@ -12,6 +12,7 @@ import { registerArtifactRoutes } from './artifacts.js';
 import { registerProfileRoutes } from './profiles.js';
 import { registerRunStepRoutes } from './run-steps.js';
 import { registerRunRoutes } from './runs.js';
+import { registerScheduleRoutes } from './schedules.js';
 import { registerSessionRoutes } from './sessions.js';
 import type { V1Dependencies } from './shared.js';
 import { registerWebhookRoutes } from './webhooks.js';
@@ -33,6 +34,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerApprovalRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
   registerWebhookRoutes(app, deps);
+  registerScheduleRoutes(app, deps);
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   createdWebhookSchema,
   runStepSchema,
   runViewSchema,
+  scheduleViewSchema,
   sessionViewSchema,
   stepPageSchema,
   webhookDeliveryPageSchema,
@@ -56,6 +57,7 @@ const NAMED_SCHEMAS: Array<[z.ZodType, string]> = [
   [createdWebhookSchema, 'CreatedWebhook'],
   [webhookListSchema, 'WebhookList'],
   [webhookDeliveryPageSchema, 'WebhookDeliveryPage'],
+  [scheduleViewSchema, 'Schedule'],
 ];
 /** Names a request body in the document, with an example a reader can send as it is. */
 export function namedBody<T extends z.ZodType>(schema: T, id: string, example: unknown): T {

@@ -27,6 +27,7 @@ function restProfileView(profile: ProfileSettings) {
     subresources: profile.subresources,
     protected: profile.protected,
     sealed: profile.sealedAtMs !== undefined,
+    seal_fault: profile.sealFault ?? null,
   };
 }
 
@@ -63,7 +64,7 @@ export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencie
       if (refused) throw new ApiError('validation_failed', refused.message);
       if (!(await deps.profiles.createProfile(profile, Date.now())))
         throw new ApiError('conflict', `profile ${profile.id} exists already`);
-      return reply.code(201).send({ ...profile, sealed: false });
+      return reply.code(201).send({ ...profile, sealed: false, seal_fault: null });
     },
   );
   app.get(

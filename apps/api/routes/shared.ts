@@ -6,9 +6,10 @@ import type { Config } from '../../../libs/config/index.js';
 import { recordIdSchema } from '../../../libs/contracts/index.js';
 import type { EgressGuard } from '../../../libs/egress/index.js';
 import type { RunLifecycle } from '../../../libs/runtime/index.js';
-import type { RedisLeaseStore, RunStore, SubmitRun } from '../../../libs/store/index.js';
+import type { RedisLeaseStore, RunStore, ScheduleStore, SubmitRun } from '../../../libs/store/index.js';
 import type { WebhookStore } from '../../../libs/store/webhooks.js';
 import type { Metrics, RunEventStreams } from '../../../libs/telemetry/index.js';
+import type { SchedulesQueue } from '../../../queues/schedules.js';
 import type { DefaultAgents } from '../default-agent.js';
 
 export interface V1Dependencies {
@@ -35,6 +36,8 @@ export interface V1Dependencies {
   webhooks: WebhookStore;
   /** Issue 13: where runs' screenshots are read from (the same store the browser workers write). */
   artifacts: ArtifactStore;
+  /** Schedules: their records, and the queue whose job schedulers fire them. */
+  schedules: { store: ScheduleStore; queue: SchedulesQueue };
   /** Issue 15: where a decided approval's wait is observed; absent, it is not. */
   metrics?: Pick<Metrics, 'approvalWaited'>;
 }

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { BrowserToolError } from '../../browser/index.js';
+import { BrowserToolError, CaptureTimedOutError } from '../../browser/index.js';
 import { DATA_PLANE_ERROR_STATUS, type DataPlaneErrorCode } from '../../contracts/index.js';
 import { errorBody, sendFrameworkError } from '../../telemetry/index.js';
 import { DataPlaneError } from '../index.js';
@@ -24,7 +24,9 @@ export function setDataPlaneErrorAnswers(app: FastifyInstance): void {
     }
     if (error instanceof BrowserToolError) {
       const code = error.code as DataPlaneErrorCode;
-      return reply.code(DATA_PLANE_ERROR_STATUS[code] ?? 500).send(errorBody(code, error.message));
+      // ADR-0159: a capture cut off by the deadline stays `page_changed`, marked so the caller says why.
+      const facts = error instanceof CaptureTimedOutError ? { capture_timed_out: true } : {};
+      return reply.code(DATA_PLANE_ERROR_STATUS[code] ?? 500).send(errorBody(code, error.message, facts));
     }
     const fastifyError = error as FastifyError;
     if (

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { canonicalJson } from '../../contracts/canonical-json.js';
 import type { ProfileRef } from '../../contracts/index.js';
-import { canonicalJson } from '../../store/index.js';
 import { errorBody } from '../../telemetry/index.js';
 import {
   DataPlaneError,

@@ -137,6 +137,10 @@ const EXAMPLE_MESSAGES: Readonly<Record<DataPlaneAnsweredErrorCode, string>> = {
   action_not_allowed: 'fill is not allowed on a button',
   url_disallowed: 'https://elsewhere.example is not an allowed origin of this profile',
   secret_not_allowed: 'secret pw is for password, one-time-code, username or email fields only',
+  seal_key_mismatch:
+    'profile acme/shop was sealed with key 3f9c0a1b2c3d4e5f; browser worker browser-2 holds 0a1b2c3d4e5f6071',
+  profile_unreadable:
+    "profile acme/shop's sealed state does not open with key 3f9c0a1b2c3d4e5f, the key that sealed it",
   outcome_unknown: 'the action was dispatched and no answer came',
   navigation_failed: 'the navigation never reached a server: net::ERR_NAME_NOT_RESOLVED',
   provider_unavailable: 'the browser context could not be created',

@@ -181,7 +181,7 @@ export const DATA_PLANE_OPERATIONS = {
     tag: 'leases',
     summary: 'Acquire a lease on a profile',
     description:
-      "Admission first (the profile exists, belongs to the tenant, is served here, is not protected against the principal), then a lease is published and a browser context opened from the profile's sealed state. Expiry is min(requested, now + 15 min, acquired + 60 min). A live lease with the same scope is answered as it is (200, `created: false`: a reattach, ADR-0127 d1); another live scope is `profile_unavailable`, naming the holding run.",
+      "Admission first (the profile exists, belongs to the tenant, is served here, is not protected against the principal), then a lease is published and a browser context opened from the profile's sealed state. Expiry is min(requested, now + 15 min, acquired + 60 min). A live lease with the same scope is answered as it is (200, `created: false`: a reattach, ADR-0127 d1); another live scope is `profile_unavailable`, naming the holding run. Sealed state that names a key this worker does not hold is `seal_key_mismatch`, and state that does not open with the key that sealed it `profile_unreadable`: neither is worth a retry.",
     params: profileParams,
     body: acquireLeaseSchema,
     bodyExample: {
@@ -201,7 +201,7 @@ export const DATA_PLANE_OPERATIONS = {
     },
     refusals: {
       404: ['not_found'],
-      409: ['profile_unavailable'],
+      409: ['profile_unavailable', 'seal_key_mismatch', 'profile_unreadable'],
       422: ['validation_failed'],
       503: ['provider_unavailable'],
     },

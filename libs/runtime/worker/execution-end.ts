@@ -1,8 +1,7 @@
-import type { RunView } from '../../contracts/index.js';
+import { type RunView, runNeedsPage } from '../../contracts/index.js';
 import type { BrowserLeaseProvider } from '../../provider/index.js';
 import type { RunStore } from '../../store/index.js';
 import type { ExecutionEnd } from '../index.js';
-import { doneWithPage } from '../run-lifecycle.js';
 import type { ExecutionDeps } from './execution-deps.js';
 import { refusedUnlessOk } from './run-lost.js';
 
@@ -36,13 +35,13 @@ export async function endExecution(
     // ADR-0127 d4: read the status again, after the approvals were written.
     after ??= await deps.store.getRun(run.id);
     await deps.faults?.('lease.close');
-    if (!after || doneWithPage(after)) await closeOwnLease(deps, run, leftovers.provider);
+    if (!after || !runNeedsPage(after.status)) await closeOwnLease(deps, run, leftovers.provider);
     else await closeRetired(deps, run, leftovers.provider);
   } finally {
     // Done with the page: its consequences (the profile's turn passed, a parent resumed, the end
     // counted) follow here. A parked run keeps its page and its turn; its follow-up tells the
     // webhooks of its approvals (issue 13).
-    if (after && (doneWithPage(after) || after.status === 'parked'))
+    if (after && (!runNeedsPage(after.status) || after.status === 'parked'))
       await deps.lifecycle.followUp(after, { ended: after === ended });
   }
   return after;

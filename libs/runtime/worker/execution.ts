@@ -1,11 +1,10 @@
-import type { RunView } from '../../contracts/index.js';
+import { type RunView, runNeedsPage } from '../../contracts/index.js';
 import { BOUNDED_ACQUIRE_RETRY, BrowserLeaseProvider } from '../../provider/index.js';
 import {
   BrowserToolExecutor,
   DELEGATE_TOOL_NAME,
   type ExecutionEnd,
   type Invocation,
-  leaseStillNeeded,
   ModelError,
   runExecution,
   type ToolPolicy,
@@ -167,7 +166,7 @@ function leaseProvider(
     findWorker: (profile) => deps.registry.findForProfile(profile),
     token,
     // ADR-0127 d7: another run's lease is sealed and replaced only once that run is done with its page.
-    holderNeedsPage: async (holderRunId) => leaseStillNeeded((await deps.store.getRun(holderRunId))?.status),
+    holderNeedsPage: async (holderRunId) => runNeedsPage((await deps.store.getRun(holderRunId))?.status),
     // ADR-0177: acquisition alone is retried, three attempts at most, each failure on the run's events.
     acquireRetry: BOUNDED_ACQUIRE_RETRY,
     onAcquireAttempt: async (diagnostic) => {
