@@ -13,6 +13,8 @@ export const SOLO_TESTS = [
   // A SIGTERMed run worker must hand its runs back inside a 6 s and a 1.5 s shutdown bound: under
   // the full suite's load (two files beside it) it once passed the bound and exited 1.
   'test/chaos/shutdown-handoff.test.ts',
+  // The same stop with a call in flight: the SIGTERMed worker must exit 0 inside its bound.
+  'test/chaos/shutdown-inflight.test.ts',
   // Held requests die with their lease: a crashed page, a close while an act settles and an expiry
   // sweep, each then watched for 10 s. Beside two other files it once could not make the next
   // lease's context in time (acquire answered provider_unavailable) and lost the act's race.

@@ -81,8 +81,11 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     onError: (runId, error, what) => log.warn({ run_id: runId, err: error }, what),
   });
 
+  // A stop: executions hand their runs back at their next call boundary, calls in flight run on.
+  const stopping = new AbortController();
   const processor = runJobProcessor({
     config,
+    stopping: stopping.signal,
     store,
     transcripts: new RunTranscripts(redis, config.redis.keyPrefix),
     // Issue 16: runs whose model is an MCP client take its calls from the API over the run's keys.
@@ -153,8 +156,10 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     readiness: () => [{ name: 'run_worker', check: async () => worker.isRunning() && !worker.closing }],
     close() {
       closing ??= (async () => {
-        // Stop claiming and finish (or hand back) what is in flight, then stop the upkeep: leases
-        // of runs still in flight are kept until their executions end.
+        // Stop claiming; each execution hands its run back once the call it has in flight has
+        // answered, and one still unanswered at the drain bound goes to the run's next owner with
+        // its lease. Then stop the upkeep: leases of runs handed back are kept for their next owner.
+        stopping.abort();
         const [outcome] = await Promise.all([
           closeWorker(worker, drainBoundMs(config.shutdownTimeoutMs)),
           closeWorker(webhooks, drainBoundMs(config.shutdownTimeoutMs)),

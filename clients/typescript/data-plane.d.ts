@@ -228,6 +228,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/tenants/{tenant}/profiles/{profileId}/leases/{leaseId}/handover': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Learn what became of a handed-over effect
+     * @description A run's next owner was handed an effect (navigate or act) its last owner sent with `sequence` and never had answered. Answered after the lease's calls in flight: `applied`, `refused` (after dispatch, with its `code`), `unknown`, or `not_applied` — an effect that never reached the lease, past which the sequence is advanced first with no effect, so a late copy of it is refused. A lease no longer held here is judged from its record.
+     */
+    post: operations['handover'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/tenants/{tenant}/profiles/{profileId}/leases/{leaseId}/input': {
     parameters: {
       query?: never;
@@ -565,6 +585,16 @@ export interface components {
     };
     EndPersonControlRequest: {
       holder: string;
+    };
+    /** @description The lease and what became of a handed-over effect: `applied`, `refused` (with its `code`), `not_applied` (the sequence is now past it) or `unknown`. */
+    HandoverAnswer: {
+      /** @enum {string} */
+      call: 'applied' | 'refused' | 'not_applied' | 'unknown';
+      code: string | null;
+      lease: components['schemas']['Lease'];
+    };
+    HandoverRequest: {
+      sequence: number;
     };
     /** @description Liveness. */
     Health: {
@@ -2581,6 +2611,233 @@ export interface operations {
            *       "error": {
            *         "code": "idempotency_conflict",
            *         "message": "this Idempotency-Key was used with another request"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Body over 64 KiB: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "payload_too_large",
+           *         "message": "body over 65536 bytes"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description A path segment over 200 characters: `bad_request`. */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Content type other than application/json: `bad_request`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Arguments that are not what the route takes: `invalid_arguments`, `validation_failed`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "invalid_arguments",
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Too many failed authentications from this address: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds until the address may try again. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "rate_limited",
+           *         "message": "too many failed authentications from this address; retry after 42 s"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description An unexpected failure (logged; never a stack trace): `internal`. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "internal",
+           *         "message": "internal error"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description The store or the browser is not available; retry shortly: `unavailable`. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unavailable",
+           *         "message": "the store did not answer; retry shortly"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+    };
+  };
+  handover: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
+      };
+      path: {
+        tenant: string;
+        profileId: string;
+        leaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "sequence": 3
+         *     }
+         */
+        'application/json': components['schemas']['HandoverRequest'];
+      };
+    };
+    responses: {
+      /** @description The lease and what became of the effect. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['HandoverAnswer'];
+        };
+      };
+      /** @description The URL or the request framing could not be read: `bad_request`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "bad_request",
+           *         "message": "content-type: expected application/json"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No valid data-plane token: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The challenge: `Bearer`. */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "unauthorized",
+           *         "message": "a valid data-plane token is required"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description No such profile or lease: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "not_found",
+           *         "message": "no lease lse_0123456789"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['DataPlaneError'];
+        };
+      };
+      /** @description Refused in the state the profile, lease or page is in: `profile_unavailable`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "profile_unavailable",
+           *         "message": "profile shop is leased to run run_abc attempt 1"
            *       }
            *     }
            */

@@ -288,8 +288,11 @@ export const envSchema = z.object({
    * sooner is refused. Tests lower it; below a second a fire's submit would outpace its own run.
    */
   SCHEDULE_MIN_INTERVAL_MS: positiveMs.min(1_000).default(60_000),
-  /** Longest a process takes to stop after SIGTERM/SIGINT before it forces its exit. */
-  SHUTDOWN_TIMEOUT_MS: positiveMs.default(10_000),
+  /**
+   * Longest a process takes to stop after SIGTERM/SIGINT before it forces its exit. A run worker
+   * lets the tool calls it has in flight answer inside it (a slow page's navigate among them).
+   */
+  SHUTDOWN_TIMEOUT_MS: positiveMs.default(30_000),
 
   /**
    * Issue 13: where screenshots and other run artifacts go. A local folder (made on start) unless

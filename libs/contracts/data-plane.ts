@@ -233,6 +233,13 @@ export const navigateSchema = z.object({
   url: z.string().min(1).max(8_192),
   deadline_ms: z.number().int().min(1).max(120_000).default(30_000),
 });
+/**
+ * A run's next owner asks what became of the effect its last owner sent on this lease with
+ * `sequence` and never had answered (a stop's hand-over, a lapsed job lock).
+ */
+export const handoverSchema = z.object({
+  sequence: z.number().int().min(1),
+});
 export const observeSchema = z.object({
   deadline_ms: z.number().int().min(1).max(120_000).default(30_000),
   /** The page engine's own arguments (contract 1.2.0: continuation or wait_for). */
@@ -360,6 +367,20 @@ export const observeCallAnswerSchema = z.object({
 
 /** Navigate's and act's answer: observe's, and what the worker captured of the settled page (names only). */
 export const pageCallAnswerSchema = observeCallAnswerSchema.extend({ artifacts: pageArtifactsSchema });
+
+/**
+ * What became of a handed-over effect: `applied` (it ran and answered), `refused` (dispatched,
+ * then refused by the page, with its `code`), `not_applied` (it never reached the lease, whose
+ * sequence is now past it, so a late copy is refused), or `unknown`.
+ */
+export const HANDED_OVER_CALLS = ['applied', 'refused', 'not_applied', 'unknown'] as const;
+export type HandedOverCall = (typeof HANDED_OVER_CALLS)[number];
+export const handoverAnswerSchema = z.object({
+  lease: leaseAnswerSchema,
+  call: z.enum(HANDED_OVER_CALLS),
+  code: z.string().nullable(),
+});
+export type HandoverAnswer = z.output<typeof handoverAnswerSchema>;
 
 /** A preview's answer (issue 13): the lease as it is and the outlined screenshot, if one was had. */
 export const previewCallAnswerSchema = z.object({ lease: leaseAnswerSchema, artifacts: pageArtifactsSchema });

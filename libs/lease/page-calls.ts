@@ -1,5 +1,6 @@
 import { NavigationFailedError, type OperationLimits } from '../browser/index.js';
 import {
+  type HandoverAnswer,
   type LeaseCloseReason,
   type LeaseView,
   type OpenedSecret,
@@ -9,6 +10,7 @@ import {
 } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError } from './errors.js';
+import { type HandoverVerdict, judgeHandedOverCall } from './handover.js';
 import { type HeldLease, personHolds } from './held-lease.js';
 import { readLeaseView } from './lease-views.js';
 import { type LeaseArtifacts, LeaseScreenshots } from './page-artifacts.js';
@@ -138,11 +140,9 @@ export class LeasePageCalls {
           dispatched = true;
         });
       } catch (error) {
-        // The lease closed under the call (its expiry, a revoke): its page went with it, whatever
-        // the engine met there, and the run side must learn the lease is gone, not a fault.
-        if (this.#closedUnder(leaseId))
-          throw new DataPlaneError('lease_expired', `lease ${leaseId} was closed during the call`);
-        if (error instanceof NavigationFailedError && dispatched) {
+        const answer = this.#failedEffectAnswer(error, leaseId, dispatched, sequence);
+        if (dispatched) await this.#noteEffect(profile, leaseId, sequence, answer);
+        if (error instanceof NavigationFailedError && dispatched && answer === error) {
           // No server saw the request, but the page moved to Chromium's error page: the sequence
           // advanced with the dispatch and the answer carries the page as it now is.
           throw new DataPlaneError(
@@ -159,18 +159,105 @@ export class LeasePageCalls {
             },
           );
         }
-        throw toldRefusal(error, dispatched, sequence);
+        throw answer;
       }
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
-      // DESIGN §12: the answer names the screenshot; the picture is taken right after it.
+      // DESIGN §12: the answer names the screenshot; the picture is taken right after it. The
+      // effect's end is recorded beside them, before the lease's next call can ask about it.
       const [view, shot] = await Promise.all([
         this.#view(profile, leaseId),
         this.#shots?.announce(lease.scope, 'shot'),
+        this.#noteEffect(profile, leaseId, sequence, undefined),
       ]);
       const shots = this.#shots;
       if (shots && shot) later(() => shots.take(session, lease.scope, shot));
       return { lease: view, result: { ...result, artifacts: shot ? { screenshot: shot } : {} } };
     });
+  }
+
+  /**
+   * A failed effect's error as the data plane answers it. The lease closed under the call (its
+   * expiry, a revoke): its page went with it, whatever the engine met there, and the run side must
+   * learn the lease is gone, not a fault. A failed navigation is answered as it is (see #effect).
+   */
+  #failedEffectAnswer(error: unknown, leaseId: string, dispatched: boolean, sequence: number): unknown {
+    if (this.#closedUnder(leaseId))
+      return new DataPlaneError('lease_expired', `lease ${leaseId} was closed during the call`);
+    if (error instanceof NavigationFailedError) return error;
+    return toldRefusal(error, dispatched, sequence);
+  }
+
+  /**
+   * Records on the lease how its dispatched effect ended (`failure` undefined: it answered), so a
+   * run's next owner handed this call without its answer learns it (see {@link handover}). A
+   * record that cannot be written leaves the effect `dispatched`, read as unknown: never a guess.
+   */
+  async #noteEffect(profile: ProfileRef, leaseId: string, sequence: number, failure: unknown): Promise<void> {
+    const refusal =
+      failure instanceof NavigationFailedError
+        ? 'navigation_failed'
+        : failure instanceof DataPlaneError && failure.details.dispatched === true
+          ? failure.code
+          : undefined;
+    const state = failure === undefined ? 'applied' : refusal ? 'refused' : 'unknown';
+    try {
+      await this.#deps.store.noteEffect(profile, leaseId, sequence, state, refusal);
+    } catch {
+      // Left `dispatched`: a hand-over reads it as unknown.
+    }
+  }
+
+  /**
+   * What became of the effect a run's last owner sent on this lease with `sequence` and never had
+   * answered. Behind the lease's calls in flight (that effect among them, if it arrived), so it
+   * answers the effect's end, not its middle; one that never reached the lease is skipped past
+   * first (the sequence advances with no effect), so a late copy of it is refused. A lease this
+   * worker no longer holds is judged from its record alone: it takes no late copy.
+   */
+  async handover(profile: ProfileRef, leaseId: string, sequence: number): Promise<HandoverAnswer> {
+    const held = this.#deps.held.get(leaseId);
+    if (!held || held.profile.tenant !== profile.tenant || held.profile.id !== profile.id) {
+      const lease = await this.#deps.store.getLease(profile, leaseId);
+      if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
+      if (
+        lease.state === 'live' &&
+        lease.expiresAtMs > this.#deps.clock() &&
+        lease.providerRef !== this.#deps.workerId
+      )
+        throw new DataPlaneError(
+          'profile_unavailable',
+          `lease ${leaseId} is served by worker ${lease.providerRef}`,
+        );
+      return this.#handoverAnswer(profile, leaseId, judgeHandedOverCall(lease, sequence, false));
+    }
+    return this.#serially(profile, leaseId, async () => {
+      const lease = await this.#deps.store.getLease(profile, leaseId);
+      if (!lease) throw new DataPlaneError('not_found', `no lease ${leaseId}`);
+      const live = lease.state === 'live' && lease.expiresAtMs > this.#deps.clock();
+      let verdict = judgeHandedOverCall(lease, sequence, live);
+      if (verdict.call === 'skip') {
+        const skipped = await this.#deps.store.advanceSequence(
+          profile,
+          leaseId,
+          sequence,
+          this.#deps.clock(),
+          'skip',
+        );
+        verdict =
+          skipped.status === 'ok' ? { call: 'not_applied', code: null } : { call: 'unknown', code: null };
+      }
+      return this.#handoverAnswer(profile, leaseId, verdict);
+    });
+  }
+
+  async #handoverAnswer(
+    profile: ProfileRef,
+    leaseId: string,
+    verdict: HandoverVerdict,
+  ): Promise<HandoverAnswer> {
+    const call = verdict.call === 'skip' ? 'unknown' : verdict.call;
+    const code = verdict.call === 'skip' ? null : verdict.code;
+    return { lease: await this.#view(profile, leaseId), call, code };
   }
 
   /**

@@ -34,6 +34,17 @@ export interface StoredProfile extends ProfileSettings {
   sealedBlob: string | undefined;
 }
 
+/**
+ * The effect at a lease's last sequence: `dispatched` while it runs (or when its end was never
+ * recorded), then `applied`, `refused` (after dispatch, with its code) or `unknown`; `skipped` when
+ * a run's next owner advanced the sequence past a handed-over call that never reached the lease.
+ */
+export type EffectState = 'dispatched' | 'applied' | 'refused' | 'unknown' | 'skipped';
+export interface LastEffect {
+  state: EffectState;
+  code: string | undefined;
+}
+
 export interface LeaseRecord {
   id: string;
   /** The profile leased: its tenant and its id within the tenant. */
@@ -45,6 +56,8 @@ export interface LeaseRecord {
   expiresAtMs: number;
   sequence: number;
   effects: number;
+  /** How the effect at `sequence` went, as the page calls recorded it; undefined before the first. */
+  lastEffect: LastEffect | undefined;
   closeReason: LeaseCloseReason | undefined;
   sealed: boolean;
 }
@@ -177,8 +190,16 @@ export interface LeaseStore {
     leaseId: string,
     sequence: number,
     nowMs: number,
-    advance: boolean,
+    advance: boolean | 'skip',
   ): Promise<SequenceOutcome>;
+  /** Records how the effect at `sequence` ended, if it is still the lease's last and unrecorded. */
+  noteEffect(
+    profile: ProfileRef,
+    leaseId: string,
+    sequence: number,
+    state: 'applied' | 'refused' | 'unknown',
+    code?: string,
+  ): Promise<void>;
   /**
    * Issue 18: renewals (one, from the single renew route, or a batch's), each claiming its own
    * idempotency record and renewing in one script (one slot per call), all in one pipeline; answers

@@ -556,6 +556,11 @@ export class LeaseService {
     return this.#busy(this.#pageCalls.observe(profile, leaseId, args, limits));
   }
 
+  /** What became of an effect a run's last owner sent on this lease unanswered (a hand-over). */
+  handover(profile: ProfileRef, leaseId: string, sequence: number) {
+    return this.#pageCalls.handover(profile, leaseId, sequence);
+  }
+
   preview(
     profile: ProfileRef,
     leaseId: string,

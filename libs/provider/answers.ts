@@ -13,6 +13,7 @@ import {
  */
 export {
   acquireLeaseAnswerSchema as acquireAnswerSchema,
+  handoverAnswerSchema,
   leaseAnswerSchema as leaseViewSchema,
   previewCallAnswerSchema as previewAnswerSchema,
   profileAnswerSchema as profileViewSchema,

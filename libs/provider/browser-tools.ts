@@ -9,6 +9,7 @@ import {
 import { ANSWER_MARGIN_MS } from './client.js';
 import { ProviderError } from './errors.js';
 import type { BrowserLeaseProvider } from './lease-provider.js';
+import type { DispatchedEffect } from './lease-provider-options.js';
 
 export const BROWSER_TOOL_NAMES = ['browser.navigate', 'browser.observe', 'browser.act'] as const;
 export type BrowserToolName = (typeof BROWSER_TOOL_NAMES)[number];
@@ -29,9 +30,10 @@ export interface BrowserToolHooks {
   /**
    * Awaited right before an effect (navigate, act) is sent, after its arguments are valid and its
    * lease is held: the run loop marks the invocation `dispatched` here (the watermark: from now on
-   * the effect may have happened). If it throws, nothing is sent and its error is the call's.
+   * the effect may have happened), with the lease and sequence it goes out on. If it throws,
+   * nothing is sent and its error is the call's.
    */
-  beforeDispatch(): Promise<void> | void;
+  beforeDispatch(effect: DispatchedEffect): Promise<void> | void;
 }
 
 export interface BrowserToolResult {
@@ -58,8 +60,8 @@ export async function executeBrowserTool(
   switch (name) {
     case 'browser.navigate': {
       const parsed = parseArgs(name, navigateArgsSchema, args);
-      await provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, calls);
-      await markDispatched(name, limits, hooks);
+      const lease = await provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, calls);
+      await markDispatched(name, limits, hooks, lease);
       return toResult(await provider.navigate(parsed.url, calls));
     }
     case 'browser.observe': {
@@ -69,8 +71,8 @@ export async function executeBrowserTool(
     }
     case 'browser.act': {
       const parsed = parseArgs(name, actArgsSchema, args);
-      await provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, calls);
-      await markDispatched(name, limits, hooks);
+      const lease = await provider.ensureLease(limits.invocationId, limits.requestedLeaseExpiresAtMs, calls);
+      await markDispatched(name, limits, hooks, lease);
       return toResult(await provider.act(parsed, calls));
     }
     default:
@@ -95,7 +97,12 @@ function parseArgs<T extends z.ZodType>(name: BrowserToolName, schema: T, args: 
  * The watermark goes down only when the effect will really be sent: a call already cancelled or out
  * of time is refused here, so the ledger never says `dispatched` for an effect that never left.
  */
-async function markDispatched(name: BrowserToolName, limits: BrowserToolLimits, hooks: BrowserToolHooks) {
+async function markDispatched(
+  name: BrowserToolName,
+  limits: BrowserToolLimits,
+  hooks: BrowserToolHooks,
+  lease: { leaseId: string; sequence: number },
+) {
   const operation = name === 'browser.navigate' ? 'navigate' : 'act';
   if (limits.signal?.aborted)
     throw new ProviderError('provider_unavailable', `${name} was not sent: the call was cancelled`, false, {
@@ -112,7 +119,8 @@ async function markDispatched(name: BrowserToolName, limits: BrowserToolLimits, 
         transport: 'timeout',
       },
     );
-  await hooks.beforeDispatch();
+  // The provider sends the effect with the lease's next sequence (BrowserLeaseProvider.navigate, act).
+  await hooks.beforeDispatch({ leaseId: lease.leaseId, sequence: lease.sequence + 1 });
 }
 
 function toResult(result: {

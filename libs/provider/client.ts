@@ -3,6 +3,7 @@ import type {
   AcquireAnswer,
   AcquireLease,
   createProfileSchema,
+  HandoverAnswer,
   LeaseView,
   LiveEvent,
   PageArtifacts,
@@ -19,6 +20,7 @@ import {
 } from '../contracts/index.js';
 import {
   acquireAnswerSchema,
+  handoverAnswerSchema,
   leaseViewSchema,
   type PageCallResult,
   pageAnswerSchema,
@@ -168,6 +170,26 @@ export class DataPlaneClient {
       ...leaseLimits(limits),
     });
     return this.#parse('get_lease', leaseViewSchema, answer.body);
+  }
+
+  /**
+   * What became of the effect a run's last owner sent on this lease with `sequence` and never had
+   * answered; one that never reached the lease is skipped past, so it can never be applied late.
+   */
+  async handover(
+    profile: ProfileRef,
+    leaseId: string,
+    sequence: number,
+    limits: CallLimits = {},
+  ): Promise<HandoverAnswer> {
+    const answer = await this.#send({
+      operation: 'handover',
+      method: 'POST',
+      path: `${leasePath(profile, leaseId)}/handover`,
+      body: { sequence },
+      ...leaseLimits(limits),
+    });
+    return this.#parse('handover', handoverAnswerSchema, answer.body);
   }
 
   async renew(

@@ -26,7 +26,9 @@ export type DataPlaneOperation =
   /** A person on the page: the live view, the control's start and end, the holder's input. */
   | 'live'
   | 'person_control'
-  | 'person_input';
+  | 'person_input'
+  /** What became of an effect handed over unanswered; not an effect, though it may skip one. */
+  | 'handover';
 
 export const EFFECT_OPERATIONS: ReadonlySet<DataPlaneOperation> = new Set(['navigate', 'act']);
 

@@ -62,6 +62,7 @@ export {
   type BrowserLeaseProviderOptions,
   BrowserWorkerAway,
   type BrowserWorkerLocation,
+  type DispatchedEffect,
   type HeldLease,
   type LeaseDropReason,
 } from './lease-provider.js';

@@ -58,3 +58,9 @@ export interface BrowserLeaseProviderOptions {
 
 /** Why a held lease stops being used. */
 export type LeaseDropReason = 'untrusted' | 'expired';
+
+/** The lease an effect is sent on and the sequence it carries: what a run's next owner asks about. */
+export interface DispatchedEffect {
+  leaseId: string;
+  sequence: number;
+}

@@ -1,4 +1,11 @@
-import type { AcquireLease, LeaseScope, LeaseView, PageArtifacts, ProfileRef } from '../contracts/index.js';
+import type {
+  AcquireLease,
+  HandoverAnswer,
+  LeaseScope,
+  LeaseView,
+  PageArtifacts,
+  ProfileRef,
+} from '../contracts/index.js';
 import {
   type AcquireRetryPolicy,
   acquireWithRetry,
@@ -19,6 +26,7 @@ import { acquireIdempotencyKey, replacingAcquireIdempotencyKey } from './idempot
 import type {
   BrowserLeaseProviderOptions,
   BrowserWorkerLocation,
+  DispatchedEffect,
   HeldLease,
   LeaseDropReason,
 } from './lease-provider-options.js';
@@ -28,6 +36,7 @@ export { BrowserWorkerAway } from './browser-worker-away.js';
 export type {
   BrowserLeaseProviderOptions,
   BrowserWorkerLocation,
+  DispatchedEffect,
   HeldLease,
   LeaseDropReason,
 } from './lease-provider-options.js';
@@ -202,6 +211,29 @@ export class BrowserLeaseProvider {
   }
 
   /**
+   * What became of an effect the run's last owner sent on `effect.leaseId` with `effect.sequence`
+   * and never had answered. Asked of the browser worker serving the profile now, before any reattach,
+   * so the lease's sequence is read after that effect's end, or after the skip past an effect that
+   * never reached it; the held lease's sequence follows the answer. Never sends the effect again.
+   */
+  async handover(effect: DispatchedEffect, limits: CallLimits = {}): Promise<HandoverAnswer> {
+    const worker = await this.#options.findWorker(this.profile);
+    if (!worker) throw new BrowserWorkerAway(`no live browser worker serves profile ${this.profileId}`);
+    const answer = await this.#client(worker.url).handover(
+      this.profile,
+      effect.leaseId,
+      effect.sequence,
+      limits,
+    );
+    const held = this.#held;
+    if (held?.leaseId === effect.leaseId) {
+      held.sequence = answer.lease.sequence;
+      held.expiresAtMs = answer.lease.expires_at_ms;
+    }
+    return answer;
+  }
+
+  /**
    * Issue 13 (approval cards): the held lease's page with an observed element outlined. Not an
    * effect, so no trust rule applies: a failure is the caller's to shrug off (the card goes
    * without its screenshot) and the lease is kept. Without a held lease there is nothing to show.
@@ -278,6 +310,10 @@ export class BrowserLeaseProvider {
     try {
       result = await send(this.#client(held.workerUrl), held);
     } catch (error) {
+      // The execution was stopped (its worker's stop bound): the call is handed to the run's next
+      // owner with its lease, which learns its end from the lease (`handover`); nothing is judged,
+      // dropped or closed here.
+      if (limits.signal?.aborted) throw error;
       const failure = this.#afterFailure(error, held);
       await this.#closeRetiredWhereItCan(limits);
       throw failure;

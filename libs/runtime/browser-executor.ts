@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import {
   actArgsSchema,
+  assertNever,
   BROWSER_TOOLS_CONTRACT_VERSION,
+  type HandoverAnswer,
+  isToolErrorCode,
   navigateArgsSchema,
   observeArgsSchema,
   type PageArtifacts,
@@ -12,6 +15,8 @@ import {
   BROWSER_TOOL_NAMES,
   type BrowserLeaseProvider,
   type BrowserToolName,
+  BrowserWorkerAway,
+  type DispatchedEffect,
   executeBrowserTool,
   ProviderError,
 } from '../provider/index.js';
@@ -23,6 +28,9 @@ import type { ToolCall, ToolDefinition, ToolOutcome } from './model.js';
  * adapters send a description as it is) says which contract its arguments and answers follow.
  */
 const CONTRACT_NOTE = ` (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION})`;
+
+/** What the step of a call learned applied from its lease says. */
+export const HANDOVER_NOTE = 'completed during hand-over';
 
 /** The three browser tools as the model sees them (contract {@link BROWSER_TOOLS_CONTRACT_VERSION}). */
 export const BROWSER_TOOL_DEFINITIONS: readonly ToolDefinition[] = Object.freeze([
@@ -101,13 +109,81 @@ export class BrowserToolExecutor implements ToolExecutor {
     return this.provider ? BROWSER_TOOLS_CONTRACT_VERSION : null;
   }
 
+  /**
+   * ADR-0127 d3, amended: a call an earlier owner of the run dispatched and never had answered (a
+   * stop's bound, a lapsed lock), answered from what its lease recorded; never sent again. Applied:
+   * the run goes on with a fresh observation, the page it answered with being gone with that owner.
+   * Never reached the lease: the lease's sequence was advanced past it first, so no late copy of it
+   * can land, and it is refused as before dispatch. Undefined where neither can be told.
+   */
+  async handedOver(
+    call: ToolCall,
+    effect: DispatchedEffect,
+    context: { invocationId: string; deadlineMs: number; signal: AbortSignal },
+  ): Promise<ToolOutcome | undefined> {
+    if (!this.provider || (call.name !== 'browser.navigate' && call.name !== 'browser.act')) return undefined;
+    let learned: HandoverAnswer;
+    try {
+      learned = await this.provider.handover(effect, {
+        deadlineMs: context.deadlineMs,
+        signal: context.signal,
+      });
+    } catch (error) {
+      if (context.signal.aborted)
+        throw new ExecutionInterrupted(`${call.name}'s hand-over was interrupted by the worker's shutdown`, {
+          cause: error,
+        });
+      // A browser worker away or restarting may still tell: the run is handed back to ask again
+      // (issue 12's bounded hand-backs), its lease kept. Any other failure tells nothing.
+      if (error instanceof BrowserWorkerAway || (error instanceof ProviderError && error.retryable))
+        throw error;
+      return undefined;
+    }
+    switch (learned.call) {
+      case 'applied': {
+        const observed = await this.execute(
+          { ...call, name: 'browser.observe', args: {} },
+          { ...context, beforeDispatch: async () => undefined },
+        );
+        const result = observed.ok && typeof observed.result === 'object' ? observed.result : {};
+        return {
+          ok: true,
+          note: HANDOVER_NOTE,
+          result: {
+            ...result,
+            note: observed.ok
+              ? `${call.name} ${HANDOVER_NOTE}; this is the page as it is now`
+              : `${call.name} ${HANDOVER_NOTE}; observe the page before acting on it`,
+          },
+        };
+      }
+      case 'refused':
+        if (!learned.code || !isToolErrorCode(learned.code)) return undefined;
+        return {
+          ok: false,
+          code: learned.code,
+          message: `${call.name} was refused by the page while its run changed workers; it was not sent again`,
+        };
+      case 'not_applied':
+        return {
+          ok: false,
+          code: 'page_changed',
+          message: `${call.name} had not reached the page when its run changed workers and was refused before dispatch; it was never sent: observe the page and call it again if it is still needed`,
+        };
+      case 'unknown':
+        return undefined;
+      default:
+        return assertNever(learned.call, 'handed-over call');
+    }
+  }
+
   async execute(
     call: ToolCall,
     context: {
       invocationId: string;
       deadlineMs: number;
       signal: AbortSignal;
-      beforeDispatch: () => Promise<void>;
+      beforeDispatch: (effect?: DispatchedEffect) => Promise<void>;
     },
   ): Promise<ToolOutcome> {
     this.lastEvidenceKey = null;

@@ -7,6 +7,8 @@ export class ExecutionInterrupted extends LeaseholdError<'interrupted'> {
   }
 }
 
-export function throwIfAborted(signal: AbortSignal): void {
-  if (signal.aborted) throw new ExecutionInterrupted('the execution was interrupted before its next call');
+/** Before each call: a stopping worker (`stopSignal`) or an aborted execution hands the run back here. */
+export function throwIfAborted(signal: AbortSignal, stopSignal?: AbortSignal): void {
+  if (signal.aborted || stopSignal?.aborted)
+    throw new ExecutionInterrupted('the execution was interrupted before its next call');
 }

@@ -5,6 +5,7 @@ import type {
   RunStep,
   StepOutcome,
 } from '../contracts/index.js';
+import type { DispatchedEffect } from '../provider/index.js';
 import type { LoopBreaker } from './breaker.js';
 import type { CostLimits, ModelPrice } from './cost.js';
 import type { DelegateStep } from './delegation.js';
@@ -20,7 +21,8 @@ export type InvocationState =
   | { state: 'awaiting_approval'; approvalId: string }
   | { state: 'approved'; approvalId?: string }
   | { state: 'denied'; message: string; approvalId?: string }
-  | { state: 'dispatched' }
+  /** `effect`: the lease and sequence a browser effect went out on, when the ledger has them. */
+  | { state: 'dispatched'; effect?: DispatchedEffect }
   | { state: 'completed'; outcome: ToolOutcome }
   | { state: 'outcome_unknown' };
 
@@ -65,8 +67,11 @@ export interface RunPort {
   takeoverRequested?(): string | undefined;
   /** Records the call `started` (counting one tool call) unless the ledger knows it already; answers what it knows. */
   startInvocation(invocation: Invocation): Promise<InvocationState>;
-  /** The watermark: from here on the effect may have happened and is never sent again. */
-  markDispatched(invocation: Invocation): Promise<void>;
+  /**
+   * The watermark: from here on the effect may have happened and is never sent again. A browser
+   * effect's lease and sequence go with it, for a next owner to learn its end from the lease.
+   */
+  markDispatched(invocation: Invocation, effect?: DispatchedEffect): Promise<void>;
   completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void>;
   /**
    * ADR-0177: marks the run's outcome unverified for good (the run view shows it, whatever its end),
@@ -148,9 +153,18 @@ export interface ToolExecutor {
       invocationId: string;
       deadlineMs: number;
       signal: AbortSignal;
-      beforeDispatch: () => Promise<void>;
+      beforeDispatch: (effect?: DispatchedEffect) => Promise<void>;
     },
   ): Promise<ToolOutcome>;
+  /**
+   * Answers a call that a run's earlier owner dispatched as `effect` and never had answered, from
+   * what the lease recorded of it; never sends it again. Undefined where this executor cannot tell.
+   */
+  handedOver?(
+    call: ToolCall,
+    effect: DispatchedEffect,
+    context: { invocationId: string; deadlineMs: number; signal: AbortSignal },
+  ): Promise<ToolOutcome | undefined>;
 }
 
 export type ExecutionEnd =
@@ -181,8 +195,13 @@ export interface RunLoopOptions {
   limits: RunLimits;
   /** The run's deadline (epoch ms). */
   deadlineMs: number;
-  /** Aborted when the worker shuts down or the run is cancelled. */
+  /** Aborted when the worker shuts down or the run is cancelled: calls in flight are cut short. */
   signal: AbortSignal;
+  /**
+   * Aborted when the worker begins to stop: the execution hands the run back before its next call
+   * (model or tool), and the calls in flight run on until {@link signal} aborts.
+   */
+  stopSignal?: AbortSignal;
   /** Longest one tool call may take (its own deadline, inside the run's). */
   toolTimeoutMs?: number;
   clock?: () => number;

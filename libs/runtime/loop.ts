@@ -24,7 +24,8 @@ export const DEFAULT_DEFINITION_CAP = 64;
  * One execution of a run (DESIGN §4.3): check limits → model call → record usage → for each tool
  * call: ledger, approval, dispatch → repeat, until an answer, a park, a failure or a cancel. A
  * resumed execution first answers the tool calls its last model turn left open; the ledger makes
- * that safe: a call recorded `dispatched` is never sent again, it becomes `outcome_unknown`.
+ * that safe: a call recorded `dispatched` is never sent again. Its lease tells what became of it
+ * where it can (ADR-0127 d3, amended); elsewhere it becomes `outcome_unknown`.
  */
 export async function runExecution(options: RunLoopOptions): Promise<ExecutionEnd> {
   const { run, tools } = options;

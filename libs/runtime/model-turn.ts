@@ -36,7 +36,7 @@ export async function takeModelTurn(
   context: LoopContext,
 ): Promise<ExecutionEnd | undefined> {
   const { run, model, limits } = options;
-  throwIfAborted(options.signal);
+  throwIfAborted(options.signal, options.stopSignal);
   if (await run.cancelRequested()) return { kind: 'cancelled' };
   const paused = await pauseIfTakenOver(options);
   if (paused) return paused;

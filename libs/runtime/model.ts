@@ -17,7 +17,8 @@ export interface ToolCall {
 
 /** What the loop tells the model a tool call gave: a result, or a stable error code. */
 export type ToolOutcome =
-  | { ok: true; result: unknown }
+  /** `note`: what the call's step says beside its success ("completed during hand-over"). */
+  | { ok: true; result: unknown; note?: string }
   | {
       ok: false;
       code: string;

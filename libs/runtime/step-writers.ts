@@ -17,7 +17,7 @@ type ToolStep = NonNullable<RunStep['tool']>;
 /** A tool outcome as a step tells it: `ok`, or its stable code and message. */
 export function stepOutcomeOf(outcome: ToolOutcome): StepOutcome {
   return outcome.ok
-    ? { ok: true, code: null, message: null }
+    ? { ok: true, code: null, message: outcome.note ?? null }
     : { ok: false, code: outcome.code, message: outcome.message };
 }
 

@@ -75,7 +75,7 @@ export async function answerToolCalls(
   };
 
   for (const { call: asked, index } of batch) {
-    throwIfAborted(options.signal);
+    throwIfAborted(options.signal, options.stopSignal);
     if (await run.cancelRequested()) return { kind: 'cancelled' };
     const paused = await pauseIfTakenOver(options);
     if (paused) return paused;
@@ -125,14 +125,23 @@ export async function answerToolCalls(
       case 'dispatched':
       case 'outcome_unknown': {
         breaker?.recordReplayed(invocation);
-        // The effect may have happened before a crash: never send it again.
-        const outcome: ToolOutcome = {
+        // The effect may have happened before a crash or a stop: never send it again. Where the
+        // lease recorded what became of it, that is its answer (ADR-0127 d3, amended).
+        const learned =
+          known.state === 'dispatched' && known.effect
+            ? await tools.handedOver?.(call, known.effect, {
+                invocationId,
+                deadlineMs: toolDeadline(options, clock),
+                signal: options.signal,
+              })
+            : undefined;
+        const outcome: ToolOutcome = learned ?? {
           ok: false,
           code: 'outcome_unknown',
           message: 'the call was dispatched before the run was interrupted; its effect is unknown',
         };
         await run.completeInvocation(invocation, outcome);
-        await Promise.all([answer(asked, outcome), steps.ended(outcome, null)]);
+        await Promise.all([answer(asked, outcome), steps.ended(outcome, null, tools.takeArtifacts?.())]);
         const end = endedBy(asked, outcome);
         if (end) return end;
         continue;
@@ -213,10 +222,7 @@ export async function answerToolCalls(
       default:
         return assertNever(known, 'invocation state');
     }
-    const deadlineMs = Math.min(
-      options.deadlineMs,
-      clock() + (options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS),
-    );
+    const deadlineMs = toolDeadline(options, clock);
     const sent = dispatchedCall(call, transcript, options, context);
     const executedAtMs = clock();
     const outcome: ToolOutcome = sent
@@ -224,7 +230,7 @@ export async function answerToolCalls(
           invocationId,
           deadlineMs,
           signal: options.signal,
-          beforeDispatch: () => run.markDispatched(invocation),
+          beforeDispatch: (effect) => run.markDispatched(invocation, effect),
         })
       : {
           ok: false,
@@ -258,6 +264,11 @@ export async function answerToolCalls(
     });
   }
   return undefined;
+}
+
+/** A tool call's deadline: its own timeout from now, inside the run's. */
+function toolDeadline(options: RunLoopOptions, clock: () => number): number {
+  return Math.min(options.deadlineMs, clock() + (options.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS));
 }
 
 /**

@@ -9,6 +9,7 @@ import {
 import type {
   AcquireOutcome,
   BeginCloseOutcome,
+  EffectState,
   IdempotencyClaim,
   IdempotentAnswerRecord,
   IdempotentRenewal,
@@ -406,10 +407,11 @@ export class RedisLeaseStore implements LeaseStore {
     leaseId: string,
     sequence: number,
     nowMs: number,
-    advance: boolean,
+    advance: boolean | 'skip',
   ): Promise<SequenceOutcome> {
+    const mode = advance === 'skip' ? 'skip' : advance ? 1 : 0;
     const [status, value] = (
-      await this.#redis.advanceSequence(this.#leaseKey(profile, leaseId), sequence, nowMs, advance ? 1 : 0)
+      await this.#redis.advanceSequence(this.#leaseKey(profile, leaseId), sequence, nowMs, mode)
     ).map(String);
     switch (status) {
       case 'ok':
@@ -421,6 +423,16 @@ export class RedisLeaseStore implements LeaseStore {
       default:
         return { status: 'not_found' };
     }
+  }
+
+  async noteEffect(
+    profile: ProfileRef,
+    leaseId: string,
+    sequence: number,
+    state: 'applied' | 'refused' | 'unknown',
+    code?: string,
+  ): Promise<void> {
+    await this.#redis.noteEffect(this.#leaseKey(profile, leaseId), sequence, state, code ?? '');
   }
 
   #idempotencyKey(profile: ProfileRef, key: string): string {
@@ -619,6 +631,9 @@ function leaseFromFields(
     expiresAtMs: Number(fields.expires_at),
     sequence: Number(fields.seq),
     effects: Number(fields.effects),
+    lastEffect: fields.effect
+      ? { state: fields.effect as EffectState, code: fields.effect_code || undefined }
+      : undefined,
     closeReason: fields.close_reason as LeaseCloseReason | undefined,
     sealed: fields.sealed === '1',
   };

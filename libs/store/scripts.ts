@@ -42,6 +42,7 @@ export interface ScriptCommands {
   finishClose(leaseKey: string, liveKey: string, profileKey: string, ...argv: Arg[]): Reply;
   noteSealFault(profileKey: string, fault: string): Promise<number>;
   advanceSequence(leaseKey: string, ...argv: Arg[]): Reply;
+  noteEffect(leaseKey: string, ...argv: Arg[]): Promise<number>;
   claimIdempotency(key: string, ...argv: Arg[]): Reply;
   putAgent(agentKey: string, versionsKey: string, ...argv: Arg[]): Promise<string[]>;
   submitRun(

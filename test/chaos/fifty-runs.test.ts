@@ -36,8 +36,8 @@ const TIMINGS = {
 };
 /** After the last fault ends: the runs handed back with backoff (1+2+4+8+16 s) and a few sweeps. */
 const SETTLE_BOUND_MS = 60_000;
-/** The test's own bound on its settle wait, so it reports (and dumps) before vitest's timeout. */
-const TEST_BUDGET_MS = 230_000;
+/** The test's own bound on its settle waits, so it reports (and dumps) before vitest's timeout. */
+const TEST_BUDGET_MS = 290_000;
 
 interface Submitted {
   token: string;
@@ -50,10 +50,11 @@ interface Submitted {
 /**
  * Issue 12, "Done when": 50 browser runs over 10 profiles while the fleet is hurt — run workers
  * SIGKILLed and SIGTERMed in turn, the browser worker SIGKILLed and restarted on the same id and
- * port, Redis stopped for 10 s and started again on its AOF. Every role is a real process on a
+ * port, Redis stopped for 10 s and started again on its AOF, and then both run workers SIGTERMed
+ * while pages load slowly. Every role is a real process on a
  * Redis of the test's own; the site's server counts each run's effect.
  */
-describe('fifty browser runs while the fleet is hurt', { timeout: 270_000 }, () => {
+describe('fifty browser runs while the fleet is hurt', { timeout: 330_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'lh-fifty-'));
   const prefix = 'chaos50';
   let redis: OwnRedis;
@@ -332,6 +333,73 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 270_000 }, () 
     }
     const allEndedAtS = Math.round((Date.now() - startedAtMs) / 1000);
     progress(`settled at ${allEndedAtS} s`);
+
+    // ---- A SIGTERM with slow pages: a graceful stop finishes what it started. ----
+    // One more run per profile opens a page that answers after SLOW_PAGE_MS, longer than the
+    // workers' drain (80% of SHUTDOWN_TIMEOUT_MS); both run workers are SIGTERMed while those
+    // pages load. Navigates that answer inside the drain hand their runs back at the next call;
+    // the others go to the next owner with their lease, which learns from it that they applied.
+    // None may end outcome_unknown, lose, strand or repeat its payment.
+    const slowRuns: Submitted[] = [];
+    {
+      for (let p = 0; p < PROFILES; p += 1) {
+        const session = await call('POST', '/v1/sessions', {
+          agent_id: agent.body.id,
+          browser_profile_id: `shop-${p}`,
+        });
+        const run: Submitted = { token: `slow${p}`, profile: p, sessionId: session.body.id };
+        const answer = await call(
+          'POST',
+          `/v1/sessions/${run.sessionId}/runs`,
+          {
+            input: 'Pay once',
+            script: {
+              steps: [
+                { tool: 'browser.navigate', url: `${site.origin}/slow/run/${run.token}` },
+                {
+                  tool: 'browser.act',
+                  target: { role: 'button', name: 'Pay' },
+                  action: 'click',
+                  postcondition: { role: 'heading', name: 'Paid', wait_ms: 5_000 },
+                },
+              ],
+              answer: 'Paid.',
+            },
+          },
+          { 'idempotency-key': `submit-${run.token}` },
+        );
+        if (answer.status === 201) run.runId = answer.body.id;
+        else run.submitError = `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`;
+        slowRuns.push(run);
+        runs.push(run);
+      }
+      const loading = () => slowRuns.filter((run) => (site.pageLoads.get(run.token) ?? 0) > 0).length;
+      const waitUntil = Date.now() + 30_000;
+      while (loading() < PROFILES / 2 && Date.now() < waitUntil) await sleep(100);
+      progress(`slow pages loading: ${loading()}`);
+      const stopping = [roles.workerA, roles.workerB] as RoleProcess[];
+      const exits = stopping.map((worker) => worker.stop('SIGTERM'));
+      roles.workerA = (stopping[0] as RoleProcess).restart('run-worker-a3', {
+        port: await freePort(),
+        portVariable: 'RUN_WORKER_PORT',
+      });
+      roles.workerB = (stopping[1] as RoleProcess).restart('run-worker-b3', {
+        port: await freePort(),
+        portVariable: 'RUN_WORKER_PORT',
+      });
+      retired.push(...stopping);
+      await Promise.all(exits);
+      await Promise.all([roles.workerA.ready(), roles.workerB.ready()]);
+      faults.push(`both run workers SIGTERMed while ${loading()} slow pages loaded, new ones started`);
+      progress('slow-page SIGTERM over');
+      const slowBoundAtMs = Math.min(Date.now() + SETTLE_BOUND_MS, testStartedAtMs + TEST_BUDGET_MS);
+      while (
+        Date.now() < slowBoundAtMs &&
+        slowRuns.some((run) => run.runId && !ENDED.has(statuses.get(run.runId)?.status ?? ''))
+      )
+        await sleep(500);
+      progress('slow runs settled');
+    }
     // One sweep and one upkeep pass after the last end, then the final reading.
     await sleep(3 * Number(TIMINGS.LEASE_UPKEEP_INTERVAL_MS) + Number(TIMINGS.SWEEP_INTERVAL_MS));
     stopped = true;
@@ -378,6 +446,20 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 270_000 }, () 
     );
     await closeRedis(leaseReader);
 
+    // Of the runs in flight at the slow-page SIGTERM: none ended, nor had a call end, outcome_unknown.
+    const unknownAfterGracefulStop: string[] = [];
+    for (const run of slowRuns) {
+      if (!run.runId) continue;
+      const steps = await call('GET', `/v1/runs/${run.runId}/steps`);
+      const codes = [
+        views.get(run.runId)?.body.error?.code,
+        ...(
+          (steps.body?.steps ?? []) as Array<{ tool?: { outcome?: { code?: string | null } | null } | null }>
+        ).map((step) => step.tool?.outcome?.code),
+      ];
+      if (codes.includes('outcome_unknown')) unknownAfterGracefulStop.push(run.token);
+    }
+
     const counts = {
       runs: runs.length,
       submitted: runIds.size,
@@ -388,6 +470,10 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 270_000 }, () 
       succeeded_without_effect: succeededWithoutEffect.length,
       leases_live_on_ended_runs: leasesOnEnded.length,
       nameless_failures: namelessFailures.length,
+      outcome_unknown_after_graceful_stop: unknownAfterGracefulStop.length,
+      slow_runs_succeeded: slowRuns.filter(
+        (run) => run.runId && views.get(run.runId)?.body.status === 'succeeded',
+      ).length,
       error_codes: codes,
       effects: [...site.payments.values()].reduce((sum, count) => sum + count, 0),
       faults,
@@ -439,6 +525,7 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 270_000 }, () 
       succeeded_without_effect: counts.succeeded_without_effect,
       leases_live_on_ended_runs: counts.leases_live_on_ended_runs,
       nameless_failures: counts.nameless_failures,
+      outcome_unknown_after_graceful_stop: counts.outcome_unknown_after_graceful_stop,
     }).toEqual({
       lost: 0,
       stranded: 0,
@@ -446,6 +533,7 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 270_000 }, () 
       succeeded_without_effect: 0,
       leases_live_on_ended_runs: 0,
       nameless_failures: 0,
+      outcome_unknown_after_graceful_stop: 0,
     });
   });
 });

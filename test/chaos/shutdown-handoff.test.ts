@@ -112,12 +112,12 @@ describe('a stop hands runs on (issue 12)', () => {
         input: `read ${index}`,
         // An hour's deadline: a run left to wait for it would fail the bound below by far.
         timeout_ms: 3_600_000,
-        // A navigate cut off after it was sent is `outcome_unknown` on the next execution (ADR-0127:
-        // never sent twice); these may fail, so the run goes on past it and ends on its own.
+        // A navigate still unanswered at the stop's bound is never sent twice (ADR-0127 d3): the
+        // next owner learns from the lease that it applied, and the run goes on.
         script: {
           steps: [
-            { tool: 'browser.navigate', url: `${site.origin}/slow`, may_fail: true },
-            { tool: 'browser.navigate', url: `${site.origin}/`, may_fail: true },
+            { tool: 'browser.navigate', url: `${site.origin}/slow` },
+            { tool: 'browser.navigate', url: `${site.origin}/` },
             { tool: 'browser.observe' },
           ],
           answer: 'Read.',
@@ -167,6 +167,14 @@ describe('a stop hands runs on (issue 12)', () => {
         events.filter((event) => event.type === 'run.claimed'),
         id,
       ).toHaveLength(2);
+      // A graceful stop leaves no call's outcome unknown.
+      const steps = (await call('GET', `/v1/runs/${id}/steps`)).body.steps as Array<{
+        tool: { outcome: { code: string | null } | null } | null;
+      }>;
+      expect(
+        steps.flatMap((step) => (step.tool?.outcome?.code ? [step.tool.outcome.code] : [])),
+        id,
+      ).toEqual([]);
     }
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);

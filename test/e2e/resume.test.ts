@@ -174,9 +174,9 @@ describe('a run survives its worker', { timeout: 120_000 }, () => {
   it('resumes a run whose worker was killed mid-navigation, never sending the navigation again', async () => {
     const victim = startWorkerProcess();
     const runId = await submit('killed', [
-      // Issue 12: a script stops at a failing step (here the navigate answered outcome_unknown on
-      // resume) unless the step may fail; this one may, so the script goes on to its purchase.
-      { tool: 'browser.navigate', url: `${origin}/slow`, may_fail: true },
+      // The navigate has no answer when its worker dies; the next owner learns from the lease
+      // what became of it (ADR-0127 d3, amended), so the script needs no `may_fail` here.
+      { tool: 'browser.navigate', url: `${origin}/slow` },
       { tool: 'browser.observe' },
       buy,
     ]);
@@ -202,11 +202,20 @@ describe('a run survives its worker', { timeout: 120_000 }, () => {
       'finish',
     );
     expect(done).toMatchObject({ status: 'succeeded', attempt: 1 });
-    // The navigation was dispatched once, before the kill; the resumed run answered it outcome_unknown.
+    // The navigation was dispatched once, before the kill; the resumed run learned from the lease
+    // that it applied, and its step says so.
     expect(hits.get('/slow')).toBe(1);
     const ledger = await fleet.store.listInvocations(runId);
     expect(ledger.find((entry) => entry.tool === 'browser.navigate')).toMatchObject({
-      state: 'outcome_unknown',
+      state: 'completed',
+    });
+    const steps = (await call('GET', `/v1/runs/${runId}/steps`)).body.steps as Array<{
+      tool: { name: string; outcome: unknown } | null;
+    }>;
+    expect(steps.find((step) => step.tool?.name === 'browser.navigate')?.tool?.outcome).toEqual({
+      ok: true,
+      code: null,
+      message: 'completed during hand-over',
     });
     expect(ledger.filter((entry) => entry.tool === 'browser.act')).toHaveLength(1);
   });

@@ -127,6 +127,8 @@ describe('every store script touches one hash slot (issue 12: the store works on
       CAPS,
     );
     await leases.advanceSequence(profile, acquired.leaseId, 1, nowMs, true);
+    await leases.noteEffect(profile, acquired.leaseId, 1, 'applied');
+    await leases.advanceSequence(profile, acquired.leaseId, 2, nowMs, 'skip');
     await leases.beginClose(profile, acquired.leaseId, nowMs, 'closed');
     await leases.finishClose(profile, acquired.leaseId, nowMs, undefined);
 

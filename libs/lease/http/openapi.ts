@@ -7,6 +7,7 @@ import {
   BROWSER_TOOLS_CONTRACT_VERSION,
   browserObservationSchema,
   dataPlaneErrorSchema,
+  handoverAnswerSchema,
   leaseAnswerSchema,
   leaseScopeSchema,
   observeArgsSchema,
@@ -63,6 +64,7 @@ const ANSWER_COMPONENTS: ReadonlyArray<[string, z.ZodType]> = [
   ['PersonControl', personControlAnswerSchema],
   ['PersonControlEnd', personControlEndAnswerSchema],
   ['PersonInputAnswer', personInputAnswerSchema],
+  ['HandoverAnswer', handoverAnswerSchema],
   ['Worker', workerAnswerSchema],
   ['Health', healthAnswerSchema],
   ['Readiness', readinessAnswerSchema],
@@ -91,6 +93,8 @@ const COMPONENT_DESCRIPTIONS: Readonly<Record<string, string>> = {
   PersonControlEnd:
     'A control as it ended: its bounds, how many input events the person sent (never what they were), and the URL the page shows.',
   PersonInputAnswer: "The lease's sequence after the batch.",
+  HandoverAnswer:
+    'The lease and what became of a handed-over effect: `applied`, `refused` (with its `code`), `not_applied` (the sequence is now past it) or `unknown`.',
   Worker: 'This browser worker: its id, the profiles it serves, its browser and browser tools contracts.',
   Health: 'Liveness.',
   Readiness: 'Readiness: each check by name.',

@@ -10,6 +10,8 @@ import {
   createProfileSchema,
   type DATA_PLANE_ANSWERED_ERROR_CODES,
   endPersonControlSchema,
+  handoverAnswerSchema,
+  handoverSchema,
   leaseAnswerSchema,
   leaseIdSchema,
   navigateSchema,
@@ -343,6 +345,22 @@ export const DATA_PLANE_OPERATIONS = {
       },
     },
     refusals: { ...EFFECT_REFUSALS, 409: [...EFFECT_REFUSALS[409], 'secret_not_allowed'] },
+  },
+  handover: {
+    operationId: 'handover',
+    method: 'POST',
+    url: `${LEASE}/handover`,
+    tag: 'pages',
+    summary: 'Learn what became of a handed-over effect',
+    description:
+      "A run's next owner was handed an effect (navigate or act) its last owner sent with `sequence` and never had answered. Answered after the lease's calls in flight: `applied`, `refused` (after dispatch, with its `code`), `unknown`, or `not_applied` — an effect that never reached the lease, past which the sequence is advanced first with no effect, so a late copy of it is refused. A lease no longer held here is judged from its record.",
+    params: leaseParams,
+    body: handoverSchema,
+    bodyExample: { sequence: 3 },
+    answers: {
+      200: { description: 'The lease and what became of the effect.', schema: handoverAnswerSchema },
+    },
+    refusals: { 404: ['not_found'], 409: ['profile_unavailable'], 422: ['validation_failed'] },
   },
   preview: {
     operationId: 'preview',

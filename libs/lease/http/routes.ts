@@ -141,11 +141,13 @@ export function registerDataPlaneRoutes(
     registerOperation(app, OPERATIONS[verb], async (request) => {
       const params = parse(leaseParams, request.params, 'path');
       const body = parse(schema, request.body ?? {}, 'body');
+      // An effect runs to its own deadline once it arrived, though its caller goes away (a run
+      // worker stopping): the run's next owner learns its end from the lease (`handover`).
       const { lease, result } = await call(
         profileRef(params),
         params.leaseId,
         body,
-        limitsFor(request, body.deadline_ms),
+        limitsFor(request, body.deadline_ms, { outlivesCaller: verb !== 'observe' }),
       );
       return {
         lease,
@@ -163,6 +165,11 @@ export function registerDataPlaneRoutes(
   pageRoute('act', OPERATIONS.act.body, (profile, leaseId, body, limits) =>
     leases.act(profile, leaseId, body.sequence, body.args, limits),
   );
+  registerOperation(app, OPERATIONS.handover, async (request) => {
+    const params = parse(leaseParams, request.params, 'path');
+    const body = parse(OPERATIONS.handover.body, request.body ?? {}, 'body');
+    return leases.handover(profileRef(params), params.leaseId, body.sequence);
+  });
   // Issue 13 (approval cards): the target of a pending act outlined. Not an effect: no sequence.
   registerOperation(app, OPERATIONS.preview, async (request) => {
     const params = parse(leaseParams, request.params, 'path');
@@ -179,11 +186,16 @@ export function registerDataPlaneRoutes(
 
 type PageAnswer = { lease: LeaseView; result: PageResult };
 
-/** The call's deadline, and a signal that aborts when the caller goes away. */
-function limitsFor(request: FastifyRequest, deadlineMs: number): OperationLimits {
+/** The call's deadline, and a signal that aborts when the caller goes away (unless it outlives it). */
+function limitsFor(
+  request: FastifyRequest,
+  deadlineMs: number,
+  { outlivesCaller = false }: { outlivesCaller?: boolean } = {},
+): OperationLimits {
   const controller = new AbortController();
-  request.raw.once('close', () => {
-    if (!request.raw.complete) controller.abort();
-  });
+  if (!outlivesCaller)
+    request.raw.once('close', () => {
+      if (!request.raw.complete) controller.abort();
+    });
   return { deadlineMs: Date.now() + deadlineMs, signal: controller.signal };
 }

@@ -27,6 +27,11 @@ export interface ExecutionDeps {
   mcpTurns?: McpTurns;
   /** A run's page handed to a person and back (the data plane's person control); absent, takeovers are dropped. */
   pageControl?: RunPageControl;
+  /**
+   * Aborted when the worker begins to stop: each execution hands its run back at its next call
+   * boundary, and the calls already in flight run on to their answers (or to the stop's bound).
+   */
+  stopping?: AbortSignal;
   /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
   cancelsHeard?: ReadonlySet<string>;
   /**

@@ -146,6 +146,7 @@ export async function executeRunToEnd(
       },
       deadlineMs: run.deadline_at_ms,
       signal,
+      ...(deps.stopping ? { stopSignal: deps.stopping } : {}),
       instructions: agent.instructions,
       // Issue 11: a parked call's secret arguments, sealed under the deployment's secret and run id.
       ...argumentSealing(deps.config, run.id),

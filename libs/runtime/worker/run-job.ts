@@ -9,7 +9,7 @@ import {
 } from '../../../queues/index.js';
 import { type RunView, runHasEnded } from '../../contracts/index.js';
 import { type Counter, type Histogram, METRICS, metricOf, type Registry } from '../../telemetry/index.js';
-import type { ExecutionEnd } from '../index.js';
+import { type ExecutionEnd, ExecutionInterrupted } from '../index.js';
 import { claimExecution } from './claim.js';
 import { settleEscapedError } from './escaped.js';
 import { executeRunToEnd } from './execution.js';
@@ -82,9 +82,14 @@ export function runJobProcessor(deps: RunJobDeps) {
         runLog.warn({ err: error }, 'run lost to another writer');
         return { status: 'lost', code: 'not_owner' };
       }
-      if (signal?.aborted && signal.reason === SHUTDOWN_REASON) {
+      const stopped =
+        (signal?.aborted && signal.reason === SHUTDOWN_REASON) ||
+        (deps.stopping?.aborted && error instanceof ExecutionInterrupted);
+      if (stopped) {
         // Issue 12: released by its owner in the same step as the job goes back to waiting, so
-        // the next worker's claim takes the run over at once (its lease is kept for reattach).
+        // the next worker's claim takes the run over at once (its lease is kept for reattach). A
+        // stop hands the run back at its next call boundary; a call still unanswered at the stop's
+        // bound goes with it, to be learned from its lease by the next owner.
         const released = await store.releaseRun(runId, ownerToken, { detail: { reason: 'shutdown' } });
         runLog.info({ released: released.ok }, 'execution handed back at shutdown');
         executions.inc({ outcome: 'handed_back' });

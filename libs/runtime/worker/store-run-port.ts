@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import { modelStepId, type RunView, toolStepId } from '../../contracts/index.js';
+import type { DispatchedEffect } from '../../provider/index.js';
 import type { RunStore } from '../../store/index.js';
 import { TranscriptWriteRefused } from '../../store/run-transcript.js';
 import type {
@@ -166,8 +168,10 @@ export class StoreRunPort implements RunPort {
     const approvals = await this.deps.store.listApprovals(this.run.id);
     const approval = approvals.filter((candidate) => candidate.invocation_id === invocation.id).at(-1);
     switch (entry?.state) {
-      case 'dispatched':
-        return { state: 'dispatched' };
+      case 'dispatched': {
+        const effect = dispatchedEffectOf(entry.result);
+        return effect ? { state: 'dispatched', effect } : { state: 'dispatched' };
+      }
       case 'outcome_unknown':
         return { state: 'outcome_unknown' };
       case 'completed':
@@ -182,13 +186,15 @@ export class StoreRunPort implements RunPort {
     return { state: 'started' };
   }
 
-  async markDispatched(invocation: Invocation): Promise<void> {
+  async markDispatched(invocation: Invocation, effect?: DispatchedEffect): Promise<void> {
     await this.deps.faults?.('invocation.dispatch');
     const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
       step: invocation.step,
       index: invocation.index,
       tool: invocation.call.name,
       state: 'dispatched',
+      // Replaced by the call's outcome when it completes; read only by a next owner before that.
+      ...(effect ? { result: { effect: { lease_id: effect.leaseId, sequence: effect.sequence } } } : {}),
     });
     refusedUnlessOk(recorded, 'ledger');
   }
@@ -213,4 +219,16 @@ export class StoreRunPort implements RunPort {
     if (!marked.ok) throw new RunLost(`unverified mark: ${marked.message}`);
     this.#current = marked.run;
   }
+}
+
+const dispatchedEffectSchema = z.object({
+  effect: z.object({ lease_id: z.string().min(1), sequence: z.number().int().min(1) }),
+});
+
+/** The lease and sequence a dispatched browser effect went out on, as its ledger entry keeps them. */
+function dispatchedEffectOf(result: unknown): DispatchedEffect | undefined {
+  const parsed = dispatchedEffectSchema.safeParse(result);
+  return parsed.success
+    ? { leaseId: parsed.data.effect.lease_id, sequence: parsed.data.effect.sequence }
+    : undefined;
 }

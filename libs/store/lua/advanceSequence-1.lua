@@ -7,7 +7,12 @@
 
     ARGV[1] the action's sequence number
     ARGV[2] now (epoch ms)
-    ARGV[3] 1 to advance, 0 to check only
+    ARGV[3] 1 to advance, 0 to check only, 'skip' to advance without an effect (a hand-over's
+            call that never reached this lease: a late copy of it is refused from now on)
+
+  The lease keeps the state of the effect at its last sequence in `effect` (`dispatched` from
+  here, then what noteEffect-1.lua records; `skipped` for a skip), so the run's next owner can
+  learn what became of a call it was handed without an answer.
 
   Output:
     {'ok', sequence}                 (the new sequence when advanced)
@@ -27,6 +32,13 @@ if tonumber(f[3]) + 1 ~= tonumber(ARGV[1]) then
 end
 if ARGV[3] == "1" then
   redis.call("HINCRBY", KEYS[1], "effects", 1)
+  redis.call("HSET", KEYS[1], "effect", "dispatched")
+  redis.call("HDEL", KEYS[1], "effect_code")
+  return {"ok", tostring(redis.call("HINCRBY", KEYS[1], "seq", 1))}
+end
+if ARGV[3] == "skip" then
+  redis.call("HSET", KEYS[1], "effect", "skipped")
+  redis.call("HDEL", KEYS[1], "effect_code")
   return {"ok", tostring(redis.call("HINCRBY", KEYS[1], "seq", 1))}
 end
 return {"ok", f[3]}
