@@ -1,5 +1,9 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import { type RedisClient, shareScriptsWithPipelines } from '../libs/store/redis-client.js';
+import {
+  duplicatesWithoutTimeout,
+  type RedisClient,
+  shareScriptsWithPipelines,
+} from '../libs/store/redis-client.js';
 import { VARIADIC_KEY_SCRIPTS } from '../libs/store/scripts.js';
 import { redisLink } from '../libs/telemetry/redis-link.js';
 
@@ -44,6 +48,15 @@ export interface ConnectionOptions {
   autoPipelining?: boolean;
 }
 
+/**
+ * Every connection's ioredis settings, here and nowhere else. Each connection made here has a
+ * command timeout of REDIS_ANSWER_TIMEOUT_MS (`redisLink.answerTimeoutMs`): a Redis that stops
+ * answering without closing its connections (SIGSTOP, a partition without resets) fails a command
+ * in that bound instead of holding its caller. A command that timed out may still run when Redis
+ * answers again: the connection stays open and Redis reads what was sent, in order. The
+ * connections that block (BullMQ's BZPOPMIN, a BLPOP) are duplicates without the timeout
+ * (`duplicateUnbatched`, `duplicatesWithoutTimeout`); the link watch's pings judge them.
+ */
 export function redisOptions(
   role: ConnectionRole,
   name: string,
@@ -54,6 +67,7 @@ export function redisOptions(
     ...(options.autoPipelining ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: [] } : {}),
     lazyConnect: true,
     connectTimeout: CONNECT_TIMEOUT_MS,
+    commandTimeout: redisLink.answerTimeoutMs,
     retryStrategy: (times) => Math.min(times * 200, MAX_RECONNECT_DELAY_MS),
   };
   return role === 'producer'
@@ -137,6 +151,7 @@ export async function connectRedis(
   // watch (issue 12); an unhandled 'error' event would crash.
   client.on('error', () => {});
   shareScriptsWithPipelines(client);
+  duplicatesWithoutTimeout(client);
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([

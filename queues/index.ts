@@ -14,6 +14,7 @@ export {
   redisOptions,
   redisTarget,
 } from './connection.js';
+export { JobLocks, type LockState, type LockVerdict, lockVerdict } from './job-locks.js';
 export {
   addRunJobTo,
   createRunsQueue,

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { RedisClient } from '../libs/store/redis-client.js';
 import { isRedisUnreachable } from '../libs/telemetry/redis-link.js';
 import { connectRedis, MAX_RECONNECT_DELAY_MS, type RedisTarget } from './connection.js';
+import type { JobLocks } from './job-locks.js';
 
 export interface QueueWorkerOptions {
   /** Redis: a URL, or a cluster's nodes (issue 15). */
@@ -17,7 +18,12 @@ export interface QueueWorkerOptions {
   logger: Logger;
   /** Start claiming at once (default) or wait for `worker.run()`. */
   autorun?: boolean;
+  /** Where the jobs' locks are followed: claimed, renewed, renewals failed or refused. */
+  locks?: JobLocks;
 }
+
+/** BullMQ's error for a renewal Redis refused (the lock is another's): the lock book has it. */
+const LOCK_LOST = /^could not renew lock for job /;
 
 /**
  * The run a job is about, for its lines (issue 15: every line about a run carries `run_id`): a
@@ -41,12 +47,15 @@ export async function createQueueWorker<Data, Result>(
 ): Promise<Worker<Data, Result, string>> {
   const connection = await connectRedis(options.redisUrl, 'worker', `${queueName}-worker`);
   const held = new Map<string, string>();
+  const { locks } = options;
   const tracked: Processor<Data, Result, string> = async (job, token, signal) => {
     if (job.id && token) held.set(job.id, token);
+    if (job.id) locks?.claimed(job.id);
     try {
       return await processor(job, token, signal);
     } finally {
       if (job.id) held.delete(job.id);
+      if (job.id) locks?.released(job.id);
     }
   };
   const worker = new Worker<Data, Result, string>(queueName, tracked, {
@@ -59,9 +68,14 @@ export async function createQueueWorker<Data, Result>(
     autorun: options.autorun ?? true,
   });
   // An unreachable Redis is logged once per outage by the link watch (issue 12), not per attempt.
+  // A renewal that met the outage counts against every lock held (one call renews them all).
   worker.on('error', (error) => {
-    if (!isRedisUnreachable(error)) options.logger.error({ queue: queueName, err: error }, 'worker error');
+    if (isRedisUnreachable(error)) locks?.renewalFailed();
+    else if (!LOCK_LOST.test(error.message))
+      options.logger.error({ queue: queueName, err: error }, 'worker error');
   });
+  worker.on('locksRenewed', ({ jobIds }) => locks?.renewed(jobIds));
+  worker.on('lockRenewalFailed', (jobIds) => locks?.lost(jobIds));
   worker.on('failed', (job, error) =>
     options.logger.warn(
       { queue: queueName, job_id: job?.id, run_id: runIdOfJob(job?.data), err: error },

@@ -5,6 +5,7 @@ import type { McpTurns } from '../../store/mcp-turns.js';
 import type { RunTranscripts } from '../../store/run-transcript.js';
 import type { ModelMetrics } from '../model-metrics.js';
 import type { RunLifecycle } from '../run-lifecycle.js';
+import type { LockGuard } from './lock-guard.js';
 
 /** What one execution of a claimed run works over: the run worker's shared resources. */
 export interface ExecutionDeps {
@@ -31,4 +32,6 @@ export interface ExecutionDeps {
    * awaits on the store, so a test can make any of them throw and show the run is not stranded.
    */
   faults?: (point: string) => void | Promise<void>;
+  /** This execution's job lock: no call goes out, and no answer is written, on a lock in doubt. */
+  lockGuard?: LockGuard;
 }

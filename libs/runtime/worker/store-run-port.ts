@@ -176,6 +176,7 @@ export class StoreRunPort implements RunPort {
 
   async markDispatched(invocation: Invocation): Promise<void> {
     await this.deps.faults?.('invocation.dispatch');
+    await this.deps.lockGuard?.beforeDispatch();
     const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
       step: invocation.step,
       index: invocation.index,
@@ -187,6 +188,7 @@ export class StoreRunPort implements RunPort {
 
   async completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void> {
     await this.deps.faults?.('invocation.complete');
+    await this.deps.lockGuard?.beforeAnswer();
     const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
       step: invocation.step,
       index: invocation.index,
