@@ -49,8 +49,18 @@ export interface ConnectionOptions {
 }
 
 /**
+ * A connection's command timeout: the answer bound, and half of it for a `producer`. A shared
+ * connection sends the commands issued while one batch is out in the next batch, after it
+ * (ioredis auto-pipelining), so a request may wait out two timeouts: the API's then still
+ * answers within one bound.
+ */
+export function commandTimeoutMs(role: ConnectionRole, answerTimeoutMs: number): number {
+  return role === 'producer' ? Math.max(1, Math.ceil(answerTimeoutMs / 2)) : answerTimeoutMs;
+}
+
+/**
  * Every connection's ioredis settings, here and nowhere else. Each connection made here has a
- * command timeout of REDIS_ANSWER_TIMEOUT_MS (`redisLink.answerTimeoutMs`): a Redis that stops
+ * command timeout ({@link commandTimeoutMs} of `redisLink.answerTimeoutMs`): a Redis that stops
  * answering without closing its connections (SIGSTOP, a partition without resets) fails a command
  * in that bound instead of holding its caller. A command that timed out may still run when Redis
  * answers again: the connection stays open and Redis reads what was sent, in order. The
@@ -67,7 +77,7 @@ export function redisOptions(
     ...(options.autoPipelining ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: [] } : {}),
     lazyConnect: true,
     connectTimeout: CONNECT_TIMEOUT_MS,
-    commandTimeout: redisLink.answerTimeoutMs,
+    commandTimeout: commandTimeoutMs(role, redisLink.answerTimeoutMs),
     retryStrategy: (times) => Math.min(times * 200, MAX_RECONNECT_DELAY_MS),
   };
   return role === 'producer'

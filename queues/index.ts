@@ -2,6 +2,7 @@ export {
   type ConnectionRole,
   closeRedis,
   clusterOptions,
+  commandTimeoutMs,
   connectRedis,
   DEFAULT_REDIS_URL,
   describeTarget,

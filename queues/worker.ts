@@ -22,8 +22,11 @@ export interface QueueWorkerOptions {
   locks?: JobLocks;
 }
 
-/** BullMQ's error for a renewal Redis refused (the lock is another's): the lock book has it. */
-const LOCK_LOST = /^could not renew lock for job /;
+/**
+ * BullMQ's errors for a lock that lapsed (a renewal refused, a finish without the lock): the lock
+ * book has it, and the run's own line says what became of the run.
+ */
+const LOCK_LOST = /^(could not renew lock|Lock mismatch|Missing lock) for job /;
 
 /**
  * The run a job is about, for its lines (issue 15: every line about a run carries `run_id`): a

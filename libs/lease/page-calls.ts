@@ -8,6 +8,7 @@ import {
   runSecretsSchema,
 } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
+import { isRedisUnreachable, redisLink } from '../telemetry/redis-link.js';
 import { DataPlaneError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
 import { readLeaseView } from './lease-views.js';
@@ -61,7 +62,7 @@ export class LeasePageCalls {
   }
 
   navigate(profile: ProfileRef, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
-    return this.#effect(profile, leaseId, sequence, (session, beforeDispatch) =>
+    return this.#effect(profile, leaseId, sequence, limits.deadlineMs, (session, beforeDispatch) =>
       session.navigate(url, limits, beforeDispatch),
     );
   }
@@ -73,7 +74,7 @@ export class LeasePageCalls {
     args: Record<string, unknown>,
     limits: OperationLimits,
   ) {
-    return this.#effect(profile, leaseId, sequence, (session, beforeDispatch) =>
+    return this.#effect(profile, leaseId, sequence, limits.deadlineMs, (session, beforeDispatch) =>
       session.act(args, limits, beforeDispatch),
     );
   }
@@ -124,10 +125,11 @@ export class LeasePageCalls {
     profile: ProfileRef,
     leaseId: string,
     sequence: number,
+    deadlineMs: number,
     run: (session: PageSession, beforeDispatch: () => Promise<void>) => Promise<PageResult>,
   ) {
     return this.#serially(profile, leaseId, async (session, later) => {
-      const lease = await this.#requireLive(profile, leaseId);
+      const lease = await readThroughOutage(() => this.#requireLive(profile, leaseId), deadlineMs);
       await this.#tellSecrets(leaseId, lease, session);
       await this.#fence(profile, leaseId, sequence, false);
       let dispatched = false;
@@ -164,7 +166,8 @@ export class LeasePageCalls {
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
       // DESIGN §12: the answer names the screenshot; the picture is taken right after it.
       const [view, shot] = await Promise.all([
-        this.#view(profile, leaseId),
+        // The effect happened: a Redis outage delays its answer, it does not lose it.
+        readThroughOutage(() => this.#view(profile, leaseId), deadlineMs),
         this.#shots?.announce(lease.scope, 'shot'),
       ]);
       const shots = this.#shots;
@@ -284,5 +287,28 @@ export class LeasePageCalls {
 
   #view(profile: ProfileRef, leaseId: string): Promise<LeaseView> {
     return readLeaseView(this.#deps.store, profile, leaseId);
+  }
+}
+
+/**
+ * A read that met a Redis outage (its command unanswered in the bound), read again once Redis
+ * answers, until the call's deadline: before the outage was noticed a command failed as soon as
+ * it timed out, while the pages' calls need only wait for their answer.
+ */
+async function readThroughOutage<T>(read: () => Promise<T>, deadlineMs: number): Promise<T> {
+  for (;;) {
+    try {
+      return await read();
+    } catch (error) {
+      const leftMs = deadlineMs - Date.now();
+      if (!isRedisUnreachable(error) || leftMs <= 0) throw error;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        redisLink.whenUp(),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, leftMs);
+        }),
+      ]).finally(() => clearTimeout(timer));
+    }
   }
 }

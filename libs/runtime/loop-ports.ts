@@ -56,6 +56,11 @@ export interface RunPort {
   startInvocation(invocation: Invocation): Promise<InvocationState>;
   /** The watermark: from here on the effect may have happened and is never sent again. */
   markDispatched(invocation: Invocation): Promise<void>;
+  /**
+   * Resolves when a dispatched call's answer may be written; throws when this worker may no longer
+   * write for the run (its job lock lapsed while Redis did not answer). Absent: always.
+   */
+  mayAnswer?(): Promise<void>;
   completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void>;
   /**
    * ADR-0177: marks the run's outcome unverified for good (the run view shows it, whatever its end),

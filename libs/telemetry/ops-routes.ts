@@ -1,4 +1,10 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Doors, PUBLIC_ROUTE } from './http-doors.js';
@@ -131,8 +137,13 @@ export function createOpsServer(
 /** The routes that answer whatever Redis does: they tell the outage rather than meet it. */
 const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
+/**
+ * Checked as a request arrives and again before each later stage that may wait on Redis (the rate
+ * limit, the handler): a request that met the outage in one stage does not wait out a command
+ * timeout in each of the next.
+ */
 function refuseWhileRedisDown(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  const refuse = async (request: FastifyRequest, reply: FastifyReply) => {
     if (redisLink.up || OPS_PATHS.has(request.url.split('?')[0] ?? '')) return;
     request.log.debug({ code: 'unavailable' }, 'request refused: Redis unavailable');
     return reply
@@ -140,5 +151,6 @@ function refuseWhileRedisDown(app: FastifyInstance): void {
       .header('retry-after', '1')
       .type('application/json; charset=utf-8')
       .send(errorBody('unavailable', 'the store did not answer; retry shortly'));
-  });
+  };
+  for (const stage of ['onRequest', 'preValidation', 'preHandler'] as const) app.addHook(stage, refuse);
 }

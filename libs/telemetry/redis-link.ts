@@ -112,18 +112,23 @@ export class RedisLink {
         // One ping at a time, and none while the client reconnects: its events tell that.
         if (inFlight || (client.status !== undefined && client.status !== 'ready')) return;
         inFlight = true;
-        let late: NodeJS.Timeout | undefined;
-        const unanswered = new Promise<never>((_, reject) => {
-          late = setTimeout(() => reject(new Error('Redis did not answer a ping')), boundMs);
-        });
-        Promise.race([client.ping?.(), unanswered])
-          .then(back, (error: unknown) => {
-            if (isRedisUnreachable(error)) lost(Object.assign(error as Error, { code: 'ETIMEDOUT' }));
-          })
-          .finally(() => {
+        let answered = false;
+        // Judged by the bound alone: a connection whose commands time out sooner (the API's)
+        // still counts as down only once Redis leaves a ping unanswered for the whole bound.
+        const late = setTimeout(() => {
+          inFlight = false;
+          if (!answered) lost(Object.assign(new Error('Redis did not answer a ping'), { code: 'ETIMEDOUT' }));
+        }, boundMs);
+        late.unref();
+        client.ping?.().then(
+          () => {
+            answered = true;
             clearTimeout(late);
             inFlight = false;
-          });
+            back();
+          },
+          () => undefined,
+        );
       },
       Math.max(50, Math.floor(boundMs / PINGS_PER_BOUND)),
     );

@@ -186,9 +186,12 @@ export class StoreRunPort implements RunPort {
     refusedUnlessOk(recorded, 'ledger');
   }
 
+  async mayAnswer(): Promise<void> {
+    await this.deps.lockGuard?.beforeAnswer();
+  }
+
   async completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void> {
     await this.deps.faults?.('invocation.complete');
-    await this.deps.lockGuard?.beforeAnswer();
     const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
       step: invocation.step,
       index: invocation.index,
