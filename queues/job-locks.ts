@@ -2,37 +2,39 @@
 export type LockVerdict = 'dispatch' | 'wait' | 'stop';
 
 export interface LockState {
-  /** When the lock was last known set: the claim, or the answer to its last renewal. */
+  /**
+   * When the lock was last surely set: when the claim or the last renewal Redis accepted was sent
+   * (the lock was set after that, so it lasts at least a whole lock from then).
+   */
   confirmedAtMs: number;
-  /** Renewals that failed (no answer in the bound, or refused) since then. */
+  /** Renewals that failed (no answer in the bound) since then. */
   failures: number;
   /** Redis answered that the lock is another's or gone. */
   lost: boolean;
 }
 
 /**
- * The lock-risk rule of a run worker (pure). A lock set at `confirmedAtMs` may have been set as
- * much as one answer bound before its answer arrived, so it lasts at least until
- * `confirmedAtMs - answerBoundMs + lockDurationMs`. A call is dispatched only with more than one
- * answer bound of that left, so its `dispatched` mark lands while the lock holds. With less left
- * and no renewal failed, the renewal is due: wait for it. Once a renewal failed, the next attempt
- * comes half a lock later, past the lapse: stop, as when Redis is away or said the lock is lost.
+ * The lock-risk rule of a run worker (pure). A lock surely set at `confirmedAtMs` lasts at least
+ * until `confirmedAtMs + lockDurationMs`. A call is dispatched only with more than a margin of
+ * that left — one answer bound, at most a quarter lock — so its `dispatched` mark lands while the
+ * lock holds; with less left the renewal is due (BullMQ renews at half the lock): wait for it.
+ * Once a renewal failed, the next attempt comes a quarter to half a lock later, when the lock may
+ * have lapsed: stop, as when Redis is away or said the lock is lost.
  */
 export function lockVerdict(
   state: LockState,
   nowMs: number,
   limits: { lockDurationMs: number; answerBoundMs: number; redisUp: boolean },
 ): LockVerdict {
-  if (state.lost || !limits.redisUp) return 'stop';
-  const remainingMs = state.confirmedAtMs - limits.answerBoundMs + limits.lockDurationMs - nowMs;
-  if (remainingMs > limits.answerBoundMs && state.failures === 0) return 'dispatch';
-  if (state.failures > 0 || remainingMs <= 0) return 'stop';
-  return 'wait';
+  if (state.lost || !limits.redisUp || state.failures > 0) return 'stop';
+  const remainingMs = state.confirmedAtMs + limits.lockDurationMs - nowMs;
+  if (remainingMs > Math.min(limits.answerBoundMs, limits.lockDurationMs / 4)) return 'dispatch';
+  return remainingMs > 0 ? 'wait' : 'stop';
 }
 
 /**
- * The job locks a worker holds, as BullMQ's renewals report them (`locksRenewed`,
- * `lockRenewalFailed`, an `error` of the renewal itself); {@link lockVerdict} judges each.
+ * The job locks a worker holds, as its renewals went (`createQueueWorker` reports each renewal
+ * call: sent when, which ids Redis refused, or no answer); {@link lockVerdict} judges each.
  */
 export class JobLocks {
   readonly #locks = new Map<string, LockState>();
@@ -42,26 +44,29 @@ export class JobLocks {
     readonly clock: () => number = Date.now,
   ) {}
 
-  claimed(jobId: string): void {
-    this.#locks.set(jobId, { confirmedAtMs: this.clock(), failures: 0, lost: false });
+  /** A job claimed by a fetch sent at `sentAtMs` (BullMQ's `processedOn`). */
+  claimed(jobId: string, sentAtMs = this.clock()): void {
+    this.#locks.set(jobId, { confirmedAtMs: sentAtMs, failures: 0, lost: false });
   }
 
   released(jobId: string): void {
     this.#locks.delete(jobId);
   }
 
-  renewed(jobIds: readonly string[]): void {
-    const now = this.clock();
+  /** Locks Redis renewed, by a renewal sent at `sentAtMs`. */
+  renewed(jobIds: readonly string[], sentAtMs: number): void {
     for (const id of jobIds) {
       const lock = this.#locks.get(id);
-      if (lock && !lock.lost) this.#locks.set(id, { confirmedAtMs: now, failures: 0, lost: false });
+      if (lock && !lock.lost) this.#locks.set(id, { confirmedAtMs: sentAtMs, failures: 0, lost: false });
     }
   }
 
-  /** Renewals that got no answer; without ids, every lock held (one call renewed them all). */
-  renewalFailed(jobIds?: readonly string[]): void {
-    for (const [id, lock] of this.#locks)
-      if (!jobIds || jobIds.includes(id)) this.#locks.set(id, { ...lock, failures: lock.failures + 1 });
+  /** Renewals that got no answer. */
+  renewalFailed(jobIds: readonly string[]): void {
+    for (const id of jobIds) {
+      const lock = this.#locks.get(id);
+      if (lock) this.#locks.set(id, { ...lock, failures: lock.failures + 1 });
+    }
   }
 
   lost(jobIds: readonly string[]): void {

@@ -53,7 +53,7 @@ export async function createQueueWorker<Data, Result>(
   const { locks } = options;
   const tracked: Processor<Data, Result, string> = async (job, token, signal) => {
     if (job.id && token) held.set(job.id, token);
-    if (job.id) locks?.claimed(job.id);
+    if (job.id) locks?.claimed(job.id, job.processedOn);
     try {
       return await processor(job, token, signal);
     } finally {
@@ -61,7 +61,7 @@ export async function createQueueWorker<Data, Result>(
       if (job.id) locks?.released(job.id);
     }
   };
-  const worker = new Worker<Data, Result, string>(queueName, tracked, {
+  const worker = new LockReportingWorker<Data, Result>(locks, queueName, tracked, {
     connection,
     prefix: options.prefix,
     concurrency: options.concurrency,
@@ -71,14 +71,10 @@ export async function createQueueWorker<Data, Result>(
     autorun: options.autorun ?? true,
   });
   // An unreachable Redis is logged once per outage by the link watch (issue 12), not per attempt.
-  // A renewal that met the outage counts against every lock held (one call renews them all).
   worker.on('error', (error) => {
-    if (isRedisUnreachable(error)) locks?.renewalFailed();
-    else if (!LOCK_LOST.test(error.message))
+    if (!isRedisUnreachable(error) && !LOCK_LOST.test(error.message))
       options.logger.error({ queue: queueName, err: error }, 'worker error');
   });
-  worker.on('locksRenewed', ({ jobIds }) => locks?.renewed(jobIds));
-  worker.on('lockRenewalFailed', (jobIds) => locks?.lost(jobIds));
   worker.on('failed', (job, error) =>
     options.logger.warn(
       { queue: queueName, job_id: job?.id, run_id: runIdOfJob(job?.data), err: error },
@@ -90,6 +86,35 @@ export async function createQueueWorker<Data, Result>(
   worker.on('closed', () => connection.disconnect());
   await worker.waitUntilReady();
   return worker;
+}
+
+/**
+ * A BullMQ worker that tells its lock book how each renewal went: sent when, refused for which
+ * jobs (their locks are another's or gone), or not answered at all.
+ */
+class LockReportingWorker<Data, Result> extends Worker<Data, Result, string> {
+  constructor(
+    private readonly locks: JobLocks | undefined,
+    ...args: ConstructorParameters<typeof Worker<Data, Result, string>>
+  ) {
+    super(...args);
+  }
+
+  override async extendJobLocks(jobIds: string[], tokens: string[], duration: number): Promise<string[]> {
+    const sentAtMs = Date.now();
+    try {
+      const refused = await super.extendJobLocks(jobIds, tokens, duration);
+      this.locks?.lost(refused);
+      this.locks?.renewed(
+        jobIds.filter((id) => !refused.includes(id)),
+        sentAtMs,
+      );
+      return refused;
+    } catch (error) {
+      this.locks?.renewalFailed(jobIds);
+      throw error;
+    }
+  }
 }
 
 /**

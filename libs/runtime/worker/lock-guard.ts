@@ -87,8 +87,9 @@ export async function stillHeld(
     signal.addEventListener('abort', () => resolve('stopped'), { once: true });
   });
   if ((await Promise.race([link.whenUp(), stopped])) === 'stopped' || !token || !job.id) return false;
+  const sentAtMs = Date.now();
   const extended = await job.extendLock(token, locks.lockDurationMs).catch(() => 0);
   if (!extended) return false;
-  locks.renewed([job.id]);
+  locks.renewed([job.id], sentAtMs);
   return true;
 }
