@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { JobLocks } from '../../../queues/index.js';
 import { LeaseholdError } from '../../contracts/index.js';
-import { type RedisLink, redisLink } from '../../telemetry/redis-link.js';
+import { isRedisUnreachable, type RedisLink, redisLink } from '../../telemetry/redis-link.js';
 import { RunLost } from './run-lost.js';
 
 /** How often a call held back for a due renewal looks again. */
@@ -65,31 +65,44 @@ export function lockGuard(
     },
     async beforeAnswer() {
       if (verdict() !== 'stop') return;
-      if (!(await stillHeld(locks, job, token, signal, link)))
+      const lock = await lockAfterOutage(locks, job, token, signal, link);
+      if (lock === 'lost')
         throw new RunLost('the job lock lapsed while Redis did not answer; the next owner continues');
+      // Stopping meanwhile: the stop hands the run back, the answer unwritten.
+      if (lock === 'stopped') throw new DispatchHeld('the worker stopped while Redis did not answer');
     },
   };
 }
 
 /**
- * Once Redis answers (or the worker stops), whether the job's lock is still this worker's: renewed
- * for a whole lock if so (BullMQ's extendLock answers 1 only to the lock's holder).
+ * Once Redis answers, whether the job's lock is still this worker's (`held`, renewed for a whole
+ * lock: BullMQ's extendLock answers 1 only to the lock's holder) or not (`lost`); `stopped` when
+ * the worker stops first. A renewal that gets no answer is asked again once Redis answers: a
+ * command can time out before the link watch has seen the outage, and a lock taken for lost while
+ * it is still held would leave the run to nobody.
  */
-export async function stillHeld(
+export async function lockAfterOutage(
   locks: JobLocks,
   job: Pick<Job, 'id' | 'extendLock'>,
   token: string | undefined,
   signal: AbortSignal,
   link: RedisLink = redisLink,
-): Promise<boolean> {
+): Promise<'held' | 'lost' | 'stopped'> {
+  if (!token || !job.id) return 'lost';
   const stopped = new Promise<'stopped'>((resolve) => {
     if (signal.aborted) resolve('stopped');
     signal.addEventListener('abort', () => resolve('stopped'), { once: true });
   });
-  if ((await Promise.race([link.whenUp(), stopped])) === 'stopped' || !token || !job.id) return false;
-  const sentAtMs = Date.now();
-  const extended = await job.extendLock(token, locks.lockDurationMs).catch(() => 0);
-  if (!extended) return false;
-  locks.renewed([job.id], sentAtMs);
-  return true;
+  for (;;) {
+    if ((await Promise.race([link.whenUp(), stopped])) === 'stopped') return 'stopped';
+    const sentAtMs = Date.now();
+    try {
+      if (!(await job.extendLock(token, locks.lockDurationMs))) return 'lost';
+      locks.renewed([job.id], sentAtMs);
+      return 'held';
+    } catch (error) {
+      if (!isRedisUnreachable(error)) return 'lost';
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, WAIT_STEP_MS)), stopped]);
+    }
+  }
 }

@@ -16,7 +16,7 @@ import { settleEscapedError } from './escaped.js';
 import { executeRunToEnd } from './execution.js';
 import type { ExecutionDeps } from './execution-deps.js';
 import { jobResult } from './job-result.js';
-import { lockGuard, stillHeld, stoppedByOutage } from './lock-guard.js';
+import { lockAfterOutage, lockGuard, stoppedByOutage } from './lock-guard.js';
 import { RunLost } from './run-lost.js';
 
 export interface RunJobDeps extends ExecutionDeps {
@@ -89,12 +89,16 @@ export function runJobProcessor(deps: RunJobDeps) {
       }
       // A Redis that stopped answering: once it answers, the run goes back to the queue if its job
       // lock is still this worker's; otherwise the next owner has it, and nothing is written here.
-      if (deps.jobLocks && stoppedByOutage(error)) {
-        if (!(await stillHeld(deps.jobLocks, job, token, controller.signal))) {
-          executions.inc({ outcome: 'lost' });
-          runLog.info('run dropped: its job lock lapsed while Redis did not answer');
-          return { status: 'lost', code: 'not_owner' };
-        }
+      const lock =
+        deps.jobLocks && stoppedByOutage(error)
+          ? await lockAfterOutage(deps.jobLocks, job, token, controller.signal)
+          : undefined;
+      if (lock === 'lost') {
+        executions.inc({ outcome: 'lost' });
+        runLog.info('run dropped: its job lock lapsed while Redis did not answer');
+        return { status: 'lost', code: 'not_owner' };
+      }
+      if (lock === 'held') {
         const released = await store
           .releaseRun(runId, ownerToken, { detail: { reason: 'redis' } })
           .catch(() => ({ ok: false }));
