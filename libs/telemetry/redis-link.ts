@@ -11,8 +11,8 @@ export interface RedisLinkEvents {
 /** How long Redis may take to answer by default (REDIS_ANSWER_TIMEOUT_MS). */
 export const DEFAULT_ANSWER_TIMEOUT_MS = 2_000;
 
-/** Pings per answer bound: a freeze is seen within 1¼ bounds of its start. */
-const PINGS_PER_BOUND = 4;
+/** Pings per answer bound: a freeze is seen within 1⅛ bounds of its start. */
+const PINGS_PER_BOUND = 8;
 
 /** Error codes and messages that mean "Redis did not answer", not "Redis refused the command". */
 const UNREACHABLE_CODES = new Set([
@@ -82,7 +82,7 @@ export class RedisLink {
 
   /**
    * Follows a client from now until it ends (a deliberate close). Besides its events, a PING every
-   * quarter bound: a Redis that stops answering but keeps its connections open (SIGSTOP, a
+   * eighth of the bound: a Redis that stops answering but keeps its connections open (SIGSTOP, a
    * partition without resets) raises no event, and only an unanswered ping tells it.
    */
   watch(client: RedisLinkEvents, name: string): void {
