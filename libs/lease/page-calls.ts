@@ -129,9 +129,11 @@ export class LeasePageCalls {
     run: (session: PageSession, beforeDispatch: () => Promise<void>) => Promise<PageResult>,
   ) {
     return this.#serially(profile, leaseId, async (session, later) => {
+      // Reads before the effect wait out an outage too: only the fence's advance, the effect's
+      // mark, may not be sent twice.
       const lease = await readThroughOutage(() => this.#requireLive(profile, leaseId), deadlineMs);
-      await this.#tellSecrets(leaseId, lease, session);
-      await this.#fence(profile, leaseId, sequence, false);
+      await readThroughOutage(() => this.#tellSecrets(leaseId, lease, session), deadlineMs);
+      await readThroughOutage(() => this.#fence(profile, leaseId, sequence, false), deadlineMs);
       let dispatched = false;
       let result: PageResult;
       try {
