@@ -1,5 +1,9 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import { type RedisClient, shareScriptsWithPipelines } from '../libs/store/redis-client.js';
+import {
+  duplicatesWithoutTimeout,
+  type RedisClient,
+  shareScriptsWithPipelines,
+} from '../libs/store/redis-client.js';
 import { VARIADIC_KEY_SCRIPTS } from '../libs/store/scripts.js';
 import { redisLink } from '../libs/telemetry/redis-link.js';
 
@@ -44,6 +48,25 @@ export interface ConnectionOptions {
   autoPipelining?: boolean;
 }
 
+/**
+ * A connection's command timeout: the answer bound, and half of it for a `producer`. A shared
+ * connection sends the commands issued while one batch is out in the next batch, after it
+ * (ioredis auto-pipelining), so a request may wait out two timeouts: the API's then still
+ * answers within one bound.
+ */
+export function commandTimeoutMs(role: ConnectionRole, answerTimeoutMs: number): number {
+  return role === 'producer' ? Math.max(1, Math.ceil(answerTimeoutMs / 2)) : answerTimeoutMs;
+}
+
+/**
+ * Every connection's ioredis settings, here and nowhere else. Each connection made here has a
+ * command timeout ({@link commandTimeoutMs} of `redisLink.answerTimeoutMs`): a Redis that stops
+ * answering without closing its connections (SIGSTOP, a partition without resets) fails a command
+ * in that bound instead of holding its caller. A command that timed out may still run when Redis
+ * answers again: the connection stays open and Redis reads what was sent, in order. The
+ * connections that block (BullMQ's BZPOPMIN, a BLPOP) are duplicates without the timeout
+ * (`duplicateUnbatched`, `duplicatesWithoutTimeout`); the link watch's pings judge them.
+ */
 export function redisOptions(
   role: ConnectionRole,
   name: string,
@@ -54,6 +77,7 @@ export function redisOptions(
     ...(options.autoPipelining ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: [] } : {}),
     lazyConnect: true,
     connectTimeout: CONNECT_TIMEOUT_MS,
+    commandTimeout: commandTimeoutMs(role, redisLink.answerTimeoutMs),
     retryStrategy: (times) => Math.min(times * 200, MAX_RECONNECT_DELAY_MS),
   };
   return role === 'producer'
@@ -137,6 +161,7 @@ export async function connectRedis(
   // watch (issue 12); an unhandled 'error' event would crash.
   client.on('error', () => {});
   shareScriptsWithPipelines(client);
+  duplicatesWithoutTimeout(client);
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([

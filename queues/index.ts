@@ -2,6 +2,7 @@ export {
   type ConnectionRole,
   closeRedis,
   clusterOptions,
+  commandTimeoutMs,
   connectRedis,
   DEFAULT_REDIS_URL,
   describeTarget,
@@ -14,6 +15,7 @@ export {
   redisOptions,
   redisTarget,
 } from './connection.js';
+export { JobLocks, type LockState, type LockVerdict, lockVerdict } from './job-locks.js';
 export {
   addRunJobTo,
   createRunsQueue,

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { RedisClient } from '../libs/store/redis-client.js';
 import { isRedisUnreachable } from '../libs/telemetry/redis-link.js';
 import { connectRedis, MAX_RECONNECT_DELAY_MS, type RedisTarget } from './connection.js';
+import type { JobLocks } from './job-locks.js';
 
 export interface QueueWorkerOptions {
   /** Redis: a URL, or a cluster's nodes (issue 15). */
@@ -17,7 +18,15 @@ export interface QueueWorkerOptions {
   logger: Logger;
   /** Start claiming at once (default) or wait for `worker.run()`. */
   autorun?: boolean;
+  /** Where the jobs' locks are followed: claimed, renewed, renewals failed or refused. */
+  locks?: JobLocks;
 }
+
+/**
+ * BullMQ's errors for a lock that lapsed (a renewal refused, a finish without the lock): the lock
+ * book has it, and the run's own line says what became of the run.
+ */
+const LOCK_LOST = /^(could not renew lock|Lock mismatch|Missing lock) for job /;
 
 /**
  * The run a job is about, for its lines (issue 15: every line about a run carries `run_id`): a
@@ -41,15 +50,18 @@ export async function createQueueWorker<Data, Result>(
 ): Promise<Worker<Data, Result, string>> {
   const connection = await connectRedis(options.redisUrl, 'worker', `${queueName}-worker`);
   const held = new Map<string, string>();
+  const { locks } = options;
   const tracked: Processor<Data, Result, string> = async (job, token, signal) => {
     if (job.id && token) held.set(job.id, token);
+    if (job.id) locks?.claimed(job.id, job.processedOn);
     try {
       return await processor(job, token, signal);
     } finally {
       if (job.id) held.delete(job.id);
+      if (job.id) locks?.released(job.id);
     }
   };
-  const worker = new Worker<Data, Result, string>(queueName, tracked, {
+  const worker = new LockReportingWorker<Data, Result>(locks, queueName, tracked, {
     connection,
     prefix: options.prefix,
     concurrency: options.concurrency,
@@ -60,7 +72,8 @@ export async function createQueueWorker<Data, Result>(
   });
   // An unreachable Redis is logged once per outage by the link watch (issue 12), not per attempt.
   worker.on('error', (error) => {
-    if (!isRedisUnreachable(error)) options.logger.error({ queue: queueName, err: error }, 'worker error');
+    if (!isRedisUnreachable(error) && !LOCK_LOST.test(error.message))
+      options.logger.error({ queue: queueName, err: error }, 'worker error');
   });
   worker.on('failed', (job, error) =>
     options.logger.warn(
@@ -73,6 +86,35 @@ export async function createQueueWorker<Data, Result>(
   worker.on('closed', () => connection.disconnect());
   await worker.waitUntilReady();
   return worker;
+}
+
+/**
+ * A BullMQ worker that tells its lock book how each renewal went: sent when, refused for which
+ * jobs (their locks are another's or gone), or not answered at all.
+ */
+class LockReportingWorker<Data, Result> extends Worker<Data, Result, string> {
+  constructor(
+    private readonly locks: JobLocks | undefined,
+    ...args: ConstructorParameters<typeof Worker<Data, Result, string>>
+  ) {
+    super(...args);
+  }
+
+  override async extendJobLocks(jobIds: string[], tokens: string[], duration: number): Promise<string[]> {
+    const sentAtMs = Date.now();
+    try {
+      const refused = await super.extendJobLocks(jobIds, tokens, duration);
+      this.locks?.lost(refused);
+      this.locks?.renewed(
+        jobIds.filter((id) => !refused.includes(id)),
+        sentAtMs,
+      );
+      return refused;
+    } catch (error) {
+      this.locks?.renewalFailed(jobIds);
+      throw error;
+    }
+  }
 }
 
 /**

@@ -26,7 +26,7 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
  * of the tagged routes is served at `/docs`.
  */
 export async function createRestServer(logger: Logger): Promise<FastifyInstance> {
-  const app = createHttpServer(logger, 'api', BODY_LIMIT_BYTES);
+  const app = createHttpServer(logger, 'api', BODY_LIMIT_BYTES, { refuseWhileRedisDown: true });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   acceptEmptyJsonBodies(app);

@@ -27,6 +27,7 @@ import {
   RunEventStreams,
   registerOpsRoutes,
 } from '../../libs/telemetry/index.js';
+import { redisLink } from '../../libs/telemetry/redis-link.js';
 import {
   addRunJobTo,
   closeRedis,
@@ -78,6 +79,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const browserTools = browserToolsState(config);
   // Issue 13: a store that cannot be opened (no folder, no bucket) stops the start here.
   const artifacts = options.artifacts ?? (await openArtifactStore(config));
+  redisLink.configure(config.redis.answerTimeoutMs);
   const redis = await connectRedis(options.redisUrl, 'producer', 'api', { autoPipelining: true });
   const runsQueue = createRunsQueue(redis, config.redis.queuePrefix);
   const schedulesQueue = createSchedulesQueue(redis, config.redis.queuePrefix);

@@ -13,6 +13,7 @@ import {
   type ReadinessCheck,
   recordSettle,
 } from '../../libs/telemetry/index.js';
+import { redisLink } from '../../libs/telemetry/redis-link.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { type AdvertiseInput, advertisedUrl, localHostname } from './advertised-url.js';
 import { ChromiumProcess } from './chromium-process.js';
@@ -80,6 +81,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
   );
 
   try {
+    redisLink.configure(config.redis.answerTimeoutMs);
     const redis = await connectRedis(options.redisUrl, 'worker', `browser-worker-${workerId}`);
     held.add('redis', () => closeRedis(redis));
     const store = new RedisLeaseStore(redis, config.redis.keyPrefix);

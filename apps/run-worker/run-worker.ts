@@ -17,12 +17,14 @@ import { BrowserWorkerRegistry, RedisLeaseStore, RunStore, ScheduleStore } from 
 import { McpTurns } from '../../libs/store/mcp-turns.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
+import { redisLink } from '../../libs/telemetry/redis-link.js';
 import {
   closeRedis,
   closeWorker,
   connectRedis,
   createQueueWorker,
   createRunsQueue,
+  JobLocks,
   type RedisTarget,
   RUNS_QUEUE,
   type RunJob,
@@ -64,6 +66,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   // browser; it refuses to start instead, unless LEASEHOLD_BROWSER_TOOLS=off says so on purpose.
   log[browserToolsState(config) === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
 
+  redisLink.configure(config.redis.answerTimeoutMs);
   const redis = await connectRedis(options.redisUrl, 'worker', 'run-worker-store', { autoPipelining: true });
   const store = new RunStore(redis, config.redis.keyPrefix, Date.now, { retentionMs: config.runRetentionMs });
   const cancels = await listenForCancels(redis, store.cancelChannel, log);
@@ -83,7 +86,10 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
 
   // A stop: executions hand their runs back at their next call boundary, calls in flight run on.
   const stopping = new AbortController();
+  // The runs' job locks as BullMQ renews them: a call goes out only on a lock that holds.
+  const jobLocks = new JobLocks(config.runWorker.lockDurationMs);
   const processor = runJobProcessor({
+    jobLocks,
     config,
     stopping: stopping.signal,
     store,
@@ -138,6 +144,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     stalledIntervalMs: config.runWorker.stalledIntervalMs,
     maxStalledCount: config.runWorker.maxStalledCount,
     logger: log,
+    locks: jobLocks,
   });
   const upkeep = startUpkeepTask({
     leases,

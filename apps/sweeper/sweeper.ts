@@ -12,6 +12,7 @@ import {
 } from '../../libs/runtime/sweeper/index.js';
 import { BrowserWorkerRegistry, LeaderLock, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
+import { redisLink } from '../../libs/telemetry/redis-link.js';
 import { closeRedis, connectRedis, createRunsQueue, type RedisTarget } from '../../queues/index.js';
 
 export interface SweeperOptions {
@@ -46,6 +47,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
   const browserTools = browserToolsState(config);
   log[browserTools === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
   const reportError = sweepErrorReporter(log);
+  redisLink.configure(config.redis.answerTimeoutMs);
   const redis = await connectRedis(options.redisUrl, 'worker', 'sweeper');
   const prefix = config.redis.keyPrefix;
   // The lock outlives three missed passes, so a slow pass never hands it over by accident.

@@ -48,6 +48,11 @@ export const envSchema = z.object({
           ),
       ),
     ),
+  /**
+   * How long Redis may take to answer before a role takes it for down: every non-blocking
+   * connection's command timeout and the bound on each connection's liveness ping.
+   */
+  REDIS_ANSWER_TIMEOUT_MS: positiveMs.max(60_000).default(2_000),
   /** Prefix of Leasehold's own Redis keys. */
   LEASEHOLD_KEY_PREFIX: z
     .string()

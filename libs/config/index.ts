@@ -30,6 +30,8 @@ export interface Config {
     readonly clusterNodes: readonly string[] | undefined;
     readonly keyPrefix: string;
     readonly queuePrefix: string;
+    /** REDIS_ANSWER_TIMEOUT_MS: command timeout and liveness bound of every connection. */
+    readonly answerTimeoutMs: number;
   };
   readonly http: {
     readonly host: string;
@@ -217,6 +219,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       clusterNodes,
       keyPrefix: e.LEASEHOLD_KEY_PREFIX,
       queuePrefix: e.QUEUE_PREFIX,
+      answerTimeoutMs: e.REDIS_ANSWER_TIMEOUT_MS,
     },
     http: {
       host: e.HOST,

@@ -8,6 +8,7 @@ import {
   type ScreenshotStatus,
 } from '../contracts/index.js';
 import type { Counter } from '../telemetry/index.js';
+import { isRedisUnreachable } from '../telemetry/redis-link.js';
 import type { PageSession } from './pages.js';
 
 /**
@@ -71,7 +72,10 @@ export class LeaseScreenshots {
       return (await notes.pending(scope.run_id, chosen)) ? chosen : undefined;
     } catch (error) {
       this.#artifacts.failures.inc({ stage: 'store' });
-      this.#artifacts.log?.warn({ run_id: scope.run_id, err: error }, 'screenshot could not be noted');
+      // An outage is logged once, by the link watch, not once per screenshot it kept from its note.
+      if (isRedisUnreachable(error))
+        this.#artifacts.log?.debug({ run_id: scope.run_id }, 'screenshot could not be noted');
+      else this.#artifacts.log?.warn({ run_id: scope.run_id, err: error }, 'screenshot could not be noted');
       return undefined;
     }
   }

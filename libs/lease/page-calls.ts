@@ -9,6 +9,7 @@ import {
   runSecretsSchema,
 } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
+import { isRedisUnreachable, redisLink } from '../telemetry/redis-link.js';
 import { DataPlaneError } from './errors.js';
 import { type HandoverVerdict, judgeHandedOverCall } from './handover.js';
 import { type HeldLease, personHolds } from './held-lease.js';
@@ -63,7 +64,7 @@ export class LeasePageCalls {
   }
 
   navigate(profile: ProfileRef, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
-    return this.#effect(profile, leaseId, sequence, (session, beforeDispatch) =>
+    return this.#effect(profile, leaseId, sequence, limits.deadlineMs, (session, beforeDispatch) =>
       session.navigate(url, limits, beforeDispatch),
     );
   }
@@ -75,7 +76,7 @@ export class LeasePageCalls {
     args: Record<string, unknown>,
     limits: OperationLimits,
   ) {
-    return this.#effect(profile, leaseId, sequence, (session, beforeDispatch) =>
+    return this.#effect(profile, leaseId, sequence, limits.deadlineMs, (session, beforeDispatch) =>
       session.act(args, limits, beforeDispatch),
     );
   }
@@ -126,12 +127,15 @@ export class LeasePageCalls {
     profile: ProfileRef,
     leaseId: string,
     sequence: number,
+    deadlineMs: number,
     run: (session: PageSession, beforeDispatch: () => Promise<void>) => Promise<PageResult>,
   ) {
     return this.#serially(profile, leaseId, async (session, later) => {
-      const lease = await this.#requireLive(profile, leaseId);
-      await this.#tellSecrets(leaseId, lease, session);
-      await this.#fence(profile, leaseId, sequence, false);
+      // Reads before the effect wait out an outage too: only the fence's advance, the effect's
+      // mark, may not be sent twice.
+      const lease = await readThroughOutage(() => this.#requireLive(profile, leaseId), deadlineMs);
+      await readThroughOutage(() => this.#tellSecrets(leaseId, lease, session), deadlineMs);
+      await readThroughOutage(() => this.#fence(profile, leaseId, sequence, false), deadlineMs);
       let dispatched = false;
       let result: PageResult;
       try {
@@ -165,7 +169,8 @@ export class LeasePageCalls {
       // DESIGN §12: the answer names the screenshot; the picture is taken right after it. The
       // effect's end is recorded beside them, before the lease's next call can ask about it.
       const [view, shot] = await Promise.all([
-        this.#view(profile, leaseId),
+        // The effect happened: a Redis outage delays its answer, it does not lose it.
+        readThroughOutage(() => this.#view(profile, leaseId), deadlineMs),
         this.#shots?.announce(lease.scope, 'shot'),
         this.#noteEffect(profile, leaseId, sequence, undefined),
       ]);
@@ -384,5 +389,28 @@ export class LeasePageCalls {
       throw new DataPlaneError('person_in_control', `a person holds the page of lease ${leaseId}`, {
         dispatched: false,
       });
+  }
+}
+
+/**
+ * A read that met a Redis outage (its command unanswered in the bound), read again once Redis
+ * answers, until the call's deadline: before the outage was noticed a command failed as soon as
+ * it timed out, while the pages' calls need only wait for their answer.
+ */
+async function readThroughOutage<T>(read: () => Promise<T>, deadlineMs: number): Promise<T> {
+  for (;;) {
+    try {
+      return await read();
+    } catch (error) {
+      const leftMs = deadlineMs - Date.now();
+      if (!isRedisUnreachable(error) || leftMs <= 0) throw error;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        redisLink.whenUp(),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, leftMs);
+        }),
+      ]).finally(() => clearTimeout(timer));
+    }
   }
 }

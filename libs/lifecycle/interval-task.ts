@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { isRedisUnreachable } from '../telemetry/redis-link.js';
 
 /**
  * A periodic task that never overlaps itself: the next pass is scheduled when the previous one
@@ -32,7 +33,11 @@ export class IntervalTask {
   /** Runs one pass now (unless one is running, which it then awaits). */
   runOnce(): Promise<void> {
     this.#running ??= this.pass()
-      .catch((error: unknown) => this.logger.error({ task: this.name, err: error }, 'pass failed'))
+      .catch((error: unknown) => {
+        // An outage is logged once, by the link watch; the passes it fails are not (one line per outage).
+        if (isRedisUnreachable(error)) this.logger.debug({ task: this.name }, 'pass met a Redis outage');
+        else this.logger.error({ task: this.name, err: error }, 'pass failed');
+      })
       .finally(() => {
         this.#passes += 1;
         this.#running = undefined;

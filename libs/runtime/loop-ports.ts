@@ -72,6 +72,11 @@ export interface RunPort {
    * effect's lease and sequence go with it, for a next owner to learn its end from the lease.
    */
   markDispatched(invocation: Invocation, effect?: DispatchedEffect): Promise<void>;
+  /**
+   * Resolves when a dispatched call's answer may be written; throws when this worker may no longer
+   * write for the run (its job lock lapsed while Redis did not answer). Absent: always.
+   */
+  mayAnswer?(): Promise<void>;
   completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void>;
   /**
    * ADR-0177: marks the run's outcome unverified for good (the run view shows it, whatever its end),

@@ -243,6 +243,8 @@ export async function answerToolCalls(
     // Issue 13: the settled page's screenshot, by name; handed over once, like the evidence key.
     const artifacts = tools.takeArtifacts?.();
     breaker?.complete(invocation, outcome.ok ? evidenceKey : null);
+    // Before any of the answer's writes, which go out together: none once the run may be another's.
+    await run.mayAnswer?.();
     // Ledger, breaker, transcript, step: sent back to back in this order, one round trip. A crash
     // between them leaves the same prefix written as one after another would.
     await Promise.all([

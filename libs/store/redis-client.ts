@@ -1,4 +1,4 @@
-import { type Cluster, Pipeline, type Redis } from 'ioredis';
+import { type Cluster, type ClusterOptions, Pipeline, type Redis } from 'ioredis';
 
 /**
  * A connection to Leasehold's Redis: one server, or a Redis Cluster (issue 15). Both answer the
@@ -15,14 +15,38 @@ export function isCluster(client: RedisClient): client is Cluster {
 
 /**
  * A new connection like `client`, never auto-pipelined (issue 18: a shared connection batches each
- * tick's commands; one that blocks or subscribes must not). A cluster's keeps its own options.
+ * tick's commands; one that blocks or subscribes must not) and without a command timeout: a
+ * BLPOP or BZPOPMIN waits longer than any timeout by design, so such a connection is judged by
+ * the liveness pings of the process's other connections instead. A cluster's keeps its other options.
  */
 export function duplicateUnbatched(client: RedisClient): RedisClient {
   const duplicate = isCluster(client)
-    ? client.duplicate()
-    : client.duplicate({ enableAutoPipelining: false });
+    ? client.duplicate(undefined, { redisOptions: withoutTimeout(client.options.redisOptions) })
+    : client.duplicate({ enableAutoPipelining: false, commandTimeout: undefined });
   shareScriptsWithPipelines(duplicate);
   return duplicate;
+}
+
+/**
+ * Makes every later duplicate of `client` one without its command timeout: BullMQ makes a
+ * worker's blocking connection (BZPOPMIN) as a duplicate of the connection it is given.
+ */
+export function duplicatesWithoutTimeout(client: RedisClient): void {
+  if (isCluster(client)) {
+    const duplicate = client.duplicate.bind(client);
+    client.duplicate = (nodes, options?: ClusterOptions) =>
+      duplicate(nodes, {
+        ...options,
+        redisOptions: withoutTimeout(options?.redisOptions ?? client.options.redisOptions),
+      });
+    return;
+  }
+  const duplicate = client.duplicate.bind(client);
+  client.duplicate = (options = {}) => duplicate({ ...options, commandTimeout: undefined });
+}
+
+function withoutTimeout<T extends { commandTimeout?: number }>(options: T | undefined): T {
+  return { ...(options ?? ({} as T)), commandTimeout: undefined };
 }
 
 /** The parts of an ioredis client (or cluster) that hold and hand out its scripts. */

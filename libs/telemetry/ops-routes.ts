@@ -1,8 +1,14 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Doors, PUBLIC_ROUTE } from './http-doors.js';
-import { answerClientError, notFoundBody, sendFrameworkError } from './http-errors.js';
+import { answerClientError, errorBody, notFoundBody, sendFrameworkError } from './http-errors.js';
 import { redisLink } from './redis-link.js';
 import { countRequests, installRequestLog, loggingFrameworkErrors, requestIdOf } from './request-log.js';
 
@@ -90,6 +96,12 @@ export function createHttpServer(
   logger: Logger,
   component: string,
   bodyLimitBytes = 64 * 1024,
+  /**
+   * `refuseWhileRedisDown`: while this process's Redis does not answer, every request but the
+   * ops routes' is answered 503 `unavailable` at once, before the credential is read (which would
+   * wait on Redis): a client learns of the outage in the time the link watch takes to see it.
+   */
+  options: { refuseWhileRedisDown?: boolean } = {},
 ): FastifyInstance {
   const doors = new Doors(bodyLimitBytes);
   const app = Fastify({
@@ -104,6 +116,7 @@ export function createHttpServer(
   });
   // Before the doors: a request they refuse still gets its id echoed and its line.
   installRequestLog(app, component);
+  if (options.refuseWhileRedisDown) refuseWhileRedisDown(app);
   doors.install(app);
   app.setNotFoundHandler((request, reply) => reply.code(404).send(notFoundBody(request)));
   return app;
@@ -119,4 +132,25 @@ export function createOpsServer(
   app.setErrorHandler((error: Error, request, reply) => sendFrameworkError(error, request, reply, 64 * 1024));
   registerOpsRoutes(app, registry, checks);
   return app;
+}
+
+/** The routes that answer whatever Redis does: they tell the outage rather than meet it. */
+const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * Checked as a request arrives and again before each later stage that may wait on Redis (the rate
+ * limit, the handler): a request that met the outage in one stage does not wait out a command
+ * timeout in each of the next.
+ */
+function refuseWhileRedisDown(app: FastifyInstance): void {
+  const refuse = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (redisLink.up || OPS_PATHS.has(request.url.split('?')[0] ?? '')) return;
+    request.log.debug({ code: 'unavailable' }, 'request refused: Redis unavailable');
+    return reply
+      .code(503)
+      .header('retry-after', '1')
+      .type('application/json; charset=utf-8')
+      .send(errorBody('unavailable', 'the store did not answer; retry shortly'));
+  };
+  for (const stage of ['onRequest', 'preValidation', 'preHandler'] as const) app.addHook(stage, refuse);
 }

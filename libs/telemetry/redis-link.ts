@@ -1,9 +1,18 @@
 import type { Logger } from 'pino';
 
-/** The events of a Redis client the watch listens to (ioredis names them so). */
+/** The events of a Redis client the watch listens to (ioredis names them so), and its PING. */
 export interface RedisLinkEvents {
   on(event: 'ready' | 'reconnecting' | 'error' | 'end', listener: (...args: unknown[]) => void): unknown;
+  /** The liveness ping; a client without one is judged by its events alone. */
+  ping?(): Promise<unknown>;
+  readonly status?: string;
 }
+
+/** How long Redis may take to answer by default (REDIS_ANSWER_TIMEOUT_MS). */
+export const DEFAULT_ANSWER_TIMEOUT_MS = 2_000;
+
+/** Pings per answer bound: a freeze is seen within 1⅛ bounds of its start. */
+const PINGS_PER_BOUND = 8;
 
 /** Error codes and messages that mean "Redis did not answer", not "Redis refused the command". */
 const UNREACHABLE_CODES = new Set([
@@ -19,6 +28,9 @@ const UNREACHABLE_MESSAGES = [
   'Connection is closed',
   'Reached the max retries per request limit',
   'connect ECONNREFUSED',
+  // ioredis' command timeout: a Redis that froze (SIGSTOP, a partition without resets).
+  'Command timed out',
+  'Redis did not answer',
 ];
 
 /**
@@ -48,31 +60,90 @@ export class RedisLink {
   #state: 'up' | 'down' = 'up';
   #downSinceMs = 0;
   #logger: Logger | undefined;
+  #answerTimeoutMs = DEFAULT_ANSWER_TIMEOUT_MS;
+  #waiting: Array<() => void> = [];
 
   /** Where the state changes are logged; the first logger given wins (one line per process). */
   reportTo(logger: Logger): void {
     this.#logger ??= logger;
   }
 
-  /** Follows a client from now until it ends (a deliberate close). */
+  /**
+   * REDIS_ANSWER_TIMEOUT_MS for the connections made from now on: their command timeout
+   * (queues/connection.ts) and the bound on their liveness pings.
+   */
+  configure(answerTimeoutMs: number): void {
+    this.#answerTimeoutMs = answerTimeoutMs;
+  }
+
+  get answerTimeoutMs(): number {
+    return this.#answerTimeoutMs;
+  }
+
+  /**
+   * Follows a client from now until it ends (a deliberate close). Besides its events, a PING every
+   * eighth of the bound: a Redis that stops answering but keeps its connections open (SIGSTOP, a
+   * partition without resets) raises no event, and only an unanswered ping tells it.
+   */
   watch(client: RedisLinkEvents, name: string): void {
     const lost = (error?: unknown) => {
       if (this.#down.has(client)) return;
       this.#down.add(client);
       this.#update(name, error);
     };
+    const back = () => {
+      if (this.#down.delete(client)) this.#update(name);
+    };
     client.on('reconnecting', () => lost());
     client.on('error', (error: unknown) => lost(error));
-    client.on('ready', () => {
-      if (this.#down.delete(client)) this.#update(name);
-    });
+    client.on('ready', back);
+    const pings = client.ping ? this.#pingEvery(client, lost, back) : undefined;
     client.on('end', () => {
-      if (this.#down.delete(client)) this.#update(name);
+      clearInterval(pings);
+      back();
     });
+  }
+
+  #pingEvery(client: RedisLinkEvents, lost: (error?: unknown) => void, back: () => void): NodeJS.Timeout {
+    const boundMs = this.#answerTimeoutMs;
+    let inFlight = false;
+    const timer = setInterval(
+      () => {
+        // One ping at a time, and none while the client reconnects: its events tell that.
+        if (inFlight || (client.status !== undefined && client.status !== 'ready')) return;
+        inFlight = true;
+        let answered = false;
+        // Judged by the bound alone: a connection whose commands time out sooner (the API's)
+        // still counts as down only once Redis leaves a ping unanswered for the whole bound.
+        const late = setTimeout(() => {
+          inFlight = false;
+          if (!answered) lost(Object.assign(new Error('Redis did not answer a ping'), { code: 'ETIMEDOUT' }));
+        }, boundMs);
+        late.unref();
+        client.ping?.().then(
+          () => {
+            answered = true;
+            clearTimeout(late);
+            inFlight = false;
+            back();
+          },
+          () => undefined,
+        );
+      },
+      Math.max(50, Math.floor(boundMs / PINGS_PER_BOUND)),
+    );
+    timer.unref();
+    return timer;
   }
 
   get up(): boolean {
     return this.#state === 'up';
+  }
+
+  /** Resolves once every watched connection answers again (at once while they do). */
+  whenUp(): Promise<void> {
+    if (this.up) return Promise.resolve();
+    return new Promise((resolve) => this.#waiting.push(resolve));
   }
 
   #update(name: string, error?: unknown): void {
@@ -88,6 +159,7 @@ export class RedisLink {
       );
     } else {
       this.#logger?.info({ redis: 'up', down_ms: Date.now() - this.#downSinceMs }, 'redis reachable again');
+      for (const resolve of this.#waiting.splice(0)) resolve();
     }
   }
 }

@@ -51,6 +51,16 @@ export class OwnRedis {
     });
   }
 
+  /** SIGSTOP: the server keeps its connections open and answers nothing (a partition without resets). */
+  freeze(): void {
+    this.#process?.kill('SIGSTOP');
+  }
+
+  /** SIGCONT: the frozen server reads what waited on its connections, in order, and answers again. */
+  thaw(): void {
+    this.#process?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
     const child = this.#process;
     if (!child || child.exitCode !== null) return;

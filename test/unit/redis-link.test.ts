@@ -50,6 +50,34 @@ describe('the Redis link watch (issue 12)', () => {
     expect(link.up).toBe(true);
   });
 
+  it('takes a connection that stays open but leaves its pings unanswered for down, once, and up when one is answered', async () => {
+    const { seen, logger } = lines();
+    const link = new RedisLink();
+    link.reportTo(logger);
+    link.configure(200);
+    let frozen = true;
+    const thawed: Array<() => void> = [];
+    const client = Object.assign(new EventEmitter(), {
+      status: 'ready',
+      ping: () =>
+        new Promise((resolve) => {
+          if (frozen) thawed.push(() => resolve('PONG'));
+          else resolve('PONG');
+        }),
+    });
+    link.watch(client, 'frozen');
+    while (link.up) await new Promise((resolve) => setTimeout(resolve, 20));
+    const back = link.whenUp();
+    // Pings keep going out while it is down; none adds a line.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    frozen = false;
+    for (const answer of thawed.splice(0)) answer();
+    await back;
+    client.emit('end');
+    expect(seen.map((line) => line.redis)).toEqual(['down', 'up']);
+    expect(seen[0]).toMatchObject({ connection: 'frozen', code: 'ETIMEDOUT' });
+  });
+
   it('knows an unreachable Redis by its code, by ioredis messages and through causes', () => {
     expect(isRedisUnreachable(refused())).toBe(true);
     expect(
@@ -58,6 +86,7 @@ describe('the Redis link watch (issue 12)', () => {
     expect(
       isRedisUnreachable(new Error('lookup failed', { cause: new Error('Connection is closed.') })),
     ).toBe(true);
+    expect(isRedisUnreachable(new Error('Command timed out'))).toBe(true);
     expect(isRedisUnreachable(new Error('ERR unknown command'))).toBe(false);
     expect(isRedisUnreachable('ECONNREFUSED')).toBe(false);
   });

@@ -1,5 +1,6 @@
 import { ApiError } from '../../contracts/index.js';
 import type { Logger } from '../../telemetry/index.js';
+import { isRedisUnreachable } from '../../telemetry/redis-link.js';
 
 /** Unreadable runs remembered as already reported; past it the memory starts afresh. */
 const UNREADABLE_REMEMBERED = 10_000;
@@ -25,6 +26,8 @@ export function sweepErrorReporter(log: Logger): SweepErrorReporter {
       );
       return;
     }
+    // An outage is logged once, by the link watch, not once per run a pass could not sweep.
+    if (isRedisUnreachable(error)) return log.debug({ run_id: runId }, message);
     log.warn({ run_id: runId, err: error }, message);
   };
 }

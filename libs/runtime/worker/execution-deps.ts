@@ -6,6 +6,7 @@ import type { RunTranscripts } from '../../store/run-transcript.js';
 import type { ModelMetrics } from '../model-metrics.js';
 import type { RunPageControl } from '../person-page-control.js';
 import type { RunLifecycle } from '../run-lifecycle.js';
+import type { LockGuard } from './lock-guard.js';
 
 /** What one execution of a claimed run works over: the run worker's shared resources. */
 export interface ExecutionDeps {
@@ -39,4 +40,6 @@ export interface ExecutionDeps {
    * awaits on the store, so a test can make any of them throw and show the run is not stranded.
    */
   faults?: (point: string) => void | Promise<void>;
+  /** This execution's job lock: no call goes out, and no answer is written, on a lock in doubt. */
+  lockGuard?: LockGuard;
 }

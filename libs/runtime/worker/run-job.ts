@@ -2,6 +2,7 @@ import { type Job, UnrecoverableError } from 'bullmq';
 import {
   handBack,
   handBackLater,
+  type JobLocks,
   type RunJob,
   type RunJobResult,
   runJobSchema,
@@ -15,6 +16,7 @@ import { settleEscapedError } from './escaped.js';
 import { executeRunToEnd } from './execution.js';
 import type { ExecutionDeps } from './execution-deps.js';
 import { jobResult } from './job-result.js';
+import { lockAfterOutage, lockGuard, stoppedByOutage } from './lock-guard.js';
 import { RunLost } from './run-lost.js';
 
 export interface RunJobDeps extends ExecutionDeps {
@@ -24,6 +26,8 @@ export interface RunJobDeps extends ExecutionDeps {
   executions: Pick<Counter<'outcome'>, 'inc'>;
   /** `leasehold_run_queue_wait_seconds`, observed at each fresh claim. */
   queueWait?: Pick<Histogram, 'observe'>;
+  /** The job locks as BullMQ's renewals report them; absent, calls are not held back on them. */
+  jobLocks?: JobLocks;
 }
 
 /** The `runs` job processor: claim → execute → the job's result, or an escaped error settled. */
@@ -68,8 +72,9 @@ export function runJobProcessor(deps: RunJobDeps) {
         );
         return turn === 'waiting' ? { status: 'queued', code: null } : { status: 'lost', code: 'not_owner' };
       }
+      const guard = deps.jobLocks && lockGuard(deps.jobLocks, job, token, controller.signal);
       ({ end, after: afterEnd } = await executeRunToEnd(
-        { ...deps, logger: runLog },
+        { ...deps, logger: runLog, ...(guard ? { lockGuard: guard } : {}) },
         claim.run,
         ownerToken,
         controller.signal,
@@ -81,6 +86,25 @@ export function runJobProcessor(deps: RunJobDeps) {
         executions.inc({ outcome: 'lost' });
         runLog.warn({ err: error }, 'run lost to another writer');
         return { status: 'lost', code: 'not_owner' };
+      }
+      // A Redis that stopped answering: once it answers, the run goes back to the queue if its job
+      // lock is still this worker's; otherwise the next owner has it, and nothing is written here.
+      const lock =
+        deps.jobLocks && stoppedByOutage(error)
+          ? await lockAfterOutage(deps.jobLocks, job, token, controller.signal)
+          : undefined;
+      if (lock === 'lost') {
+        executions.inc({ outcome: 'lost' });
+        runLog.info('run dropped: its job lock lapsed while Redis did not answer');
+        return { status: 'lost', code: 'not_owner' };
+      }
+      if (lock === 'held') {
+        const released = await store
+          .releaseRun(runId, ownerToken, { detail: { reason: 'redis' } })
+          .catch(() => ({ ok: false }));
+        runLog.info({ released: released.ok }, 'execution handed back after Redis answered again');
+        executions.inc({ outcome: 'handed_back' });
+        await handBack(job, token);
       }
       const stopped =
         (signal?.aborted && signal.reason === SHUTDOWN_REASON) ||

@@ -188,6 +188,7 @@ export class StoreRunPort implements RunPort {
 
   async markDispatched(invocation: Invocation, effect?: DispatchedEffect): Promise<void> {
     await this.deps.faults?.('invocation.dispatch');
+    await this.deps.lockGuard?.beforeDispatch();
     const recorded = await this.deps.store.recordInvocation(this.run.id, this.ownerToken, {
       step: invocation.step,
       index: invocation.index,
@@ -197,6 +198,10 @@ export class StoreRunPort implements RunPort {
       ...(effect ? { result: { effect: { lease_id: effect.leaseId, sequence: effect.sequence } } } : {}),
     });
     refusedUnlessOk(recorded, 'ledger');
+  }
+
+  async mayAnswer(): Promise<void> {
+    await this.deps.lockGuard?.beforeAnswer();
   }
 
   async completeInvocation(invocation: Invocation, outcome: ToolOutcome): Promise<void> {
