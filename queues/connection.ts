@@ -38,7 +38,7 @@ const CONNECT_TIMEOUT_MS = 5_000;
 export const MAX_RECONNECT_DELAY_MS = 2_000;
 
 /**
- * Issue 18: a connection many callers share at once (the API's, a run worker's store) sends the
+ * A connection many callers share at once (the API's, a run worker's store) sends the
  * commands issued in one tick in one write (ioredis auto-pipelining): Redis still runs each
  * connection's commands in the order sent, and each caller still awaits its own reply. Never on a
  * connection that blocks (BullMQ's worker connections, a BLPOP's, a subscriber): a blocking
@@ -158,7 +158,7 @@ export async function connectRedis(
       ? new Redis(target, redisOptions(role, name, options))
       : new Cluster(seedNodes(target.clusterNodes), clusterOptions(role, name, target.clusterNodes));
   // Errors are reported by the commands that meet them, and an outage once by the process's link
-  // watch (issue 12); an unhandled 'error' event would crash.
+  // watch; an unhandled 'error' event would crash.
   client.on('error', () => {});
   shareScriptsWithPipelines(client);
   duplicatesWithoutTimeout(client);

@@ -18,7 +18,7 @@ export const runJobSchema = z.object({
 });
 export type RunJob = z.output<typeof runJobSchema>;
 
-/** Built once: a zod schema costs more to build than to check (issue 18). */
+/** Built once: a zod schema costs more to build than to check. */
 const executionSchema = z.number().int().min(1);
 
 /**
@@ -34,7 +34,7 @@ export function runJobId(runId: string, execution: number): string {
 /**
  * A run's failure is the run's own (its record says why), so BullMQ never retries a job: a
  * crashed worker's job comes back through stall detection, bounded by the worker retry limit.
- * A failed run's job is failed by its worker after the run's end is recorded (issue 12), and
+ * A failed run's job is failed by its worker after the run's end is recorded, and
  * with one attempt BullMQ leaves it in its failed set.
  */
 export const runJobOptions: Readonly<JobsOptions> = Object.freeze({
@@ -44,7 +44,7 @@ export const runJobOptions: Readonly<JobsOptions> = Object.freeze({
 });
 
 /**
- * What a run's job returns (issue 12: the queue tells the truth): the run's status when its
+ * What a run's job returns (the queue tells the truth): the run's status when its
  * execution ended — an end, or `parked` / `waiting_*` / `queued` for an execution that stopped
  * short of one — and its error code (`null` unless it failed), so Bull Board shows each outcome.
  * A job whose run was not this execution's to run says `not_claimed` with the refusal's code.
@@ -60,7 +60,7 @@ export type RunsQueue = Queue<RunJob, RunJobResult, string>;
  * BullMQ priorities (lower is sooner; every job carries one, since BullMQ takes jobs without one
  * before all prioritised jobs). A later execution — a resume after an approval, whose run holds
  * its page and whose person is waiting, or after a child's end — goes before fresh runs
- * (issue 12); within a priority, first in first out.
+ * ; within a priority, first in first out.
  */
 export const RESUMED_PRIORITY = 1;
 export const FRESH_PRIORITY = 2;
@@ -76,7 +76,7 @@ export function createRunsQueue(connection: RedisClient, prefix: string): RunsQu
     prefix,
     defaultJobOptions: { ...runJobOptions },
   });
-  // Issue 12: a queue without an 'error' listener prints a raw multi-line stack per reconnect
+  // A queue without an 'error' listener prints a raw multi-line stack per reconnect
   // attempt (BullMQ's console.error). An unreachable Redis is logged once by the link watch;
   // anything else is one line, with no stack.
   queue.on('error', (error) => {
@@ -114,7 +114,7 @@ export async function enqueueRun(
 }
 
 /**
- * Issue 18: queues the add of a new run's first job on `batch` (a pipeline of the queue's own
+ * Queues the add of a new run's first job on `batch` (a pipeline of the queue's own
  * connection), so the run's record and its job travel in one round trip, record first. The same
  * job `enqueueExecution` adds (id, name, data, priority, the queue's defaults), through the
  * insert BullMQ's own bulk add and flows use; the batch's owner executes it and checks the reply.
@@ -159,7 +159,7 @@ export function addRunJobTo(
 /**
  * Whether the job of a run's execution will still claim it: it exists and has not finished. A
  * finished job (completed or failed) of a run still queued at that execution never will — its
- * hand-back to waiting failed (issue 12: seen under load, a worker stopping while Redis was away)
+ * hand-back to waiting failed (seen under load, a worker stopping while Redis was away)
  * — so it is removed, and the orphan sweep adds the execution's job afresh under the same id.
  */
 export async function runJobPending(queue: RunsQueue, runId: string, execution: number): Promise<boolean> {

@@ -4,7 +4,7 @@ import { recordIdSchema, tenantIdSchema, webhookEventSchema } from '../libs/cont
 import type { RedisClient } from '../libs/store/redis-client.js';
 import { isRedisUnreachable } from '../libs/telemetry/redis-link.js';
 
-/** The queue of webhook deliveries (issue 13): one job per webhook and event. */
+/** The queue of webhook deliveries: one job per webhook and event. */
 export const WEBHOOKS_QUEUE = 'webhooks';
 
 /**

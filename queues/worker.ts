@@ -6,7 +6,7 @@ import { connectRedis, MAX_RECONNECT_DELAY_MS, type RedisTarget } from './connec
 import type { JobLocks } from './job-locks.js';
 
 export interface QueueWorkerOptions {
-  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  /** Redis: a URL, or a cluster's nodes. */
   redisUrl: RedisTarget;
   prefix: string;
   concurrency: number;
@@ -29,7 +29,7 @@ export interface QueueWorkerOptions {
 const LOCK_LOST = /^(could not renew lock|Lock mismatch|Missing lock) for job /;
 
 /**
- * The run a job is about, for its lines (issue 15: every line about a run carries `run_id`): a
+ * The run a job is about, for its lines (every line about a run carries `run_id`): a
  * runs job's `runId`, a webhook delivery's event's `run_id`; undefined for any other job.
  */
 function runIdOfJob(data: unknown): string | undefined {
@@ -70,7 +70,7 @@ export async function createQueueWorker<Data, Result>(
     maxStalledCount: options.maxStalledCount,
     autorun: options.autorun ?? true,
   });
-  // An unreachable Redis is logged once per outage by the link watch (issue 12), not per attempt.
+  // An unreachable Redis is logged once per outage by the link watch, not per attempt.
   worker.on('error', (error) => {
     if (!isRedisUnreachable(error) && !LOCK_LOST.test(error.message))
       options.logger.error({ queue: queueName, err: error }, 'worker error');
@@ -118,7 +118,7 @@ class LockReportingWorker<Data, Result> extends Worker<Data, Result, string> {
 }
 
 /**
- * Issue 12, outages pause: a Redis stopped for longer than the job lock comes back with the locks
+ * Outages pause: a Redis stopped for longer than the job lock comes back with the locks
  * of the jobs still running expired, and the first stall check would hand each of them to a
  * second execution (a takeover that finds the first one's dispatched call `outcome_unknown`).
  * When its connection drops, each worker queues — first on that connection, so it runs first
@@ -181,7 +181,7 @@ export async function handBack(job: Job, token: string | undefined): Promise<nev
 }
 
 /**
- * Puts a job back to be claimed again after `delayMs` (issue 12: a run handed back after a
+ * Puts a job back to be claimed again after `delayMs` (a run handed back after a
  * retryable fault, with backoff), without counting an attempt. Let the error it throws propagate.
  */
 export async function handBackLater(job: Job, token: string | undefined, delayMs: number): Promise<never> {

@@ -3,7 +3,7 @@
  * of a tenant, before any key exists to call `POST /v1/api-keys` with.
  *
  *   npm run api-key -- --tenant acme --principal ops@acme --scopes admin,runs:write,runs:read,approvals:write
- *   npm run api-key -- --operator --principal oncall      (the fleet's dashboard key; issue 11.6)
+ *   npm run api-key -- --operator --principal oncall      (the fleet's dashboard key)
  *
  * An operator key carries the `operator` scope alone (`--scopes operator` is the same): it opens
  * the dashboard at /admin/queues and grants no tenant's records. It sits in the tenant

@@ -1,6 +1,6 @@
 /**
  * Prints the run lifecycle as a Mermaid `stateDiagram-v2`, generated from the transition table in
- * `libs/contracts/run-lifecycle.ts` (issue 12: the table is the specification; the README's
+ * `libs/contracts/run-lifecycle.ts` (the table is the specification; the README's
  * diagram is derived from it and never written by hand).
  *
  *   npx tsx scripts/lifecycle-diagram.ts           prints the README block

@@ -1,5 +1,5 @@
 /**
- * Issue 16: writes both servers' OpenAPI documents and the typed client generated from them, so
+ * Writes both servers' OpenAPI documents and the typed client generated from them, so
  * they can be diffed in review; `--check` regenerates them in memory and exits 1 naming each file
  * that is stale (CI runs it through `npm run openapi:check`).
  *

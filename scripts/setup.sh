@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what Leasehold needs from the system's packages and is not an npm dependency:
 # Chromium (Playwright cannot download its own browser here), redis-server if none is installed,
-# and the deployment checks' tools (issue 15): promtool (Debian's prometheus package, which also
+# and the deployment checks' tools: promtool (Debian's prometheus package, which also
 # brings the server the dashboard test scrapes with), docker-compose (validates the compose file)
 # and kubectl (builds the Kubernetes manifests; Debian's kubernetes-client package); curl and jq
-# for the README's examples (issue 16: a test runs them as written).
+# for the README's examples (a test runs them as written).
 # Idempotent: does nothing when all are there.
 set -euo pipefail
 

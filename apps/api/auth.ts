@@ -7,7 +7,7 @@ import { CSRF_HEADER, changesState, sessionIdOf } from '../../libs/ui/index.js';
 declare module 'fastify' {
   interface FastifyRequest {
     identity?: ApiKeyIdentity;
-    /** Set when the request was let in by a run-page session cookie instead of a key (issue 13). */
+    /** Set when the request was let in by a run-page session cookie instead of a key. */
     uiSession?: UiSession;
   }
 }
@@ -29,7 +29,7 @@ function presentedKey(header: string): string {
 }
 
 /**
- * The dashboard's gate: a fleet operator key (issue 11.6: the board shows every tenant's jobs, so
+ * The dashboard's gate: a fleet operator key (the board shows every tenant's jobs, so
  * no tenant key opens it, admin included), or 401 with a Basic challenge a browser answers with a
  * prompt.
  */
@@ -42,7 +42,7 @@ export function dashboardGate(store: RunStore, failures: FailedAuthLimiter) {
       refusal: 'the dashboard needs a fleet operator key (npm run api-key -- --operator)',
       challenge: 'Basic realm="Leasehold dashboard"',
     };
-    // A missing or wrong key counts against its address as at every door (issue 11.10); a
+    // A missing or wrong key counts against its address as at every door; a
     // right key without the scope is no failed authentication.
     if (!identity) return refuseCredential(request, reply, failures, refusal);
     await reply
@@ -83,7 +83,7 @@ function checksScope(route: RouteOptions): boolean {
 }
 
 /**
- * The API's default-deny layer (issue 11.1): every route not marked public or `own` needs a
+ * The API's default-deny layer: every route not marked public or `own` needs a
  * valid key before anything else runs — unknown paths and router errors included — and every
  * such route must name its scope with {@link authenticate}, or the API does not start.
  */
@@ -105,7 +105,7 @@ export function apiKeyDoors(store: RunStore, failures: FailedAuthLimiter, sessio
 }
 
 /**
- * Issue 13: a run page's script calls the same /v1 routes with the session cookie instead of a key,
+ * A run page's script calls the same /v1 routes with the session cookie instead of a key,
  * as the key's identity, read afresh (a revoked key is refused). A state-changing call needs the
  * session's CSRF token in `X-CSRF-Token` as well: a cookie rides along with any request another
  * page makes the browser send, the token only with ours. Refused without it, whatever the route.

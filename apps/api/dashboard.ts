@@ -23,7 +23,7 @@ const OUTAGE_ANSWER = {
 
 /**
  * Bull Board answers every error of its routes (its gate's included) with its own handler, as a
- * 500. Issue 12: an error because Redis did not answer is 503 `unavailable`, as the REST API
+ * 500. An error because Redis did not answer is 503 `unavailable`, as the REST API
  * answers it, so a dashboard open during an outage says "retry", not "broken".
  */
 class OutageAwareAdapter extends FastifyAdapter {
@@ -49,7 +49,7 @@ export async function registerDashboard(
   });
   board.setBasePath('/admin/queues');
   await app.register(async (dashboard) => {
-    // Its own gate, never public; its own error answers rewritten to the one shape (issue 11.9).
+    // Its own gate, never public; its own error answers rewritten to the one shape.
     markDoor(dashboard, 'own');
     reshapeErrorAnswers(dashboard);
     dashboard.addHook('onRequest', dashboardGate(deps.store, deps.authFailures));

@@ -5,7 +5,7 @@ import { ApiError } from '../../libs/contracts/index.js';
 import type { RedisClient } from '../../libs/store/redis-client.js';
 
 /**
- * Per-key request limits (issue 11.10), with `@fastify/rate-limit` and its Redis store, so every
+ * Per-key request limits, with `@fastify/rate-limit` and its Redis store, so every
  * replica counts the same key in one counter. A fixed window of `API_RATE_BURST ÷
  * API_RATE_PER_SECOND` seconds holds `API_RATE_BURST` requests: the defaults (50 a second, bursts
  * of 100) allow 100 at once, then nothing until the window's two seconds are over — 50 a second on

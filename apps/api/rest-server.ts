@@ -74,7 +74,7 @@ export async function createRestServer(logger: Logger): Promise<FastifyInstance>
     transformObject: restDocumentTransform,
     hideUntagged: true,
   });
-  // The API document and its assets are public (issue 11.1): they describe routes, not records.
+  // The API document and its assets are public: they describe routes, not records.
   await app.register(async (docs) => {
     markDoor(docs, 'public');
     await docs.register(fastifySwaggerUi, { routePrefix: '/docs' });
@@ -83,7 +83,7 @@ export async function createRestServer(logger: Logger): Promise<FastifyInstance>
 }
 
 /**
- * Issue 16: a body-less POST (cancel, retry; approve, whose body is optional) sent with
+ * A body-less POST (cancel, retry; approve, whose body is optional) sent with
  * `content-type: application/json` and no body is answered as usual, not refused as an empty JSON
  * body. A route whose body is required still refuses an empty one (400), as any other bad JSON.
  */

@@ -53,11 +53,11 @@ export interface ApiOptions {
   config: Config;
   logger: Logger;
   metrics: Metrics;
-  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  /** Redis: a URL, or a cluster's nodes. */
   redisUrl: RedisTarget;
   /** Readiness of other roles sharing this process (the fleet). */
   extraReadiness?: () => ReadinessCheck[];
-  /** Issue 13: the store run artifacts are read from; unset: opened from config (the fleet shares one). */
+  /** The store run artifacts are read from; unset: opened from config (the fleet shares one). */
   artifacts?: ArtifactStore;
 }
 
@@ -75,9 +75,9 @@ export interface ApiHandle {
  */
 export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const { config, logger, metrics } = options;
-  // Issue 11.13: in production, no token and browser tools not switched off stops the start here.
+  // In production, no token and browser tools not switched off stops the start here.
   const browserTools = browserToolsState(config);
-  // Issue 13: a store that cannot be opened (no folder, no bucket) stops the start here.
+  // A store that cannot be opened (no folder, no bucket) stops the start here.
   const artifacts = options.artifacts ?? (await openArtifactStore(config));
   redisLink.configure(config.redis.answerTimeoutMs);
   const redis = await connectRedis(options.redisUrl, 'producer', 'api', { autoPipelining: true });
@@ -88,19 +88,19 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const app = await createRestServer(logger);
 
   const store = new RunStore(redis, config.redis.keyPrefix, Date.now, { retentionMs: config.runRetentionMs });
-  // Issue 11.1: default-deny. Every route needs a key unless marked; unknown paths (404, answered
+  // Default-deny. Every route needs a key unless marked; unknown paths (404, answered
   // by createHttpServer) and router errors too. The routes below still check their scopes.
   const authFailures = new FailedAuthLimiter(
     redis,
     config.redis.keyPrefix,
     config.http.authFailuresPerMinute,
   );
-  // Issue 13: the run pages' sessions; their cookie also opens the /v1 routes the pages' script calls.
+  // The run pages' sessions; their cookie also opens the /v1 routes the pages' script calls.
   const uiSessions = new UiSessions(redis, config.redis.keyPrefix, {
     maxPerKey: config.api.uiSessionsPerKey,
   });
   guardDoors(app, apiKeyDoors(store, authFailures, uiSessions));
-  // Issue 15: each request's line names the tenant its key or run-page session was let in as.
+  // Each request's line names the tenant its key or run-page session was let in as.
   logTenantOf(app, (request) => request.identity?.tenant);
 
   await registerDashboard(app, { queue: runsQueue, store, authFailures });
@@ -115,7 +115,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   });
 
   const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);
-  // Issue 12, one lifecycle: every consequence of a transition a route causes goes through it.
+  // One lifecycle: every consequence of a transition a route causes goes through it.
   const lifecycle = fleetLifecycle({
     redis,
     keyPrefix: config.redis.keyPrefix,
@@ -146,7 +146,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     defaultAgents,
     eventStreams,
     lifecycle,
-    // Issue 18: a new run's first job goes in the round trip that stores the run (one connection).
+    // A new run's first job goes in the round trip that stores the run (one connection).
     addFirstJob: (batch: ChainableCommander, run: { id: string; tenant: string; session_id: string }) =>
       addRunJobTo(runsQueue, batch, run),
     webhooks,
@@ -176,7 +176,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     },
   };
   registerV1Routes(app, v1);
-  // Issue 16: the MCP server at /mcp, its tools calling the routes above as their caller.
+  // The MCP server at /mcp, its tools calling the routes above as their caller.
   const mcp = await registerMcp(app, {
     store,
     redis,

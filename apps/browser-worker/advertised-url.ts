@@ -24,7 +24,7 @@ export type Advertised =
   | { ok: false; message: string };
 
 /**
- * Issue 15, the URL a browser worker advertises in the registry:
+ * The URL a browser worker advertises in the registry:
  * - `BROWSER_WORKER_URL` when set (the Kubernetes manifests set it from the pod and its headless Service);
  * - bound to every interface (`HOST` 0.0.0.0 or ::), `http://<hostname>:<port>` — a container's or
  *   pod's name, which its neighbours resolve — or, when the name does not resolve, a refusal that

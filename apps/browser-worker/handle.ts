@@ -12,7 +12,7 @@ export interface BrowserWorkerOptions {
   config: Config;
   logger: Logger;
   metrics: Metrics;
-  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  /** Redis: a URL, or a cluster's nodes. */
   redisUrl: RedisTarget;
   /** Tests: a clock to cross lease caps without sleeping, and caps of their own. */
   clock?: () => number;
@@ -31,9 +31,9 @@ export interface BrowserWorkerHandle {
   leases: LeaseService;
   store: LeaseStore;
   pages: PageFactory;
-  /** Issue 18: the warm contexts (undefined with BROWSER_WARM_CONTEXTS=0). */
+  /** The warm contexts (undefined with BROWSER_WARM_CONTEXTS=0). */
   warmPool: WarmPool | undefined;
-  /** Issue 13: where the pages' screenshots go. */
+  /** Where the pages' screenshots go. */
   artifacts: ArtifactStore;
   /** The Chromium of now: another one once it exited and was started again. */
   readonly browser: Browser;
@@ -42,7 +42,7 @@ export interface BrowserWorkerHandle {
   executablePath: string;
   /** The data-plane URL (http://host:port) as this process reaches it (Fastify's listen answer). */
   url: string;
-  /** Issue 15: the URL it advertises to run workers (see `advertisedUrl`). */
+  /** The URL it advertises to run workers (see `advertisedUrl`). */
   advertisedUrl: string;
   readiness(): ReadinessCheck[];
   /**

@@ -3,7 +3,7 @@ import { tenantIdSchema } from '../../libs/contracts/index.js';
 import { logTenantOf } from '../../libs/telemetry/index.js';
 
 /**
- * Issue 15: a data-plane request's line names its tenant once it is authenticated. The data plane
+ * A data-plane request's line names its tenant once it is authenticated. The data plane
  * authenticates a fleet token, not a tenant; every route names the tenant it acts for in its path
  * (`/v1/tenants/:tenant/…`), so that is the tenant, told only for a request the token let in (this
  * hook runs after the doors' credential check, which ends a refused request before it) and only

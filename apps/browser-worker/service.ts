@@ -38,7 +38,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     { seal_key: sealKeys.fingerprint, previous_seal_keys: sealKeys.fingerprints.slice(1) },
     'seal keys',
   );
-  // Issue 15: a URL no one could reach stops the start here, before Chromium is launched.
+  // A URL no one could reach stops the start here, before Chromium is launched.
   const advertise: Omit<AdvertiseInput, 'port'> = {
     host: config.http.host,
     configuredUrl: config.browser.workerUrl,
@@ -86,14 +86,14 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     held.add('redis', () => closeRedis(redis));
     const store = new RedisLeaseStore(redis, config.redis.keyPrefix);
     const leaseMetrics = createLeaseMetrics(metrics.registry);
-    // Issue 14 (ADR-0159): every settle of a lease's page is counted by tool and result.
+    // ADR-0159: every settle of a lease's page is counted by tool and result.
     const currentBrowser = () => browsers.browser;
     const pages =
       options.pages?.(currentBrowser, proxy) ??
       new PlaywrightPageFactory(currentBrowser, { onSettle: recordSettle(leaseMetrics, log), egress: proxy });
-    // Issue 13: screenshots after navigate and act, under each lease's tenant and run.
+    // Screenshots after navigate and act, under each lease's tenant and run.
     const artifacts = options.artifacts ?? (await openArtifactStore(config));
-    // Issue 18: ready contexts for the profiles served here, made while the pages are quiet;
+    // Ready contexts for the profiles served here, made while the pages are quiet;
     // disposed before Chromium closes.
     const activity = new PageActivity();
     const warmPool =

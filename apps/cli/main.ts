@@ -2,7 +2,7 @@ import { runCli } from './program.js';
 import { packageVersion } from './version.js';
 
 /**
- * `leasehold`, the command line (issue 16): `npx leasehold --help`. The environment is read here
+ * `leasehold`, the command line: `npx leasehold --help`. The environment is read here
  * alone; the exit code is set, never forced, so stdout is flushed before the process ends.
  */
 process.exitCode = await runCli(process.argv.slice(2), {

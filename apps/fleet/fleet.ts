@@ -30,7 +30,7 @@ export interface FleetHandle {
   metrics: Metrics;
   urls: {
     api: string;
-    /** The runs page (issue 13): sign in with the API key below. */
+    /** The runs page: sign in with the API key below. */
     runs: string;
     docs: string;
     dashboard: string;
@@ -50,11 +50,11 @@ export interface FleetHandle {
   };
   /** The run store the API writes (tests make keys of other tenants with it). */
   store: RunStore;
-  /** Issue 13: the one artifact store every role writes, reads and sweeps. */
+  /** The one artifact store every role writes, reads and sweeps. */
   artifacts: ArtifactStore;
   /** An API key of tenant `dev` with every scope, made at start for this machine's user. */
   apiKey: string;
-  /** A fleet operator key, made at start: it opens the dashboard and no tenant's records (issue 11.6). */
+  /** A fleet operator key, made at start: it opens the dashboard and no tenant's records. */
   operatorKey: string;
   redisSource: 'REDIS_CLUSTER_NODES' | 'REDIS_URL' | 'local' | 'private';
   chromium: string;
@@ -99,11 +99,11 @@ export async function startFleet(options: FleetOptions): Promise<FleetHandle> {
       },
     });
     const roleOptions = { config, logger, metrics, redisUrl: redis.url };
-    // Issue 13: opened once and handed to each role, so the screenshots the browser worker writes
+    // Opened once and handed to each role, so the screenshots the browser worker writes
     // are the ones the API serves and the sweeper expires.
     const artifacts = await openArtifactStore(config);
 
-    // Issue 15: the roles share one registry, served once, by the API: the browser worker's
+    // The roles share one registry, served once, by the API: the browser worker's
     // data plane answers /metrics 404, so no series is scraped twice.
     const browserWorker = await startBrowserWorker({ ...roleOptions, metrics: unserved(metrics), artifacts });
     shutdown.add('browser-worker', () => browserWorker.close());

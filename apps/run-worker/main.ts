@@ -18,7 +18,7 @@ runMain('run-worker', async () => {
     redisUrl: redisTarget(config.redis),
   });
   shutdown.add('run-worker', () => runWorker.close());
-  // Issue 11.13: readiness names whether this process's runs get browser tools.
+  // Readiness names whether this process's runs get browser tools.
   const browserTools = { name: `browser_tools:${browserToolsState(config)}`, check: async () => true };
   const ops = createOpsServer(logger, metrics.registry, () => [...runWorker.readiness(), browserTools]);
   await ops.listen({ host: config.http.host, port: config.http.runWorkerPort });

@@ -38,11 +38,11 @@ export interface RunWorkerOptions {
   config: Config;
   logger: Logger;
   metrics: Metrics;
-  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  /** Redis: a URL, or a cluster's nodes. */
   redisUrl: RedisTarget;
   /** The upkeep's windows and clock (ADR-0127 d5 figures by default); tests shrink them. */
   upkeep?: Pick<LeaseUpkeepDeps, 'windowMs' | 'stepMs' | 'lifetimeMs' | 'clock'>;
-  /** Test-only: the executions' fault hook (issue 12; see `ExecutionDeps.faults`). */
+  /** Test-only: the executions' fault hook (see `ExecutionDeps.faults`). */
   faults?: ExecutionDeps['faults'];
 }
 
@@ -62,7 +62,7 @@ export interface RunWorkerHandle {
 export async function startRunWorker(options: RunWorkerOptions): Promise<RunWorkerHandle> {
   const { config, logger, metrics } = options;
   const log = logger.child({ component: 'run-worker' });
-  // Issue 11.13: a production run worker without a token would run every browser task without a
+  // A production run worker without a token would run every browser task without a
   // browser; it refuses to start instead, unless LEASEHOLD_BROWSER_TOOLS=off says so on purpose.
   log[browserToolsState(config) === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
 
@@ -73,7 +73,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   const queue = createRunsQueue(redis, config.redis.queuePrefix);
   const leases = new RedisLeaseStore(redis, config.redis.keyPrefix);
   const registry = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
-  // Issue 12, one lifecycle: every consequence of a transition this worker causes goes through it.
+  // One lifecycle: every consequence of a transition this worker causes goes through it.
   const lifecycle = fleetLifecycle({
     redis,
     keyPrefix: config.redis.keyPrefix,
@@ -94,7 +94,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     stopping: stopping.signal,
     store,
     transcripts: new RunTranscripts(redis, config.redis.keyPrefix),
-    // Issue 16: runs whose model is an MCP client take its calls from the API over the run's keys.
+    // Runs whose model is an MCP client take its calls from the API over the run's keys.
     mcpTurns: new McpTurns(redis, config.redis.keyPrefix),
     registry,
     profiles: leases,
@@ -108,7 +108,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     modelMetrics: modelMetricsOf(metrics),
     ...(options.faults ? { faults: options.faults } : {}),
   });
-  // Issue 13: the tenants' webhook deliveries are claimed beside the runs. Started first: once the
+  // The tenants' webhook deliveries are claimed beside the runs. Started first: once the
   // runs worker below claims, a stop must find every part of this role there to close.
   const webhooks = await startWebhookWorker({ config, redisUrl: options.redisUrl, redis, logger: log });
   // Schedules fire here, beside the runs they submit: any replica may take a fire and BullMQ's job

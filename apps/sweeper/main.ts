@@ -18,7 +18,7 @@ runMain('sweeper', async () => {
     redisUrl: redisTarget(config.redis),
   });
   shutdown.add('sweeper', () => sweeper.close());
-  // Issue 11.13: readiness names whether this process's runs get browser tools.
+  // Readiness names whether this process's runs get browser tools.
   const browserTools = { name: `browser_tools:${browserToolsState(config)}`, check: async () => true };
   const ops = createOpsServer(logger, metrics.registry, () => [...sweeper.readiness(), browserTools]);
   await ops.listen({ host: config.http.host, port: config.http.sweeperPort });

@@ -19,9 +19,9 @@ export interface SweeperOptions {
   config: Config;
   logger: Logger;
   metrics: Metrics;
-  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  /** Redis: a URL, or a cluster's nodes. */
   redisUrl: RedisTarget;
-  /** Issue 13: the store whose orphaned artifacts are swept; unset: opened from config. */
+  /** The store whose orphaned artifacts are swept; unset: opened from config. */
   artifacts?: ArtifactStore;
 }
 
@@ -42,7 +42,7 @@ export interface SweeperHandle {
 export async function startSweeper(options: SweeperOptions): Promise<SweeperHandle> {
   const { config, logger, metrics } = options;
   const log = logger.child({ component: 'sweeper' });
-  // Issue 11.13: without a token (and browser tools not off) a production sweeper would never
+  // Without a token (and browser tools not off) a production sweeper would never
   // release a lease; it refuses to start instead.
   const browserTools = browserToolsState(config);
   log[browserTools === 'enabled' ? 'info' : 'warn'](browserToolsLine(config));
@@ -83,7 +83,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
       }),
       metrics,
     },
-    // Issue 13: the artifacts of runs whose records expired, in the store every role shares.
+    // The artifacts of runs whose records expired, in the store every role shares.
     artifacts: new ArtifactSweep({
       artifacts: options.artifacts ?? (await openArtifactStore(config)),
       store,

@@ -95,7 +95,7 @@ export interface paths {
     put?: never;
     /**
      * Renew many leases
-     * @description Issue 18: up to 150 renewals of leases this worker serves in one request, each answered as `renewLease` answers it alone: its status and the lease, or its error (`not_found`, `lease_expired`, `idempotency_conflict`, `idempotency_in_progress`). Each item carries the Idempotency-Key `renewLease` would: the same key with the same renewal replays the stored answer (`replayed`), whichever route stored it. A malformed body, or more than 150 items, is refused whole before anything is written.
+     * @description Up to 150 renewals of leases this worker serves in one request, each answered as `renewLease` answers it alone: its status and the lease, or its error (`not_found`, `lease_expired`, `idempotency_conflict`, `idempotency_in_progress`). Each item carries the Idempotency-Key `renewLease` would: the same key with the same renewal replays the stored answer (`replayed`), whichever route stored it. A malformed body, or more than 150 items, is refused whole before anything is written.
      */
     post: operations['renewLeases'];
     delete?: never;
@@ -363,7 +363,7 @@ export interface paths {
     put?: never;
     /**
      * Preview the target of an act
-     * @description The viewport with an element of an observed revision outlined, stored as an artifact of the lease's run (issue 13, approval cards). Not an effect: no sequence, nothing dispatched; a capture that fails answers no screenshot.
+     * @description The viewport with an element of an observed revision outlined, stored as an artifact of the lease's run (approval cards). Not an effect: no sequence, nothing dispatched; a capture that fails answers no screenshot.
      */
     post: operations['preview'];
     delete?: never;

@@ -18,7 +18,7 @@ export interface ArtifactRef {
 }
 
 /**
- * Blobs a run leaves (issue 13): screenshots today. Redis holds only their names. A local folder
+ * Blobs a run leaves: screenshots today. Redis holds only their names. A local folder
  * by default (every role on one disk, as `npm start` has it); an S3-compatible bucket for a fleet
  * on several machines. Keys are `<tenant>/<run id>/<name>` in both.
  */

@@ -27,7 +27,7 @@ export async function targetFor(
   /** What the page agent checks the element for: the action, or `outline` (any enabled element). */
   checkAs: string = args.action,
 ): Promise<ActTarget> {
-  // Issue 14: a reference into a frame of another origin is checked by that frame's agent.
+  // A reference into a frame of another origin is checked by that frame's agent.
   const route = frameWorldsOf(agent).route(args.revision, args.element);
   const call = `check(${literal(args.revision)}, ${literal(route.localRef)}, ${literal(checkAs)}, ${literal(args.text ?? null)}, ${literal(args.labels ?? null)})`;
   let answer: TargetAnswer;

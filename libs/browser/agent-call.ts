@@ -6,7 +6,7 @@ import { PAGE_AGENT_GLOBAL } from './page-script/page-agent-global.js';
 export const AGENT_WORLD_NAME = 'leasehold-agent';
 
 /**
- * The page agent of one page, in a DevTools isolated world of its main frame (issue 11.12). The
+ * The page agent of one page, in a DevTools isolated world of its main frame. The
  * world shares the page's DOM but none of its JavaScript: page code cannot patch what the agent
  * calls (prototypes, `JSON`, `Array`), cannot see the agent's global, and cannot call it. Same-origin
  * frames are reached from there through `contentDocument`, in the same world. Calls are sent as
@@ -21,7 +21,7 @@ export class PageAgentWorld {
   private readonly closers: (() => Promise<void>)[] = [];
 
   private constructor(
-    /** The page whose frame the world is in (issue 14: child frames' worlds are found from it). */
+    /** The page whose frame the world is in (child frames' worlds are found from it). */
     readonly page: Page,
     private readonly session: CDPSession,
     private readonly mainFrameId: string,
@@ -34,7 +34,7 @@ export class PageAgentWorld {
   }
 
   /**
-   * Issue 14: the agent's world in a child frame of another origin. A frame in a process of its
+   * The agent's world in a child frame of another origin. A frame in a process of its
    * own (site isolation) has a DevTools target of its own; one that shares its page's process is
    * found in the page's frame tree by its URL and name.
    */
@@ -67,7 +67,7 @@ export class PageAgentWorld {
    * agent first where the document has none yet. A document that goes away mid-call rejects with
    * the DevTools message `isNavigationTeardown` recognises.
    *
-   * The answer crosses as one JSON string (issue 18): DevTools copies an object by value property
+   * The answer crosses as one JSON string: DevTools copies an object by value property
    * by property, which for a capture's 256 elements cost about a millisecond more than the
    * world's own `JSON.stringify` (unpatched, like every prototype there). The agent answers only
    * JSON values: plain objects, arrays, strings, finite numbers and booleans.

@@ -1,7 +1,7 @@
 import type { BrowserContext, Frame } from 'playwright-core';
 import { sleepMs, within } from './operation.js';
 
-/** How long a seal waits at most for what the pages wrote to reach the cookie store (issue 17.4). */
+/** How long a seal waits at most for what the pages wrote to reach the cookie store. */
 export const COOKIE_FLUSH_BOUND_MS = 1_000;
 const COOKIE_FLUSH_POLL_MS = 10;
 
@@ -9,7 +9,7 @@ const COOKIE_FLUSH_POLL_MS = 10;
  * Waits until every cookie each page of `context` sees from script (`document.cookie`) is in the
  * context's cookie store too, at most {@link COOKIE_FLUSH_BOUND_MS}. Chromium applies a
  * `document.cookie` write asynchronously (renderer → network service), so a storage state read
- * right after a write can miss it (issue 17.4); the page's own view is the truth the seal waits
+ * right after a write can miss it; the page's own view is the truth the seal waits
  * for. Never throws: past the bound the seal takes the store as it is. A page that lies about its
  * cookies can only make the seal wait out the bound.
  */

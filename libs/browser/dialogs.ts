@@ -6,7 +6,7 @@ import { evidenceKey } from './evidence-key.js';
 import type { RevisionState, ToolOutcome } from './observation.js';
 import { Operation, within } from './operation.js';
 
-/** Issue 14: a dialog's message is shown clipped to this many characters. */
+/** A dialog's message is shown clipped to this many characters. */
 export const DIALOG_MESSAGE_LIMIT_CHARS = 200;
 /** How long the page's title is asked of the browser while a dialog blocks the page's own scripts. */
 const TITLE_BOUND_MS = 1_000;
@@ -16,7 +16,7 @@ type DialogType = (typeof DIALOG_TYPES)[number];
 export type ObservedDialog = NonNullable<BrowserObservation['dialog']>;
 
 /**
- * The dialogs of one page (issue 14). Listening is what keeps a dialog open: Playwright dismisses
+ * The dialogs of one page. Listening is what keeps a dialog open: Playwright dismisses
  * one at once only when nobody listens. An open dialog blocks the page's scripts — the agent's
  * calls, Playwright's evaluations and its click all wait until it is answered — so while one is
  * open the engine observes without calling into the page, and every wait that would call in is cut
@@ -77,7 +77,7 @@ export class DialogWatch {
   }
 
   /**
-   * Issue 14: `accept` / `dismiss` as an act — an effect like any other: refused before the
+   * `accept` / `dismiss` as an act — an effect like any other: refused before the
    * caller's effect watermark when no dialog is open, and of unknown outcome when the answer fails.
    */
   async answerAsAct(action: 'accept' | 'dismiss', text: string | undefined, op: Operation): Promise<void> {
@@ -125,7 +125,7 @@ export class DialogWatch {
 }
 
 /**
- * The call's operation, also ended when the page opens a dialog (issue 14): a wait that would call
+ * The call's operation, also ended when the page opens a dialog: a wait that would call
  * into the page (settling, capturing, an action Playwright holds until the dialog is answered)
  * stops then instead of running out the call's deadline.
  */
@@ -142,7 +142,7 @@ export function noDialog(action: string): BrowserToolError {
 }
 
 /**
- * The page while a dialog is open (issue 14): its URL and title as the browser has them, the
+ * The page while a dialog is open: its URL and title as the browser has them, the
  * dialog, and no elements — reading them would call into the blocked page. A new revision, so the
  * dialog is answered by the current revision as any act is.
  */

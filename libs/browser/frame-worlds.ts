@@ -4,7 +4,7 @@ import type { Capture, CapturedElement, CaptureRequest, TargetPath } from './pag
 import { locatorAt } from './target-locator.js';
 
 /**
- * Issue 14: child frames of another origin (allowed, or in `frame_origins`; the fence keeps the
+ * Child frames of another origin (allowed, or in `frame_origins`; the fence keeps the
  * rest out) are observed and acted on through the page agent in each frame's own world. The main
  * frame's agent names where each such frame sits; this file captures the frames, inlines their
  * elements there and numbers the whole anew, and sends an act on a reference to the world that

@@ -73,7 +73,7 @@ export async function captureObservation(
       textLimit: TEXT_LIMIT_CHARS,
       nameLimit: NAME_LIMIT_CHARS,
     };
-    // Issue 14: frames of other origins are captured in their own worlds and inlined.
+    // Frames of other origins are captured in their own worlds and inlined.
     const work = frameWorldsOf(agent).capture(request);
     let finished: Awaited<ReturnType<typeof within<Capture>>>;
     try {

@@ -28,7 +28,7 @@ export function originAllowed(url: string, allowed: ReadonlySet<string>): boolea
   return origin !== null && allowed.has(origin);
 }
 
-/** What the profile lets a lease's pages reach (issue 11: pages, frames, subresources). */
+/** What the profile lets a lease's pages reach (pages, frames, subresources). */
 export interface FencePolicy {
   /** Top-level documents: the profile's allowed origins. */
   readonly pages: ReadonlySet<string>;

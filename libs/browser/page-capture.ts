@@ -23,7 +23,7 @@ export interface Box {
 }
 
 /**
- * Screenshots of one page over a DevTools session of its own (issue 13). JPEG of the viewport at
+ * Screenshots of one page over a DevTools session of its own. JPEG of the viewport at
  * SCREENSHOT_LIMITS' quality, scaled down to fit its bounds. Straight `Page.captureScreenshot`
  * rather than Playwright's `page.screenshot`: the latter waits for fonts and injects a caret style
  * first, which measured twice the cost, and the caret style is a change to the page this capture

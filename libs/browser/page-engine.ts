@@ -39,7 +39,7 @@ const ERROR_PAGE_COMMIT_WAIT_MS = 2_000;
 export interface PageEngineOptions {
   /** The profile's allowed origins (`https://example.com`); top-level navigations elsewhere are blocked. */
   allowedOrigins: readonly string[];
-  /** Origins child frames may load besides the allowed ones (issue 11); none by default. */
+  /** Origins child frames may load besides the allowed ones; none by default. */
   frameOrigins?: readonly string[] | undefined;
   /** `allowed_origins` restricts subresources to allowed ∪ frame origins; `any` (the default) does not. */
   subresources?: 'any' | 'allowed_origins' | undefined;
@@ -55,7 +55,7 @@ export interface PageEngineOptions {
 /**
  * The three browser tools of contract 1.4.0 over the pages of one lease (DESIGN §6): navigate,
  * observe and act, each giving back the observation and, beside it, the platform's evidence key.
- * Calls run one at a time, on the current tab (issue 14: a page the leased page opens on an allowed
+ * Calls run one at a time, on the current tab (a page the leased page opens on an allowed
  * origin becomes current; see {@link TabStack}). Create it right after the page: requests are
  * tracked from then on.
  */
@@ -78,7 +78,7 @@ export class PageEngine {
 
   /**
    * One engine per browser context (one lease): the fence covers every page and frame of the
-   * page's context, popups included (issue 11), and is removed by {@link close}, which closes the
+   * page's context, popups included, and is removed by {@link close}, which closes the
    * context too.
    */
   static async create(page: Page, options: PageEngineOptions): Promise<PageEngine> {
@@ -90,7 +90,7 @@ export class PageEngine {
       const revisions: RevisionState = { current: null };
       const switches = new Set<() => void>();
       const tabs = new TabStack(await first, fence, () => {
-        // A tab opened or closed: no reference of the page before it holds (issue 14).
+        // A tab opened or closed: no reference of the page before it holds.
         revisions.current = null;
         for (const listener of switches) listener();
       });
@@ -110,7 +110,7 @@ export class PageEngine {
     this.secrets.use(secrets);
   }
 
-  /** The page the engine observes and acts on now (issue 14: the newest open tab). */
+  /** The page the engine observes and acts on now (the newest open tab). */
   get page(): Page {
     return this.tabs.current.page;
   }
@@ -153,7 +153,7 @@ export class PageEngine {
   }
 
   /**
-   * Issue 13 (approval cards): where the element of `revision` is on the viewport, for the person
+   * Where the element of `revision` is on the viewport, for the person
    * deciding an act on it to see it outlined ({@link screenshot}). Not an effect: nothing is
    * dispatched and the page is left as it was. An open dialog has no box to outline: none then.
    */
@@ -448,8 +448,7 @@ export class PageEngine {
 
   /**
    * ADR-0159's settle after an effect, on the page the effect left current: a tab the effect
-   * opened is waited for (inside the call's deadline), becomes current and is settled itself
-   * (issue 14).
+   * opened is waited for (inside the call's deadline), becomes current and is settled itself.
    */
   private async settleEffect(
     tool: 'navigate' | 'act',
@@ -474,7 +473,7 @@ export class PageEngine {
   }
 
   /**
-   * One observation of `bundle`'s page, with the tabs (issue 14). While a dialog is open the page
+   * One observation of `bundle`'s page, with the tabs. While a dialog is open the page
    * is read without calling into it; a dialog that opens during a capture cuts the capture short.
    * A tab that opened or closed during the capture made another page current: that one is read.
    */
@@ -530,7 +529,7 @@ export class PageEngine {
   }
 
   /**
-   * Issue 11.2/11.3: what the fence blocked during the call besides the page's own navigation —
+   * What the fence blocked during the call besides the page's own navigation —
    * popups closed before they loaded, frames, subresources — is told on the observation, so the
    * model knows the page it sees is missing them. The call itself succeeded: its effect happened.
    */

@@ -8,7 +8,7 @@ import {
   OriginGuard,
 } from './origin-guard.js';
 
-/** The profile's settings a fence is built from (issue 11). */
+/** The profile's settings a fence is built from. */
 export interface FenceOptions {
   allowedOrigins: readonly string[];
   /** Origins child frames may load besides the allowed ones (payment or sign-in embeds); none by default. */
@@ -39,7 +39,7 @@ export type BlockedCounts = Record<BlockedKind, number>;
 /**
  * Fences every page and frame of one browser context — the lease's first page, popups, new tabs,
  * child frames and (when the profile says so) subresources — before their first request leaves
- * (issue 11.2, 11.3), without a round trip through Node for any subresource:
+ * (11.3), without a round trip through Node for any subresource:
  *
  * - documents of every page and out-of-process frame, a new tab's first one included, are paused
  *   at the browser ({@link BrowserDocuments}) and judged here; a new page whose first document is
@@ -74,7 +74,7 @@ export class ContextFence {
   private stopped = false;
   private ending: Promise<void> | undefined;
   private unregister: (() => void) | undefined;
-  /** Issue 14: whose blocked top-level navigations fail the call (`navigation`) rather than count as `popup`. */
+  /** Whose blocked top-level navigations fail the call (`navigation`) rather than count as `popup`. */
   private current: Page;
   private currentTarget: string | null = null;
   private pageListener: NewPageListener | undefined;
@@ -127,7 +127,7 @@ export class ContextFence {
   }
 
   /**
-   * Issue 14: the page the lease now observes and acts on (its current tab). Its blocked top-level
+   * The page the lease now observes and acts on (its current tab). Its blocked top-level
    * navigations count as `navigation`; every other page's as `popup`.
    */
   follow(page: Page): void {
@@ -141,7 +141,7 @@ export class ContextFence {
   }
 
   /**
-   * Issue 14: told of every new page of the context as it appears, with whether the fence kept it —
+   * Told of every new page of the context as it appears, with whether the fence kept it —
    * true once it is guarded and its first document (if it asked for one) committed; false when it
    * was closed for its origin or that document failed. One listener; never rejects.
    */
@@ -350,5 +350,5 @@ export class ContextFence {
   }
 }
 
-/** Issue 14: a new page of the context, and whether the fence keeps it (see {@link ContextFence.onNewPage}). */
+/** A new page of the context, and whether the fence keeps it (see {@link ContextFence.onNewPage}). */
 export type NewPageListener = (page: Page, kept: Promise<boolean>) => void;

@@ -21,7 +21,7 @@ const OPENING_CLOSE_BOUND_MS = 2_000;
 export type TabsObservation = NonNullable<BrowserObservation['tabs']>;
 
 /**
- * Everything the engine holds for one page (issue 14): its request tracker, its agent's isolated
+ * Everything the engine holds for one page: its request tracker, its agent's isolated
  * world, its screenshots and its dialogs. Created right after the page appears: requests and
  * dialogs are seen from then on.
  */

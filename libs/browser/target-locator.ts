@@ -3,9 +3,9 @@ import type { ElementPath, TargetPath } from './page-script/page-agent.js';
 
 /**
  * Where Playwright finds an element the page agent named by its structural path, through the
- * frames on the way, in Playwright's own utility world (issue 11.12): page code can neither patch
+ * frames on the way, in Playwright's own utility world: page code can neither patch
  * the lookup nor hand over another element. Used to act on an element and to find the `<iframe>`
- * of a frame of another origin (issue 14).
+ * of a frame of another origin.
  */
 export function locatorAt(page: Page, path: TargetPath): Locator {
   let scope: Pick<FrameLocator, 'locator' | 'frameLocator'> = page;
@@ -15,7 +15,7 @@ export function locatorAt(page: Page, path: TargetPath): Locator {
 
 /**
  * A light-DOM path goes to `css:light=`, which cannot be redirected into a shadow root; a path
- * across open shadow roots to `css=`, which pierces them (issue 14; see ElementPath for why each
+ * across open shadow roots to `css=`, which pierces them (see ElementPath for why each
  * of its steps is unique).
  */
 function playwrightSelector(path: ElementPath): string {

@@ -30,7 +30,7 @@ export const envSchema = z.object({
     .optional()
     .or(z.literal('').transform(() => undefined)),
   /**
-   * Issue 15: a Redis Cluster instead of one Redis: its seed nodes, comma-separated, each
+   * A Redis Cluster instead of one Redis: its seed nodes, comma-separated, each
    * `host:port` or a redis:// / rediss:// URL (user and password in a URL as in REDIS_URL; they
    * apply to every node). Excludes REDIS_URL. In cluster mode QUEUE_PREFIX must carry a hash tag.
    */
@@ -60,7 +60,7 @@ export const envSchema = z.object({
     .default('lh:'),
   /**
    * Prefix of BullMQ's keys. On a Redis Cluster it must be a hash tag (`{bull}`), so each queue's
-   * keys share a slot as BullMQ's scripts need (issue 15).
+   * keys share a slot as BullMQ's scripts need.
    */
   QUEUE_PREFIX: z
     .string()
@@ -146,7 +146,7 @@ export const envSchema = z.object({
       .optional(),
   ),
   /**
-   * Issue 16, MCP browser mode: how long a run driven by an MCP client waits for the client's next
+   * MCP browser mode: how long a run driven by an MCP client waits for the client's next
    * call before it ends `cancelled` and releases its lease. Too small and a client whose own model
    * thinks slowly loses its run; too large and a client gone holds its profile's page that long.
    */
@@ -235,7 +235,7 @@ export const envSchema = z.object({
       ]),
     ),
   /**
-   * Issue 18: ready browser contexts (each with its page, the sealed state restored and the origin
+   * Ready browser contexts (each with its page, the sealed state restored and the origin
    * guard attached) a browser worker keeps per profile it serves, so an acquire hands one over
    * instead of creating it; 0 turns them off. One (the default) is enough: a profile has one live
    * lease at a time, and a seal makes every warm context of its profile stale. They are made in
@@ -245,7 +245,7 @@ export const envSchema = z.object({
    */
   BROWSER_WARM_CONTEXTS: z.coerce.number().int().min(0).max(64).default(1),
   /**
-   * Issue 18: memory the warm contexts of one browser worker may take in all, in MiB, at an
+   * Memory the warm contexts of one browser worker may take in all, in MiB, at an
    * estimate of 48 MiB a context: at most BROWSER_WARM_POOL_MB / 48 contexts across its profiles.
    * Below 48 with warm contexts on, the start is refused (the pool could hold none).
    */
@@ -279,7 +279,7 @@ export const envSchema = z.object({
   /** The worker retry limit: times a stalled run is handed to another worker before the sweeper fails it. */
   RUN_MAX_STALLED_COUNT: z.coerce.number().int().min(0).max(100).default(2),
   /**
-   * Issue 12: the wait before a run handed back after a retryable fault (a lost Redis connection, a
+   * The wait before a run handed back after a retryable fault (a lost Redis connection, a
    * browser worker out of reach) is tried again; each next wait is twice the last, five at most,
    * so an outage is waited out for 31 × this in all before the run fails.
    */
@@ -300,7 +300,7 @@ export const envSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: positiveMs.default(30_000),
 
   /**
-   * Issue 13: where screenshots and other run artifacts go. A local folder (made on start) unless
+   * Where screenshots and other run artifacts go. A local folder (made on start) unless
    * LEASEHOLD_ARTIFACTS_S3_BUCKET names an S3-compatible bucket (credentials from the AWS SDK's own
    * settings: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION…), which a fleet on several
    * machines needs: every role must reach the same store.
@@ -316,7 +316,7 @@ export const envSchema = z.object({
     .regex(/^[A-Za-z0-9_./-]{0,128}$/, 'letters, digits, _ . / -')
     .default('leasehold/'),
   /**
-   * Issue 13: days a run's record, steps, events and artifacts are kept after it ends (fractions
+   * Days a run's record, steps, events and artifacts are kept after it ends (fractions
    * allowed); a running, queued or waiting run is never expired.
    */
   RUN_RETENTION_DAYS: z.coerce.number().positive().max(3650).default(30),

@@ -24,7 +24,7 @@ export interface Config {
   readonly redis: {
     readonly url: string | undefined;
     /**
-     * Issue 15: a Redis Cluster's seed nodes as redis:// URLs (each `host:port` item made one),
+     * A Redis Cluster's seed nodes as redis:// URLs (each `host:port` item made one),
      * or undefined for one Redis at `url`.
      */
     readonly clusterNodes: readonly string[] | undefined;
@@ -51,7 +51,7 @@ export interface Config {
     /** Open event streams per API key, across replicas. */
     readonly eventStreamsPerKey: number;
     readonly eventStreamKeepAliveMs: number;
-    /** Issue 16: an MCP client silent this long ends the run it drives `cancelled` (MCP_IDLE_TIMEOUT_MS). */
+    /** An MCP client silent this long ends the run it drives `cancelled` (MCP_IDLE_TIMEOUT_MS). */
     readonly mcpIdleTimeoutMs: number;
     /** Open MCP sessions per tenant and per API key, across replicas (MCP_SESSIONS_PER_*). */
     readonly mcpSessionsPerTenant: number;
@@ -88,9 +88,9 @@ export interface Config {
     readonly workerUrl: string | undefined;
     readonly expirySweepIntervalMs: number;
     readonly heartbeatMs: number;
-    /** Issue 18: warm contexts kept per served profile (0: none). */
+    /** Warm contexts kept per served profile (0: none). */
     readonly warmContexts: number;
-    /** Issue 18: the warm contexts' memory bound in all, MiB (see WARM_CONTEXT_ESTIMATE_MB). */
+    /** The warm contexts' memory bound in all, MiB (see WARM_CONTEXT_ESTIMATE_MB). */
     readonly warmPoolMb: number;
     /** Longest one screenshot capture may take, ms (BROWSER_SCREENSHOT_TIMEOUT_MS; tried twice). */
     readonly screenshotTimeoutMs: number;
@@ -118,7 +118,7 @@ export interface Config {
     /** How long one takeover holds the page before it is handed back by itself (PERSON_CONTROL_TIMEOUT_MS). */
     readonly controlTimeoutMs: number;
   };
-  /** Issue 13: where run artifacts go (a local folder, or an S3-compatible bucket when named). */
+  /** Where run artifacts go (a local folder, or an S3-compatible bucket when named). */
   readonly artifacts: {
     readonly dir: string;
     readonly s3:
@@ -130,7 +130,7 @@ export interface Config {
         }
       | undefined;
   };
-  /** Issue 13: how long an ended run (record, steps, events, artifacts) is kept, in ms. */
+  /** How long an ended run (record, steps, events, artifacts) is kept, in ms. */
   readonly runRetentionMs: number;
   readonly webhooks: { readonly allowPrivate: boolean };
   /**
@@ -326,7 +326,7 @@ function checkProductionSecrets(env: Record<string, string | undefined>): void {
 }
 
 /**
- * Issue 15: the cluster's seed nodes as URLs, with the rules that hold between the Redis settings.
+ * The cluster's seed nodes as URLs, with the rules that hold between the Redis settings.
  * BullMQ's scripts touch several keys of a queue, so on a cluster its prefix must be a hash tag;
  * it is refused rather than defaulted to `{bull}`, because a fleet whose processes disagree on the
  * prefix would watch different queues without a word. Leasehold's key prefix must carry no hash
@@ -389,7 +389,7 @@ function modelApiKeys(models: ModelsFile, env: Record<string, string | undefined
 }
 
 /**
- * Whether this process's runs get browser tools (issue 11.13), checked when an API, run worker or
+ * Whether this process's runs get browser tools, checked when an API, run worker or
  * sweeper starts. `LEASEHOLD_BROWSER_TOOLS=off` disables them on purpose. Otherwise they need the
  * data-plane token: in production a process without one refuses to start ({@link ConfigError}), so
  * runs never silently go without a browser; elsewhere (development, tests) they are disabled and

@@ -1,5 +1,5 @@
 /**
- * The numbers of ADR-0127, in one home (issue 12): what a lease is granted, how long it lives, when
+ * The numbers of ADR-0127, in one home: what a lease is granted, how long it lives, when
  * the upkeep renews it and how often the upkeep passes. The lease service, the upkeep and the
  * configuration's checks read them here; tests shrink them through their own options.
  */
@@ -15,7 +15,7 @@ export const ADR_0127 = Object.freeze({
 });
 
 /**
- * Issue 18: what one warm browser context (a context and its blank page) is taken to cost, in MiB,
+ * What one warm browser context (a context and its blank page) is taken to cost, in MiB,
  * when BROWSER_WARM_POOL_MB is turned into a number of contexts: about what the lease bench reports
  * for an idle lease's context (`rss_per_lease_mb`, proportional set size of Chromium's processes);
  * its `warm_pool_mb` reports what a full pool really takes.

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Bounds on a free-form JSON field (issue 11.4): how deeply it may nest and how large its JSON
+ * Bounds on a free-form JSON field: how deeply it may nest and how large its JSON
  * text may be. A value is checked against both before any other schema looks at it, so a
  * recursive parser (zod's own `z.json()`, canonical JSON, the Redis Lua `cjson`) never sees
  * thousands of levels.

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The three browser tools, contract 1.4.0 (DESIGN §6, ADR-0159, issue 14): arguments as the model
+ * The three browser tools, contract 1.4.0 (DESIGN §6, ADR-0159): arguments as the model
  * sends them and the observation every tool returns. The evidence key is not here on purpose: the
  * platform computes it beside the observation and never shows it to the model (ADR-0130 d7).
  *
@@ -35,9 +35,9 @@ export const requestPersonArgsSchema = z.strictObject({
 });
 export type RequestPersonArgs = z.output<typeof requestPersonArgsSchema>;
 
-/** Issue 14: the reference an open dialog (alert, confirm, prompt) is acted on by. */
+/** The reference an open dialog (alert, confirm, prompt) is acted on by. */
 export const DIALOG_REF = 'dialog';
-/** Issue 14: how many pages (tabs) one lease keeps open at most; the oldest is closed first. */
+/** How many pages (tabs) one lease keeps open at most; the oldest is closed first. */
 export const MAX_TABS_PER_LEASE = 4;
 
 /** ADR-0159: a predicate waits 0–5,000 ms, 2,000 ms unless the model says otherwise. */
@@ -73,7 +73,7 @@ export type Predicate = z.output<typeof predicateSchema>;
 export type PredicateInput = z.input<typeof predicateSchema>;
 
 /**
- * Issue 11.11: only an absolute http(s) URL is a web page to navigate to. `file:`, `chrome:`,
+ * Only an absolute http(s) URL is a web page to navigate to. `file:`, `chrome:`,
  * `javascript:`, `data:`, `about:` and the like are bad arguments, refused before anything is sent,
  * so they never reach a lease (an effect refused after sending would cost it: ADR-0127 d3).
  */
@@ -131,18 +131,18 @@ export const elementStateSchema = z.strictObject({
    * slider's, spin button's, meter's or progress bar's current value, a contenteditable's text.
    */
   value: z.string().optional(),
-  /** Issue 14: a multiple select's chosen option labels, in the list's order. */
+  /** A multiple select's chosen option labels, in the list's order. */
   values: z.array(z.string()).optional(),
-  /** Issue 14: a range's bounds (slider, spin button, meter, progress bar) where it has them. */
+  /** A range's bounds (slider, spin button, meter, progress bar) where it has them. */
   min: z.number().optional(),
   max: z.number().optional(),
-  /** Issue 11: a password or one-time-code field says whether it holds a value, never the value. */
+  /** A password or one-time-code field says whether it holds a value, never the value. */
   value_present: z.boolean().optional(),
 });
 export type ElementState = z.output<typeof elementStateSchema>;
 
 /**
- * One visible control. `role` is the one Playwright's `getByRole` finds it by (issue 14: password,
+ * One visible control. `role` is the one Playwright's `getByRole` finds it by (password,
  * date, time and color inputs and contenteditable regions are textboxes, a file input a button).
  */
 export const observedElementSchema = z.strictObject({
@@ -150,7 +150,7 @@ export const observedElementSchema = z.strictObject({
   role: z.string(),
   name: z.string(),
   /**
-   * Issue 14: an `<input>`'s type where the role alone does not say what to type (password, date,
+   * An `<input>`'s type where the role alone does not say what to type (password, date,
    * time, datetime-local, month, week, color, email, url, tel, search, number, range, file);
    * absent otherwise.
    * A `file` input is observed but cannot be acted on.
@@ -192,7 +192,7 @@ export const browserObservationSchema = z.strictObject({
   window: observationWindowSchema,
   condition: conditionResultSchema.optional(),
   /**
-   * Issue 14: the page's scroll position and size, in CSS pixels, so a model knows there is more
+   * The page's scroll position and size, in CSS pixels, so a model knows there is more
    * above or below the viewport (acting on an element scrolls it into view first).
    */
   scroll: z
@@ -206,7 +206,7 @@ export const browserObservationSchema = z.strictObject({
     })
     .optional(),
   /**
-   * Issue 14: the lease's pages. The observation describes the current one (`index`, 0 the first);
+   * The lease's pages. The observation describes the current one (`index`, 0 the first);
    * `event` says the call opened a new tab (which became current) or that the current tab closed
    * and the previous one is current again. Absent while the lease has one page and nothing changed.
    * 1.4.0: `pending` counts tabs a page announced that have not committed yet (an act waits for the
@@ -221,7 +221,7 @@ export const browserObservationSchema = z.strictObject({
     })
     .optional(),
   /**
-   * Issue 14: a dialog the page opened and nobody answered yet. Act on it with element
+   * A dialog the page opened and nobody answered yet. Act on it with element
    * `dialog` and action `accept` (with `text` for a prompt) or `dismiss`; until then the page
    * waits. Absent when none is open.
    */
@@ -233,7 +233,7 @@ export const browserObservationSchema = z.strictObject({
     })
     .optional(),
   /**
-   * Issue 11: what the origin fence blocked during this call besides a navigation (which fails
+   * What the origin fence blocked during this call besides a navigation (which fails
    * `url_disallowed`): popups closed before they loaded, child frames, subresources. Absent when none.
    */
   blocked: z

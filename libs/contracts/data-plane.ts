@@ -91,7 +91,7 @@ const originListSchema = z
   });
 
 /**
- * What a lease's pages may load besides their top-level documents (issue 11): `any` (real sites
+ * What a lease's pages may load besides their top-level documents: `any` (real sites
  * load from CDNs) or `allowed_origins` (only `allowed_origins` ∪ `frame_origins`).
  */
 export const subresourcePolicySchema = z.enum(['any', 'allowed_origins']);
@@ -186,7 +186,7 @@ export const idempotencyKeySchema = z
   .regex(/^[A-Za-z0-9_.:-]{1,128}$/, '1 to 128 letters, digits, _ . : or -');
 
 /**
- * Issue 18: the most renewals one `POST /v1/renewals` carries. Sized so a full batch of the longest
+ * The most renewals one `POST /v1/renewals` carries. Sized so a full batch of the longest
  * items stays well under the 64 KiB body ceiling, and a run worker's upkeep of 10,000 leases on one
  * browser worker is under a hundred requests.
  */
@@ -313,7 +313,7 @@ export const DATA_PLANE_ERROR_STATUS = {
 } as const satisfies Record<string, number>;
 export type DataPlaneErrorCode = keyof typeof DATA_PLANE_ERROR_STATUS;
 
-// ---- answers (issue 16) -----------------------------------------------------------------------
+// ---- answers -----------------------------------------------------------------------
 // What the data plane answers, as schemas: its routes serialize their answers through them (a field
 // a schema lacks does not leave) and its OpenAPI document is generated from them. The `satisfies`
 // checks keep them in step with the interfaces above.
@@ -382,11 +382,11 @@ export const handoverAnswerSchema = z.object({
 });
 export type HandoverAnswer = z.output<typeof handoverAnswerSchema>;
 
-/** A preview's answer (issue 13): the lease as it is and the outlined screenshot, if one was had. */
+/** A preview's answer: the lease as it is and the outlined screenshot, if one was had. */
 export const previewCallAnswerSchema = z.object({ lease: leaseAnswerSchema, artifacts: pageArtifactsSchema });
 
 /**
- * Issue 18: `POST /v1/renewals` answers each renewal as the single renew route answers it: its
+ * `POST /v1/renewals` answers each renewal as the single renew route answers it: its
  * status, and the lease (2xx) or the error (otherwise), replayed or not. In the order sent.
  */
 export const renewalsAnswerSchema = z.object({

@@ -39,7 +39,7 @@ export const RUN_FAILURE_REASONS = [
 export type RunFailureReason = (typeof RUN_FAILURE_REASONS)[number];
 
 /**
- * A run's error code (issue 12, truthful ends): a run failure reason, or the code of the tool whose
+ * A run's error code (truthful ends): a run failure reason, or the code of the tool whose
  * failure ended the run. `model_error` is the model's alone.
  */
 export const RUN_ERROR_CODES = [...RUN_FAILURE_REASONS, ...TOOL_ERROR_CODES] as const;
@@ -150,14 +150,14 @@ export function assertNever(value: never, what = 'value'): never {
 export const API_ERROR_STATUS = {
   bad_request: 400,
   unauthorized: 401,
-  /** Issue 16: a key refused an act on a record it can see (the key driving a run decides none of its approvals). */
+  /** A key refused an act on a record it can see (the key driving a run decides none of its approvals). */
   forbidden: 403,
   not_found: 404,
   conflict: 409,
   idempotency_conflict: 409,
   /** Another person holds the run's page (or asked to): one person at a time; others watch. */
   person_in_control: 409,
-  /** A stored record this version cannot read (issue 11.4): named, never a 500 on every call. */
+  /** A stored record this version cannot read: named, never a 500 on every call. */
   record_unreadable: 409,
   payload_too_large: 413,
   validation_failed: 422,

@@ -3,7 +3,7 @@ import { API_KEY_CHAIN_MAX } from './api-keys.js';
 import { recordIdSchema } from './ids.js';
 
 /**
- * Issue 16, MCP browser mode: the MCP client is the run's model. These are the records that cross
+ * MCP browser mode: the MCP client is the run's model. These are the records that cross
  * between the API (which holds the client's MCP session) and the run worker (which runs the loop),
  * through the run's own Redis keys.
  */

@@ -11,7 +11,7 @@ import {
 import { webhookViewSchema } from './webhooks.js';
 
 /**
- * Issue 16: what the REST routes answer, as schemas. Each answer is serialized through its schema
+ * What the REST routes answer, as schemas. Each answer is serialized through its schema
  * (a field the schema lacks never leaves) and the OpenAPI document is generated from the same ones.
  */
 

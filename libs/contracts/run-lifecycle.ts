@@ -1,7 +1,7 @@
 import type { RunStatus } from './runs.js';
 
 /**
- * The run state machine as data (DESIGN §3–4, issue 12). **This table is the specification**: each
+ * The run state machine as data (DESIGN §3–4). **This table is the specification**: each
  * row is a status change one of the store's Lua scripts (`libs/store/lua/*.lua`) accepts today,
  * and `test/integration/run-transitions.test.ts` walks every (state, event) pair against a real
  * Redis and holds the scripts to it — a pair with a row is accepted and lands in the row's `to`,

@@ -4,7 +4,7 @@ import { conditionResultSchema, settleResultSchema } from './browser-tools.js';
 import { recordIdSchema } from './ids.js';
 
 /**
- * What a run did, step by step (issue 13): each model turn and each tool call is a step record,
+ * What a run did, step by step: each model turn and each tool call is a step record,
  * tenant-scoped through its run and expiring with it. Screenshots are artifacts: the step holds
  * their names only, the bytes sit in the artifact store (a local folder or an S3-compatible bucket).
  */
@@ -109,7 +109,7 @@ export const toolStepSchema = z.object({
   invocation_id: z.string(),
   /**
    * The arguments as the run recorded them: text typed into a password or one-time-code field and
-   * any argument a tool marks secret read `[secret]` (issue 11). Never the real value.
+   * any argument a tool marks secret read `[secret]`. Never the real value.
    */
   arguments: z.json(),
   outcome: stepOutcomeSchema.nullable(),
@@ -176,7 +176,7 @@ export const stepPageSchema = z.object({
 });
 
 /**
- * What an approval shows the person deciding it (issue 13): the target element's role and name as
+ * What an approval shows the person deciding it: the target element's role and name as
  * the page named it, the page's URL, and a screenshot with the target outlined. Fields are null
  * where they could not be had (no observation of that revision; the page could not be captured).
  */
@@ -191,6 +191,6 @@ export const approvalCardSchema = z.object({
 });
 export type ApprovalCard = z.output<typeof approvalCardSchema>;
 
-/** Webhook event types a tenant may subscribe to (issue 13). */
+/** Webhook event types a tenant may subscribe to. */
 export const WEBHOOK_EVENT_TYPES = ['approval.requested', 'run.ended', 'person.requested'] as const;
 export const webhookEventTypeSchema = z.enum(WEBHOOK_EVENT_TYPES);

@@ -14,8 +14,8 @@ import { approvalCardSchema } from './run-steps.js';
 /**
  * Scopes an API key may carry (DESIGN §3). A tenant's: `runs:write`, `runs:read`,
  * `approvals:write` (decide the approvals of one's own runs), `approvals:any` (with
- * `approvals:write`, those of any principal of the tenant; issue 11.11) and `admin` (every tenant
- * scope). The fleet's: `operator`, the dashboard alone (issue 11.6) — it grants no tenant's
+ * `approvals:write`, those of any principal of the tenant) and `admin` (every tenant
+ * scope). The fleet's: `operator`, the dashboard alone — it grants no tenant's
  * records, is never issued by a tenant admin and never shares a key with a tenant scope.
  */
 export const TENANT_API_KEY_SCOPES = [
@@ -97,7 +97,7 @@ export const agentDefinitionSchema = z.object({
     })
     .partial()
     .default({}),
-  /** Free-form, bounded (issue 11.4): {@link AGENT_METADATA_BOUNDS}. */
+  /** Free-form, bounded: {@link AGENT_METADATA_BOUNDS}. */
   metadata: boundedJson(AGENT_METADATA_BOUNDS, z.record(z.string(), z.json())).default({}),
 });
 export type AgentDefinition = z.output<typeof agentDefinitionSchema>;
@@ -169,7 +169,7 @@ export type RunUsage = z.output<typeof runUsageSchema>;
 export const runErrorCodeSchema = z.enum(RUN_ERROR_CODES);
 
 /**
- * Why a run ended `failed` or `cancelled` (issue 12, truthful ends): the run failure reason or the
+ * Why a run ended `failed` or `cancelled` (truthful ends): the run failure reason or the
  * code of the tool whose failure ended it, with `step`: the run's step index where it happened —
  * the model turn, counted from 1 as the loop and the ledger count it (`usage.steps` after that
  * turn; an invocation's step; a script's step number). A tool failure names its call's turn; a
@@ -211,7 +211,7 @@ export const runViewSchema = z.object({
   /** The child run a `waiting_child` run waits on. */
   waiting_on_run_id: recordIdSchema.nullable(),
   /**
-   * What a `queued` run waits for before it can go on (issue 12): `browser_worker` while its
+   * What a `queued` run waits for before it can go on: `browser_worker` while its
    * profile's browser worker is gone or restarting; `profile` while another run holds its
    * profile's turn (it starts when that run is done with the page, in submit order). Null otherwise.
    */
@@ -236,7 +236,7 @@ export const runViewSchema = z.object({
   unverified: z.boolean().default(false),
   unverified_error: unverifiedErrorSchema.nullable().default(null),
   /**
-   * Issue 14: the contract version of the browser tools the run's model was offered (`1.3.0`), as
+   * The contract version of the browser tools the run's model was offered (`1.3.0`), as
    * its latest execution that offered them noted it; null for a run offered no browser tools.
    */
   browser_tools_version: z.string().max(32).nullable().optional(),
@@ -259,7 +259,7 @@ export const RUN_EVENT_TYPES = [
   'approval.approved',
   'approval.denied',
   'grant.used',
-  // Written by the run loop with its step records (issue 13): `data` names the step, `GET
+  // Written by the run loop with its step records: `data` names the step, `GET
   // /v1/runs/{id}/steps` has the whole of it.
   'step.started',
   'step.ended',
@@ -293,7 +293,7 @@ export const invocationStateSchema = z.enum(INVOCATION_STATES);
 export type InvocationState = z.output<typeof invocationStateSchema>;
 
 /**
- * An effect an earlier attempt of a run dispatched (issue 12, retry starts clean), told to the new
+ * An effect an earlier attempt of a run dispatched (retry starts clean), told to the new
  * attempt in its fresh transcript so a model does not repeat it blindly. From the ledger and the
  * old transcript: never a typed text (it may be a password), never an evidence key.
  */
@@ -388,7 +388,7 @@ export const approvalViewSchema = z.object({
   /** A denial's reason, handed to the model as the tool's result. */
   reason: z.string().nullable(),
   grant_id: z.string().nullable(),
-  /** Issue 13: what will be acted on, for the person deciding (null for approvals written before it). */
+  /** What will be acted on, for the person deciding (null for approvals written before it). */
   card: approvalCardSchema.nullable().default(null),
   kind: z.enum(APPROVAL_KINDS).default('action'),
   /** A `person` approval's state; null for an `action` one. */

@@ -4,7 +4,7 @@ import { approvalCardSchema, WEBHOOK_EVENT_TYPES, webhookEventTypeSchema } from 
 import { runStatusSchema, tenantIdSchema } from './runs.js';
 
 /**
- * Webhooks (issue 13, "being told"): a tenant registers a URL and is told, by a signed POST, when
+ * Webhooks ("being told"): a tenant registers a URL and is told, by a signed POST, when
  * one of its runs asks for an approval or ends. The secret signs each delivery
  * (`Leasehold-Signature: t=<unix s>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`); it is shown once,
  * in the answer that creates the webhook, and never listed.

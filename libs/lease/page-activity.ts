@@ -2,7 +2,7 @@ const DEFAULT_QUIET_MS = 250;
 const POLL_MS = 50;
 
 /**
- * Issue 18: whether this browser worker's pages are busy. The warm pool makes its contexts only
+ * Whether this browser worker's pages are busy. The warm pool makes its contexts only
  * once no lease's page call has been under way for a moment, so making them never competes with a
  * live page for the machine's cores (with four a profile made eagerly, a 2-core machine starved
  * live pages until test/chaos/fifty-runs stranded runs). Under steady page calls the pool stays

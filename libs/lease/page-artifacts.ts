@@ -22,7 +22,7 @@ export interface ScreenshotNotes {
 }
 
 /**
- * Where the browser worker puts what its pages capture (issue 13): the artifact store, under the
+ * Where the browser worker puts what its pages capture: the artifact store, under the
  * lease scope's tenant and run, a note of each screenshot's state, and a count of the screenshots
  * that could not be had. A failed capture or write never fails the call it follows.
  */

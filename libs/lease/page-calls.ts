@@ -35,7 +35,7 @@ export interface LeasePageCallsDeps {
     leaseId: string,
     options: { seal: boolean; reason?: LeaseCloseReason },
   ) => Promise<LeaseView>;
-  /** Issue 13: where screenshots go; without it, calls answer none. */
+  /** Where screenshots go; without it, calls answer none. */
   artifacts?: LeaseArtifacts | undefined;
   /** DESIGN §12: opens the declared secrets of the runs the leases serve (AES-256-GCM). */
   sealKeys?: SealKeys | undefined;
@@ -90,7 +90,7 @@ export class LeasePageCalls {
   }
 
   /**
-   * Issue 13 (approval cards): the viewport with an observed element outlined, stored as an
+   * The viewport with an observed element outlined, stored as an
    * artifact of the lease's run under `name` when the caller chose one (so an approval naming it
    * can be written while the picture is taken). Not an effect: no sequence, nothing dispatched.
    * Answers once the target is found; the capture follows, as an act's does. A stale revision or

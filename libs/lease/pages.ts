@@ -16,7 +16,7 @@ export interface PageSession {
     beforeDispatch: () => Promise<void>,
   ): Promise<PageResult>;
   /**
-   * Issue 13: where the element of an observed revision is, to outline it on a screenshot
+   * Where the element of an observed revision is, to outline it on a screenshot
    * (approval cards); undefined when it cannot be shown (a dialog holds the page). Not an effect;
    * the page is left as it was. Optional: a page without it answers no preview.
    */
@@ -53,7 +53,7 @@ export interface PageSession {
 
 /**
  * What a page call answers: the model-facing observation, the evidence key for the platform, and
- * after navigate and act (issue 13) the name of the settled page's screenshot, which the lease
+ * after navigate and act the name of the settled page's screenshot, which the lease
  * rules take right after the answer.
  */
 export interface PageResult {
@@ -67,7 +67,7 @@ export interface PageFactory {
   open(input: {
     profileId: string;
     allowedOrigins: readonly string[];
-    /** Origins child frames may load besides the allowed ones (issue 11); none unless given. */
+    /** Origins child frames may load besides the allowed ones; none unless given. */
     frameOrigins?: readonly string[];
     /** `allowed_origins` restricts subresources to allowed ∪ frame origins; `any` unless given. */
     subresources?: 'any' | 'allowed_origins';

@@ -26,7 +26,7 @@ export class PlaywrightPageFactory implements PageFactory {
     /** The browser, or where to read the current one (the worker starts another if it exits). */
     browser: Browser | (() => Browser),
     private readonly options: {
-      /** Issue 14: told every settle of every lease's page (the browser worker counts them). */
+      /** Told every settle of every lease's page (the browser worker counts them). */
       onSettle?: PageEngineOptions['onSettle'];
       /**
        * The browser worker's egress proxy: each context gets a door of its own, which judges the
@@ -52,7 +52,7 @@ export class PlaywrightPageFactory implements PageFactory {
     let context: BrowserContext;
     try {
       context = await this.#browser().newContext({
-        // Issue 11: a service worker's requests belong to no page, and it outlives the lease's pages.
+        // A service worker's requests belong to no page, and it outlives the lease's pages.
         serviceWorkers: 'block',
         // No credentials: Playwright would pause every request to answer the proxy's challenge.
         ...(door ? { proxy: { server: door.url } } : {}),
@@ -151,7 +151,7 @@ class PlaywrightPageSession implements PageSession {
     return this.engine.blocked();
   }
 
-  /** Issue 17.4: what the pages wrote is what is sealed — their cookie writes are waited for first. */
+  /** What the pages wrote is what is sealed — their cookie writes are waited for first. */
   async storageState(): Promise<unknown> {
     await flushPageCookies(this.context);
     return this.context.storageState();

@@ -14,14 +14,14 @@ export interface ProfileSettings {
   tenant: string;
   principal: string;
   allowedOrigins: string[];
-  /** Origins child frames may load besides the allowed ones (issue 11). */
+  /** Origins child frames may load besides the allowed ones. */
   frameOrigins: string[];
   subresources: SubresourcePolicy;
   protected: boolean;
   sealedAtMs: number | undefined;
   createdAtMs: number;
   /**
-   * Issue 18: names the profile's sealed state as it is now; every seal changes it. A warm context
+   * Names the profile's sealed state as it is now; every seal changes it. A warm context
    * restored from one version is never served once the profile is at another.
    */
   sealVersion: string;
@@ -103,7 +103,7 @@ export type SequenceOutcome =
   | { status: 'lease_expired' }
   | { status: 'not_found' };
 
-/** One renewal of a batch, under its own idempotency record (issue 18). */
+/** One renewal of a batch, under its own idempotency record. */
 export interface IdempotentRenewal {
   profile: ProfileRef;
   leaseId: string;
@@ -155,7 +155,7 @@ export interface LeaseStore {
     profile: ProfileRef;
     /** Whether this worker's pins serve the profile (checked in the script after existence); default true. */
     served?: boolean;
-    /** Claimed first, in the same script (issue 18: a reattach in fewer round trips). */
+    /** Claimed first, in the same script (a reattach in fewer round trips). */
     idempotency?: IdempotencyTicket;
     newLeaseId: string;
     scope: LeaseScope;
@@ -201,7 +201,7 @@ export interface LeaseStore {
     code?: string,
   ): Promise<void>;
   /**
-   * Issue 18: renewals (one, from the single renew route, or a batch's), each claiming its own
+   * Renewals (one, from the single renew route, or a batch's), each claiming its own
    * idempotency record and renewing in one script (one slot per call), all in one pipeline; answers
    * in the order given. The only way a lease is renewed.
    */
@@ -212,7 +212,7 @@ export interface LeaseStore {
   ): Promise<IdempotentRenewOutcome[]>;
   claimIdempotency(profile: ProfileRef, key: string, requestHash: string): Promise<IdempotencyClaim>;
   completeIdempotency(profile: ProfileRef, key: string, httpStatus: number, body: string): Promise<void>;
-  /** Issue 18: many answers stored at once (one pipeline), as `completeIdempotency` stores one. */
+  /** Many answers stored at once (one pipeline), as `completeIdempotency` stores one. */
   completeIdempotencies(answers: readonly IdempotentAnswerRecord[]): Promise<void>;
   releaseIdempotency(profile: ProfileRef, key: string): Promise<void>;
   /**

@@ -38,7 +38,7 @@ import { sealRefusal } from './seal-refusal.js';
 import type { WarmPool } from './warm-pool.js';
 
 /**
- * One renewal's result in a batch (issue 18): the stored answer of an earlier request with its key,
+ * One renewal's result in a batch: the stored answer of an earlier request with its key,
  * the lease renewed, a refusal (`claimed`: the item's idempotency record is this call's to complete,
  * as the single route stores its refusals), or an unexpected failure (its record is to be released).
  */
@@ -68,11 +68,11 @@ export interface LeaseServiceOptions {
   /** Epoch ms; injected by tests to cross caps without sleeping. */
   clock?: () => number;
   caps?: LeaseCaps;
-  /** Issue 13: where the pages' screenshots go; without it, page calls answer none. */
+  /** Where the pages' screenshots go; without it, page calls answer none. */
   artifacts?: LeaseArtifacts;
-  /** Issue 18: ready contexts an acquire takes before it creates one; without it, none. */
+  /** Ready contexts an acquire takes before it creates one; without it, none. */
   warmPool?: WarmPool;
-  /** Issue 18: where page calls and contexts made for acquires are counted, for the warm pool to yield to. */
+  /** Where page calls and contexts made for acquires are counted, for the warm pool to yield to. */
   activity?: PageActivity;
 }
 
@@ -136,7 +136,7 @@ export class LeaseService {
     return profileView(await this.#requireProfile(profile));
   }
 
-  /** One tenant's profiles: the store reads that tenant's index alone (issue 11 finding 7). */
+  /** One tenant's profiles: the store reads that tenant's index alone. */
   async listProfiles(tenant: string): Promise<ProfileView[]> {
     return (await this.#store.listProfiles(tenant)).map(profileView);
   }
@@ -155,7 +155,7 @@ export class LeaseService {
 
   /**
    * Admits, then publishes or reattaches (DESIGN §5). With an idempotency ticket the key is claimed
-   * in the same script (issue 18): a key already used answers its claim and nothing is done.
+   * in the same script: a key already used answers its claim and nothing is done.
    */
   acquire(profile: ProfileRef, request: AcquireLease): Promise<AcquireAnswer>;
   acquire(
@@ -194,7 +194,7 @@ export class LeaseService {
   ): Promise<AcquireAnswer | UnclaimedKey> {
     const profileId = ref.id;
     // Admission comes before publication: nothing is written for a caller that may not lease. It
-    // runs in the store's acquire script, so one round trip admits and publishes (issue 18); a
+    // runs in the store's acquire script, so one round trip admits and publishes; a
     // scope of another tenant names another tenant's profile, which reads as absent (DESIGN §3).
     const scope = {
       tenant: request.tenant,
@@ -235,7 +235,7 @@ export class LeaseService {
         case 'created':
           return { ...(await this.#open(outcome.profile, outcome.lease)), created: true };
         case 'reattached': {
-          // The script answered the lease as it stands: nothing more to read (issue 18).
+          // The script answered the lease as it stands: nothing more to read.
           if (this.#held.has(outcome.leaseId)) return { ...leaseView(outcome.lease), created: false };
           // Ours by scope, but its page is gone (a restart): revoke it and start afresh.
           await this.close(ref, outcome.leaseId, { seal: false, reason: 'revoked' });
@@ -264,7 +264,7 @@ export class LeaseService {
 
   /**
    * The lease's context: a warm one restored from the profile's current seal version when the pool
-   * has one (issue 18), else one made now from the sealed state, read after publication: nothing
+   * has one, else one made now from the sealed state, read after publication: nothing
    * can seal the profile while this lease is live, so that read is the state the lease starts from.
    */
   async #open(profile: ProfileSettings, lease: LeaseRecord): Promise<LeaseView> {
@@ -306,7 +306,7 @@ export class LeaseService {
     const storageState = sealed?.blob
       ? unsealState(sealed.blob, this.#sealKeys, profileLabel(ref))
       : undefined;
-    // Issue 11: the page fence of every page and frame of the lease takes the profile's settings.
+    // The page fence of every page and frame of the lease takes the profile's settings.
     return this.#pages.open({
       profileId: profile.id,
       allowedOrigins: profile.allowedOrigins,
@@ -355,7 +355,7 @@ export class LeaseService {
   }
 
   /**
-   * Renews under the request's Idempotency-Key (issue 18): one script claims the key and renews, as
+   * Renews under the request's Idempotency-Key: one script claims the key and renews, as
    * it does for each renewal of `renewMany`, so a renewal sent alone and in a batch take one path
    * (claim, renew, and the lease as it is after, in one round trip). A key already used answers its
    * claim and nothing is done; an expired or revoked lease is closed unsealed before `lease_expired`.
@@ -394,7 +394,7 @@ export class LeaseService {
   }
 
   /**
-   * Issue 18: many renewals at once, each under its own idempotency record, by the rules `renew`
+   * Many renewals at once, each under its own idempotency record, by the rules `renew`
    * follows (one script, one Lua include): one pipelined round trip claims and renews them all, and
    * the renewed leases come back with it. Each claimed one is answered as `renew` answers it.
    */
@@ -504,7 +504,7 @@ export class LeaseService {
       this.#gauges();
     }
     const finished = await this.#store.finishClose(profile, leaseId, this.#clock(), blob);
-    // Issue 18: the warm contexts were restored from the state before this seal; make new ones.
+    // The warm contexts were restored from the state before this seal; make new ones.
     if (finished.sealed) this.options.warmPool?.resealed(profile);
     this.#metrics.operations.inc({ op: 'close', result: finished.sealed ? 'sealed' : finished.reason });
     if (finished.reason === 'expired') this.#metrics.expiryCloses.inc();

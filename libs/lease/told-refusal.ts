@@ -2,7 +2,7 @@ import { BrowserToolError, CaptureTimedOutError } from '../browser/index.js';
 import { DataPlaneError } from './errors.js';
 
 /**
- * The page engine's refusals whose effect the service knows (issue 11 follow-up): before dispatch
+ * The page engine's refusals whose effect the service knows: before dispatch
  * nothing happened; after it the action left but the page refused its consequence (a navigation to
  * a disallowed origin blocked by the origin guard, a key Playwright would not press).
  */

@@ -7,7 +7,7 @@ import type { PageFactory, PageSession } from './pages.js';
 import type { LeaseStore } from './ports.js';
 import { type SealKeys, unsealState } from './seal.js';
 
-/** Issue 18: how many warm contexts a browser worker keeps, per profile and in all. */
+/** How many warm contexts a browser worker keeps, per profile and in all. */
 export interface WarmPoolLimits {
   /** Ready contexts per profile (BROWSER_WARM_CONTEXTS). */
   perProfile: number;
@@ -40,7 +40,7 @@ interface ProfilePool {
 }
 
 /**
- * Issue 18: each browser worker keeps a few ready contexts of the profiles it serves — a context
+ * Each browser worker keeps a few ready contexts of the profiles it serves — a context
  * and its page, made by the same factory as a lease's (sealed state restored, origin guard
  * attached) — so an acquire hands one over instead of creating it.
  *

@@ -29,6 +29,6 @@ export interface PageCallResult {
   lease: LeaseView;
   observation: BrowserObservation;
   evidenceKey: string | null;
-  /** Issue 13: the settled page's screenshot after navigate and act; empty for observe. */
+  /** The settled page's screenshot after navigate and act; empty for observe. */
   artifacts: PageArtifacts;
 }

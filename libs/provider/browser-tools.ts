@@ -40,7 +40,7 @@ export interface BrowserToolResult {
   observation: BrowserObservation;
   /** For the platform (breaker, evidence), never shown to the model nor stored in a result. */
   evidenceKey: string | null;
-  /** Issue 13: what the browser worker captured beside the answer (never shown to the model). */
+  /** What the browser worker captured beside the answer (never shown to the model). */
   artifacts: PageArtifacts;
 }
 

@@ -2,7 +2,7 @@ import { LeaseholdError } from '../contracts/index.js';
 import { ProviderError } from './errors.js';
 
 /**
- * Issue 12: the profile's browser worker is gone from the registry, or its address refuses every
+ * The profile's browser worker is gone from the registry, or its address refuses every
  * acquisition attempt (it is restarting, 5–7 s — longer than ADR-0177's bounded retry). Not the
  * tool's outcome: it escapes the call, and the run worker hands the run back `queued` with
  * `waiting_for: "browser_worker"` (a bounded number of times) without recording a tool result, so

@@ -130,7 +130,7 @@ export class DataPlaneClient {
     return this.#parse('create_profile', profileViewSchema, answer.body);
   }
 
-  /** One tenant's profiles (the data plane lists no other way: issue 11 finding 7). */
+  /** One tenant's profiles (the data plane lists no other way). */
   async listProfiles(tenant: string, limits: CallLimits = {}): Promise<ProfileView[]> {
     const answer = await this.#send({
       operation: 'list_profiles',
@@ -210,7 +210,7 @@ export class DataPlaneClient {
   }
 
   /**
-   * Issue 18: many renewals of this worker's leases in one request (at most
+   * Many renewals of this worker's leases in one request (at most
    * `MAX_RENEWALS_PER_REQUEST`). Each item carries the Idempotency-Key `renew` would send for it, so a
    * renewal sent in a batch and sent alone are one request to the service. A refusal of one item is
    * that item's error, as `renew` would throw it; a failure of the request itself throws.
@@ -349,7 +349,7 @@ export class DataPlaneClient {
   }
 
   /**
-   * Issue 13 (approval cards): the element of an observed revision outlined on the page, stored by
+   * The element of an observed revision outlined on the page, stored by
    * the browser worker under `screenshot` when given; answers the artifact's name once the target
    * is found (the picture follows, as an act's does), none when it cannot be taken. Not an effect.
    */
@@ -528,7 +528,7 @@ export class DataPlaneClient {
   }
 }
 
-/** A tenant's profiles on the data plane: every profile path names its tenant (issue 11 finding 7). */
+/** A tenant's profiles on the data plane: every profile path names its tenant. */
 function tenantProfilesPath(tenant: string): string {
   return `/v1/tenants/${encodeURIComponent(tenant)}/profiles`;
 }

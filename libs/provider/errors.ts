@@ -15,13 +15,13 @@ export type DataPlaneOperation =
   | 'acquire'
   | 'get_lease'
   | 'renew'
-  /** Issue 18: many renewals in one request; each item's own answer reads as a `renew`'s. */
+  /** Many renewals in one request; each item's own answer reads as a `renew`'s. */
   | 'renew_many'
   | 'close'
   | 'navigate'
   | 'observe'
   | 'act'
-  /** Issue 13: an approval card's outlined screenshot; not an effect. */
+  /** An approval card's outlined screenshot; not an effect. */
   | 'preview'
   /** A person on the page: the live view, the control's start and end, the holder's input. */
   | 'live'

@@ -59,7 +59,7 @@ interface RetiredLease {
 export class BrowserLeaseProvider {
   readonly scope: LeaseScope;
   readonly profileId: string;
-  /** The profile as the data plane names it: the scope's tenant and the id (issue 11 finding 7). */
+  /** The profile as the data plane names it: the scope's tenant and the id. */
   readonly profile: ProfileRef;
   readonly #options: BrowserLeaseProviderOptions;
   readonly #clock: () => number;
@@ -131,7 +131,7 @@ export class BrowserLeaseProvider {
         },
       );
     } catch (error) {
-      // Issue 12: every attempt found nothing listening at the registered address — a restart.
+      // Every attempt found nothing listening at the registered address — a restart.
       if (neverConnected(error))
         throw new BrowserWorkerAway(
           `browser worker ${worker.id} of profile ${this.profileId} does not answer`,
@@ -234,7 +234,7 @@ export class BrowserLeaseProvider {
   }
 
   /**
-   * Issue 13 (approval cards): the held lease's page with an observed element outlined. Not an
+   * The held lease's page with an observed element outlined. Not an
    * effect, so no trust rule applies: a failure is the caller's to shrug off (the card goes
    * without its screenshot) and the lease is kept. Without a held lease there is nothing to show.
    */

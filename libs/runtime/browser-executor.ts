@@ -24,7 +24,7 @@ import { ExecutionInterrupted, type ToolExecutor } from './loop.js';
 import type { ToolCall, ToolDefinition, ToolOutcome } from './model.js';
 
 /**
- * Issue 14: each description ends with the contract version, so what reaches the model (the
+ * Each description ends with the contract version, so what reaches the model (the
  * adapters send a description as it is) says which contract its arguments and answers follow.
  */
 const CONTRACT_NOTE = ` (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION})`;
@@ -77,7 +77,7 @@ function isBrowserTool(name: string): name is BrowserToolName {
  */
 export class BrowserToolExecutor implements ToolExecutor {
   lastEvidenceKey: string | null = null;
-  /** Issue 13: what the last call captured (the settled page's screenshot), until taken. */
+  /** What the last call captured (the settled page's screenshot), until taken. */
   lastArtifacts: PageArtifacts = {};
 
   /** The last call's evidence key, once: a failed call leaves none (ADR-0130 d7). */
@@ -104,7 +104,7 @@ export class BrowserToolExecutor implements ToolExecutor {
     return this.provider ? BOUND_TOOL_DEFINITIONS : [];
   }
 
-  /** Issue 14: the contract version of the browser tools this execution offers; null when it offers none. */
+  /** The contract version of the browser tools this execution offers; null when it offers none. */
   contractVersion(): string | null {
     return this.provider ? BROWSER_TOOLS_CONTRACT_VERSION : null;
   }
@@ -134,7 +134,7 @@ export class BrowserToolExecutor implements ToolExecutor {
           cause: error,
         });
       // A browser worker away or restarting may still tell: the run is handed back to ask again
-      // (issue 12's bounded hand-backs), its lease kept. Any other failure tells nothing.
+      // (bounded hand-backs), its lease kept. Any other failure tells nothing.
       if (error instanceof BrowserWorkerAway || (error instanceof ProviderError && error.retryable))
         throw error;
       return undefined;
@@ -222,7 +222,7 @@ export class BrowserToolExecutor implements ToolExecutor {
       this.lastArtifacts = result.artifacts;
       return { ok: true, result: { observation: result.observation } };
     } catch (error) {
-      // Issue 12: a call cut short by the worker's shutdown is not the tool's outcome: the
+      // A call cut short by the worker's shutdown is not the tool's outcome: the
       // execution is interrupted (the run is handed back) and its next execution calls again.
       if (context.signal.aborted)
         throw new ExecutionInterrupted(`${call.name} was interrupted by the worker's shutdown`, {

@@ -38,7 +38,7 @@ export interface DeadlineSweepDeps {
   onRunEnded?: (run: RunView) => void | Promise<void>;
   /** A failure about one run (a read, the hook); the pass goes on with the others. */
   onError?: (runId: string, error: unknown) => void;
-  /** Issue 15: told how long each approval this sweep expired had waited (ms). */
+  /** Told how long each approval this sweep expired had waited (ms). */
   onApprovalsExpired?: (waitsMs: number[]) => void;
 }
 
@@ -149,7 +149,7 @@ export interface StaleApprovalSweepOutcome {
   checked: number;
   /** Approvals moved `pending → expired`. */
   expired: string[];
-  /** Issue 15: how long each of them had waited, from its request to its expiry (ms). */
+  /** How long each of them had waited, from its request to its expiry (ms). */
   expiredWaitsMs: number[];
   /** Parked runs whose `person` approval is past its time (the caller settles them: person-sweep.ts). */
   personDue: PersonDue[];

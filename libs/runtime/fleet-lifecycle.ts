@@ -27,10 +27,10 @@ export interface FleetLifecycleOptions {
 }
 
 /**
- * The one run lifecycle of a fleet role (issue 12), built the same way by the API, the run
+ * The one run lifecycle of a fleet role, built the same way by the API, the run
  * workers and the sweeper: its runs enqueued on the runs queue, leases released on the data
  * plane, profiles' lines and the follow-up index in the same Redis; the tenants' webhooks told
- * through the webhooks queue beside the runs queue (issue 13).
+ * through the webhooks queue beside the runs queue.
  */
 export function fleetLifecycle(options: FleetLifecycleOptions): RunLifecycle {
   const { redis, keyPrefix } = options;

@@ -46,7 +46,7 @@ export interface LeaseUpkeepDeps {
   /** Data-plane calls in flight at once. Default 32. */
   concurrency?: number;
   /**
-   * Renewals sent to one browser worker in one request (issue 18). Default and most: 150, the data
+   * Renewals sent to one browser worker in one request. Default and most: 150, the data
    * plane's bound; smaller only makes more requests.
    */
   renewalBatchSize?: number;
@@ -86,7 +86,7 @@ export function renewalTarget(
  * One upkeep pass (ADR-0127 d5–d6), beside each run worker's claim loop: every live lease whose run
  * still needs it and that expires within the window is renewed; a lease whose run is done with the
  * page is sealed and closed. Reads are three pipelined round trips for the leases and one for the
- * runs, whatever their number. Renewals go to each lease's worker in batches (issue 18: one
+ * runs, whatever their number. Renewals go to each lease's worker in batches (one
  * `POST /v1/renewals` per worker per batch of up to 150, each renewal under the key its single renew
  * would carry); each close is one data-plane call. A renewal its batch refuses fails alone, with the
  * error the single renew would have thrown; a batch that gets no answer fails each of its leases.

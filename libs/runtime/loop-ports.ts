@@ -35,7 +35,7 @@ export interface Invocation {
 }
 
 /**
- * One step record as the loop writes it (issue 13): the port names it (`a<attempt>-m<turn>`,
+ * One step record as the loop writes it: the port names it (`a<attempt>-m<turn>`,
  * `a<attempt>-t<turn>-<index>`) and the store gives it its `seq`.
  */
 export type StepWrite = Omit<RunStep, 'id' | 'run_id' | 'attempt' | 'seq'> & {
@@ -84,7 +84,7 @@ export interface RunPort {
    */
   markUnverified?(invocation: Invocation, error: { code: string; message: string }): Promise<void>;
   /**
-   * Issue 13: writes a step record and its `step.started` / `step.ended` event. Refused as not the
+   * Writes a step record and its `step.started` / `step.ended` event. Refused as not the
    * owner, the run was lost (as the transcript's refusal); an ended step is final (a rewrite is
    * dropped). A `waiting_approval` mark the park's approval no longer fences (decided, or the run
    * cancelled meanwhile) is dropped too: the execution that answers the call writes the step on.
@@ -146,7 +146,7 @@ export interface ToolExecutor {
    */
   takeEvidenceKey?(): string | null;
   /**
-   * What the last call captured beside its result (issue 13): the settled page's screenshot after
+   * What the last call captured beside its result: the settled page's screenshot after
    * navigate and act, by artifact name. Handed over once, like the evidence key; never shown to
    * the model.
    */
@@ -177,7 +177,7 @@ export type ExecutionEnd =
   | { kind: 'succeeded'; answer: string; output?: unknown }
   | {
       kind: 'failed';
-      /** A failure reason, or the code of the tool whose failure ended the run (issue 12). */
+      /** A failure reason, or the code of the tool whose failure ended the run. */
       code: RunErrorCode;
       detail: string;
       /**
@@ -189,7 +189,7 @@ export type ExecutionEnd =
     }
   | { kind: 'parked'; approvalId: string }
   | { kind: 'waiting_child'; childRunId: string }
-  /** `detail`: why, where the run's own side ended it (issue 16: its MCP client went idle). */
+  /** `detail`: why, where the run's own side ended it (its MCP client went idle). */
   | { kind: 'cancelled'; detail?: string };
 
 export interface RunLoopOptions {
@@ -224,7 +224,7 @@ export interface RunLoopOptions {
   /** Platform-trusted rows outside the cached prefix (`browser_origins=…`: ADR-0130 d9). */
   runtimeMetadata?: Readonly<Record<string, string>>;
   /**
-   * Issue 11 (passwords): seals a call's secret arguments into its transcript entry, so a call
+   * Seals a call's secret arguments into its transcript entry, so a call
    * parked on its approval can still be dispatched with its real text by a later execution.
    * Without it they are held in this execution's memory only.
    */
@@ -240,6 +240,6 @@ export interface RunLoopOptions {
 export interface LoopContext {
   plan: RosterPlan;
   breakerLoaded: boolean;
-  /** Issue 11: the secret arguments of calls this execution's model asked for, by call id. */
+  /** The secret arguments of calls this execution's model asked for, by call id. */
   secrets: Map<string, Record<string, string>>;
 }

@@ -26,7 +26,7 @@ export interface McpClientModelOptions {
 }
 
 /**
- * Issue 16, MCP browser mode: the model is the MCP client. Each call of the loop is one turn: it
+ * MCP browser mode: the model is the MCP client. Each call of the loop is one turn: it
  * first publishes what the previous turn's tool calls gave (the transcript's last `tool` entries)
  * to the API, which answers the client with them, then waits for the client's next call and
  * answers it as one tool call — or, for `finish`, as the run's answer. It costs nothing and uses

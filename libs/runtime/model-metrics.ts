@@ -2,7 +2,7 @@ import type { Counter, Histogram, Metrics } from '../telemetry/index.js';
 import { callCostMicroUsd, type ModelPrice } from './cost.js';
 import { type Model, ModelBudgetExceeded, ModelError, type ModelUsage } from './model.js';
 
-/** The run worker's model metrics (issue 15), from the catalogue's `model*` entries. */
+/** The run worker's model metrics, from the catalogue's `model*` entries. */
 export interface ModelMetrics {
   calls: Pick<Counter<'model' | 'result'>, 'inc'>;
   callSeconds: Pick<Histogram<'model'>, 'observe'>;

@@ -56,7 +56,7 @@ export async function takeModelTurn(
   // A correction of an answer that missed the output schema may only answer (output-check.ts).
   const toolsAllowed =
     verdict.toolsAllowed && (costVerdict?.toolsAllowed ?? true) && !answeringCorrection(transcript);
-  // Issue 13: the turn's step starts as the call goes out, its write in flight beside the call
+  // The turn's step starts as the call goes out, its write in flight beside the call
   // (off its critical path); awaited before the step's end is written, so the two keep their order.
   const modelStep = new ModelStepWriter(run, clock, step);
   const started = modelStep.started();
@@ -82,7 +82,7 @@ export async function takeModelTurn(
     await started.written();
     throwIfAborted(options.signal);
     if (error instanceof ModelCancelled) {
-      // Issue 16: the model's side ended the run as a cancel does; nothing was billed.
+      // The model's side ended the run as a cancel does; nothing was billed.
       await modelStep.ended(undefined, 0, [], false, {
         ok: false,
         code: 'cancelled',
@@ -118,7 +118,7 @@ export async function takeModelTurn(
     ]);
     return refusal;
   }
-  // Issue 11: secret arguments are recorded as `[secret]`; only the dispatched call carries them.
+  // Secret arguments are recorded as `[secret]`; only the dispatched call carries them.
   const recorded = recordTurn(
     response.toolCalls,
     [...context.plan.defined, ...context.plan.deferredIndex],
@@ -148,7 +148,7 @@ export async function takeModelTurn(
     ),
   ]);
   if (response.failedStep) {
-    // Issue 12: a step that could not name its call fails the run with its code, at this turn,
+    // A step that could not name its call fails the run with its code, at this turn,
     // unless it may fail; then the turn is spent and the script goes on.
     if (response.failedStep.mayFail) return undefined;
     return { kind: 'failed', code: response.failedStep.code, detail: response.failedStep.message, step };

@@ -11,7 +11,7 @@ export interface ToolCall {
   id: string;
   name: string;
   args: Record<string, unknown>;
-  /** A script's step that said `"may_fail": true`: its failure does not stop the script (issue 12). */
+  /** A script's step that said `"may_fail": true`: its failure does not stop the script. */
   mayFail?: true;
 }
 
@@ -34,7 +34,7 @@ export type TranscriptEntry =
       kind: 'input';
       text: string;
       /**
-       * A retried run's note (issue 12, retry starts clean): the effects its earlier attempts
+       * A retried run's note (retry starts clean): the effects its earlier attempts
        * dispatched, so a model does not repeat them blindly. `text` tells them in words.
        */
       earlierEffects?: EarlierEffect[];
@@ -57,14 +57,14 @@ export type TranscriptEntry =
       /** A turn that could not name its call (a script's element not on the page): see {@link ModelResponse}. */
       failedStep?: FailedStep;
       /**
-       * Issue 11 (passwords): the secret arguments of this turn's calls, sealed, by call id — so a
+       * The secret arguments of this turn's calls, sealed, by call id — so a
        * call parked on its approval can be dispatched with its real text by a later execution.
        */
       sealedArgs?: Record<string, string>;
     }
   | { kind: 'tool'; callId: string; name: string; outcome: ToolOutcome };
 
-/** A model turn that failed before any call left (issue 12): its code, and whether its step may fail. */
+/** A model turn that failed before any call left: its code, and whether its step may fail. */
 export interface FailedStep {
   code: 'element_not_found';
   message: string;
@@ -76,7 +76,7 @@ export interface ToolDefinition {
   description: string;
   parameters: Record<string, unknown>;
   /**
-   * Issue 11 (passwords): top-level arguments that are secrets. The run records them as `[secret]`
+   * Top-level arguments that are secrets. The run records them as `[secret]`
    * (transcript, approvals, events, logs); only the dispatched call carries the value.
    */
   secretArguments?: readonly string[];
@@ -130,7 +130,7 @@ export interface ModelCallLimits {
 export interface Model {
   readonly name: string;
   /**
-   * A script, not a model with judgement (issue 12): any failed step ends the run with that
+   * A script, not a model with judgement: any failed step ends the run with that
    * step's code unless the step said `"may_fail": true`. A model hears a tool failure as the
    * call's result and recovers, except where `RUN_ERROR_TABLE` says the code fails the run.
    */
@@ -156,7 +156,7 @@ export class ModelError extends LeaseholdError {
 export class ModelBudgetExceeded extends ModelError {}
 
 /**
- * Issue 16: the model's side ended the run as a cancel does (an MCP client gone past its idle
+ * The model's side ended the run as a cancel does (an MCP client gone past its idle
  * time): the run ends `cancelled` with this message, through its own end, its lease released there.
  */
 export class ModelCancelled extends ModelError {

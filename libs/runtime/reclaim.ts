@@ -32,7 +32,7 @@ export interface ReclaimDeps {
  * The reclaim sweep (DESIGN §4.6): a run whose job stalled past the worker retry limit is failed
  * `reclaimed` — only if it is still at that execution — and {@link ReclaimDeps.onRunEnded} told
  * (ADR-0127: those runs never reach a worker's end of execution, so their lease is released
- * there). Jobs that failed any other way (a failed run's job fails on purpose, issue 12) are not
+ * there). Jobs that failed any other way (a failed run's job fails on purpose) are not
  * reclaim's. Safe to repeat: a run already ended is refused by the store and nothing else
  * happens. Returns the runs reclaimed by this pass.
  */

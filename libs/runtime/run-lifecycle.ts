@@ -22,7 +22,7 @@ export interface LifecycleStore extends Pick<ParentResumeDeps['store'], 'requeue
   >;
 }
 
-/** A profile's line of runs (issue 12; `ProfileTurns` in the store fits). */
+/** A profile's line of runs (`ProfileTurns` in the store fits). */
 export interface TurnsPort {
   take(
     profile: ProfileRef,
@@ -52,7 +52,7 @@ export interface FollowUpsPort {
 }
 
 /**
- * Issue 13, being told: the tenant's webhooks hear of a run's end and of the approvals a parked
+ * Being told: the tenant's webhooks hear of a run's end and of the approvals a parked
  * run waits on (`WebhookTeller` fits). Told from every follow-up, so at least once; each event is
  * delivered once (its job id).
  */
@@ -86,7 +86,7 @@ export interface RunLifecycleDeps {
   runEnded?(end: RunEndFigures): void;
   /** Reports a consequence that failed; a later pass (upkeep, sweeper) carries it out again. */
   onError?(runId: string, error: unknown, what: string): void;
-  /** Tells the tenant's webhooks (issue 13); absent, nobody is told. */
+  /** Tells the tenant's webhooks; absent, nobody is told. */
   webhooks?: WebhookPort | undefined;
 }
 
@@ -97,7 +97,7 @@ export interface TransitionCause {
 }
 
 /**
- * Issue 12, one lifecycle: every consequence of a run's transition — lease release, the child it
+ * One lifecycle: every consequence of a run's transition — lease release, the child it
  * waited on cancelled, the parent waiting on it resumed, the next execution enqueued, the end
  * counted — is derived here, from the run as the transition left it, and nowhere else. The API, the
  * sweeper and the workers call it alike; each consequence is idempotent, so a caller that
@@ -213,7 +213,7 @@ export class RunLifecycle {
   }
 
   /**
-   * Issue 12, runs wait their turn for a profile: a claimed run of a profile-bound session takes
+   * Runs wait their turn for a profile: a claimed run of a profile-bound session takes
    * its place in the profile's line; behind another run it waits `queued` (`waiting_for:
    * "profile"`) and its execution ends. After waiting it looks again: a turn passed between its
    * place and its wait would otherwise wake nobody.

@@ -16,7 +16,7 @@ import {
  */
 const targetSchema = z.strictObject({ role: z.string().min(1), name: z.string().min(1) });
 /**
- * Issue 12: a script stops at its first failing step and the run fails with that step's code,
+ * A script stops at its first failing step and the run fails with that step's code,
  * unless the step says `"may_fail": true`; then the failure is its result and the script goes on.
  */
 const mayFail = z.boolean().optional();
@@ -40,7 +40,7 @@ const toolStepSchema = z.discriminatedUnion('tool', [
     target: targetSchema,
     action: actArgsSchema.shape.action,
     text: z.string().optional(),
-    /** Issue 14: `select` on a multiple select names every option to choose. */
+    /** `select` on a multiple select names every option to choose. */
     labels: actArgsSchema.shape.labels,
     postcondition: actArgsSchema.shape.postcondition,
   }),
@@ -149,7 +149,7 @@ export class ScriptedModel implements Model {
           (element) => element.role === act.target.role && element.name === act.target.name,
         );
         const element = matches?.[0];
-        // Issue 12: the page lacks the step's element: the script's step fails with the tool
+        // The page lacks the step's element: the script's step fails with the tool
         // contract's own code, as an act on a missing element would, not as a model failure.
         if (!observation || !element || (matches?.length ?? 0) > 1)
           return {

@@ -4,7 +4,7 @@ import type { ToolCall, ToolDefinition, TranscriptEntry } from './model.js';
 import { TOOL_CALL_NAME } from './roster.js';
 
 /**
- * Issue 11 (passwords): text typed into a secret field never leaves the browser in a record. What
+ * Text typed into a secret field never leaves the browser in a record. What
  * the run records of a call — transcript, approvals, events, logs, the breaker's state — carries this
  * marker in place of a secret argument; the real value reaches the data plane only.
  */
@@ -59,7 +59,7 @@ interface ObservedElement {
 
 /**
  * Whether an act's target, by its reference in the observation of the revision it names, is a
- * secret field: the page engine marks one with `state.value_present` (engineer A, issue 11) and
+ * secret field: the page engine marks one with `state.value_present` (engineer A) and
  * never shows its value; a role that says password or one-time code counts too.
  */
 function targetIsSecretField(args: Record<string, unknown>, transcript: readonly TranscriptEntry[]): boolean {

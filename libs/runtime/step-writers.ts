@@ -63,7 +63,7 @@ function personDetails(outcome: ToolOutcome | null): ToolStep['person'] {
 }
 
 /**
- * The step record of one tool call (issue 13), written through the run port as the call goes:
+ * The step record of one tool call, written through the run port as the call goes:
  * `started` when it is about to run, `waiting_approval` once parked, `ended` with its outcome. The
  * arguments are the RECORDED call's — the transcript's, where a secret reads `[secret]` — never the
  * dispatched one's.
@@ -151,7 +151,7 @@ export const OK_STEP: StepOutcome = { ok: true, code: null, message: null };
 const NO_USAGE: ModelUsage = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
 
 /**
- * The step record of one model turn (issue 13): `started` as the call goes out, `ended` with its
+ * The step record of one model turn: `started` as the call goes out, `ended` with its
  * usage, cost and the calls it asked for (names only: their arguments are on the tool steps).
  */
 export class ModelStepWriter {

@@ -50,7 +50,7 @@ export async function answerToolCalls(
     transcript.push(entry);
     await run.appendTranscript(entry);
   };
-  // Issue 12: whether this call's failure ends the run (RUN_ERROR_TABLE), told after its result is
+  // Whether this call's failure ends the run (RUN_ERROR_TABLE), told after its result is
   // written, so the transcript and ledger hold the failure the run's error names.
   const endedBy = (call: ToolCall, outcome: ToolOutcome): ExecutionEnd | undefined => {
     if (outcome.ok) return undefined;
@@ -81,7 +81,7 @@ export async function answerToolCalls(
     if (paused) return paused;
     // A deferred tool is called through `tool.call`; the call it names is the one that runs and counts.
     const deferred = asked.name === TOOL_CALL_NAME ? resolveDeferredCall(context.plan, asked) : undefined;
-    // Issue 13: each call is a step, written beside the writes already there (one round trip).
+    // Each call is a step, written beside the writes already there (one round trip).
     const stepOf = (named: ToolCall) =>
       new ToolStepWriter(run, clock, step, index, named, run.invocationId(step, index), () =>
         typedSecretValues(transcript, context.secrets, options.argumentSealer),
@@ -240,7 +240,7 @@ export async function answerToolCalls(
     // ADR-0130 d7: the evidence key goes to the breaker only, never into what is stored.
     const evidenceKey = tools.takeEvidenceKey?.() ?? null;
     const durationMs = clock() - executedAtMs;
-    // Issue 13: the settled page's screenshot, by name; handed over once, like the evidence key.
+    // The settled page's screenshot, by name; handed over once, like the evidence key.
     const artifacts = tools.takeArtifacts?.();
     breaker?.complete(invocation, outcome.ok ? evidenceKey : null);
     // Before any of the answer's writes, which go out together: none once the run may be another's.
@@ -275,7 +275,7 @@ function toolDeadline(options: RunLoopOptions, clock: () => number): number {
 
 /**
  * A completed call answered from the ledger (a crash came between its ledger and transcript
- * writes). The ledger keeps whether a browser call succeeded, not the page it saw (issue 13), so
+ * writes). The ledger keeps whether a browser call succeeded, not the page it saw, so
  * the answer tells the model to look again before acting on that page.
  */
 function replayed(outcome: ToolOutcome, tool: string): ToolOutcome {

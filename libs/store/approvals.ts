@@ -30,7 +30,7 @@ export interface ApprovalRequest {
   invocationId: string;
   tool: string;
   arguments: unknown;
-  /** Issue 13: what the person deciding sees (element, action, page, outlined screenshot). */
+  /** What the person deciding sees (element, action, page, outlined screenshot). */
   card?: ApprovalCard | null;
   /**
    * A `person` approval: why, until when a person may come, and — when a takeover made it — who
@@ -84,7 +84,7 @@ export async function requestApproval(
   );
   if (!tenant) return { approvalId, transition: refusal(runId, 'not_found', '', 'running') };
   const now = context.now();
-  // Issue 13: the pointer sits outside the run's slot, so the run's end cannot expire it; the run
+  // The pointer sits outside the run's slot, so the run's end cannot expire it; the run
   // ends by its deadline at the latest (the sweeper fails it there), so the pointer lives that long
   // and the retention after it.
   const pointerTtlMs = Math.max(0, Number(deadlineAt) - now || 0) + context.retentionMs;
@@ -179,7 +179,7 @@ export async function listTenantPendingApprovals(
   for (const [i, id] of ids.entries()) lookup.hget(keys.approvals(runIds[i] ?? ''), id);
   const replies = (await lookup.exec()) ?? [];
   for (const [i, id] of ids.entries()) {
-    // Issue 13: a member whose pointer expired (retention) names nothing any more. The pointer is
+    // A member whose pointer expired (retention) names nothing any more. The pointer is
     // written before the member, so a missing one is never an approval still being requested.
     if (!runIds[i]) decided.push(id);
     const json = runIds[i] ? replies[i]?.[1] : null;
@@ -195,7 +195,7 @@ export async function listTenantPendingApprovals(
 
 /**
  * Who decides: `by` names them. With `ownRunsOnly`, only an approval of a run `by` itself submitted
- * is found (issue 11.11: an act waits for its owner's approval); another principal's reads as
+ * is found (an act waits for its owner's approval); another principal's reads as
  * absent, the same answer as another tenant's.
  */
 export interface ApprovalDecider {
@@ -273,7 +273,7 @@ export async function decideApproval(
 /** Uses one action of a live grant of the run, by its owner; refused once expired by time or count. */
 /**
  * The name a grant's `charged` set keeps an invocation under: its id without the run's, which the
- * grant (kept with its run) says already (issue 13: `redis_bytes_per_run`). A grant charged under
+ * grant (kept with its run) says already (`redis_bytes_per_run`). A grant charged under
  * full ids before reads as uncharged for calls it charged; at worst such a call is charged again.
  */
 function chargedName(runId: string, invocationId: string): string {

@@ -7,7 +7,7 @@ export interface OwedFollowUp {
 }
 
 /**
- * Issue 12, consequences done at least once: a run's transition writes only that run's keys (one
+ * Consequences done at least once: a run's transition writes only that run's keys (one
  * hash slot), and what follows for other records — a lease to close, a parent to resume, the next
  * run of a profile to wake, a job to add — is carried out by the lifecycle after it. So that a
  * process dying in between loses nothing, an execution is written here (`{lifecycle}:followups`,

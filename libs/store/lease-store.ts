@@ -43,7 +43,7 @@ const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
  * Profiles, leases and idempotency records in Redis. Profile ids are unique within their tenant
  * (DESIGN §3), so every key of a profile carries both: they share the hash tag `{prf:TENANT/ID}`,
  * and every lease script touches one Redis Cluster slot. Each tenant has its own index of profile
- * ids, so listing one tenant's profiles reads nothing of another's (issue 11 finding 7).
+ * ids, so listing one tenant's profiles reads nothing of another's.
  */
 export class RedisLeaseStore implements LeaseStore {
   readonly #redis: ReturnType<typeof withScripts>;
@@ -84,7 +84,7 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   /**
-   * Issue 12, one slot per script: the two indexes live in other slots than the profile, so they
+   * One slot per script: the two indexes live in other slots than the profile, so they
    * are written first (intent), in one pipeline, and the script writes the record alone. A crash
    * in between leaves index entries without a record, which every reader skips; a create that
    * finds the profile already there added nothing new (its entries were the first create's).
@@ -275,7 +275,7 @@ export class RedisLeaseStore implements LeaseStore {
     await this.#redis.noteSealFault(this.#profileKey(profile), fault ? JSON.stringify(fault) : '');
   }
 
-  /** Issue 18: the sealed state and its version in one read, so a context warmed from it is named right. */
+  /** The sealed state and its version in one read, so a context warmed from it is named right. */
   async sealedState(profile: ProfileRef): Promise<SealedState | undefined> {
     const values = await this.#redis.hmget(this.#profileKey(profile), 'sealed', ...SEAL_VERSION_FIELDS);
     const fields = fieldsOf(values.slice(1), SEAL_VERSION_FIELDS);
@@ -317,7 +317,7 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   /**
-   * Issue 18: one `renewIdempotently` script per renewal (its idempotency record and lease share the
+   * One `renewIdempotently` script per renewal (its idempotency record and lease share the
    * profile's slot), all in one pipeline: one round trip for the batch on one Redis, one per node on
    * a cluster (`slotBatch`). A renewed lease comes back with its record, so no second read is needed.
    */
@@ -509,7 +509,7 @@ const PROFILE_FIELDS = SETTINGS_FIELDS;
 const SEAL_VERSION_FIELDS = ['created_at', 'seal_gen', 'sealed_at', 'settings_gen'] as const;
 
 /**
- * Issue 18: the version of a profile's sealed state. `seal_gen` counts seals (finishClose); the
+ * The version of a profile's sealed state. `seal_gen` counts seals (finishClose); the
  * seal time and the profile's creation time are part of it too, so a seal written without the count
  * (an older worker during a rolling update) or a profile made again under the same id still differ.
  * A change of the profile's settings (`settings_gen`) makes a new version too: a context is warmed

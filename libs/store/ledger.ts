@@ -28,7 +28,7 @@ export type LedgerOutcome =
   | RunRefusal;
 
 /**
- * What the ledger keeps of a call's result (issue 13: `redis_bytes_per_run`). The transcript holds
+ * What the ledger keeps of a call's result (`redis_bytes_per_run`). The transcript holds
  * the answer the model read and the step record the page, settle and postcondition a person reads;
  * the ledger's copy is for a replay after a crash between the ledger and transcript writes, and for
  * a retry's note of earlier effects (it reads ok and code). Of a successful browser call it keeps
@@ -102,7 +102,7 @@ const LEDGER_LINE = /^([a-z_]+),(\d+),(\d+),([^\n]*)(?:\n([\s\S]*))?$/;
 /**
  * An entry as stored, with what its field and run say put back (attempt, step, index and the
  * invocation id `<run>-a<attempt>-s<step>-i<index>`, as the run worker names a call). Stored as a
- * line (`lua/recordInvocation-2.lua`); an entry stored as JSON before issue 13 reads as it was.
+ * line (`lua/recordInvocation-2.lua`); an entry stored as JSON earlier reads as it was.
  */
 function ledgerEntry(runId: string, field: string, stored: string): LedgerEntry {
   try {

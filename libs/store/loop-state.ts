@@ -7,7 +7,7 @@ import type { RunStoreContext } from './run-keys.js';
  */
 
 /**
- * The stored state, or undefined before any was saved. Issue 13 (`redis_bytes_per_run`): stored
+ * The stored state, or undefined before any was saved. Stored
  * packed (`packed-json.ts`) — its digests and invocation ids deflate well; plain JSON still reads.
  */
 export async function loadLoopState(context: RunStoreContext, runId: string): Promise<unknown> {

@@ -13,7 +13,7 @@ import { duplicateUnbatched, type RedisClient } from './redis-client.js';
 export const MCP_TURN_KEY_TTL_MS = 25 * 3600_000;
 
 /**
- * Issue 16, MCP browser mode: the channel between the API (which holds the MCP client's session)
+ * MCP browser mode: the channel between the API (which holds the MCP client's session)
  * and the run worker (whose model is that client), on the run's own keys (hash tag `{run:ID}`, one
  * Redis Cluster slot):
  * - `:mcp:calls`, a list: the client's calls, pushed by the API, in order;

@@ -1,7 +1,7 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 
 /**
- * JSON values stored compressed when that pays (issue 13: `redis_bytes_per_run`). A run's
+ * JSON values stored compressed when that pays (`redis_bytes_per_run`). A run's
  * transcript and steps are mostly the same names over and over — an observation's elements, a
  * step's outcome and timings — and each entry is read alone, so each is deflated alone, against a
  * preset dictionary of those names: the first entry of a run compresses as well as the tenth.

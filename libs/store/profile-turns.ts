@@ -15,7 +15,7 @@ export interface ProfileLine {
 }
 
 /**
- * Issue 12, runs wait their turn for a profile: each profile has a line of the runs that want its
+ * Runs wait their turn for a profile: each profile has a line of the runs that want its
  * page (`{prf:TENANT/ID}:turns`, scored by submission), taken when a run is claimed. The first run
  * holds the turn until it is done with the page; the others wait `queued` with
  * `waiting_for: "profile"` and no job, and the run that passes the turn wakes the next — no

@@ -1,7 +1,7 @@
 import { type Cluster, type ClusterOptions, Pipeline, type Redis } from 'ioredis';
 
 /**
- * A connection to Leasehold's Redis: one server, or a Redis Cluster (issue 15). Both answer the
+ * A connection to Leasehold's Redis: one server, or a Redis Cluster. Both answer the
  * same commands; what differs is kept in few places: a pipeline over records of different runs,
  * sessions or profiles must go through {@link slotBatch} (a cluster pipeline must stay on one
  * node), and sharded subscriptions need a `subscriber` connection (queues/connection.ts).
@@ -14,7 +14,7 @@ export function isCluster(client: RedisClient): client is Cluster {
 }
 
 /**
- * A new connection like `client`, never auto-pipelined (issue 18: a shared connection batches each
+ * A new connection like `client`, never auto-pipelined (a shared connection batches each
  * tick's commands; one that blocks or subscribes must not) and without a command timeout: a
  * BLPOP or BZPOPMIN waits longer than any timeout by design, so such a connection is judged by
  * the liveness pings of the process's other connections instead. A cluster's keeps its other options.
@@ -61,7 +61,7 @@ interface ScriptHolder {
 const sharing = new WeakSet<object>();
 
 /**
- * Issue 18: ioredis copies each script defined on a client onto every pipeline and transaction it
+ * Ioredis copies each script defined on a client onto every pipeline and transaction it
  * makes (two properties a script), and an auto-pipelined connection makes one a tick. With
  * BullMQ's scripts and the store's on one connection that copy cost 0.15–0.37 ms a pipeline, most
  * of making one. Here the client's scripts live on one prototype its pipelines share: each

@@ -1,7 +1,7 @@
 import type { EarlierEffect, LedgerEntry } from '../contracts/index.js';
 
 /**
- * Issue 12, retry starts clean: a new attempt gets a fresh transcript holding the run's input and,
+ * Retry starts clean: a new attempt gets a fresh transcript holding the run's input and,
  * when earlier attempts dispatched effects, a note of them (tool, target, outcome), so a model does
  * not repeat them blindly. Built from the ledger (what was dispatched and how it ended) and the old
  * transcripts (what each call aimed at). Never a typed text (it may be a password), never an

@@ -22,7 +22,7 @@ export interface StaleApprovals {
   runStatus: RunStatus | undefined;
   /** Approvals moved `pending → expired` by this call. */
   expired: string[];
-  /** Issue 15: how long each of those waited, from its request to its expiry (ms). */
+  /** How long each of those waited, from its request to its expiry (ms). */
   expiredWaitsMs: number[];
   /**
    * A parked run's `person` approval past its time: `timeout` (nobody took the page over: the run

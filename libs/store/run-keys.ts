@@ -25,7 +25,7 @@ export class RunKeys {
   transcript(runId: string): string {
     return `${this.prefix}{run:${runId}}:transcript`;
   }
-  /** List: an earlier attempt's transcript, kept under its number when the run is retried (issue 12). */
+  /** List: an earlier attempt's transcript, kept under its number when the run is retried. */
   attemptTranscript(runId: string, attempt: number): string {
     return `${this.prefix}{run:${runId}}:transcript:a${attempt}`;
   }
@@ -41,7 +41,7 @@ export class RunKeys {
   loopState(runId: string): string {
     return `${this.prefix}{run:${runId}}:loop`;
   }
-  /** Hash: step id → the step record (JSON; issue 13). */
+  /** Hash: step id → the step record (JSON). */
   steps(runId: string): string {
     return `${this.prefix}{run:${runId}}:steps`;
   }
@@ -65,7 +65,7 @@ export class RunKeys {
     return `${this.prefix}{run:${runId}}:screenshots`;
   }
   /**
-   * Every key a run owns, for retention and for counting (issue 13): all in the run's slot. The
+   * Every key a run owns, for retention and for counting: all in the run's slot. The
    * earlier attempts' transcripts are named by the run's attempt count.
    */
   runOwned(runId: string, attempts: number): string[] {
@@ -125,7 +125,7 @@ export class RunKeys {
     return `${this.prefix}{deadlines}:runs`;
   }
   /**
-   * Sorted set: a tenant's runs by submission time (epoch ms), for `GET /v1/runs` (issue 13).
+   * Sorted set: a tenant's runs by submission time (epoch ms), for `GET /v1/runs`.
    * Written before the run's own script (intent first): a member whose record is missing or
    * expired reads as absent and is pruned by the reader.
    */
@@ -147,7 +147,7 @@ export interface RunStoreContext {
   /** Entries kept in a run's event stream (older ones are trimmed). */
   readonly eventsCap: number;
   /**
-   * How long every key a run owns is kept after the run ends (issue 13, `RUN_RETENTION_DAYS`):
+   * How long every key a run owns is kept after the run ends (`RUN_RETENTION_DAYS`):
    * the end script sets it as the keys' expiry; a retry takes it off again.
    */
   readonly retentionMs: number;

@@ -57,7 +57,7 @@ const SUBMISSION_IN_FLIGHT_MS = 60_000;
 /**
  * The session's runs in submission order. The session's index is written before each run's
  * script, so an entry whose run was never written is skipped. An entry older than a submission in
- * flight whose run is gone (expired with its retention, issue 13) is removed as it is met, so the
+ * flight whose run is gone (expired with its retention) is removed as it is met, so the
  * index does not keep the run forever.
  */
 export async function listRuns(

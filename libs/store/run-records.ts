@@ -51,7 +51,7 @@ function limitsView(limits: unknown): unknown {
 
 /**
  * A stored record that cannot be parsed (malformed, or nested past what the parsers take, as the
- * code before issue 11.4 could store): a stable `record_unreadable` naming it, never a stack.
+ * code earlier could store): a stable `record_unreadable` naming it, never a stack.
  */
 export function unreadableRecord(kind: string, id: string, cause: unknown): ApiError {
   return new ApiError('record_unreadable', `${kind} ${id} is stored in a form that cannot be read`, false, {
@@ -69,11 +69,11 @@ export function parseRun(fields: Record<string, string>): StoredRun | undefined 
 }
 
 /**
- * Issue 18: a run record is read by the view's schema but for `input` and `result`. JSON.parse made
+ * A run record is read by the view's schema but for `input` and `result`. JSON.parse made
  * those, so they are JSON by construction; zod's `z.json()` walked them again, recursively, and
  * that walk was most of a read's cost (23 of 27 µs a record, measured) on a path that reads the
  * run back after every transition. What the walk also did — refuse a value nested past what a
- * reader takes (issue 11.4: older code could store one), at whatever depth the call stack gave
+ * reader takes (older code could store one), at whatever depth the call stack gave
  * out — {@link READ_MAX_DEPTH} does, iteratively and at a depth that does not depend on the stack.
  */
 const storedRunSchema = runViewSchema.extend({ input: z.unknown(), result: z.unknown() });
@@ -105,7 +105,7 @@ function parseRunFields(fields: Record<string, string>): StoredRun {
     browser_profile_id: fields.profile_id || null,
     parent_run_id: fields.parent_run_id || null,
     waiting_on_run_id: fields.waiting_on || null,
-    // Issue 12: set by a hand-back that waits on something, cleared by the next claim.
+    // Set by a hand-back that waits on something, cleared by the next claim.
     waiting_for: (fields.status === 'queued' && fields.waiting_for) || null,
     status: fields.status,
     attempt: Number(fields.attempt),
@@ -135,7 +135,7 @@ function parseRunFields(fields: Record<string, string>): StoredRun {
       : null,
     unverified: fields.unverified === '1',
     unverified_error: jsonOrNull(fields.unverified_error),
-    // Issue 14: noted by an execution that offered browser tools; absent on every other run.
+    // Noted by an execution that offered browser tools; absent on every other run.
     browser_tools_version: fields.browser_tools || null,
   }) as RunView;
   return { run, ownerToken: fields.owner ?? '' };
@@ -159,7 +159,7 @@ interface StoredApproval {
   decided_by?: string;
   reason?: string;
   grant_id?: string;
-  /** Issue 13: the card as JSON; absent on approvals written before it. */
+  /** The card as JSON; absent on approvals written before it. */
   card?: string;
   kind?: string;
   /** A `person` approval's state, as an object (absent on an action's). */
@@ -262,7 +262,7 @@ export function parseEvent([id, flat]: [string, string[]]): RunEvent {
   return runEventSchema.parse({
     id,
     type: fields.type,
-    // Issue 13: an event's time is its id's milliseconds, unless the id had to be Redis's own
+    // An event's time is its id's milliseconds, unless the id had to be Redis's own
     // (`includes/emit.lua`): then `at` says it.
     at_ms: fields.at === undefined ? Number(id.slice(0, id.indexOf('-'))) : Number(fields.at),
     data: jsonOrNull(fields.data) ?? {},

@@ -7,7 +7,7 @@ export const DEFAULT_RUN_RETENTION_MS = 30 * 86_400_000;
  * The KEYS of a script that may end a run (or, for a retry, take it back from its end): the
  * script's `own` keys first, as its header numbers them, then every other key the run owns, and
  * the number of them ahead, as EVAL takes it (scripts.ts, `+` files). The end scripts set those
- * keys' expiry in the same step as the end (issue 13).
+ * keys' expiry in the same step as the end.
  *
  * `attempts` is the run's attempt count, which names its earlier attempts' transcripts; without
  * it, it is read from the record. It cannot move under the caller: only a retry changes it, and

@@ -12,7 +12,7 @@ import { slotBatch } from './slot-batch.js';
 
 /**
  * A failed run as a new attempt: attempt + 1, a new execution, `queued`, on a fresh transcript
- * that holds the input and a note of the effects earlier attempts dispatched (issue 12); the
+ * that holds the input and a note of the effects earlier attempts dispatched; the
  * failed attempt's transcript is kept under its number (`RunTranscripts.loadAttempt`).
  */
 export async function retryRun(
@@ -34,7 +34,7 @@ export async function retryRun(
   await indexes.exec();
   // The script refuses (`stale_execution`) if another retry moved the attempt since the read.
   // It holds every key the run owns, the new attempt's archive included: the failed run's keys
-  // were set to expire at its end, and the retry keeps them again (issue 13).
+  // were set to expire at its end, and the retry keeps them again.
   const own = [
     keys.run(runId),
     keys.events(runId),

@@ -15,7 +15,7 @@ export type RunEnd =
   | { status: 'succeeded'; result: unknown }
   | {
       status: 'failed';
-      /** A failure reason, or the code of the tool whose failure ended the run (issue 12). */
+      /** A failure reason, or the code of the tool whose failure ended the run. */
       code: RunErrorCode;
       message: string;
       /** The run's step index where it failed (see `runErrorSchema`); omitted when none is known. */
@@ -32,9 +32,9 @@ export type SweptFailure =
   | 'person_timeout';
 
 /**
- * A claim's answer; a fresh claim (`claimed`) tells when the run became queued (issue 15, queue
+ * A claim's answer; a fresh claim (`claimed`) tells when the run became queued (queue
  * wait). `transcriptEntries`: how many entries the current attempt's transcript holds as the claim
- * found it (issue 18: an owner whose run has none need not read it).
+ * found it (an owner whose run has none need not read it).
  */
 export type ClaimTransition =
   | ({ ok: true; detail: 'claimed' | 'already' | 'taken_over'; run: RunView } & {

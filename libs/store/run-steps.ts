@@ -6,7 +6,7 @@ import { isRefusalCode, type RunRefusal, refusal } from './run-transition.js';
 import { readScreenshotNotes, withStepScreenshots } from './screenshot-states.js';
 
 /**
- * What a run did, step by step (issue 13): each model turn and each tool call of a run is one
+ * What a run did, step by step: each model turn and each tool call of a run is one
  * record in the run's steps hash, ordered by the run's step-order list. Written by the run loop
  * through `lua/recordStep-5.lua`, which appends the step's event to the run's stream in the same
  * script, so a client following the stream never hears of a step it cannot read.
@@ -40,7 +40,7 @@ function withoutNulls<T extends object>(value: T): Partial<T> {
 }
 
 /**
- * The record as stored (issue 13: `redis_bytes_per_run`): what its id, its key and its run already
+ * The record as stored (`redis_bytes_per_run`): what its id, its key and its run already
  * say is left out — the id, run id, attempt, kind, turn and index, a tool call's invocation id
  * where it is the ledger's own — and so is every null field. {@link expandStep} puts them back.
  */
@@ -63,7 +63,7 @@ function compactStep(step: Omit<StepRecord, 'started_at_ms' | 'status'>): Record
 
 /**
  * A stored record's fields: the script's line `<seq> <started_at_ms> <status>`, then the rest as
- * {@link compactStep} left it, packed or plain (`packed-json.ts`); or, stored before issue 13 packed
+ * {@link compactStep} left it, packed or plain (`packed-json.ts`); or, stored earlier packed
  * them, one JSON object.
  */
 function storedStep(stored: Buffer): Record<string, unknown> {
@@ -115,7 +115,7 @@ function expandStep(runId: string, stepId: string, stored: Record<string, unknow
 }
 
 /**
- * The event's data (issue 13: `redis_bytes_per_run`, a run's events are mostly step events): the
+ * The event's data (`redis_bytes_per_run`, a run's events are mostly step events): the
  * step's id; its tool when it starts; when it ends, its outcome's code if it failed (no code: it
  * succeeded) and its screenshot's name. Each said once: the rest is the step's own record, read
  * from `GET …/steps`.

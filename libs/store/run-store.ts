@@ -132,7 +132,7 @@ export interface RunStoreOptions {
   /** Entries kept per run event stream; older ones are trimmed. Default {@link RUN_EVENTS_CAP}. */
   eventsCap?: number;
   /**
-   * How long a run's keys are kept after it ends (issue 13: `config.runRetentionMs`), in ms.
+   * How long a run's keys are kept after it ends (`config.runRetentionMs`), in ms.
    * Default thirty days. Too small and a person loses a run's steps before looking at them.
    */
   retentionMs?: number;
@@ -274,7 +274,7 @@ export class RunStore {
   listRuns(tenant: string, sessionId: string): Promise<RunView[]> {
     return listRuns(this.#context, tenant, sessionId);
   }
-  /** A page of the tenant's runs, newest first, filtered (issue 13, `GET /v1/runs`). */
+  /** A page of the tenant's runs, newest first, filtered (`GET /v1/runs`). */
   listTenantRuns(tenant: string, query: TenantRunQuery): Promise<TenantRunPage> {
     return listTenantRuns(this.#context, tenant, query);
   }
@@ -320,7 +320,7 @@ export class RunStore {
     return requeueRun(this.#context, runId, options);
   }
   /**
-   * `running → queued` by its owner, at the same execution (issue 12): the owner is cleared so
+   * `running → queued` by its owner, at the same execution: the owner is cleared so
    * the next claim of that execution's job takes the run over at once; the lease stays for it.
    * With `maxHandbacks`, a run handed back that often already is refused (`stale_execution`) and
    * left running for the caller to fail. An accepted release's `detail` is the run's hand-backs
@@ -335,7 +335,7 @@ export class RunStore {
   }
   /** `running → succeeded | failed | cancelled` by its owner. */
   /**
-   * `attempts`: the run's attempt as its owner claimed it (issue 18: it names the run's keys, and
+   * `attempts`: the run's attempt as its owner claimed it (it names the run's keys, and
    * cannot move while the owner holds the run — only a retry of an end changes it); without it,
    * it is read from the record first.
    */
@@ -356,7 +356,7 @@ export class RunStore {
   /**
    * The sweeper's end: fails a run that has not ended, whoever owns it (`reclaimed` past the
    * worker retry limit, `deadline_exceeded` past its deadline). A run worker ends its own run
-   * with {@link finishRun} (owner-checked), an escaped error included (issue 12). With
+   * with {@link finishRun} (owner-checked), an escaped error included. With
    * `expectedExecution`, a run that has moved to another execution is left alone.
    */
   failRun(
@@ -373,7 +373,7 @@ export class RunStore {
   }
   /**
    * A failed run as a new attempt: attempt + 1, a new execution, `queued`, on a fresh transcript
-   * that holds the input and a note of the effects earlier attempts dispatched (issue 12); the
+   * that holds the input and a note of the effects earlier attempts dispatched; the
    * failed attempt's transcript is kept under its number (`RunTranscripts.loadAttempt`).
    */
   retryRun(tenant: string, runId: string): Promise<RunTransition<'queued'>> {
@@ -394,7 +394,7 @@ export class RunStore {
     return markUnverified(this.#context, runId, ownerToken, error);
   }
   /**
-   * Issue 14: notes the contract version of the browser tools a running run's execution offers,
+   * Notes the contract version of the browser tools a running run's execution offers,
    * by its owner; the run view shows the latest as `browser_tools_version`.
    */
   noteBrowserTools(runId: string, ownerToken: string, version: string): Promise<RunTransition> {
@@ -409,7 +409,7 @@ export class RunStore {
     return saveLoopState(this.#context, runId, ownerToken, state);
   }
 
-  // Steps (issue 13)
+  // Steps
 
   /**
    * Writes a step and appends its `step.started` / `step.ended` event in one script, by the run's
@@ -477,7 +477,7 @@ export class RunStore {
   }
   /**
    * `by` is the principal deciding; a string is a trusted in-process decider (any principal of the
-   * tenant). The API passes `{by, ownRunsOnly}` for a key without `approvals:any` (issue 11.11).
+   * tenant). The API passes `{by, ownRunsOnly}` for a key without `approvals:any`.
    */
   approve(
     tenant: string,
@@ -541,7 +541,7 @@ export class RunStore {
   readEvents(runId: string, options: { afterId?: string; count?: number } = {}): Promise<RunEvent[]> {
     return readEvents(this.#context, runId, options);
   }
-  /** The shard channel notified after each append to the run's events (issue 11.10). */
+  /** The shard channel notified after each append to the run's events. */
   eventsChannel(runId: string): string {
     return eventsChannel(this.#context, runId);
   }

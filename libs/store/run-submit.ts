@@ -32,7 +32,7 @@ export interface SubmitRun {
   /** Per tenant and session: a duplicate submission answers the first run and creates nothing. */
   idempotencyKey?: string;
   /**
-   * The whole validated request as the caller received it (issue 11.8): a duplicate must match it
+   * The whole validated request as the caller received it: a duplicate must match it
    * in every field, present and future (the API passes its body: input, script, timeout_ms…).
    * Hashed with the input and the parent. A delegated child passes none: its timeout is derived
    * from what its parent has left, so a resubmission of the same invocation differs there alone.
@@ -48,7 +48,7 @@ export interface SubmitRun {
    */
   secrets?: { seal: (runId: string) => string; declared: DeclaredSecretName[] };
   /**
-   * Issue 18: queues the new run's first job on the batch that stores the run (after it, in the
+   * Queues the new run's first job on the batch that stores the run (after it, in the
    * same round trip), as `queues/runs.ts` `addRunJobTo` does. Used only where the run is new for
    * certain — a fresh id (no Idempotency-Key) on one Redis; elsewhere the outcome says `enqueued:
    * false` and the caller enqueues as before. Its reply is checked: a refused add throws, the run
@@ -91,7 +91,7 @@ function failOnError(replies: ReadonlyArray<[Error | null, unknown]>): void {
 const LONGEST_RUN_MS = 24 * 3_600_000;
 
 /**
- * Issue 13 (retention): the tenant's and the session's runs indexes live as long as the runs they
+ * The tenant's and the session's runs indexes live as long as the runs they
  * list may — the longest run and then the retention, from the latest submission or retry — so an
  * index nobody writes to any more expires with the last of its runs. Members of expired runs are
  * pruned by the readers before that.
@@ -120,7 +120,7 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
     throw new RangeError(`timeoutMs: expected a positive integer, got ${input.timeoutMs}`);
   }
   const parentRunId = input.parentRunId === undefined ? '' : recordIdSchema.parse(input.parentRunId);
-  // Issue 11.4: everything is checked before the first write; a refused request leaves nothing.
+  // Everything is checked before the first write; a refused request leaves nothing.
   const inputProblem = jsonBoundsProblem(input.input ?? null, RUN_INPUT_BOUNDS);
   if (inputProblem) throw new ApiError('validation_failed', `input: ${inputProblem}`);
   const runId =
@@ -142,7 +142,7 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
   const pipeline = slotBatch(redis) as ChainableCommander & {
     submitRun: (...args: Array<string | number>) => unknown;
   };
-  // Issue 13: the tenant's runs list (`GET /v1/runs`) reads this index; a delegated child is
+  // The tenant's runs list (`GET /v1/runs`) reads this index; a delegated child is
   // submitted here too, so it is listed as well.
   pipeline.zadd(keys.tenantRuns(input.tenant), 'NX', now, runId);
   pipeline.zadd(keys.sessionRuns(session.id), 'NX', now, runId);

@@ -15,7 +15,7 @@ interface TranscriptCommands {
   ): Promise<Array<string | number>>;
 }
 
-/** `not_owner`: the run is another worker's now (issue 12: a lost run, not a fault). */
+/** `not_owner`: the run is another worker's now (a lost run, not a fault). */
 export class TranscriptWriteRefused extends LeaseholdError<'not_owner' | 'too_long'> {
   override readonly name = 'TranscriptWriteRefused';
 }
@@ -23,7 +23,7 @@ export class TranscriptWriteRefused extends LeaseholdError<'not_owner' | 'too_lo
 /**
  * A run's transcript (the model's context: input, model turns, tool results) as a Redis list beside
  * the run's record, so a run parked or crashed resumes with it in any worker. Entries are JSON,
- * a large one deflated (`packed-json.ts`, issue 13): every read of the key goes through here.
+ * a large one deflated (`packed-json.ts`): every read of the key goes through here.
  */
 export class RunTranscripts {
   readonly #redis: RedisClient & TranscriptCommands;
@@ -47,7 +47,7 @@ export class RunTranscripts {
   }
 
   /**
-   * An earlier attempt's transcript, kept under its number when the run was retried (issue 12);
+   * An earlier attempt's transcript, kept under its number when the run was retried;
    * the current attempt's is `load`. Empty for an attempt that never wrote one.
    */
   async loadAttempt<T>(runId: string, attempt: number): Promise<T[]> {

@@ -4,7 +4,7 @@ import { type RunTransition, toTransition } from './run-transition.js';
 
 /**
  * What a running run's owner adds to its record as it goes: usage (steps, calls, cost), the
- * unverified mark (ADR-0177) and the browser tools' version (issue 14). Owner-fenced like every
+ * unverified mark (ADR-0177) and the browser tools' version. Owner-fenced like every
  * write to a running run.
  */
 
@@ -43,7 +43,7 @@ export async function markUnverified(
 }
 
 /**
- * Issue 14: notes on a running run, by its owner, the contract version of the browser tools its
+ * Notes on a running run, by its owner, the contract version of the browser tools its
  * execution offers (`1.3.0`); the run view shows the latest as `browser_tools_version`.
  */
 export async function noteBrowserTools(

@@ -6,7 +6,7 @@ const LUA_DIR = new URL('./lua/', import.meta.url);
 /**
  * A script file named `<command>-<number of keys>.lua`, as BullMQ names its own. A `+` after the
  * number (`finishRun-2+.lua`) marks a script that takes more keys after those: the run's other
- * keys, whose number depends on its attempts (issue 13, retention); its caller passes the number of
+ * keys, whose number depends on its attempts (retention); its caller passes the number of
  * keys first, as EVAL itself takes it.
  */
 const SCRIPT_FILE = /^([A-Za-z]+)-(\d+)(\+?)\.lua$/;
@@ -141,7 +141,7 @@ export interface ScriptCommands {
 /**
  * The scripts that take their key count first (a `+` file: as many keys as the run owns). ioredis's
  * cluster auto-pipelining routes a command by its first argument, which for these is the count, not
- * a key; a cluster connection sends them on their own (queues/connection.ts, issue 15).
+ * a key; a cluster connection sends them on their own (queues/connection.ts).
  */
 export const VARIADIC_KEY_SCRIPTS: readonly string[] = Object.freeze(
   readdirSync(LUA_DIR).flatMap((file) => {

@@ -3,7 +3,7 @@ import { isCluster, type RedisClient } from './redis-client.js';
 
 /**
  * A pipeline for commands whose keys lie in different slots: the records of many runs, sessions or
- * profiles, or an index beside a record (issue 15).
+ * profiles, or an index beside a record.
  *
  * On one Redis it is the client's own pipeline: one round trip, run in the order given. On a
  * cluster an ioredis pipeline must keep to one node, so each command is sent on its own, all in

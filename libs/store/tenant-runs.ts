@@ -4,7 +4,7 @@ import { parseRun } from './run-records.js';
 import { slotBatch } from './slot-batch.js';
 
 /**
- * A tenant's runs, newest first (issue 13, `GET /v1/runs`): read from the tenant's index (a sorted
+ * A tenant's runs, newest first (`GET /v1/runs`): read from the tenant's index (a sorted
  * set by submission time, written before each run's own script), each member's record read and
  * filtered here. An index entry whose record is missing reads as absent; past
  * {@link PRUNE_AFTER_MS} it is removed (a run whose submission is still in flight is not).

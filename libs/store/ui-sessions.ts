@@ -34,7 +34,7 @@ interface SessionFields {
 }
 
 /**
- * The run pages' sign-in sessions (issue 13): a person presents an API key once, and the browser
+ * The run pages' sign-in sessions: a person presents an API key once, and the browser
  * holds a random session id in an HttpOnly cookie instead of the key. The record is named by the
  * id's SHA-256, so a leaked store yields no cookie that works, and holds the key's hash, so each
  * request reads the key's record afresh: a revoked key ends every session it opened, and a key's

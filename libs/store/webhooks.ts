@@ -33,7 +33,7 @@ export interface NewWebhook {
 }
 
 /**
- * A tenant's webhooks (issue 13): one hash per tenant, `{ten:T}:webhooks` (id → record JSON, the
+ * A tenant's webhooks: one hash per tenant, `{ten:T}:webhooks` (id → record JSON, the
  * secret included), and beside it, in the same slot, each webhook's delivery log: a list of the
  * newest {@link WEBHOOK_DELIVERIES_KEPT} attempts that expires a week after the last one. The
  * secret is kept as given: it must sign each delivery, so it cannot be stored as a hash; it is

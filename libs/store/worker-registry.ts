@@ -21,7 +21,7 @@ export class BrowserWorkerRegistry {
   ) {}
 
   /**
-   * Issue 15: the records and their index share the hash tag `{browser-workers}`, so the MULTI
+   * The records and their index share the hash tag `{browser-workers}`, so the MULTI
    * that writes both and the MGET that reads the records each stay in one Redis Cluster slot.
    */
   #key(id: string): string {

@@ -1,7 +1,7 @@
 import { METRICS } from './catalogue.js';
 
 /**
- * The README's catalogue of metrics, rendered from `METRICS` (issue 15): one row per entry with
+ * The README's catalogue of metrics, rendered from `METRICS`: one row per entry with
  * its name, kind, labels, the roles that serve it and its help. A unit test holds the README to it.
  */
 export function catalogueTable(): string {

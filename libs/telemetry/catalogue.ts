@@ -1,5 +1,5 @@
 /**
- * Every Leasehold metric, in one place (issue 15): its name, kind, labels and help. The metric
+ * Every Leasehold metric, in one place: its name, kind, labels and help. The metric
  * definitions are built from these entries (`Counter({...METRICS.runsEnded, registers})`), the
  * README's catalogue lists them, and the Grafana dashboard and alert rules query them by these
  * names. Labels stay bounded: no run, lease, session or tenant ids.

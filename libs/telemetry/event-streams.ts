@@ -68,7 +68,7 @@ function isAfter(id: string, afterId: string | undefined): boolean {
 }
 
 /**
- * The API's run event streams (issues 11.5, 11.10). New events reach open streams by notification,
+ * The API's run event streams (11.10). New events reach open streams by notification,
  * not by polling each stream: every script that appends to a run's events publishes on the run's
  * shard channel, this process holds ONE subscriber connection subscribed to the channels of the
  * runs it streams (the caller's connection, which it closes after {@link RunEventStreams.close}),

@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { errorBody, frameworkErrorAnswer } from './http-errors.js';
 
 /**
- * How a route lets callers in (issue 11.1). Authentication is decided per ROUTE, after routing,
+ * How a route lets callers in. Authentication is decided per ROUTE, after routing,
  * from the route's own mark — never from the raw URL, whose spelling (percent-encoding, absolute
  * form, double slashes, case) the router forgives and a prefix test does not:
  * - `public`: anyone (health, readiness, metrics, the API document);

@@ -4,7 +4,7 @@ import { API_ERROR_STATUS, type ApiErrorBody } from '../contracts/index.js';
 import { isRedisUnreachable } from './redis-link.js';
 
 /**
- * The one error shape of both HTTP servers (DESIGN §8, issue 11.9): every 4xx and 5xx leaves as
+ * The one error shape of both HTTP servers (DESIGN §8): every 4xx and 5xx leaves as
  * `{"error":{"code","message"}}` — router errors, unknown routes, bad bodies and a plugin's own
  * answers included. Messages are written here, never copied from a header, and a 5xx never says
  * more than `internal error` (the cause goes to the log).
@@ -54,7 +54,7 @@ export function frameworkErrorAnswer(
 ): { status: number; body: ApiErrorBody } {
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
     return { status: 413, body: errorBody('payload_too_large', `body over ${bodyLimitBytes} bytes`) };
-  // Issue 12: a request that failed because Redis did not answer may succeed when it is back.
+  // A request that failed because Redis did not answer may succeed when it is back.
   if (isRedisUnreachable(error))
     return { status: 503, body: errorBody('unavailable', 'the store did not answer; retry shortly') };
   const status =
@@ -72,7 +72,7 @@ export function sendFrameworkError(
   bodyLimitBytes: number,
 ): FastifyReply {
   const { status, body } = frameworkErrorAnswer(error as FastifyError, bodyLimitBytes);
-  // An outage is logged once by the link watch (issue 12), not once per request with a stack.
+  // An outage is logged once by the link watch, not once per request with a stack.
   if (status === 503) request.log.debug({ code: body.error.code }, 'request refused: Redis unavailable');
   else if (status >= 500) request.log.error({ err: error }, 'request failed');
   return reply.code(status).type('application/json; charset=utf-8').send(body);

@@ -2,7 +2,7 @@ import type { Counter, Histogram, Registry } from 'prom-client';
 import { METRICS } from './catalogue.js';
 import { metricOf } from './metric-of.js';
 
-/** The HTTP metrics both servers (and the ops servers) count their requests in (issue 15). */
+/** The HTTP metrics both servers (and the ops servers) count their requests in. */
 export interface HttpMetrics {
   /** `leasehold_http_requests_total{server,method,route,status}`. */
   requests: Counter<'server' | 'method' | 'route' | 'status'>;

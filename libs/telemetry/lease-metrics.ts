@@ -2,23 +2,23 @@ import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { METRICS } from './catalogue.js';
 import { metricOf } from './metric-of.js';
 
-/** The lease service's metrics (issue 3 §9). */
+/** The lease service's metrics. */
 export interface LeaseMetrics {
   liveLeases: Gauge;
   contextsOpen: Gauge;
   operations: Counter<'op' | 'result'>;
   acquireSeconds: Histogram<'result'>;
-  /** Issue 18: contexts given to new leases, by `source`: warm (the pool's) or cold (made then). */
+  /** Contexts given to new leases, by `source`: warm (the pool's) or cold (made then). */
   contexts: Counter<'source'>;
   expiryCloses: Counter;
   sequenceRefusals: Counter;
   /** Acquires whose profile's sealed state did not open here, by `code`: seal_key_mismatch or profile_unreadable. */
   sealRefusals: Counter<'code'>;
-  /** Issue 13: `stage` capture (the page gave no image) or store (the write failed). */
+  /** `stage` capture (the page gave no image) or store (the write failed). */
   screenshotFailures: Counter<'stage'>;
-  /** Issue 14 (ADR-0159): settles after navigate and act, by tool and result (`dom_quiet`, `bound_expired`). */
+  /** ADR-0159: settles after navigate and act, by tool and result (`dom_quiet`, `bound_expired`). */
   settles: Counter<'tool' | 'result'>;
-  /** Issue 14: how long each settle took, by tool. */
+  /** How long each settle took, by tool. */
   settleSeconds: Histogram<'tool'>;
 }
 
@@ -46,7 +46,7 @@ export interface SettleOutcome {
 }
 
 /**
- * Issue 14: what a page engine's `onSettle` is given: counts each settle and, at debug, logs one
+ * What a page engine's `onSettle` is given: counts each settle and, at debug, logs one
  * line with its tool, result and time. Never throws (the engine calls it mid-operation).
  */
 export function recordSettle(

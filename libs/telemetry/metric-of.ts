@@ -23,7 +23,7 @@ export interface GaugeCollect {
 const KINDS = { counter: Counter, gauge: Gauge, histogram: Histogram } as const;
 
 /**
- * The metric of a catalogue entry in `registry` (issue 15): its name, help, labels and buckets come
+ * The metric of a catalogue entry in `registry`: its name, help, labels and buckets come
  * from the entry alone. Built once per registry: a second call answers the metric the first built,
  * so roles that share a registry (the fleet) share each series, and a role's registry can be given
  * every entry of the role at start (`createMetrics`) before the code that updates them runs.

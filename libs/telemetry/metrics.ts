@@ -36,17 +36,17 @@ export interface Metrics {
   /** Adds a queue to `leasehold_queue_jobs{queue,state}`; the returned function removes it. */
   watchQueue(queue: string, read: QueueCountsReader): () => void;
   /**
-   * Counts one run's end in `leasehold_runs_ended_total{status,code}` (issue 12) and its time from
-   * submission in `leasehold_run_duration_seconds{status}` (issue 15): called once by whoever ends
+   * Counts one run's end in `leasehold_runs_ended_total{status,code}` and its time from
+   * submission in `leasehold_run_duration_seconds{status}`: called once by whoever ends
    * the run.
    */
   runEnded(end: RunEndFigures): void;
-  /** Observes an approval's wait from its request to its decision (issue 15). */
+  /** Observes an approval's wait from its request to its decision. */
   approvalWaited(decision: ApprovalDecision, requestedAtMs: number, decidedAtMs: number): void;
 }
 
 /**
- * BullMQ keeps a prioritised job out of its wait list (issue 12: resumed runs go first, so every
+ * BullMQ keeps a prioritised job out of its wait list (resumed runs go first, so every
  * run job carries a priority), so the queue's depth is the two together, told as `waiting` (the
  * state BullMQ's counts name); `prioritized` is not told apart.
  */
@@ -66,7 +66,7 @@ function entriesOf(role: string | undefined): MetricKey[] {
 }
 
 /**
- * Issue 15: prom-client's standard process and Node.js series under their standard names
+ * Prom-client's standard process and Node.js series under their standard names
  * (`process_*`, `nodejs_*`, no prefix), less the three gauges promtool refuses.
  */
 function collectStandardMetrics(registry: Registry): void {

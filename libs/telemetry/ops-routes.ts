@@ -51,16 +51,16 @@ export function registerOpsRoutes(
   checks: () => ReadinessCheck[],
   /**
    * `serveMetrics: false` leaves `/metrics` out (it answers 404): in the fleet every role shares one
-   * registry and only the API serves it, so no series is scraped twice (issue 15).
+   * registry and only the API serves it, so no series is scraped twice.
    */
   options: { serveMetrics?: boolean } = {},
 ): void {
-  // Issue 15: each server counts its own requests in its process's registry, served or not here.
+  // Each server counts its own requests in its process's registry, served or not here.
   countRequests(app, registry);
-  // Public by design (issue 11.1): a load balancer and Prometheus call them without credentials.
+  // Public by design: a load balancer and Prometheus call them without credentials.
   // They name checks and counts, never a record.
   app.get('/healthz', { config: PUBLIC_ROUTE }, async () => ({ status: 'ok' }));
-  // Issue 12: every role is unready while one of its Redis connections is down, and logs the
+  // Every role is unready while one of its Redis connections is down, and logs the
   // outage once, through its own server's logger.
   redisLink.reportTo(app.log as unknown as Logger);
   const redisCheck: ReadinessCheck = { name: 'redis_link', check: async () => redisLink.up };
@@ -80,17 +80,17 @@ export function registerOpsRoutes(
 const MAX_PARAM_LENGTH_CHARS = 200;
 
 /**
- * A Fastify server logging through `logger` under `component`. Issue 15: one line per request
+ * A Fastify server logging through `logger` under `component`. One line per request
  * (`request answered`: req_id, method, route template, status, duration_ms, tenant once
  * authenticated; probes and scrapes at debug) and its count once `registerOpsRoutes` gives the
  * registry; the request id is the caller's `x-request-id` when it is 1-128 visible ASCII
  * characters, else a new UUID, and is echoed in `x-request-id` on every answer. Fastify's own
  * per-request lines stay off, so there is exactly one.
  *
- * Default-deny from its first line (issue 11.1): every route must be marked public (`PUBLIC_ROUTE`)
+ * Default-deny from its first line: every route must be marked public (`PUBLIC_ROUTE`)
  * or `own`, or be covered by the credential given to `guardDoors`; a route that is neither stops
  * the server at start-up. Unknown paths answer 404 in the one error shape — after the credential,
- * on a guarded server. A server's own error handler ends in `sendFrameworkError` (issue 11.9).
+ * on a guarded server. A server's own error handler ends in `sendFrameworkError`.
  */
 export function createHttpServer(
   logger: Logger,

@@ -34,7 +34,7 @@ const UNREACHABLE_MESSAGES = [
 ];
 
 /**
- * Whether an error (or one of its causes) says Redis could not be reached (issue 12: the API
+ * Whether an error (or one of its causes) says Redis could not be reached (the API
  * answers 503 `unavailable` for it, the run worker hands the run back instead of failing it).
  */
 export function isRedisUnreachable(error: unknown): boolean {
@@ -50,7 +50,7 @@ export function isRedisUnreachable(error: unknown): boolean {
 }
 
 /**
- * Whether this process's Redis connections answer, and ONE log line per change of that (issue 12):
+ * Whether this process's Redis connections answer, and ONE log line per change of that:
  * an outage is `redis: "down"` once — not a multi-line `ECONNREFUSED` stack per connection per
  * reconnect attempt — and `redis: "up"` once when every connection is back. Readiness reads it
  * (every role's `/readyz` answers 503 while a connection is down).

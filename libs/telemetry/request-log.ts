@@ -79,7 +79,7 @@ function requestEnded(state: RequestLogState, request: FastifyRequest, reply: Fa
 }
 
 /**
- * Issue 15: one log line and one count per request on `app`, whose server label comes from its
+ * One log line and one count per request on `app`, whose server label comes from its
  * `component` (`api`, `data-plane` → `data_plane`, `ops-http` → `ops`). Installed by
  * `createHttpServer` before any other hook, so the id is echoed on every answer — a 401 the doors
  * send, a 404, an error, a hijacked event stream (the header is set on the raw response, which

@@ -1,5 +1,5 @@
 /**
- * The run pages' HTML (issue 13): plain server-rendered text, every value escaped on its way in,
+ * The run pages' HTML: plain server-rendered text, every value escaped on its way in,
  * the one script and the one stylesheet served as files, so the strict policy below holds: no
  * inline script or style, nothing from another origin, never inside another site's frame.
  */

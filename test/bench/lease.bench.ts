@@ -140,7 +140,7 @@ function leaseCalls(worker: TestBrowserWorker) {
 }
 
 /**
- * Issue 18, the cold side: a worker with no warm contexts (BROWSER_WARM_CONTEXTS=0), each acquire
+ * The cold side: a worker with no warm contexts (BROWSER_WARM_CONTEXTS=0), each acquire
  * making its context from the sealed state, beside a raw newContext + newPage measured between them.
  */
 async function coldAcquires(prefix: string): Promise<{ coldMs: number[]; rawMs: number[] }> {

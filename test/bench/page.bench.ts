@@ -341,7 +341,7 @@ async function observeFigures(browser: Browser, server: PageServer): Promise<num
   }
   console.error(`page: visible_seen ${visibleSeen}; the visibility floor counted ${floorVisible}`);
 
-  // Issue 18: the aria snapshot right after the observations, so the two meet the same load.
+  // The aria snapshot right after the observations, so the two meet the same load.
   const aria: number[] = [];
   let ariaChars = 0;
   for (let i = 0; i < OBSERVE_SAMPLES; i += 1) {
@@ -385,7 +385,7 @@ async function observeFigures(browser: Browser, server: PageServer): Promise<num
       value: percentile(aria, 50),
     }),
   );
-  // Issue 18's target: observe_5000_p50_ms ≤ 0.05× aria_snapshot_5000_p50_ms.
+  // the target: observe_5000_p50_ms ≤ 0.05× aria_snapshot_5000_p50_ms.
   report(
     figure(SUITE, 'observe_5000_vs_aria_p50_ms', observeP50, {
       metric: 'aria_snapshot_5000_p50_ms',
@@ -397,7 +397,7 @@ async function observeFigures(browser: Browser, server: PageServer): Promise<num
 
 /**
  * `observe_shadow_5000_p50_ms`: the same page with half its controls in open shadow roots,
- * observed the same way; target ≤ 1.5× `observe_5000_p50_ms` (issue 14). The visible elements
+ * observed the same way; target ≤ 1.5× `observe_5000_p50_ms`. The visible elements
  * both pages yield are printed, so a figure bought by not walking the shadow roots shows.
  */
 async function observeShadowFigure(browser: Browser, server: PageServer, observeP50: number): Promise<void> {
@@ -441,7 +441,7 @@ async function observeShadowFigure(browser: Browser, server: PageServer, observe
 }
 
 /**
- * `npm run bench -- page [--busy] [--acts=N] [--acts-only]`: the page engine's figures of issue 4,
+ * `npm run bench -- page [--busy] [--acts=N] [--acts-only]`: the page engine's figures,
  * each beside its baseline; `--busy` runs the beacon and act figures with two busy loops on the
  * cores; `--acts-only` stops after them.
  */

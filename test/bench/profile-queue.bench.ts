@@ -10,7 +10,7 @@ const RUNS = 20;
 const ENDED = ['succeeded', 'failed', 'cancelled'];
 
 /**
- * Issue 12, runs wait their turn for a profile: 20 runs on one profile submitted at once
+ * Runs wait their turn for a profile: 20 runs on one profile submitted at once
  * (`profile_queue_total_ms`, submit of the first to end of the last) beside the same runs one by
  * one, each submitted when the one before has ended (`profile_queue_solo_sum_ms`, the sum of
  * their submit-to-end times). The ratio is what waiting in line costs; target ≤ 1.2.

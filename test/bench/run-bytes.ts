@@ -19,7 +19,7 @@ export interface RunBytes {
 }
 
 /**
- * Issue 13, `redis_bytes_per_run`: one scripted run through the whole fleet in this process (real
+ * `redis_bytes_per_run`: one scripted run through the whole fleet in this process (real
  * browser worker, real Chromium) on a small page the bench serves: a navigate, then a click on each
  * button (the first one approved with a grant covering the rest), then the answer. When it has
  * succeeded, `MEMORY USAGE … SAMPLES 0` (exact, every element counted) is summed over every key the

@@ -89,7 +89,7 @@ async function bullmqNoop(
     await allDone;
   };
   // BullMQ does not close a connection it was handed: each one given here is closed below, or
-  // the process stays alive after its figures (issue 12).
+  // the process stays alive after its figures.
   const workerConnection = connection.duplicate();
   const worker = new Worker('noop', async () => {}, {
     connection: workerConnection,
@@ -156,11 +156,11 @@ async function httpFloor(): Promise<{ requestsPerSecond: number; cpuMsPerRequest
   }
 }
 
-/** Issue 13: what a finished 10-step run keeps in Redis must stay at or under this. */
+/** What a finished 10-step run keeps in Redis must stay at or under this. */
 const REDIS_BYTES_PER_RUN_TARGET = 20 * 1024;
 
 export default async function runsBench(): Promise<void> {
-  // Issue 13: first, on a fleet of its own, before the throughput runs load this machine.
+  // First, on a fleet of its own, before the throughput runs load this machine.
   const bytes = await measureRunBytes();
   report(figure(SUITE, 'redis_bytes_per_run', bytes.totalBytes));
   // Which key is heavy, for whoever must cut it (stderr: stdout carries only the figures).
@@ -172,7 +172,7 @@ export default async function runsBench(): Promise<void> {
   const baseline = await bullmqNoop(`${prefix}-raw`);
   const floor = await httpFloor();
 
-  // The per-key request limit (issue 11.10) would measure itself here, not the run pipeline.
+  // The per-key request limit would measure itself here, not the run pipeline.
   const fleet: FleetHandle = await startTestFleet(prefix, {
     RUN_WORKER_CONCURRENCY: String(CONCURRENCY),
     API_RATE_PER_SECOND: '1000000',

@@ -11,7 +11,7 @@ afterEach(() => harness.cleanup());
 
 const PASSWORD = 'correct-horse-9';
 
-/** The page with one of every control (issue 14), and a way to act on it by name. */
+/** The page with one of every control, and a way to act on it by name. */
 async function everyControl() {
   const { engine, page } = await harness.engine();
   let { observation } = await engine.navigate({ url: harness.url('/pages/every-control.html') }, limits());
@@ -38,7 +38,7 @@ function locateByRole(page: Page, role: string, name: string) {
   return scope.getByRole(role as Parameters<Page['getByRole']>[0], { name, exact: true });
 }
 
-describe('every control has the role Playwright finds it by (issue 14)', () => {
+describe('every control has the role Playwright finds it by', () => {
   it('resolves each observed role and name to exactly that element with getByRole', async () => {
     const { page, observation } = await everyControl();
     const elements = observation().elements;
@@ -104,7 +104,7 @@ describe('every control has the role Playwright finds it by (issue 14)', () => {
   });
 
   it('observes the open shadow root of every kind of element that can host one', async () => {
-    // The page scan leaves out elements that never host a shadow root (issue 18): it must not leave
+    // The page scan leaves out elements that never host a shadow root: it must not leave
     // out one that can, whatever its tag.
     const tags = ['article', 'aside', 'blockquote', 'div', 'footer', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6'];
     tags.push('header', 'main', 'nav', 'p', 'section', 'span', 'x-host');
@@ -131,7 +131,7 @@ describe('every control has the role Playwright finds it by (issue 14)', () => {
   });
 });
 
-describe('acting fits the control (issue 14)', () => {
+describe('acting fits the control', () => {
   it('fills a password, a date, a time, a colour and a contenteditable region', async () => {
     const { act, read, observation } = await everyControl();
     await act('Password', { action: 'fill', text: PASSWORD });
@@ -208,7 +208,7 @@ describe('acting fits the control (issue 14)', () => {
   });
 });
 
-describe('open shadow roots (issue 14)', () => {
+describe('open shadow roots', () => {
   it('clicks the shadow button, not the light button at the same index of its host', async () => {
     const { act, read } = await everyControl();
     await act('Shadow action', { action: 'click' });
@@ -251,7 +251,7 @@ describe('open shadow roots (issue 14)', () => {
   });
 });
 
-describe('scroll (issue 14)', () => {
+describe('scroll', () => {
   async function farPage(): Promise<{ engine: PageEngine; page: Page; observation: BrowserObservation }> {
     const { engine, page } = await harness.engine();
     const { observation } = await engine.navigate({ url: harness.url('/pages/below-fold.html') }, limits());

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PageServer } from '../fixtures/page-server.js';
 import { EngineHarness, limits, ref } from './harness.js';
 
-// Issue 14: the parent is served on 127.0.0.1 and the child by another server on `localhost`, so
+// The parent is served on 127.0.0.1 and the child by another server on `localhost`, so
 // the two are of different sites and Chromium gives the child a target (OOPIF) of its own.
 const harness = new EngineHarness();
 let child: PageServer;
@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 afterEach(() => harness.cleanup());
 
-describe('frames of other allowed origins (issue 14)', () => {
+describe('frames of other allowed origins', () => {
   it('observes a cross-origin child frame in document order and acts on it through its own target', async () => {
     const { engine, page } = await harness.engine({ frameOrigins: [child.otherOrigin] });
     const observed = (await engine.navigate({ url: harness.url('/pages/xo-parent.html') }, limits()))

@@ -55,7 +55,7 @@ function answer(
   );
 }
 
-describe('dialogs (issue 14)', () => {
+describe('dialogs', () => {
   it('answers a click that opens an alert with the alert shown, and accept lets the page go on', async () => {
     const { engine, observation } = await buttonsPage();
     const held = await click(engine, observation, 'Alert');

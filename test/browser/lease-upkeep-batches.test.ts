@@ -17,7 +17,7 @@ import { createTestSession } from '../fixtures/run-store.js';
 const MINUTE_MS = 60_000;
 
 /**
- * Issue 18: the upkeep renews in batches, one `POST /v1/renewals` per browser worker per batch,
+ * The upkeep renews in batches, one `POST /v1/renewals` per browser worker per batch,
  * counted where they arrive (each worker's own HTTP server), against two real workers (Chromium,
  * Redis) on one clock the test moves.
  */

@@ -12,7 +12,7 @@ import { PageServer } from '../fixtures/page-server.js';
 import { EngineHarness, limits } from './harness.js';
 
 /**
- * Issue 18: the page agent is made faster, never different. Each page's observation is pinned
+ * The page agent is made faster, never different. Each page's observation is pinned
  * byte for byte (aside from the random revision and the servers' ports), so any change to what a
  * model or the loop breaker (whose evidence key is a hash of these fields) sees fails here before
  * it reaches a bench figure.
@@ -74,7 +74,7 @@ async function next(engine: PageEngine, previous: ToolOutcome): Promise<ToolOutc
 
 const SNAPSHOTS = './__snapshots__/observe-output';
 
-describe('observations are pinned byte for byte (issue 18)', () => {
+describe('observations are pinned byte for byte', () => {
   it.each(['below-fold', 'controls', 'every-control', 'hidden-controls', 'link', 'twins', 'with-frame'])(
     'keeps the observation of the fixture page %s',
     async (name) => {

@@ -6,7 +6,7 @@ import { normalizeText } from '../../libs/browser/page-script/document-text.js';
 import { EngineHarness, limits } from './harness.js';
 
 /**
- * Issue 18: the page's text is read block by block, only as far as the observation keeps it, and
+ * The page's text is read block by block, only as far as the observation keeps it, and
  * must read exactly as `body.innerText` normalized and cut to the bound. Each page puts one way of
  * laying out text first in a container long enough to be read by its blocks, so the reading meets
  * it there; the agent's own normalization is applied to the page's innerText here.
@@ -73,7 +73,7 @@ beforeAll(async () => {
 });
 afterAll(() => harness.stop());
 
-describe('the observed text reads as the page body innerText (issue 18)', () => {
+describe('the observed text reads as the page body innerText', () => {
   it.each(
     Object.keys(CASES).flatMap((name, index) => [
       [name, `text-${index}.html`],

@@ -16,7 +16,7 @@ import { launchTestBrowser } from '../fixtures/chromium.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 13: the browser worker captures the settled page after navigate and act, and outlines an
+ * The browser worker captures the settled page after navigate and act, and outlines an
  * act's target for its approval card, into the artifact store under the lease's tenant and run.
  */
 describe('screenshots of a lease’s page', () => {

@@ -5,7 +5,7 @@ import { PRESS_PAGE, pressButton } from '../fixtures/press-site.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 13, the run side: the screenshot the browser worker names beside navigate and act reaches
+ * The run side: the screenshot the browser worker names beside navigate and act reaches
  * the run through the provider and the browser executor, handed over once (never to the model).
  */
 describe('screenshots on the run side', () => {

@@ -213,7 +213,7 @@ describe('browser lease provider', () => {
     expect(run.lease).toMatchObject({ leaseId, sequence: 1 });
   });
 
-  it('answers a browser worker that refuses connections as away (retryable provider_unavailable): the run waits for it (issue 12)', async () => {
+  it('answers a browser worker that refuses connections as away (retryable provider_unavailable): the run waits for it', async () => {
     const closedPort = await freePort();
     const run = provider('prov-nowhere', 'run_refused', async () => ({
       id: 'bw-gone',

@@ -10,12 +10,12 @@ import {
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 18: a reattach answers from what one store call tells (the acquire script claims the
+ * A reattach answers from what one store call tells (the acquire script claims the
  * Idempotency-Key, admits, and answers the live lease), then stores its answer: two round trips,
  * where it took five (claim, profile with its sealed state, acquire, lease, answer). Counted as the
  * worker's store calls, never timed.
  */
-describe('the store calls of an acquire through the data plane (issue 18)', () => {
+describe('the store calls of an acquire through the data plane', () => {
   const prefix = uniquePrefix('reattach-trips');
   let worker: TestBrowserWorker;
   let redis: Redis;

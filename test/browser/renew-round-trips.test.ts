@@ -11,12 +11,12 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 const MINUTE_MS = 60_000;
 
 /**
- * Issue 18: the single renew route takes the batch renewals' path — one script claims the
+ * The single renew route takes the batch renewals' path — one script claims the
  * Idempotency-Key and renews, answering the lease as it is after — then stores its answer: two
  * round trips, where it took four (claim, renew, the lease read again, answer). Counted as the
  * worker's store calls (every method of its store), never timed.
  */
-describe('the store calls of a renew through the data plane (issue 18)', () => {
+describe('the store calls of a renew through the data plane', () => {
   const prefix = uniquePrefix('renew-trips');
   let worker: TestBrowserWorker;
   let redis: Redis;

@@ -15,7 +15,7 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 const MINUTE_MS = 60_000;
 
 /**
- * Issue 18: `POST /v1/renewals`, many renewals of one browser worker's leases in one request, each
+ * `POST /v1/renewals`, many renewals of one browser worker's leases in one request, each
  * under its own idempotency (the single renew route's: one record per key, whichever route sent it),
  * each answered as the single route answers it. Against a real worker (Chromium, Redis) on a clock
  * the test moves.

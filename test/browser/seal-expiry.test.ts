@@ -16,7 +16,7 @@ const MINUTE = 60_000;
 
 /**
  * Pages whose storage read takes as long as the test says, measured on the worker's clock: a seal
- * that waits for the page's cookie writes may outlast the lease (issue 17.4, ADR-0127 d8).
+ * that waits for the page's cookie writes may outlast the lease (ADR-0127 d8).
  */
 class SlowSealPages implements PageFactory {
   readonly #inner: PlaywrightPageFactory;

@@ -4,12 +4,12 @@ import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixt
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 18: an idempotent route's answer goes out once its store write is sent, not once Redis has
+ * An idempotent route's answer goes out once its store write is sent, not once Redis has
  * acknowledged it: the write is on the worker's Redis connection ahead of any later request's claim,
  * so a retry with the key still replays it. Here the acknowledgment is held back until the caller
  * has the answer: a route that waited for it would never answer.
  */
-describe('the answer of an idempotent route and its stored copy (issue 18)', () => {
+describe('the answer of an idempotent route and its stored copy', () => {
   const prefix = uniquePrefix('stored-answer-order');
   let worker: TestBrowserWorker;
   let redis: Redis;

@@ -39,7 +39,7 @@ beforeAll(async () => {
 afterAll(() => harness.stop());
 afterEach(() => harness.cleanup());
 
-describe('tabs (issue 14)', () => {
+describe('tabs', () => {
   it('makes a target=_blank tab on an allowed origin current, and acts there as an ordinary effect', async () => {
     const { engine, page } = await harness.engine();
     const first = (await engine.navigate({ url: harness.url('/pages/tab-opener.html') }, limits()))

@@ -11,7 +11,7 @@ import {
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 14 on a real browser worker (real Chromium, real Redis): its data plane says which browser
+ * On a real browser worker (real Chromium, real Redis): its data plane says which browser
  * tools contract it speaks and refuses a caller that speaks another, and every settle of a navigate
  * or act is counted by tool and result in `leasehold_settle_total` and `leasehold_settle_seconds`.
  */

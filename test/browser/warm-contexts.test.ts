@@ -18,12 +18,12 @@ const MINUTE = 60_000;
 const PER_PROFILE = 2;
 
 /**
- * Issue 18: warm contexts. A worker keeps ready contexts of the profiles it serves — sealed state
+ * Warm contexts. A worker keeps ready contexts of the profiles it serves — sealed state
  * restored, origin guard attached — hands one over on acquire, refills in the background, is
  * bounded by count and memory, and never hands over a context of an older seal.
  */
 // Each test makes several contexts one after another; a loaded machine takes a while over them.
-describe('warm contexts of a browser worker (issue 18)', { timeout: 120_000 }, () => {
+describe('warm contexts of a browser worker', { timeout: 120_000 }, () => {
   const prefix = uniquePrefix('warm');
   let worker: TestBrowserWorker;
   let redis: Redis;

@@ -142,7 +142,7 @@ describe('a whole run meets a transient acquisition failure', () => {
         outcome: { ok: false, code: 'provider_unavailable', message: expect.any(String) },
       },
     ]);
-    // Issue 12: the run ends with the navigate's own code at its step, not a success.
+    // The run ends with the navigate's own code at its step, not a success.
     expect(end).toMatchObject({ kind: 'failed', code: 'provider_unavailable', step: 1 });
     expect(rig.hits.get('/single')).toBeUndefined();
     expect(acquiresOf(profileId).map((request) => request.action)).toEqual(['status']);

@@ -15,7 +15,7 @@ async function everythingStored(redis: Redis, prefix: string): Promise<{ keys: s
   for (const key of keys) {
     const type = await redis.type(key);
     if (type === 'string') values.push(await redis.get(key));
-    // Packed values inflated (issue 13): the scan reads what they hold.
+    // Packed values inflated: the scan reads what they hold.
     else if (type === 'hash')
       values.push(
         Object.entries(await redis.hgetallBuffer(key)).map(([field, value]) => [field, storedText(value)]),

@@ -57,7 +57,7 @@ describe('an exhausted acquisition leaves an explicit unverified outcome', () =>
     rig.proxy.inject({ method: 'POST', path: ACQUIRE, action: { kind: 'status', status: 503 }, times: 3 });
     const { submitted, end } = await runBriefing(profileId, '/exhausted');
 
-    // ADR-0177: exhaustion keeps the original stable failure; issue 12: it is the run's end, at its step.
+    // ADR-0177: exhaustion keeps the original stable failure; it is the run's end, at its step.
     expect(end).toEqual({
       kind: 'failed',
       code: 'provider_unavailable',

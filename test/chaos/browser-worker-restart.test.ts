@@ -24,7 +24,7 @@ async function freePort(): Promise<number> {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Issue 12, outages pause: a browser worker restart takes 5–7 s, far past the acquisition retry
+ * Outages pause: a browser worker restart takes 5–7 s, far past the acquisition retry
  * (ADR-0177, about 1.2 s). A run claimed while its profile's browser worker is gone is handed
  * back `queued`, showing `waiting_for: "browser_worker"`, and succeeds once the worker is back —
  * on a real fleet, a real Chromium and a page server that counts its visits.

@@ -12,7 +12,7 @@ import { freePort, OwnRedis } from './own-redis.js';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Issue 12 finding: while Redis was down, Bull Board answered 500 `internal` where the REST API
+ * While Redis was down, Bull Board answered 500 `internal` where the REST API
  * answers 503 `unavailable`. The API runs on a redis-server of the test's own, which is stopped.
  */
 describe('the dashboard during a Redis outage', { timeout: 60_000 }, () => {

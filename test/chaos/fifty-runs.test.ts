@@ -48,7 +48,7 @@ interface Submitted {
 }
 
 /**
- * Issue 12, "Done when": 50 browser runs over 10 profiles while the fleet is hurt — run workers
+ * 50 browser runs over 10 profiles while the fleet is hurt — run workers
  * SIGKILLed and SIGTERMed in turn, the browser worker SIGKILLed and restarted on the same id and
  * port, Redis stopped for 10 s and started again on its AOF, and then both run workers SIGTERMed
  * while pages load slowly. Every role is a real process on a

@@ -111,7 +111,7 @@ function payPolicy(origin: string) {
 }
 
 /**
- * Issue 15, "Done when" 3 and 4: two API processes, three run workers, two browser workers with
+ * Two API processes, three run workers, two browser workers with
  * disjoint profile pins and the sweeper, each its own process on one Redis; 100 browser runs over
  * 10 profiles all end, each on its profile's browser worker, while one process of each role is
  * SIGKILLed and restarted midway. Then a real Prometheus, which scraped every role all along, answers
@@ -325,7 +325,7 @@ describe('a hundred browser runs on a fleet of separate processes', { timeout: 8
     }
 
     // Every run is submitted at once, alternating between the APIs; runs of one profile wait their
-    // turn queued (issue 12) in submit order, so each profile's runs are submitted in order.
+    // turn queued in submit order, so each profile's runs are submitted in order.
     const runs: Submitted[] = [];
     for (let k = 0; k < RUNS_PER_PROFILE; k += 1)
       for (let p = 0; p < PROFILES; p += 1) runs.push({ token: `r${k}p${p}`, profile: p });
@@ -442,7 +442,7 @@ describe('a hundred browser runs on a fleet of separate processes', { timeout: 8
       const code = view.error?.code;
       return !code || !isRunErrorCode(code) || code === 'model_error' || code === 'internal_error';
     });
-    // Runs of one profile take turns (issue 12): none is refused its own profile's page.
+    // Runs of one profile take turns: none is refused its own profile's page.
     const refusedOwnProfile = runs.filter(
       (run) => viewOf(run)?.status === 'failed' && viewOf(run)?.error?.code === 'profile_unavailable',
     );

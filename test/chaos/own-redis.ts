@@ -11,7 +11,7 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * A redis-server of a chaos test's own (issue 12), AOF on, that the test stops and starts again
+ * A redis-server of a chaos test's own, AOF on, that the test stops and starts again
  * on the same port and folder: `redis-server --port N --save '' --appendonly yes --dir <dir>`.
  */
 export class OwnRedis {

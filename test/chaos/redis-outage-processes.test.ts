@@ -49,7 +49,7 @@ function logLines(role: Role): Record<string, unknown>[] {
 }
 
 /**
- * Issue 12: the API, a run worker, the sweeper and a browser worker as real processes on a Redis of the test's own,
+ * The API, a run worker, the sweeper and a browser worker as real processes on a Redis of the test's own,
  * stopped for 5 s and started again. Each role's `/readyz` is 503 during the outage and 200
  * after, and each logs the outage as one JSON line down and one up — no raw `ECONNREFUSED` stack.
  */

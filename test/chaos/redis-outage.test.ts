@@ -29,7 +29,7 @@ function capturedLogger() {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Issue 12, "outages pause, they do not fail": a Redis of the test's own is stopped for longer
+ * A Redis of the test's own is stopped for longer
  * than the job lock while scripted browser runs are mid-way, then started again (AOF on). The
  * fleet is real (Chromium, BullMQ, the sweeper) with two run workers; its pino output and the
  * process's stderr are captured.
@@ -69,7 +69,7 @@ describe('a Redis outage pauses runs', { timeout: 120_000 }, () => {
         PORT: '0',
         BROWSER_WORKER_PORT: '0',
         LOG_LEVEL: 'info',
-        // The outage below (6 s) outlasts the job lock by far: the case issue 12 names.
+        // The outage below (6 s) outlasts the job lock by far: the case that matters.
         RUN_LOCK_DURATION_MS: '2000',
         RUN_STALLED_INTERVAL_MS: '1000',
         SWEEP_INTERVAL_MS: '1000',

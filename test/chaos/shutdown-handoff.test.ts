@@ -47,7 +47,7 @@ async function waitFor(
 
 const RUNS = 4;
 
-describe('a stop hands runs on (issue 12)', () => {
+describe('a stop hands runs on', () => {
   let fleet: FleetHandle;
   let site: Awaited<ReturnType<typeof startSlowSite>>;
   let redis: Redis;

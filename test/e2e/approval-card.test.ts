@@ -7,7 +7,7 @@ import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 
 /**
- * Approval cards (issue 13), through the whole fleet: a scripted run on a real page that parks on
+ * Approval cards, through the whole fleet: a scripted run on a real page that parks on
  * its act shows the person deciding the target's role and name, the action, the page's URL and
  * title as the run observed them, and a screenshot of that page with the target outlined.
  */

@@ -170,7 +170,7 @@ describe('approvals and task grants through REST, on a real page', { timeout: 60
   });
 
   it('hands a denial to the script as the tool result, never sends the click, and succeeds where the step may fail', async () => {
-    // Issue 12: a denied step ends a script approval_denied unless the step may fail.
+    // A denied step ends a script approval_denied unless the step may fail.
     const runId = await submit(
       'denied',
       [{ ...click('One'), may_fail: true }],

@@ -28,7 +28,7 @@ function jsonLines(stdout: string): unknown[] {
 }
 
 /**
- * The `leasehold` command line (issue 16), run as the real bin in child processes against a live
+ * The `leasehold` command line, run as the real bin in child processes against a live
  * fleet and a local shop page whose server counts every purchase, so a click the CLI let through
  * without approval, or twice, would show.
  */

@@ -124,7 +124,7 @@ describe('agent.delegate: a parent run waits on its child and resumes with its e
         steps: [
           {
             tool: 'agent.delegate',
-            // Issue 12: a script stops at a failing step unless it may fail.
+            // A script stops at a failing step unless it may fail.
             may_fail: true,
             input: 'Press a button that is not there',
             script: {

@@ -14,11 +14,11 @@ import { restClient } from '../fixtures/rest.js';
 const limits = () => ({ deadlineMs: Date.now() + 30_000 });
 
 /**
- * Issue 14, "done when": a page with one of every control a person can use is observed with the
+ * A page with one of every control a person can use is observed with the
  * roles and states Playwright's getByRole finds them by, and a scripted run through the whole
  * fleet fills, selects, checks and clicks each of them; what the page's server received says it.
  */
-describe('every control on a page, observed and acted on (issue 14)', { timeout: 240_000 }, () => {
+describe('every control on a page, observed and acted on', { timeout: 240_000 }, () => {
   let site: ControlsSite;
   let browser: Browser;
   let fleet: FleetHandle;

@@ -10,7 +10,7 @@ import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 
 /**
- * Issue 13: the fleet opens one artifact store and hands it to every role, so the screenshot the
+ * The fleet opens one artifact store and hands it to every role, so the screenshot the
  * browser worker writes after a navigate is the one the API serves. The test fleet's store is a
  * temp folder of its own, never the repository's .leasehold/.
  */

@@ -48,7 +48,7 @@ describe('the fleet in one process', () => {
         'browser_tools:enabled',
         'chromium',
         'redis',
-        // Issue 12: every ops server says whether this process's Redis connections are up.
+        // Every ops server says whether this process's Redis connections are up.
         'redis_link',
         'run_worker',
         'runs_queue',
@@ -63,7 +63,7 @@ describe('the fleet in one process', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toContain('text/plain');
     const text = await response.text();
-    // Issue 15: the standard series under their standard names, for stock Node.js dashboards.
+    // The standard series under their standard names, for stock Node.js dashboards.
     expect(text).toMatch(/^process_cpu_seconds_total\{role="fleet"\} /m);
     expect(text).not.toContain('leasehold_process_');
     expect(text).toMatch(/^leasehold_queue_jobs\{queue="runs",state="waiting",role="fleet"\} 0$/m);
@@ -103,7 +103,7 @@ describe('the fleet in one process', () => {
     const basic = Buffer.from(`admin:${fleet.operatorKey}`).toString('base64');
     const dashboard = await fetch(fleet.urls.dashboard, { headers: { authorization: `Basic ${basic}` } });
     expect(dashboard.status).toBe(200);
-    // Issue 11.6: the board shows every tenant's jobs, so a tenant's admin key does not open it.
+    // The board shows every tenant's jobs, so a tenant's admin key does not open it.
     expect(
       (await fetch(fleet.urls.dashboard, { headers: { authorization: `Bearer ${fleet.apiKey}` } })).status,
     ).toBe(401);
@@ -116,7 +116,7 @@ describe('the fleet in one process', () => {
     expect(
       (await fetch(fleet.urls.dashboard, { headers: { authorization: `Bearer ${readOnly.key}` } })).status,
     ).toBe(401);
-    // Default-deny (issue 11.1): an unknown path answers 401 without a key, 404 only with one.
+    // Default-deny: an unknown path answers 401 without a key, 404 only with one.
     expect((await fetch(`${fleet.urls.api}/nothing-here`)).status).toBe(401);
     const missing = await fetch(`${fleet.urls.api}/nothing-here`, {
       headers: { authorization: `Bearer ${fleet.apiKey}` },

@@ -37,7 +37,7 @@ async function storedValues(redis: Redis, prefix: string): Promise<Map<string, s
 }
 
 /**
- * Issue 14, "done when": a scripted run signs in on a real login page — a password field as
+ * A scripted run signs in on a real login page — a password field as
  * pages write it (no role of its own: Playwright's getByRole finds it as a textbox), a server that
  * checks the password, sets a session cookie and redirects to the account page — and the run
  * succeeds on that page. Apart from the run's own submitted script, the password is in no

@@ -17,7 +17,7 @@ import { restClient } from '../fixtures/rest.js';
 const IDLE_MS = 6_000;
 
 /**
- * Issue 16, MCP browser mode at /mcp/browser/<session_id>: the SDK's own client is the run's
+ * MCP browser mode at /mcp/browser/<session_id>: the SDK's own client is the run's
  * model, against a live fleet and a real page whose server counts every click and page load, so
  * a click sent without its approval, or a navigation the origin fence let through, would show.
  */

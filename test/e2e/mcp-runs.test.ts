@@ -17,7 +17,7 @@ const INITIALIZE = {
 const MCP_ACCEPT = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 /**
- * Issue 16, the MCP server's runs mode at /mcp, driven by the SDK's own client over Streamable
+ * The MCP server's runs mode at /mcp, driven by the SDK's own client over Streamable
  * HTTP against a live fleet: scripted runs click a real page whose server counts each click, so a
  * click sent without its approval would show.
  */

@@ -9,7 +9,7 @@ const ENDED = ['succeeded', 'failed', 'cancelled'];
 const RUNS = 20;
 
 /**
- * Issue 12, runs wait their turn for a profile: 20 runs submitted at once on one website profile
+ * Runs wait their turn for a profile: 20 runs submitted at once on one website profile
  * all succeed, one after another, in submit order — on a real fleet and Chromium. A run behind
  * another waits `queued` with `waiting_for: "profile"` and starts when the page is free.
  */

@@ -72,7 +72,7 @@ function runScript(
 }
 
 /**
- * Issue 16: the README's examples run as written — a live fleet, a local page standing in for
+ * The README's examples run as written — a live fleet, a local page standing in for
  * https://example.com (the only substitution), the API's URL and key in `API` and `KEY` as the
  * README says, and every marked block in one bash script with `set -euo pipefail` (and -x, to trace).
  */

@@ -13,7 +13,7 @@ import { restClient } from '../fixtures/rest.js';
 const SHOTS = 'test-output/ui';
 
 /**
- * The run pages (issue 13) in real Chromium against the whole fleet: a person signs in with a key,
+ * The run pages in real Chromium against the whole fleet: a person signs in with a key,
  * lists runs, decides an approval from its card and watches a run work a page. The site is a real
  * server: buttons that post a click, and pages slow enough that a run is seen while it works.
  */

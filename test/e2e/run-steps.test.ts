@@ -35,7 +35,7 @@ function startLoginSite(): Promise<{ server: Server; origin: string }> {
 }
 
 /**
- * Issue 13, "see what a run did": a scripted run signs in on a real page (navigate, a password
+ * A scripted run signs in on a real page (navigate, a password
  * typed on its approval, a click) and its steps read back through REST as the run did them — the
  * model turns with the calls they asked for, each tool call with its recorded arguments (the
  * password as `[secret]`), settle, page, postcondition and duration — and stream live as

@@ -106,7 +106,7 @@ describe('a scripted run through REST, on a real page', () => {
     const act = (await fleet.store.listInvocations(submitted.body.id)).find(
       (entry) => entry.tool === 'browser.act',
     );
-    // Issue 13: the ledger keeps that the act succeeded; its step, the postcondition a person reads.
+    // The ledger keeps that the act succeeded; its step, the postcondition a person reads.
     expect(act?.result).toEqual({ ok: true });
     const { steps } = await fleet.store.listSteps(submitted.body.id, 0, 100);
     const actStep = steps.find((step) => step.tool?.name === 'browser.act');

@@ -79,7 +79,7 @@ function rig(name: string, env: Record<string, string> = {}) {
   return { context, ...rest, submit, finalEvent };
 }
 
-describe('a run ends naming its real cause (issue 12), on a real fleet and Chromium', () => {
+describe('a run ends naming its real cause, on a real fleet and Chromium', () => {
   const { context, waitForStatus, call, submit, finalEvent } = rig('truthful-ends');
 
   it('fails url_disallowed at the step whose navigate left the profile, instead of succeeding', async () => {
@@ -179,7 +179,7 @@ describe('a run ends naming its real cause (issue 12), on a real fleet and Chrom
     const parked = await waitForStatus(holder, ['parked', ...ENDED]);
     expect(parked.status).toBe('parked');
 
-    // Issue 12, runs wait their turn: not profile_unavailable, but queued with a visible reason.
+    // Runs wait their turn: not profile_unavailable, but queued with a visible reason.
     const newcomer = await submit({
       steps: [{ tool: 'browser.navigate', url: `${context.site.origin}/` }],
       answer: 'done',
@@ -222,7 +222,7 @@ describe('a run ends naming its real cause (issue 12), on a real fleet and Chrom
   });
 });
 
-describe('a run whose browser worker is gone ends provider_unavailable (issue 12)', () => {
+describe('a run whose browser worker is gone ends provider_unavailable', () => {
   // Hand-backs a quarter as long as the default: five of them take 7.75 s, not 31.
   const { context, waitForStatus, submit } = rig('truthful-ends-provider', { RUN_HANDBACK_BASE_MS: '250' });
 
@@ -236,7 +236,7 @@ describe('a run whose browser worker is gone ends provider_unavailable (issue 12
       ],
       answer: 'done',
     });
-    // A worker gone from reach may hand the run back a bounded number of times first (issue 12,
+    // A worker gone from reach may hand the run back a bounded number of times first (
     // outages pause): the end comes within the run's deadline either way.
     const ended = await waitForStatus(runId, ENDED, 110_000);
     expect(ended).toMatchObject({ status: 'failed', error: { code: 'provider_unavailable' } });

@@ -10,7 +10,7 @@ import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 
 /**
- * Being told (issue 13), through the whole fleet: a tenant's webhook hears that a scripted run on
+ * Being told, through the whole fleet: a tenant's webhook hears that a scripted run on
  * a real page waits for an approval, then that it ended, and that a run cancelled through the API
  * ended — each once, each signed with the secret shown when the webhook was registered.
  */

@@ -29,7 +29,7 @@ function callMatches(documented: string, called: string): boolean {
 }
 
 /**
- * Issue 16: the generated client against a live fleet. Every /v1 operation of the document is
+ * The generated client against a live fleet. Every /v1 operation of the document is
  * called through `createLeaseholdClient` (its `fetch` counts the calls), with real answers: a run
  * submitted, parked on an approval of a real click, approved, ended, streamed; another denied and
  * retried; keys and webhooks made and removed.

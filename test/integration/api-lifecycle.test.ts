@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiRig, startApiRig } from '../security/api-rig.js';
 
 /**
- * Issue 12, one lifecycle: the API's cancel goes through the run lifecycle, so an end it causes
+ * One lifecycle: the API's cancel goes through the run lifecycle, so an end it causes
  * is counted once where it was caused (`leasehold_runs_ended_total`), as the worker's and the
  * sweeper's are. The API runs alone: a submitted run stays queued until it is cancelled.
  */

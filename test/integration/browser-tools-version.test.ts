@@ -13,7 +13,7 @@ import { writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 14 through the run worker's own composition (`executeRun`, a real model server, real
+ * Through the run worker's own composition (`executeRun`, a real model server, real
  * Redis): the browser tools a bound run's model is offered say their contract version, and the
  * run records that version, shown by `GET /v1/runs/{id}`; a run without browser tools records none.
  */

@@ -8,7 +8,7 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 import { createTestSession, ran, submitStoreRun } from '../fixtures/run-store.js';
 
 /**
- * Issue 12, consequences done at least once: a worker that dies between a child's end and its
+ * Consequences done at least once: a worker that dies between a child's end and its
  * parent's resume leaves the resume to the sweeper, found through the follow-up index written
  * before the child's execution began.
  */

@@ -7,7 +7,7 @@ import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 16, the MCP browser mode's channel between the API and the run worker, on a real Redis:
+ * The MCP browser mode's channel between the API and the run worker, on a real Redis:
  * the calls the client makes, the call a worker took (taken again after a crash), and each call's
  * result; and the model over it, which answers one call per turn and ends an idle client's run.
  */

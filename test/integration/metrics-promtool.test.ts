@@ -67,7 +67,7 @@ function catalogueNames(role: Role | 'fleet'): string[] {
 }
 
 /**
- * Issue 15, "Done when": `promtool check metrics` passes on a live `/metrics` of every role — each
+ * `promtool check metrics` passes on a live `/metrics` of every role — each
  * role as its own process, and the fleet of `npm start` — after runs went through; each serves
  * exactly its catalogue entries beside the standard series, and the new series carry data.
  */

@@ -13,7 +13,7 @@ import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Issue 12's hold on the stall check, as CI found it: two workers' connections come back up to a
+ * the hold on the stall check, as CI found it: two workers' connections come back up to a
  * retry delay apart (the reconnect strategy waits up to MAX_RECONNECT_DELAY_MS between attempts).
  * A hold of one stall interval set by the first let its check run before the second had re-locked
  * its jobs, and every run of the second ended outcome_unknown. The hold a reconnecting worker

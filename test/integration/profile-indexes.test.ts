@@ -19,7 +19,7 @@ function profileOf(tenant: string, id: string): CreateProfile {
   };
 }
 
-describe("a profile's indexes are written before its record (issue 12: one slot per script)", () => {
+describe("a profile's indexes are written before its record (one slot per script)", () => {
   const prefix = `${uniquePrefix('profile-indexes')}:`;
   let redis: Redis;
   let leases: RedisLeaseStore;

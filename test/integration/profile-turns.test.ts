@@ -8,7 +8,7 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 import { createTestSession, ran, submitStoreRun } from '../fixtures/run-store.js';
 
 /**
- * Issue 12, runs wait their turn for a profile: against a real Redis, runs of one profile go one
+ * Runs wait their turn for a profile: against a real Redis, runs of one profile go one
  * after another in submit order; a run behind another waits `queued` (`waiting_for: "profile"`)
  * with no job, and the run that is done with the page wakes the next — no polling.
  */

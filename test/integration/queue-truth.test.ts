@@ -23,7 +23,7 @@ import { finishedJob } from '../fixtures/run-jobs.js';
 /** A page with a button to click (an effect that asks for approval). */
 const SITE_PAGE = '<!doctype html><title>Queue</title><h1>Queue</h1><button>Go</button>';
 
-describe('the queue tells the truth; resumed runs first (issue 12)', () => {
+describe('the queue tells the truth; resumed runs first', () => {
   let fleet: FleetHandle;
   let site: PressSite;
   let redis: Redis;

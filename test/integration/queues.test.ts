@@ -128,7 +128,7 @@ describe('graceful stop of a queue worker', () => {
     });
     await firstClaimed;
     expect(await closeWorker(slow, 300)).toBe('handed_back');
-    // Back in line: every run job carries a priority (issue 12), so BullMQ lists it as prioritised.
+    // Back in line: every run job carries a priority, so BullMQ lists it as prioritised.
     expect(await (await queue.getJob(jobId))?.getState()).toBe('prioritized');
 
     const processedBy: string[] = [];

@@ -25,7 +25,7 @@ import { createTestSession, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 const PASSWORD = 'p@ss:w/rd-Ü';
 
 /**
- * Issue 15: Redis users and passwords in REDIS_URL (`redis://user:password@host:port`). The test's
+ * Redis users and passwords in REDIS_URL (`redis://user:password@host:port`). The test's
  * own redis-server gets an ACL user limited to the deployment's key and queue prefixes, so every
  * command the store and BullMQ send must go through that user to succeed.
  */

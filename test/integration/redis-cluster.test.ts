@@ -35,7 +35,7 @@ const TIMINGS = {
 };
 
 /**
- * Issue 15: the fleet runs unchanged on a Redis Cluster given by REDIS_CLUSTER_NODES — three
+ * The fleet runs unchanged on a Redis Cluster given by REDIS_CLUSTER_NODES — three
  * masters made by the test, the whole fleet on them, driven through REST like the e2e tests.
  */
 describe('the fleet on a three-master Redis Cluster', { timeout: 300_000 }, () => {

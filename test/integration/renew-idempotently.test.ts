@@ -9,7 +9,7 @@ const CAPS = { stepMs: 15 * 60_000, lifetimeMs: 60 * 60_000 };
 const NOW_MS = 1_767_225_600_000;
 
 /**
- * Issue 18: the store's batched renewals — one `renewIdempotently` script per renewal, pipelined — on
+ * The store's batched renewals — one `renewIdempotently` script per renewal, pipelined — on
  * one Redis and on a Redis Cluster, where the batch's profiles lie in different slots and nodes.
  */
 describe.each(['one Redis', 'a Redis Cluster'] as const)('renewals in one batch on %s', (where) => {

@@ -51,7 +51,7 @@ async function seriesValue(
   return series?.value;
 }
 
-describe('one log line per request, its id echoed, its count by route template (issue 15)', () => {
+describe('one log line per request, its id echoed, its count by route template', () => {
   const prefix = uniquePrefix('reqlog');
   const captured = capturingLogger('debug');
   let fleet: FleetHandle;
@@ -266,7 +266,7 @@ describe('one log line per request, its id echoed, its count by route template (
   });
 });
 
-describe('the ops servers of the run worker and the sweeper (issue 15)', () => {
+describe('the ops servers of the run worker and the sweeper', () => {
   it('count their requests as server `ops` and log probes at debug', async () => {
     const captured = capturingLogger('debug');
     const metrics = createMetrics();
@@ -293,7 +293,7 @@ describe('the ops servers of the run worker and the sweeper (issue 15)', () => {
   });
 });
 
-describe('the sweeper’s lines about runs (issue 15)', () => {
+describe('the sweeper’s lines about runs', () => {
   it('names each reclaimed run by its run_id', async () => {
     const prefix = uniquePrefix('reqlog-sweep');
     const redis = new Redis(testRedisUrl());

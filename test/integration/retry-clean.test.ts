@@ -53,7 +53,7 @@ function startFlakySite(): Promise<{
   );
 }
 
-describe('a retried run starts clean (issue 12)', () => {
+describe('a retried run starts clean', () => {
   const prefix = uniquePrefix('retry-clean');
   let fleet: FleetHandle;
   let site: Awaited<ReturnType<typeof startFlakySite>>;

@@ -22,7 +22,7 @@ function sumOf(counter: RedisWriteCounter, role: string): { writes: number; comm
   return { writes, commands };
 }
 
-describe('the run path sends few requests to Redis (issue 18)', () => {
+describe('the run path sends few requests to Redis', () => {
   let fleet: FleetHandle;
   let events: QueueEvents;
   let eventsConnection: Redis;
@@ -105,13 +105,13 @@ describe('the run path sends few requests to Redis (issue 18)', () => {
 
   it('submits a run in 3 round trips: the key, the request limit, and the run stored with its job', async () => {
     const { api, names } = await measure();
-    // Before issue 18: 4 (the job was added after the run, in a round trip of its own).
+    // Once 4 (the job was added after the run, in a round trip of its own).
     expect(api.writes, names).toBeLessThanOrEqual(3);
   });
 
   it('runs a scripted answer, claim to finish, in at most 13 round trips from its run worker', async () => {
     const { worker, names } = await measure();
-    // Before issue 18: 16 (the transcript read after the claim, the attempt read before the end,
+    // Once 16 (the transcript read after the claim, the attempt read before the end,
     // the run read again after it).
     expect(worker.writes, names).toBeLessThanOrEqual(13);
   });

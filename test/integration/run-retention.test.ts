@@ -18,7 +18,7 @@ const RETENTION_MS = 2_000;
 const JPEG = new Uint8Array([0xff, 0xd8, 0xff, 0xd9]);
 
 /**
- * Issue 13, retention: a run's record, steps, events and artifacts expire a retention after it
+ * Retention: a run's record, steps, events and artifacts expire a retention after it
  * ends (real Redis expiry, no fake timers); a run that has not ended keeps everything, and a
  * retried run keeps its keys again.
  */
@@ -54,7 +54,7 @@ describe('a run expires a retention after its end, and only then', () => {
     await store.saveLoopState(run.id, owner, { calls: [] });
     await transcripts.append(run.id, owner, { kind: 'model', text: 'hi' });
     await store.recordInvocation(run.id, owner, { step: 0, index: 0, tool: 'browser.act', state: 'started' });
-    // The step records as the loop keeps them (issue 13: a hash of steps and their order).
+    // The step records as the loop keeps them (a hash of steps and their order).
     await redis
       .multi()
       .hset(keys.steps(run.id), 'stp_1', JSON.stringify({ id: 'stp_1', seq: 1 }))

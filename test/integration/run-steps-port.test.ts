@@ -22,7 +22,7 @@ const started: StepWrite = {
   tool: null,
 };
 
-/** Issue 13: the run worker's port names each step and treats a refused step as the transcript's refusal. */
+/** The run worker's port names each step and treats a refused step as the transcript's refusal. */
 describe("the run worker's step writes", () => {
   const prefix = `${uniquePrefix('run-steps-port')}:`;
   let redis: Redis;

@@ -72,7 +72,7 @@ function toolStep(
   };
 }
 
-describe('the run store: step records (issue 13)', () => {
+describe('the run store: step records', () => {
   const prefix = `${uniquePrefix('run-steps')}:`;
   let redis: Redis;
   let store: RunStore;
@@ -133,7 +133,7 @@ describe('the run store: step records (issue 13)', () => {
     await store.recordStep('w', toolStep(run, 1, 0, 'started', 2_000));
     await store.recordStep('w', toolStep(run, 1, 0, 'ended', 2_000));
     const events = (await store.readEvents(run.id)).filter((event) => event.type.startsWith('step.'));
-    // Issue 13 (redis_bytes_per_run): the step's id, its tool as it starts, a failure's code and the
+    // The step's id, its tool as it starts, a failure's code and the
     // screenshot as it ends, nothing more; the rest is the step's own record.
     expect(events.map((event) => [event.type, event.data])).toEqual([
       ['step.started', { step_id: 'a1-m1' }],
@@ -143,7 +143,7 @@ describe('the run store: step records (issue 13)', () => {
     ]);
   });
 
-  it("stores a step's record packed, smaller than its JSON, and reads it back whole (issue 13: redis_bytes_per_run)", async () => {
+  it("stores a step's record packed, smaller than its JSON, and reads it back whole (redis_bytes_per_run)", async () => {
     const run = await runningRun('w');
     const base = toolStep(run, 1, 0, 'ended', 2_000);
     const step: StepRecord = {

@@ -83,7 +83,7 @@ describe('the run store: the invocation ledger and run events', () => {
     expect((await store.getRun(run.id))?.usage.tool_calls).toBe(1);
   });
 
-  it("keeps a browser call's page, not its observation: the transcript holds what the model read (issue 13)", async () => {
+  it("keeps a browser call's page, not its observation: the transcript holds what the model read", async () => {
     const run = await runningRun('w');
     const act = { step: 1, index: 0, tool: 'browser.act' };
     await store.recordInvocation(run.id, 'w', { ...act, state: 'started' });
@@ -135,7 +135,7 @@ describe('the run store: the invocation ledger and run events', () => {
     expect((await store.listInvocations(run.id)).map((entry) => entry.state)).toEqual(['outcome_unknown']);
   });
 
-  it('keeps an entry in 64 bytes and reads its times back (issue 13: redis_bytes_per_run)', async () => {
+  it('keeps an entry in 64 bytes and reads its times back (redis_bytes_per_run)', async () => {
     let clock = 1_800_000_000_000;
     const timed = new RunStore(redis, prefix, () => clock, { eventsCap: EVENTS_CAP });
     const run = await runningRun('w', timed);

@@ -35,7 +35,7 @@ function observed(buttons: number) {
   };
 }
 
-describe("a run's transcript in Redis (issue 13: redis_bytes_per_run)", () => {
+describe("a run's transcript in Redis (redis_bytes_per_run)", () => {
   const prefix = `${uniquePrefix('run-transcript')}:`;
   let redis: Redis;
   let store: RunStore;

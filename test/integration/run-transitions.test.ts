@@ -15,7 +15,7 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 import { createTestSession, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 /**
- * Issue 12: the run state machine is the table in libs/contracts/run-lifecycle.ts, and the store's
+ * The run state machine is the table in libs/contracts/run-lifecycle.ts, and the store's
  * scripts accept exactly that table. Every (state, event) pair is tried on a real Redis: the run is
  * brought into the state through the store's own calls, the event's store call is made, and it must
  * be accepted and land in the row's `to` when the table has a row, and be refused — writing nothing

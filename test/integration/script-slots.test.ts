@@ -54,7 +54,7 @@ function recordScriptCalls(client: Redis): ScriptCall[] {
     const script = scripts[name] as LoadedScript;
     const execute = script.execute.bind(script);
     script.execute = (container, args, options, callback) => {
-      // A `+` script (issue 13: it holds every key its run owns) takes its key count first.
+      // A `+` script (it holds every key its run owns) takes its key count first.
       const keys =
         script.numberOfKeys === null
           ? args.slice(1, 1 + Number(args[0]))
@@ -66,7 +66,7 @@ function recordScriptCalls(client: Redis): ScriptCall[] {
   return calls;
 }
 
-describe('every store script touches one hash slot (issue 12: the store works on a Redis Cluster)', () => {
+describe('every store script touches one hash slot (the store works on a Redis Cluster)', () => {
   const prefix = `${uniquePrefix('script-slots')}:`;
   let redis: Redis;
   let calls: ScriptCall[];
@@ -112,7 +112,7 @@ describe('every store script touches one hash slot (issue 12: the store works on
       caps: CAPS,
     });
     if (acquired.status !== 'created') throw new Error(`acquire answered ${acquired.status}`);
-    // Issue 18: every renewal (alone or a batch's), each its own script call in its profile's slot.
+    // Every renewal (alone or a batch's), each its own script call in its profile's slot.
     await leases.renewIdempotently(
       [
         {
@@ -170,7 +170,7 @@ describe('every store script touches one hash slot (issue 12: the store works on
       tool: 'browser.act',
       state: 'started',
     });
-    // Issue 13: a step record and its event.
+    // A step record and its event.
     await store.recordStep('w1', {
       id: 'a1-m1',
       run_id: first.id,
@@ -233,7 +233,7 @@ describe('every store script touches one hash slot (issue 12: the store works on
     await turns.pass(profile, holder.id);
     ran(await turns.wake(waiter.id));
 
-    // Issue 13: a tenant's webhook, registered under its cap.
+    // A tenant's webhook, registered under its cap.
     const hooks = new WebhookStore(redis, prefix, () => nowMs);
     expect(await hooks.create({ tenant: TENANT, url: 'https://hooks.example.com/leasehold' })).toBeDefined();
 
@@ -269,7 +269,7 @@ describe('every store script touches one hash slot (issue 12: the store works on
     expect(scripts.filter((name) => !called.has(name))).toEqual([]);
   });
 
-  it('builds no key inside a script but from one of its KEYS, so it stays in their slot (issue 15)', () => {
+  it('builds no key inside a script but from one of its KEYS, so it stays in their slot', () => {
     const dir = new URL('../../libs/store/lua/', import.meta.url);
     /** Commands whose first argument is not a key: a plain channel, or none. */
     const keyless = new Set(['PUBLISH', 'TIME']);

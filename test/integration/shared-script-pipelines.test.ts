@@ -4,7 +4,7 @@ import { closeRedis, connectRedis } from '../../queues/index.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 18: ioredis copies every script defined on a client onto each pipeline it makes, and an
+ * Ioredis copies every script defined on a client onto each pipeline it makes, and an
  * auto-pipelined connection makes one per tick; with BullMQ's scripts and the store's on one
  * connection that copy was most of a pipeline's cost. A connection from `connectRedis` shares its
  * scripts with its pipelines instead — and every way of calling a script still works.

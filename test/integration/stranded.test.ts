@@ -29,7 +29,7 @@ function connectionLost(): Error {
   return Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
 }
 
-describe('no stranded run: an error that escapes an execution (issue 12)', () => {
+describe('no stranded run: an error that escapes an execution', () => {
   let fleet: FleetHandle;
   let runWorker: RunWorkerHandle;
   let redis: Redis;

@@ -81,7 +81,7 @@ describe('the sweeper: deadlines', () => {
 
     const counter = await metrics.registry.getSingleMetric('leasehold_runs_deadline_exceeded_total')?.get();
     expect(counter?.values[0]?.value).toBe(1);
-    // Issue 15: the approval's wait, from its request to its expiry by the sweeper's fail.
+    // The approval's wait, from its request to its expiry by the sweeper's fail.
     const expiredWaits = async () =>
       (await metrics.registry.getSingleMetric('leasehold_approval_wait_seconds')?.get())?.values.find(
         (value) =>

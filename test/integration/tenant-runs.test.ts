@@ -5,7 +5,7 @@ import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, ran, submitStoreRun } from '../fixtures/run-store.js';
 
-describe("the run store: a tenant's runs list (issue 13)", () => {
+describe("the run store: a tenant's runs list", () => {
   const prefix = `${uniquePrefix('tenant-runs')}:`;
   let redis: Redis;
   let store: RunStore;

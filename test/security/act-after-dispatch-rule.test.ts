@@ -5,7 +5,7 @@ const answer = (code: string, extra: Record<string, unknown>) => ({
   error: { code, message: 'from the service', ...extra },
 });
 
-/** Issue 11 follow-up: how the run side reads an effect's refusal that says whether it was dispatched. */
+/** How the run side reads an effect's refusal that says whether it was dispatched. */
 describe('an effect refusal that says whether it was dispatched', () => {
   it('keeps url_disallowed and invalid_arguments answered after dispatch, with the told sequence', () => {
     for (const code of ['url_disallowed', 'invalid_arguments'])

@@ -7,7 +7,7 @@ import { PageServer } from '../fixtures/page-server.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 11 follow-up: the page engine answers `url_disallowed` AFTER dispatch when page script (here
+ * The page engine answers `url_disallowed` AFTER dispatch when page script (here
  * a link) navigates the page to a disallowed origin during an act. The service has advanced the
  * lease's sequence by then; the run side must move its own with it and keep the lease.
  */

@@ -3,7 +3,7 @@ import type { ApiKeyScope } from '../../libs/contracts/index.js';
 import { type ApiRig, startApiRig } from './api-rig.js';
 
 /**
- * Issue 11.11: any key with `approvals:write` in the tenant approved any principal's run, though an
+ * Any key with `approvals:write` in the tenant approved any principal's run, though an
  * act waits for "its owner's approval". An approval is decided by its run's principal, or by a key
  * with `approvals:any` (a tenant `admin` implies it within its tenant); anyone else gets 404.
  */

@@ -9,7 +9,7 @@ import { startS3Server, type TestS3Server } from '../fixtures/s3-server.js';
 import { type ApiRig, startApiRig } from './api-rig.js';
 
 /**
- * Issue 13: `GET /v1/runs/{id}/artifacts/{name}` answers a run's screenshot to its own tenant only,
+ * `GET /v1/runs/{id}/artifacts/{name}` answers a run's screenshot to its own tenant only,
  * with the type it was stored with and headers that keep it out of shared caches and sniffing.
  * The API reads the store the browser workers write (here written directly, as they would).
  */

@@ -7,7 +7,7 @@ import { testRedisUrl } from '../fixtures/redis.js';
 import { type ApiRig, nestedJson, startApiRig } from './api-rig.js';
 
 /**
- * Issue 11.4: JSON nested ~2,000 levels (well under the 64 KiB body limit) gave 500 on
+ * JSON nested ~2,000 levels (well under the 64 KiB body limit) gave 500 on
  * `POST /v1/agents` and on run submission, and the run record was written `queued` before the
  * failure: GET/cancel/events on it answered 500 forever and the sweeper logged a stack for it
  * every pass. Free-form JSON is now bounded by the schema (32 levels, a size per field) before

@@ -14,7 +14,7 @@ const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url
 const TOKEN = 'a-data-plane-token-of-at-least-32-characters';
 
 /**
- * Issue 11.13: the API, run worker and sweeper started and reported ready without a data-plane
+ * The API, run worker and sweeper started and reported ready without a data-plane
  * token, and runs then silently got no browser. In production they refuse to start without one
  * unless browser tools are switched off on purpose (LEASEHOLD_BROWSER_TOOLS=off); /readyz names
  * the state.

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiRig, startApiRig } from './api-rig.js';
 
 /**
- * Issue 11.8: the same Idempotency-Key with a different `timeout_ms` returned the first run (200)
+ * The same Idempotency-Key with a different `timeout_ms` returned the first run (200)
  * instead of 409. The fingerprint now covers the whole validated request.
  */
 describe('the idempotency fingerprint covers every field of a run request', { timeout: 30_000 }, () => {

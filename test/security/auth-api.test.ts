@@ -6,7 +6,7 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 import { isOneErrorShape, rawRequest } from './auth-raw-http.js';
 
 /**
- * Issue 11.1 on the API: authentication decided per route after routing, default-deny. Routes
+ * On the API: authentication decided per route after routing, default-deny. Routes
  * checked their key in a preHandler, so unknown paths and router errors answered without one
  * (and told a stranger which paths exist); now nothing but the marked public routes answers
  * without a key, whatever the URL's spelling.

@@ -10,7 +10,7 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 import { isOneErrorShape, rawRequest } from './auth-raw-http.js';
 
 /**
- * Issue 11.1 (critical): the data plane decided authentication on the raw URL (`/v1/` prefix),
+ * The data plane decided authentication on the raw URL (`/v1/` prefix),
  * while the router decodes it, so `/%761/profiles` answered every tenant's profiles with no token.
  * Now it is decided per route after routing, default-deny: every spelling needs the token.
  */

@@ -7,7 +7,7 @@ import { isOneErrorShape, rawRequest } from './auth-raw-http.js';
 import { type BothServers, startBothServers } from './both-servers.js';
 
 /**
- * Failed authentication is limited per client address on both servers (issue 11.10): past N
+ * Failed authentication is limited per client address on both servers: past N
  * failures a minute, further failures answer 429 `rate_limited` with Retry-After; a right
  * credential always passes. Counted in Redis, one key per address.
  */

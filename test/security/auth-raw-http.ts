@@ -73,7 +73,7 @@ function unchunk(payload: Buffer): Buffer {
   }
 }
 
-/** The one error shape (issue 11.9): `{"error":{"code","message"}}`, a code and a message only (plus details). */
+/** The one error shape: `{"error":{"code","message"}}`, a code and a message only (plus details). */
 export function isOneErrorShape(answer: RawAnswer, code?: string): boolean {
   const error = answer.json?.error;
   return (

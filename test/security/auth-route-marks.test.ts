@@ -13,7 +13,7 @@ import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 11.1: a route is public only by an explicit mark, and a route that is neither public nor
+ * A route is public only by an explicit mark, and a route that is neither public nor
  * authenticated cannot be added — the server refuses to start and names it.
  */
 const prefix = uniquePrefix('auth-marks');

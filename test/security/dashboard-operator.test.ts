@@ -8,7 +8,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
 
 /**
- * Issue 11.6: Bull Board showed every tenant's jobs to any tenant's admin key. The dashboard is
+ * Bull Board showed every tenant's jobs to any tenant's admin key. The dashboard is
  * behind the fleet-wide `operator` scope, which tenant keys do not get and which grants no
  * tenant's records.
  */

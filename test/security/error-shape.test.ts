@@ -14,7 +14,7 @@ import { isOneErrorShape, rawRequest } from './auth-raw-http.js';
 import { type BothServers, startBothServers } from './both-servers.js';
 
 /**
- * Issue 11.9: every 4xx and 5xx of both servers is `{"error":{"code","message"}}` — router
+ * Every 4xx and 5xx of both servers is `{"error":{"code","message"}}` — router
  * errors (`%ff`, an over-long segment), unknown routes, methods a path lacks, bad JSON, a wrong
  * content type, a body too large, a request that is not HTTP, and Bull Board's own answers.
  */

@@ -58,7 +58,7 @@ async function commandsOnPrefix(prefix: string, during: () => Promise<void>): Pr
 }
 
 /**
- * Issues 11.5 and 11.10 (streams): `GET /v1/runs/{id}/events?after=garbage` never answered (the
+ * `GET /v1/runs/{id}/events?after=garbage` never answered (the
  * id was checked after the reply was hijacked), streams were unlimited, and each polled Redis
  * twice every 250 ms. Ids are checked first, a key holds at most 20 streams, and new events reach
  * streams by a notification on the run's own channel, read with one range read.

@@ -17,7 +17,7 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 import { restClient } from '../fixtures/rest.js';
 
 /**
- * A seeded fuzz of both HTTP servers (issue 11): at least 10,000 malformed requests across every
+ * A seeded fuzz of both HTTP servers: at least 10,000 malformed requests across every
  * route the API and the browser worker's data plane serve — bad types, missing fields, huge and
  * deeply nested JSON, bad encodings, odd paths and headers — sent authenticated, with the rate
  * limits raised. Nothing may answer 5xx, hang, write a record, or leave the one error shape.
@@ -28,7 +28,7 @@ const REQUESTS = 10_500;
 const CONCURRENCY = 16;
 
 /**
- * Pages for browsers, not JSON routes: their errors may be HTML. Issue 13 adds the runs pages and
+ * Pages for browsers, not JSON routes: their errors may be HTML: the runs pages and
  * their sign-in form (a refused key answers the form again, 401, for a person to read).
  */
 const NON_JSON_ROUTE = /^\/(docs|admin\/queues|signin|signout|runs|ui)(\/|$)/;
@@ -302,7 +302,7 @@ describe('a seeded fuzz of both servers', () => {
       ...routesOf(fleet.roles.api.app).map((route) => ({
         server: 'api' as const,
         base: new URL(fleet.urls.api),
-        // The dashboard takes the fleet operator key alone (issue 11.6); every other route a tenant key.
+        // The dashboard takes the fleet operator key alone; every other route a tenant key.
         auth: `Bearer ${route.path.startsWith('/admin/queues') ? fleet.operatorKey : fleet.apiKey}`,
         route,
       })),
@@ -442,9 +442,9 @@ describe('a seeded fuzz of both servers', () => {
 
 /**
  * Keys that change by design while requests arrive: the browser worker heartbeat, the per-key
- * rate-limit window, and (issue 13) the failed-authentication count of the sign-in form, whose body
+ * rate-limit window, and the failed-authentication count of the sign-in form, whose body
  * carries the key: a fuzzed body is a wrong key, counted against the address as at every door.
  */
-// BullMQ's own stall-check timestamp of each queue (runs, and since issue 13 webhooks) is rewritten
+// BullMQ's own stall-check timestamp of each queue (runs, and earlier webhooks) is rewritten
 // by the workers every 30 s on their own clock, not by requests: a fuzz that ran past 30 s saw it.
 const EPHEMERAL = /:(\{browser-workers\}:[^:]+|rate-limit:[^:]+|[a-z-]+:stalled-check|auth-failures:[^:]+)$/;

@@ -4,7 +4,7 @@ import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixt
 import { PageServer } from '../fixtures/page-server.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
-/** Issue 11.11 through the data plane: a URL that is no web page costs the lease nothing. */
+/** Through the data plane: a URL that is no web page costs the lease nothing. */
 describe('the data plane refuses URLs that are no web page', () => {
   const prefix = uniquePrefix('fence-dp');
   let worker: TestBrowserWorker;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fenceAllows } from '../../libs/browser/origin-guard.js';
 import { compileFencePolicy } from '../../libs/browser/page-fence.js';
 
-describe('the fence policy a profile compiles to (issue 11)', () => {
+describe('the fence policy a profile compiles to', () => {
   const policy = compileFencePolicy({
     allowedOrigins: ['https://shop.example/', 'http://127.0.0.1:8080'],
     frameOrigins: ['https://pay.example'],

@@ -12,7 +12,7 @@ import { PageServer } from '../fixtures/page-server.js';
 
 /**
  * Real Chromium and two local servers: `site` is the profile's allowed origin, `elsewhere` one it
- * does not allow (issue 11). Every request `elsewhere` sees is in its log, so a fence that holds
+ * does not allow. Every request `elsewhere` sees is in its log, so a fence that holds
  * leaves it empty. A fresh context and engine per test, each context behind a door of its own of
  * an egress proxy that lets loopback through, as the browser worker makes them.
  */

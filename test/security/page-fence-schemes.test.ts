@@ -4,7 +4,7 @@ import { BrowserLeaseProvider, executeBrowserTool } from '../../libs/provider/in
 import { PageServer } from '../fixtures/page-server.js';
 import { FenceRig, limits } from './page-fence-rig.js';
 
-/** Issue 11.11: URLs that are no web page are bad arguments, refused before dispatch. */
+/** URLs that are no web page are bad arguments, refused before dispatch. */
 const NOT_WEB_PAGES = [
   'file:///etc/passwd',
   'chrome://settings',
@@ -22,7 +22,7 @@ beforeAll(() => rig.start());
 afterAll(() => rig.stop());
 afterEach(() => rig.cleanup());
 
-describe('navigating to a URL that is no web page (issue 11.11)', () => {
+describe('navigating to a URL that is no web page', () => {
   it('is refused invalid_arguments by the page engine before dispatch, and the page stays', async () => {
     const { engine, page } = await rig.engine();
     await engine.navigate({ url: rig.site.url('/pages/second.html') }, limits());

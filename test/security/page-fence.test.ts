@@ -29,7 +29,7 @@ async function click(
   );
 }
 
-describe('popups are fenced like the first page (issue 11.2)', () => {
+describe('popups are fenced like the first page', () => {
   it('closes a window.open popup to a disallowed origin before it loads, and the act says so', async () => {
     const away = `${rig.elsewhere.origin}/pages/second.html`;
     const opened = await open(
@@ -140,7 +140,7 @@ describe('popups are fenced like the first page (issue 11.2)', () => {
   });
 });
 
-describe('child frames follow the allowed origins and frame_origins (issue 11.3)', () => {
+describe('child frames follow the allowed origins and frame_origins', () => {
   it('blocks a frame to a disallowed origin before its request leaves', async () => {
     const opened = await open(
       'frame-away.html',
@@ -169,7 +169,7 @@ describe('child frames follow the allowed origins and frame_origins (issue 11.3)
   });
 });
 
-describe('a listed embed in its own process (issue 11.3)', () => {
+describe('a listed embed in its own process', () => {
   // `localhost` is another site than 127.0.0.1, so Chromium puts the embed in a process of its own.
   const embedOrigin = () => rig.elsewhere.otherOrigin;
   const elsewhereOn127 = () => rig.elsewhere.hitsOn(`127.0.0.1:${rig.elsewhere.port}`).length;
@@ -229,7 +229,7 @@ describe('a listed embed in its own process (issue 11.3)', () => {
   });
 });
 
-describe('subresources (issue 11.3)', () => {
+describe('subresources', () => {
   const beacons = () => `
     <link rel="icon" href="${rig.elsewhere.origin}/api/no-content?kind=icon">
     <link rel="stylesheet" href="${rig.elsewhere.origin}/api/no-content?kind=css">

@@ -7,7 +7,7 @@ afterAll(() => rig.stop());
 afterEach(() => rig.cleanup());
 
 /**
- * Issue 11.12: a page that patches what an observer in its own JavaScript world would call, and
+ * A page that patches what an observer in its own JavaScript world would call, and
  * squats the agent's global, to make the observation lie. Every patched function counts its calls
  * in `window.__hits`: the agent never calls them when it runs apart from the page. (The test reads
  * the counter before any evaluation of its own in the page's world, which would call them.)
@@ -58,7 +58,7 @@ const HOSTILE = `<!doctype html><html lang="en"><head><title>Hostile</title>
   Object.defineProperty(Document.prototype, 'title', { get() { hit(); return 'Fake'; } });
 </script></body></html>`;
 
-describe('the page script runs apart from the page (issue 11.12)', () => {
+describe('the page script runs apart from the page', () => {
   it('reports the page truthfully however the page patches its own world', async () => {
     const { engine, page } = await rig.engine();
     const url = rig.site.addPage('hostile.html', HOSTILE);

@@ -102,7 +102,7 @@ async function parkThenResume(sealers: {
   return { run, tools, policy, end };
 }
 
-describe('a parked call with a secret argument (issue 11, passwords)', () => {
+describe('a parked call with a secret argument (passwords)', () => {
   it('records [secret] for the approval and the transcript, and types the real text when resumed', async () => {
     const { run, tools, policy, end } = await parkThenResume({
       first: argumentSealer('deployment-secret', 'run_pw'),

@@ -27,7 +27,7 @@ const fill = (id: string, element: string, text: string, revision = 'rev1'): Too
   args: { revision, element, action: 'fill', text },
 });
 
-describe('the arguments a run records of a call (issue 11, passwords)', () => {
+describe('the arguments a run records of a call (passwords)', () => {
   it('records the text of a fill into a password or one-time-code field as [secret], and no other', () => {
     const turn = recordTurn(
       [fill('a', 'e1', 'ada lovelace'), fill('b', 'e2', 'hunter2'), fill('c', 'e3', '123456')],

@@ -51,7 +51,7 @@ async function storedValues(redis: Redis, prefix: string): Promise<Map<string, s
   for (const key of await redis.keys(`${prefix}*`)) {
     const type = await redis.type(key);
     if (type === 'string') values.set(key, (await redis.getBuffer(key))?.toString('latin1') ?? '');
-    // Packed values inflated (issue 13): the scan reads what they hold.
+    // Packed values inflated: the scan reads what they hold.
     else if (type === 'hash')
       values.set(
         key,
@@ -70,7 +70,7 @@ async function storedValues(redis: Redis, prefix: string): Promise<Map<string, s
 }
 
 /**
- * Issue 11 (passwords): text filled into a password field reaches the page and nowhere else — not
+ * Text filled into a password field reaches the page and nowhere else — not
  * the transcript, the ledger, the events, the approval the owner reads, the logs or any Redis value
  * — while the run parked on its approval still types the real text when it resumes.
  */

@@ -22,7 +22,7 @@ const LOGIN = `<!doctype html><html lang="en"><head><title>Sign in</title></head
 <script>document.getElementById('mirror').textContent = 'Strength of ' + document.querySelector('[name=pw]').value;</script>
 </body></html>`;
 
-describe('password fields never give their value away (issue 11, passwords)', () => {
+describe('password fields never give their value away (passwords)', () => {
   it("shows that a password field holds a value, never what it is, and the page's own text as it is", async () => {
     const { engine } = await rig.engine();
     const url = rig.site.addPage('sign-in.html', LOGIN);

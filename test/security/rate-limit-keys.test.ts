@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiRig, startApiRig } from './api-rig.js';
 
 /**
- * Issue 11.10 (rate limits): nothing was limited (`rate_limited` was defined, never used). Each
+ * Nothing was limited (`rate_limited` was defined, never used). Each
  * API key may make API_RATE_BURST requests per window of burst ÷ rate seconds, counted in Redis
  * across replicas; past it, 429 `rate_limited` with Retry-After. Health, readiness and metrics
  * are never limited. Here: 5 a second, bursts of 10 (10 per 2 s).

@@ -18,7 +18,7 @@ interface SealedState {
   cookies: { name: string; value: string }[];
 }
 
-describe('a seal holds what the page wrote just before it (issue 17.4)', () => {
+describe('a seal holds what the page wrote just before it', () => {
   it('finds a cookie written from script and sealed at once, 50 times in a row', async () => {
     const factory = new PlaywrightPageFactory(browser);
     const session = await factory.open({

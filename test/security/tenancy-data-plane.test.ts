@@ -7,7 +7,7 @@ import { type PressSite, startPressSite } from '../fixtures/press-site.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 /**
- * Issue 11 finding 7 on the data plane (real Redis, real Chromium): every profile path names its
+ * On the data plane (real Redis, real Chromium): every profile path names its
  * tenant, so tenant B, naming its own tenant's `shop`, never reaches tenant A's `shop`.
  */
 describe('profiles scoped to their tenant (data plane)', () => {

@@ -4,7 +4,7 @@ import { loadConfig } from '../../libs/config/index.js';
 import { createProfileSchema, pinRank, pinsServe } from '../../libs/contracts/index.js';
 import { sealState, unsealState } from '../../libs/lease/index.js';
 
-/** Issue 11 finding 7, the pure rules: pins name a tenant's profile, a seal is bound to its tenant. */
+/** The pure rules: pins name a tenant's profile, a seal is bound to its tenant. */
 describe('tenant-scoped pins and seals', () => {
   it('serves a tenant/id pin for that tenant only, a tenant/* pin for all its profiles, * for all', () => {
     const pins = ['ta/shop', 'tc/*'];

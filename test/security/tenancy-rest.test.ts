@@ -4,7 +4,7 @@ import { monitorRedis } from '../fixtures/redis.js';
 import { type ApiRig, startApiRig } from './api-rig.js';
 
 /**
- * Issue 11 finding 7 over REST: profile ids are unique within their tenant, so one tenant can
+ * Over REST: profile ids are unique within their tenant, so one tenant can
  * neither squat nor detect another's id, and listing reads the caller's tenant's index alone.
  */
 describe('profiles scoped to their tenant (REST)', () => {

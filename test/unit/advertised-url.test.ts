@@ -4,7 +4,7 @@ import { advertisedUrl, localHostname } from '../../apps/browser-worker/advertis
 
 const base = { port: 8081, hostname: 'browser-worker-0', hostnameResolves: true, configuredUrl: undefined };
 
-describe('the URL a browser worker advertises (issue 15)', () => {
+describe('the URL a browser worker advertises', () => {
   it('advertises BROWSER_WORKER_URL when it is set, whatever HOST is', () => {
     for (const host of ['0.0.0.0', '::', '127.0.0.1'])
       expect(

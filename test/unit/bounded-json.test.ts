@@ -5,7 +5,7 @@ import { boundedJson, jsonBoundsProblem } from '../../libs/contracts/index.js';
 /** `depth` nested arrays around 1, built without recursion. */
 const nested = (depth: number): unknown => JSON.parse(`${'['.repeat(depth)}1${']'.repeat(depth)}`);
 
-describe('bounded JSON (issue 11.4)', () => {
+describe('bounded JSON', () => {
   const bounds = { maxDepth: 32, maxBytes: 1_024 };
 
   it('counts the field itself as the first level: 32 nested containers pass, 33 do not', () => {

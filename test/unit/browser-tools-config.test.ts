@@ -3,7 +3,7 @@ import { browserToolsLine, browserToolsState, ConfigError, loadConfig } from '..
 
 const TOKEN = 'a-data-plane-token-of-at-least-32-characters';
 
-describe('whether runs get browser tools (issue 11.13)', () => {
+describe('whether runs get browser tools', () => {
   it('refuses production without a data-plane token, naming the token and the switch', () => {
     const config = loadConfig({ NODE_ENV: 'production' });
     expect(() => browserToolsState(config)).toThrow(ConfigError);

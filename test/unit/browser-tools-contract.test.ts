@@ -9,7 +9,7 @@ import {
 import { chatTool } from '../../libs/runtime/openai-chat-format.js';
 
 /**
- * Issue 14: the browser tools' contract version is part of what the model is told of each tool
+ * The browser tools' contract version is part of what the model is told of each tool
  * (the openai-compatible adapter sends a tool's description as it is), and an execution says
  * which version its tools had, or none when it offers no browser tools.
  */

@@ -79,7 +79,7 @@ describe('configuration', () => {
       'tb/*',
     ]);
     expect(errorOf({ BROWSER_WORKER_PROFILES: 'ta/ok, ta/not ok' })).toMatch(/BROWSER_WORKER_PROFILES/);
-    // A bare id names no tenant: ids are unique within a tenant only (issue 11 finding 7).
+    // A bare id names no tenant: ids are unique within a tenant only.
     expect(errorOf({ BROWSER_WORKER_PROFILES: 'shop' })).toMatch(/BROWSER_WORKER_PROFILES/);
   });
 

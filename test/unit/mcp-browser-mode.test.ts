@@ -4,7 +4,7 @@ import { mcpDriverKeyOf, mcpTurnCallSchema, type RunView } from '../../libs/cont
 import { idleMessage, lastTurnResults, responseFor } from '../../libs/runtime/mcp-model.js';
 import type { TranscriptEntry } from '../../libs/runtime/model.js';
 
-/** Issue 16, MCP browser mode: the pure rules of a run whose model is an MCP client. */
+/** MCP browser mode: the pure rules of a run whose model is an MCP client. */
 describe('MCP browser mode rules', () => {
   it('makes each client call one turn: one browser tool call, or the answer for finish, at zero tokens', () => {
     expect(responseFor({ id: 'mcp_aaaaaaaa', tool: 'navigate', args: { url: 'http://a/' } })).toEqual({

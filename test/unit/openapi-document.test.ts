@@ -38,7 +38,7 @@ function refsIn(value: unknown): string[] {
 /** `/v1/runs/:id` as the document spells it: `/v1/runs/{id}`. */
 const documentPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}');
 
-describe('the REST API OpenAPI document (issue 16)', { timeout: 60_000 }, () => {
+describe('the REST API OpenAPI document', { timeout: 60_000 }, () => {
   let document: OpenApiDocument;
   const routes: RouteOptions[] = [];
 
@@ -129,7 +129,7 @@ describe('the REST API OpenAPI document (issue 16)', { timeout: 60_000 }, () => 
   });
 });
 
-describe('REST answers go through their schemas (issue 16)', () => {
+describe('REST answers go through their schemas', () => {
   it('leaves out a field the schema lacks, and answers 500 for a record that does not fit', async () => {
     const app = (await createRestServer(silentLogger())).withTypeProvider<ZodTypeProvider>();
     const record: RunView = {

@@ -6,7 +6,7 @@ import { parse } from 'yaml';
 import { envSchema } from '../../libs/config/env.js';
 
 /**
- * Issue 15: the compose file of a multi-process fleet on one host, as docker-compose (Debian's
+ * The compose file of a multi-process fleet on one host, as docker-compose (Debian's
  * 1.29) reads it: valid, every role present, two browser workers whose pins do not overlap and
  * whose advertised URLs the other containers resolve, Prometheus scraping every role.
  */

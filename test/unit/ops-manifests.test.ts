@@ -16,7 +16,7 @@ import { parseAllDocuments } from 'yaml';
 import { envSchema } from '../../libs/config/env.js';
 
 /**
- * Issue 15: the Kubernetes manifests, as `kubectl kustomize` builds them (Debian's kubectl, whose
+ * The Kubernetes manifests, as `kubectl kustomize` builds them (Debian's kubectl, whose
  * bundled kustomize is older than the newest), each object validated offline against its schema
  * and the rules that keep a deployment working: the data plane reachable only from its callers,
  * a grace period longer than the process's own shutdown bound, a run worker always up, and only

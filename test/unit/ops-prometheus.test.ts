@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { DROPPED_DEFAULT_METRICS, METRICS } from '../../libs/telemetry/catalogue.js';
 
 /**
- * Issue 15: the alert rules and the dashboard. promtool checks the rules and runs their unit
+ * The alert rules and the dashboard. promtool checks the rules and runs their unit
  * tests; every alert is tested firing and not firing; every metric the rules and the dashboard
  * query is one the fleet serves (the catalogue, or prom-client's standard process and Node.js
  * series, or Prometheus's own `up`).

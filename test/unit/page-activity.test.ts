@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PageActivity } from '../../libs/lease/index.js';
 
-describe('page activity, which the warm pool yields to (issue 18)', () => {
+describe('page activity, which the warm pool yields to', () => {
   it('is quiet only with no page call under way and none ended within its quiet time', async () => {
     let now = 1_000;
     const activity = new PageActivity(250, () => now);

@@ -19,7 +19,7 @@ function lines() {
 const refused = () =>
   Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6390'), { code: 'ECONNREFUSED' });
 
-describe('the Redis link watch (issue 12)', () => {
+describe('the Redis link watch', () => {
   it('logs one line when the first connection drops and one when the last is back, however often they retry', () => {
     const { seen, logger } = lines();
     const link = new RedisLink();

@@ -46,7 +46,7 @@ const transcript = [
   { kind: 'model', toolCalls: [{ id: 'c3', name: 'browser.observe', args: {} }] },
 ];
 
-describe('the note a retried run starts with (issue 12)', () => {
+describe('the note a retried run starts with', () => {
   it('lists each dispatched effect with its target and outcome, never a typed text, never an observe', () => {
     const effects = earlierEffects(
       [

@@ -50,7 +50,7 @@ function nested(depth: number, leaf = 0): string {
   return `${'['.repeat(depth)}${leaf}${']'.repeat(depth)}`;
 }
 
-describe('a stored run record, read (issue 18: parsed once, without walking its JSON twice)', () => {
+describe('a stored run record, read (parsed once, without walking its JSON twice)', () => {
   it('reads as the view schema reads it, field for field', () => {
     const { run } = parseRun(storedFields()) ?? {};
     expect(run).toBeDefined();

@@ -100,7 +100,7 @@ describe('one execution of the run loop', () => {
       (entry) => entry.kind === 'tool' && entry.name === 'browser.navigate',
     );
     expect(navigateResult).toMatchObject({ outcome: { ok: false, code: 'outcome_unknown' } });
-    // Issue 12: a script stops at its first failing step, with that step's own code.
+    // A script stops at its first failing step, with that step's own code.
     expect(end).toMatchObject({ kind: 'failed', code: 'outcome_unknown', step: 1 });
   });
 
@@ -150,7 +150,7 @@ describe('one execution of the run loop', () => {
 });
 
 describe('a call the ledger shows completed, answered again after a crash', () => {
-  it('tells the model to observe again when the ledger kept the page and not its observation (issue 13)', async () => {
+  it('tells the model to observe again when the ledger kept the page and not its observation', async () => {
     const run = new MemoryRun();
     const tools = new RecordingTools();
     const navigateOnly = scriptSchema.parse({

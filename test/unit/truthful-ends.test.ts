@@ -75,7 +75,7 @@ class PlayedModel implements Model {
   }
 }
 
-describe('truthful ends (issue 12)', () => {
+describe('truthful ends', () => {
   it('fails a scripted run url_disallowed at the step whose navigate was refused, instead of succeeding', async () => {
     const run = new MemoryRun();
     const tools = new AnsweringTools({

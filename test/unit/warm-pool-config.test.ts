@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, WARM_CONTEXT_ESTIMATE_MB } from '../../libs/config/index.js';
 
-describe('warm context settings (issue 18)', () => {
+describe('warm context settings', () => {
   it('keeps one warm context a profile by default, within 256 MiB', () => {
     const { browser } = loadConfig({});
     expect(browser.warmContexts).toBe(1);

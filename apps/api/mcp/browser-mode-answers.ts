@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpTurnResult, RunView } from '../../../libs/contracts/index.js';
 
 /**
- * Issue 16, MCP browser mode: how the run's turns are told to the MCP client. Pure: the tool
+ * MCP browser mode: how the run's turns are told to the MCP client. Pure: the tool
  * results the client's model reads, built from what the run's worker published and the run's view.
  */
 

@@ -11,7 +11,7 @@ export const DRIVER_CHAIN_RULE =
   'it is decided with a key that did not create, and was not created by, the key driving this run';
 
 /**
- * Issue 16: approvals of a run driven over MCP are never decided by the agent's own keys — the
+ * Approvals of a run driven over MCP are never decided by the agent's own keys — the
  * client that asked for an act may not let itself do it. Not the driving key, and no key of its
  * creation chain: a key that made it (transitively) or that it made (transitively), which an agent
  * holding the driver could have in hand (an admin driving key mints itself an approver). Another

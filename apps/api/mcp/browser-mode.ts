@@ -19,7 +19,7 @@ import type { V1Dependencies } from '../routes/shared.js';
 import { BrowserModeDriver } from './browser-mode-driver.js';
 
 /**
- * Issue 16, MCP browser mode: what the MCP plumbing (`apps/api/mcp/server.ts`) hands the browser
+ * MCP browser mode: what the MCP plumbing (`apps/api/mcp/server.ts`) hands the browser
  * mode when a client opens `/mcp/browser/:session_id` (its `initialize`), already authenticated.
  */
 export interface BrowserModeContext {

@@ -29,7 +29,7 @@ function viewerOf(session: UiSession): PageViewer {
 }
 
 /**
- * The run pages (issue 13): `/runs`, `/runs/{id}`, the sign-in, and the pages' script and style.
+ * The run pages: `/runs`, `/runs/{id}`, the sign-in, and the pages' script and style.
  * They have their own door: a visit without a session goes to the sign-in instead of a 401, and
  * what they show they read from the /v1 routes as the session's key.
  */

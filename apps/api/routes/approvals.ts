@@ -25,7 +25,7 @@ const denyBodySchema = namedBody(z.strictObject({ reason: z.string().min(1).max(
 });
 
 /**
- * Issue 11.11: an approval is decided by its run's own principal, or by a key with `approvals:any`
+ * An approval is decided by its run's own principal, or by a key with `approvals:any`
  * (a tenant `admin` implies it, within its tenant); to anyone else it reads as absent (404).
  */
 function approvalDecider(identity: ApiKeyIdentity) {
@@ -53,7 +53,7 @@ async function answerDecision(
   }
   const approval = await deps.store.getApproval(tenant, approvalId);
   if (!approval) throw new ApiError('not_found', `approval ${approvalId} not found`);
-  // Issue 15: observed by the API that decided it (a decision is made once: a repeat is refused above).
+  // Observed by the API that decided it (a decision is made once: a repeat is refused above).
   if ((approval.status === 'approved' || approval.status === 'denied') && approval.decided_at_ms !== null)
     deps.metrics?.approvalWaited(approval.status, approval.created_at_ms, approval.decided_at_ms);
   // A request for a person answered without a takeover (the owner let the run go on, or said no).

@@ -14,7 +14,7 @@ export const ARTIFACT_CACHE_CONTROL = 'private, max-age=86400, immutable';
 const binary = z.file().meta({ description: 'the artifact’s bytes' });
 
 /**
- * A run's artifacts (issue 13): the screenshots its steps and approval cards name, answered from the
+ * A run's artifacts: the screenshots its steps and approval cards name, answered from the
  * artifact store after the run's tenant check. Another tenant's run, a run gone with its retention
  * and an artifact never written are all 404; a name that could never be an artifact is 400 before
  * anything is read.

@@ -44,7 +44,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
 }
 
 /**
- * Issue 16: the REST API's OpenAPI document without Redis or a listening socket: the same server
+ * The REST API's OpenAPI document without Redis or a listening socket: the same server
  * and routes over dependencies that are never called (documenting a route runs none of its code).
  * `onRoute` sees each route as it is registered (the document's test checks none is left out).
  */

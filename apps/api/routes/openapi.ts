@@ -30,7 +30,7 @@ import {
 } from '../../../libs/contracts/rest-views.js';
 
 /**
- * Issue 16: the REST API's OpenAPI 3.1 document. Named schemas become `components.schemas` (read
+ * The REST API's OpenAPI 3.1 document. Named schemas become `components.schemas` (read
  * through this registry, not zod's global one, so no other document of the process changes), each
  * route declares every status it answers, and every failure is the one `Error` component.
  */

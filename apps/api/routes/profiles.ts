@@ -94,7 +94,7 @@ export function registerProfileRoutes(root: FastifyInstance, deps: V1Dependencie
       preHandler: authenticate(store, 'runs:read'),
     },
     async (request) => {
-      // Issue 11 finding 7: the tenant's own index alone, never another tenant's records or any seal.
+      // The tenant's own index alone, never another tenant's records or any seal.
       const tenant = identityOf(request).tenant;
       const profiles = await deps.profiles.listProfiles(tenant);
       const signedIn =

@@ -36,7 +36,7 @@ function epochMs(name: string, text: string | undefined): number | undefined {
 }
 
 /**
- * What runs did (issue 13): the tenant's runs, newest first, and each run's steps — every model
+ * What runs did: the tenant's runs, newest first, and each run's steps — every model
  * turn and tool call, with arguments as recorded (secrets read `[secret]`). Another tenant's run is 404.
  */
 export function registerRunStepRoutes(root: FastifyInstance, deps: V1Dependencies): void {

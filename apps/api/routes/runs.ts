@@ -20,7 +20,7 @@ import { idempotencyHeader, idParams, typed, type V1Dependencies } from './share
 export const submitRunSchema = z.strictObject({
   /** What the run is asked to do. */
   input: z.string().min(1).max(RUN_INPUT_MAX_CHARS),
-  /** For agents on the `scripted` model: the steps and the final answer; bounded (issue 11.4). */
+  /** For agents on the `scripted` model: the steps and the final answer; bounded. */
   script: boundedJson(RUN_SCRIPT_BOUNDS, scriptSchema).optional(),
   /** The run's deadline, from submission. */
   timeout_ms: z
@@ -144,7 +144,7 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
     },
     async (request, reply) => {
       const identity = identityOf(request);
-      // Issue 11.5: the resume point is checked before the stream starts, in the one error shape.
+      // The resume point is checked before the stream starts, in the one error shape.
       const lastEventId = request.headers['last-event-id'];
       const after = request.query.after ?? (typeof lastEventId === 'string' ? lastEventId : undefined);
       if (after !== undefined && !isEventId(after))

@@ -48,7 +48,7 @@ export function registerSessionRoutes(root: FastifyInstance, deps: V1Dependencie
     async (request, reply) => {
       const identity = identityOf(request);
       if (request.body.browser_profile_id) {
-        // The session's profile is the caller's tenant's profile of that id (issue 11 finding 7).
+        // The session's profile is the caller's tenant's profile of that id.
         const profile = await deps.profiles.profileSettings({
           tenant: identity.tenant,
           id: request.body.browser_profile_id,

@@ -39,21 +39,21 @@ export interface V1Dependencies {
   profiles: RedisLeaseStore;
   /** The tenants' default agents (ADR-0130 d2). */
   defaultAgents: DefaultAgents;
-  /** Open event streams: one subscriber per process, a slot per stream per key (issue 11.10). */
+  /** Open event streams: one subscriber per process, a slot per stream per key. */
   eventStreams: RunEventStreams;
   /**
-   * Issue 12: every consequence of a transition a route causes (enqueue, lease release, child
+   * Every consequence of a transition a route causes (enqueue, lease release, child
    * cancel, parent resume, the end counted) is carried out here, never derived by a route.
    */
   lifecycle: RunLifecycle;
   /**
-   * Issue 18: queues a new run's first job on the batch that stores it (`SubmitRun.enqueueWith`);
+   * Queues a new run's first job on the batch that stores it (`SubmitRun.enqueueWith`);
    * absent, the job is added by the lifecycle after the run is stored.
    */
   addFirstJob?: SubmitRun['enqueueWith'];
-  /** Issue 13: the tenants' webhooks and their delivery logs. */
+  /** The tenants' webhooks and their delivery logs. */
   webhooks: WebhookStore;
-  /** Issue 13: where runs' screenshots are read from (the same store the browser workers write). */
+  /** Where runs' screenshots are read from (the same store the browser workers write). */
   artifacts: ArtifactStore;
   /** Schedules: their records, and the queue whose job schedulers fire them. */
   schedules: { store: ScheduleStore; queue: SchedulesQueue };
@@ -61,7 +61,7 @@ export interface V1Dependencies {
   live?: LiveDependencies;
   /** Profiles signed in by hand; absent, those routes answer 409. */
   profileSignIns?: ProfileSignInDependencies;
-  /** Issue 15: where a decided approval's wait is observed; absent, it is not. */
+  /** Where a decided approval's wait is observed; absent, it is not. */
   metrics?: Pick<Metrics, 'approvalWaited' | 'of'>;
   /** A run's page handed to its principal and back; absent, takeovers are refused. */
   pageControl?: RunPageControl;

@@ -19,7 +19,7 @@ import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';
 
 /**
- * Webhooks (issue 13), behind the `admin` scope like API keys: an admin registers, lists and
+ * Webhooks, behind the `admin` scope like API keys: an admin registers, lists and
  * deletes its tenant's webhooks and reads each one's delivery log. The secret is shown once, in
  * the answer that creates it; another tenant's webhook is answered 404.
  */

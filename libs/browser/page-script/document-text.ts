@@ -1,5 +1,5 @@
 /**
- * A document's rendered text as far as the observation keeps it (issue 18). `body.innerText` lays
+ * A document's rendered text as far as the observation keeps it. `body.innerText` lays
  * out the text of the whole page, and a long page's is mostly cut off: on the 5,000-element bench
  * page it was a seventh of a capture. The text here is read block by block, in order, until there
  * is enough; a block is read whole with its own innerText when that is short, else in turn by its

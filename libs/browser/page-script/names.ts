@@ -1,5 +1,5 @@
 /**
- * Accessible names (issue 18: faster, never different). Most controls on a page are links, buttons
+ * Accessible names (faster, never different). Most controls on a page are links, buttons
  * and headings whose only children are text: for those, dom-accessibility-api's whole algorithm
  * comes down to their text between the element's CSS `content` twice, and it is computed here
  * directly. Every other element, and any of those with an attribute or a child the algorithm would

@@ -1,6 +1,6 @@
 /**
  * The page side of the engine, bundled with dom-accessibility-api into one script and injected once
- * per document (page-script/bundle.ts) into an isolated world (agent-call.ts, issue 11.12): it sees
+ * per document (page-script/bundle.ts) into an isolated world (agent-call.ts): it sees
  * the page's DOM through its own, unpatched prototypes, and page code cannot see or call it. It only
  * reads the page: no attribute, node or style is ever written, so observing cannot disturb the page
  * or the DOM-quiet watch (ADR-0159). Element references live in a closure, keyed by revision, as
@@ -27,7 +27,7 @@ export interface CaptureRequest {
   textLimit: number;
   nameLimit: number;
   /**
-   * Issue 14: report where each visible frame of another origin sits (see {@link FrameSlot}). The
+   * Report where each visible frame of another origin sits (see {@link FrameSlot}). The
    * main frame's agent asks; a child frame's does not, so such frames nest one level only.
    */
   frameSlots?: boolean;
@@ -46,7 +46,7 @@ export interface CapturedElement {
   ref: string;
   role: string;
   name: string;
-  /** Issue 14: an input's type where the role does not say it (see observedElementSchema). */
+  /** An input's type where the role does not say it (see observedElementSchema). */
   input_type?: string;
   state: ElementState;
 }
@@ -61,7 +61,7 @@ export interface Capture {
   visibleSeen: number;
   candidatesChecked: number;
   candidateLimitReached: boolean;
-  /** Issue 14: the top document's scroll position and size (CSS pixels). */
+  /** The top document's scroll position and size (CSS pixels). */
   scroll?: {
     x: number;
     y: number;
@@ -70,7 +70,7 @@ export interface Capture {
     viewport_width: number;
     viewport_height: number;
   };
-  /** Issue 14: the frames of other origins, in document order, when the request asked. */
+  /** The frames of other origins, in document order, when the request asked. */
   frames?: FrameSlot[];
 }
 
@@ -174,7 +174,7 @@ function clip(text: string, limit: number): string {
 }
 
 /**
- * `normalizeText(raw)`, or a prefix of it longer than `limit` (issue 18: the text of a long page is
+ * `normalizeText(raw)`, or a prefix of it longer than `limit` (the text of a long page is
  * mostly cut off, and normalizing all of it cost as much as reading it). Normalizing rewrites each
  * run of white space on its own, so the normalized form of a prefix of `raw` is a prefix of the
  * normalized whole: both agree up to the prefix's last character that is not white space, where
@@ -361,7 +361,7 @@ function readyState(): DocumentReadyState {
 const agent = { capture, check, invalidate, waitQuiet, readyState };
 export type PageAgent = typeof agent;
 
-// Defined in the isolated world's own global, which page code cannot reach (issue 11.12).
+// Defined in the isolated world's own global, which page code cannot reach.
 if (!Object.hasOwn(globalThis, PAGE_AGENT_GLOBAL)) {
   Object.defineProperty(globalThis, PAGE_AGENT_GLOBAL, {
     value: Object.freeze(agent),

@@ -1,5 +1,5 @@
 /**
- * Roles, input types and states of the page agent's elements (issue 14), in the vocabulary of
+ * Roles, input types and states of the page agent's elements, in the vocabulary of
  * Playwright's `getByRole`: a role the agent reports is one a model's predicate, and Playwright,
  * find the element by. Read-only, like the rest of the agent.
  */
@@ -110,7 +110,7 @@ export function roleOf(element: Element): string {
 const SECRET_AUTOCOMPLETE = /\b(current-password|new-password|one-time-code)\b/i;
 
 /**
- * Issue 11: a password field — or a field the page marks as one for a password or one-time
+ * A password field — or a field the page marks as one for a password or one-time
  * code — holds a secret whose value never leaves the browser.
  */
 export function isSecretField(element: Element): element is HTMLInputElement {

@@ -1,5 +1,5 @@
 /**
- * Open shadow roots and same-origin frames (issue 14). The page agent walks shadow roots in
+ * Open shadow roots and same-origin frames. The page agent walks shadow roots in
  * composed order the way it walks frames: a host's shadow root comes right after the host, before
  * the host's light descendants (the light children a slot shows are found there, where the host's
  * tree has them). Closed shadow roots stay unseen: the page keeps them from every script, ours too.
@@ -49,7 +49,7 @@ export function scanPage(top: Document, rules: ScanRules): PageScan {
     scan.hosts.set(root, hosts);
     // A document is read by native queries and one property read per element for hosts (0.6 ms
     // for 5,000 elements; reading each one's name too cost 5 ms), leaving out the elements that
-    // can never host a shadow root (issue 18: each element the agent reads needs a wrapper in its
+    // can never host a shadow root (each element the agent reads needs a wrapper in its
     // world, made again after a GC). A shadow root is mostly small, and a query's own cost is then
     // what counts: one pass reads all it needs.
     const small = root.nodeType !== DOCUMENT_NODE;

@@ -1,5 +1,5 @@
 /**
- * The page agent's verdict on an action's target (issue 14: the action fits the control). Reads
+ * The page agent's verdict on an action's target (the action fits the control). Reads
  * the element only.
  */
 import { inputType, isDisabled, isInput, roleOf } from './roles.js';
@@ -62,7 +62,7 @@ export function verdictFor(
   text: string | null,
   labels: readonly string[] | null,
 ): TargetCheck {
-  // Issue 14: a file input is observed, but choosing files from the host is out of scope.
+  // A file input is observed, but choosing files from the host is out of scope.
   if (action !== 'outline' && inputType(element) === 'file') {
     return 'action_not_allowed:file inputs are out of scope';
   }

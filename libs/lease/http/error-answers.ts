@@ -7,7 +7,7 @@ import { DataPlaneError } from '../index.js';
 /**
  * How the data plane answers a failure: its own refusals and the page engine's with their stable
  * code and status (DESIGN §8), a body that is not JSON as `validation_failed`, and size, content
- * type and anything unexpected in the one shape both servers share (issue 11.9).
+ * type and anything unexpected in the one shape both servers share.
  */
 export function setDataPlaneErrorAnswers(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {

@@ -27,8 +27,7 @@ export interface IdempotentAnswer {
 export type SelfClaimedAnswer = IdempotentAnswer | UnclaimedKey;
 
 /**
- * What an Idempotency-Key is bound to: the method, the path and the body's canonical JSON. Issue 18:
- * the batch renewals hash each item as the single renew route hashes that renewal sent alone
+ * What an Idempotency-Key is bound to: the method, the path and the body's canonical JSON. The batch renewals hash each item as the single renew route hashes that renewal sent alone
  * (`POST …/leases/{id}/renew` and its body), so the two share one record per key.
  */
 export function idempotentRequestHash(method: string, path: string, body: unknown): string {
@@ -44,7 +43,7 @@ export function idempotentRequestHash(method: string, path: string, body: unknow
  * retry really retries.
  *
  * The key is claimed here before `answer` runs, unless `claimsItself` is passed: then `answer`
- * gets the ticket and claims it in its own first store call (issue 18: acquire and renew claim it
+ * gets the ticket and claims it in its own first store call (acquire and renew claim it
  * in their scripts, one round trip fewer), answering the claim instead when the key was not its to
  * claim.
  */
@@ -99,7 +98,7 @@ export async function answerIdempotently(
     if (claim.status === 'claimed') {
       const { status, body } =
         outcome.answered ?? ((await settle(store, profile, key, () => answer(ticket))) as Settled);
-      // Issue 16: serialized through the route's answer schema for this status (plain JSON for a
+      // Serialized through the route's answer schema for this status (plain JSON for a
       // refusal), once: a replay sends the stored text as it is.
       // Both serializers (the schema's and JSON.stringify) answer text.
       const text = reply.code(status).serialize(body) as string;
@@ -113,7 +112,7 @@ export async function answerIdempotently(
 
 /**
  * Stores the answer under its key, and lets the answer go without waiting for Redis to acknowledge
- * it (issue 18: a reattach waited one round trip more for nothing). The write is sent now, on the
+ * it (a reattach waited one round trip more for nothing). The write is sent now, on the
  * store's connection, ahead of anything a later request sends: a retry with the key claims after it
  * and replays it; one that reaches another connection first finds the record pending and waits for
  * it. A write that fails leaves the record pending, as a failed store left it when the answer waited.

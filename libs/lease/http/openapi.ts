@@ -35,7 +35,7 @@ import {
 } from './route-table.js';
 
 /**
- * Issue 16: the data plane's OpenAPI 3.1 document, built from the route table the routes register
+ * The data plane's OpenAPI 3.1 document, built from the route table the routes register
  * from and the zod schemas they parse with (bodies as their input, answers as their output).
  * `scripts/openapi.ts` writes it to `openapi/data-plane.json`; a worker serves it at `/docs/json`.
  */
@@ -232,7 +232,7 @@ function refusalsOf(operation: DataPlaneOperation): Map<number, Set<DataPlaneAns
     add(429, 'rate_limited');
     add(503, 'unavailable');
   }
-  // Issue 14: every route refuses a browser tools contract this worker does not take.
+  // Every route refuses a browser tools contract this worker does not take.
   add(422, 'invalid_arguments');
   if (operation.params) {
     add(400, 'bad_request');

@@ -15,7 +15,7 @@ function singleRenewPath(item: RenewalItem): string {
 }
 
 /**
- * Issue 18: `POST /v1/renewals`, many renewals of leases this worker serves in one request, each
+ * `POST /v1/renewals`, many renewals of leases this worker serves in one request, each
  * under its own Idempotency-Key and answered as the single renew route answers it. A key is the
  * single route's: each item is hashed as that renewal sent alone (path and body), and its answer is
  * stored as that route stores it (the lease through the same serializer; a refusal as JSON), so a

@@ -67,8 +67,8 @@ export function undocumentedRoutes(routes: ReadonlyArray<Pick<RouteOptions, 'met
 }
 
 /**
- * Issue 16: the data plane's document names every route it serves. A route registered without an
- * entry in the route table stops the server at start-up, as an unguarded one does (issue 11.1).
+ * The data plane's document names every route it serves. A route registered without an
+ * entry in the route table stops the server at start-up, as an unguarded one does.
  */
 export function refuseUndocumentedRoutes(app: FastifyInstance): void {
   const routes: RouteOptions[] = [];

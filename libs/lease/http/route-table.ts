@@ -36,14 +36,14 @@ import {
 } from '../../contracts/index.js';
 
 /**
- * Issue 16: every route of the data plane, as data. The routes register from this table (method,
+ * Every route of the data plane, as data. The routes register from this table (method,
  * path, and the schemas their answers are serialized through) and the OpenAPI document is built
  * from it, so the two cannot drift; the server refuses to start with a route the table lacks
  * (`refuseUndocumentedRoutes`).
  */
 
 /**
- * Every profile route names the tenant in its path (issue 11 finding 7): profile ids are unique
+ * Every profile route names the tenant in its path: profile ids are unique
  * within a tenant, so `/v1/tenants/a/profiles/shop` and `/v1/tenants/b/profiles/shop` are two profiles.
  */
 const TENANT_PROFILES = '/v1/tenants/:tenant/profiles';
@@ -54,7 +54,7 @@ export const tenantParams = z.object({ tenant: tenantIdSchema });
 export const profileParams = tenantParams.extend({ profileId: profileIdSchema });
 export const leaseParams = profileParams.extend({ leaseId: leaseIdSchema });
 
-/** Issue 13: a preview names an element of an observed revision, as an act does. */
+/** A preview names an element of an observed revision, as an act does. */
 export const previewSchema = z.object({
   deadline_ms: z.number().int().min(1).max(120_000).default(10_000),
   args: z.object({ revision: z.string().min(1).max(64), element: z.string().min(1).max(64) }),
@@ -77,7 +77,7 @@ export const readinessAnswerSchema = z.object({
 export const documentAnswerSchema = z.record(z.string(), z.unknown());
 
 /**
- * Issue 14: the header a caller may name the browser tools contract it speaks by (`1.2.0`). A
+ * The header a caller may name the browser tools contract it speaks by (`1.2.0`). A
  * caller that names none is served as one of the current contract.
  */
 export const BROWSER_TOOLS_HEADER = 'leasehold-browser-tools';
@@ -252,7 +252,7 @@ export const DATA_PLANE_OPERATIONS = {
     tag: 'leases',
     summary: 'Renew many leases',
     description:
-      'Issue 18: up to 150 renewals of leases this worker serves in one request, each answered as `renewLease` answers it alone: its status and the lease, or its error (`not_found`, `lease_expired`, `idempotency_conflict`, `idempotency_in_progress`). Each item carries the Idempotency-Key `renewLease` would: the same key with the same renewal replays the stored answer (`replayed`), whichever route stored it. A malformed body, or more than 150 items, is refused whole before anything is written.',
+      'Up to 150 renewals of leases this worker serves in one request, each answered as `renewLease` answers it alone: its status and the lease, or its error (`not_found`, `lease_expired`, `idempotency_conflict`, `idempotency_in_progress`). Each item carries the Idempotency-Key `renewLease` would: the same key with the same renewal replays the stored answer (`replayed`), whichever route stored it. A malformed body, or more than 150 items, is refused whole before anything is written.',
     body: renewalsSchema,
     bodyExample: {
       renewals: [
@@ -369,7 +369,7 @@ export const DATA_PLANE_OPERATIONS = {
     tag: 'pages',
     summary: 'Preview the target of an act',
     description:
-      "The viewport with an element of an observed revision outlined, stored as an artifact of the lease's run (issue 13, approval cards). Not an effect: no sequence, nothing dispatched; a capture that fails answers no screenshot.",
+      "The viewport with an element of an observed revision outlined, stored as an artifact of the lease's run (approval cards). Not an effect: no sequence, nothing dispatched; a capture that fails answers no screenshot.",
     params: leaseParams,
     body: previewSchema,
     bodyExample: { args: { revision: 'r_5cx1', element: 'e12' } },

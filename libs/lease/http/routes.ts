@@ -29,10 +29,10 @@ function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z
 }
 
 /**
- * The data-plane routes (DESIGN §5): profiles, and the lease's acquire, renew (alone, or many at once:
- * issue 18), close, navigate, observe and act. Acquire, renew and close follow the exact idempotency rule
+ * The data-plane routes (DESIGN §5): profiles, and the lease's acquire, renew (alone, or many at
+ * once), close, navigate, observe and act. Acquire, renew and close follow the exact idempotency rule
  * (`answerIdempotently`). Authentication is the server's (`createDataPlaneServer`), not the routes'.
- * Each registers as its entry of the route table (issue 16): the table gives the method and path,
+ * Each registers as its entry of the route table: the table gives the method and path,
  * and the schemas its answers are serialized through and documented by.
  */
 export function registerDataPlaneRoutes(
@@ -77,7 +77,7 @@ export function registerDataPlaneRoutes(
   registerOperation(app, OPERATIONS.acquireLease, async (request, reply) => {
     const profile = profileRef(parse(profileParams, request.params, 'path'));
     const body = parse(OPERATIONS.acquireLease.body, request.body, 'body');
-    // Issue 18: the key is claimed in the acquire script itself, one round trip fewer.
+    // The key is claimed in the acquire script itself, one round trip fewer.
     return answerIdempotently(
       store,
       profile,
@@ -99,7 +99,7 @@ export function registerDataPlaneRoutes(
     const params = parse(leaseParams, request.params, 'path');
     const profile = profileRef(params);
     const body = parse(OPERATIONS.renewLease.body, request.body, 'body');
-    // Issue 18: the key is claimed in the renew script itself, as each renewal of a batch claims its
+    // The key is claimed in the renew script itself, as each renewal of a batch claims its
     // own: one path for both, and two round trips (the script, the answer stored) where it took four.
     return answerIdempotently(
       store,
@@ -127,7 +127,7 @@ export function registerDataPlaneRoutes(
 
   // The page routes: each answers the lease (its sequence and effect count), the observation, and
   // the evidence key for the platform's loop breaker (never for the model); navigate and act also
-  // what they captured (issue 13: the settled page's screenshot, by artifact name).
+  // what they captured (the settled page's screenshot, by artifact name).
   const pageRoute = <T extends z.ZodType<{ deadline_ms: number }>>(
     verb: 'navigate' | 'observe' | 'act',
     schema: T,
@@ -170,7 +170,7 @@ export function registerDataPlaneRoutes(
     const body = parse(OPERATIONS.handover.body, request.body ?? {}, 'body');
     return leases.handover(profileRef(params), params.leaseId, body.sequence);
   });
-  // Issue 13 (approval cards): the target of a pending act outlined. Not an effect: no sequence.
+  // The target of a pending act outlined. Not an effect: no sequence.
   registerOperation(app, OPERATIONS.preview, async (request) => {
     const params = parse(leaseParams, request.params, 'path');
     const body = parse(OPERATIONS.preview.body, request.body ?? {}, 'body');

@@ -44,13 +44,13 @@ export interface DataPlaneServerOptions {
  * The browser worker's HTTP server, not yet listening: the data-plane routes behind the token, the
  * worker's own description, its OpenAPI document (`/docs/json`, behind the token too), and the
  * public ops routes (`/healthz`, `/readyz`, `/metrics`). Every route is in the document: one that is
- * not stops the server at start-up (issue 16).
+ * not stops the server at start-up.
  */
 export function createDataPlaneServer(options: DataPlaneServerOptions): FastifyInstance {
   const { token } = options;
   const app = createHttpServer(options.logger, 'data-plane', DATA_PLANE_BODY_LIMIT_BYTES);
   refuseUndocumentedRoutes(app);
-  // Issue 11.1: the token is demanded per route after routing (default-deny), never from the raw
+  // The token is demanded per route after routing (default-deny), never from the raw
   // URL, whose spelling the router forgives. Only the ops routes are public.
   guardDoors(app, {
     refusal: 'a valid data-plane token is required',
@@ -65,7 +65,7 @@ export function createDataPlaneServer(options: DataPlaneServerOptions): FastifyI
     id: worker.id,
     pinned_profiles: worker.pinnedProfiles,
     browser_version: worker.browserVersion,
-    // Issue 14: the contract this worker's page routes speak, and the earlier ones it still takes.
+    // The contract this worker's page routes speak, and the earlier ones it still takes.
     browser_tools_contract: BROWSER_TOOLS_CONTRACT_VERSION,
     browser_tools_compatible: BROWSER_TOOLS_COMPATIBLE_VERSIONS,
   }));
@@ -79,7 +79,7 @@ export function createDataPlaneServer(options: DataPlaneServerOptions): FastifyI
 }
 
 /**
- * Issue 14: a caller that names a browser tools contract this worker does not take is refused
+ * A caller that names a browser tools contract this worker does not take is refused
  * before anything is done (after the token check, which runs on request); one that names a
  * compatible version (1.2.0: its arguments are a subset) is served as any other.
  */

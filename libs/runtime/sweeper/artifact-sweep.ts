@@ -17,7 +17,7 @@ export interface ArtifactSweepDeps {
 }
 
 /**
- * Issue 13, retention: a run's Redis keys expire on their own a retention after its end, but its
+ * Retention: a run's Redis keys expire on their own a retention after its end, but its
  * artifacts sit in a folder or a bucket that knows nothing of Redis. Now and then (not every pass:
  * the walk lists every run the store holds) the sweeper deletes the artifacts of each run whose
  * record no longer exists. A run writes artifacts only while it runs, so its record exists then;

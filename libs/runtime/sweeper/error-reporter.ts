@@ -9,7 +9,7 @@ const UNREADABLE_REMEMBERED = 10_000;
 export type SweepErrorReporter = (runId: string, error: unknown, message: string) => void;
 
 /**
- * A run whose record cannot be read (issue 11.4) is reported once per process, in one line
+ * A run whose record cannot be read is reported once per process, in one line
  * without a stack, and skipped on later passes: the record will not heal by itself, and a stack
  * every pass would drown every other line. Any other failure is a warning with its error.
  */

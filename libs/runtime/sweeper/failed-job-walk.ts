@@ -53,7 +53,7 @@ export interface FailedJobWalkOptions {
 }
 
 /**
- * Issue 12: reading the newest failed jobs each pass hid older ones under a burst of newer
+ * Reading the newest failed jobs each pass hid older ones under a burst of newer
  * failures forever, and a failed run's job lands there too now. This walk goes through BullMQ's
  * failed set oldest first, a page per pass, from a cursor kept in Redis, so every failed job is
  * read once, however many fail at once. It never changes the failed set (Bull Board shows it).

@@ -25,7 +25,7 @@ export type SweepStore = DeadlineSweepStore &
   StaleApprovalSweepDeps['store'] &
   OrphanSweepDeps['store'] &
   Pick<ReclaimDeps, 'failRun'> & {
-    /** A run's approvals: those its fail expired are observed (issue 15, approval wait). */
+    /** A run's approvals: those its fail expired are observed (approval wait). */
     listApprovals(runId: string): Promise<ApprovalView[]>;
   };
 
@@ -44,7 +44,7 @@ export interface SweepPassDeps {
   deadlineBatch?: number;
   /** Runs whose pending approvals are checked per pass, walking the deadline index. */
   staleApprovalBatch?: number;
-  /** Issue 13, retention: deletes the artifacts of runs whose records expired, when due. */
+  /** Retention: deletes the artifacts of runs whose records expired, when due. */
   artifacts?: Pick<ArtifactSweep, 'sweepIfDue'>;
   /**
    * A person on a run's page: requests nobody took over fail `person_timeout`, takeovers past
@@ -96,7 +96,7 @@ export class SweepPass {
   }
 
   /**
-   * Issue 12, consequences at least once: what a process that died left undone after a
+   * Consequences at least once: what a process that died left undone after a
    * transition (the follow-up index), and a profile's line whose next run nobody woke.
    */
   async #followUps(): Promise<void> {
@@ -131,7 +131,7 @@ export class SweepPass {
     });
     // Only once every job of the page was handled: a pass that dies reads the page again.
     await failedJobs.commit(page);
-    // Issue 15: one line per run, each with its run_id, as every line about a run carries it.
+    // One line per run, each with its run_id, as every line about a run carries it.
     for (const runId of runs)
       log.warn({ run_id: runId }, 'run reclaimed: its worker stalled past the retry limit');
   }
@@ -194,7 +194,7 @@ export class SweepPass {
   }
 
   /**
-   * Issue 15: a run this sweep failed expired its pending approvals in the same step (their
+   * A run this sweep failed expired its pending approvals in the same step (their
    * decision time is its end): each one's wait is observed.
    */
   async #approvalsExpiredBy(run: RunView): Promise<void> {
@@ -210,7 +210,7 @@ export class SweepPass {
     }
   }
 
-  /** Issue 15: each expired approval's wait, from its request to its expiry. */
+  /** Each expired approval's wait, from its request to its expiry. */
   #approvalsExpired(waitsMs: readonly number[]): void {
     for (const waitMs of waitsMs)
       this.#deps.metrics.approvalWait.observe({ decision: 'expired' }, Math.max(0, waitMs) / 1000);

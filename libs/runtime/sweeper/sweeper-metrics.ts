@@ -15,7 +15,7 @@ export interface SweeperMetrics {
   readonly deadlineExceeded: Counter;
   readonly staleApprovals: Counter;
   readonly requeued: Counter;
-  /** Issue 15: approvals the sweeper expired, by how long they waited (`decision="expired"`). */
+  /** Approvals the sweeper expired, by how long they waited (`decision="expired"`). */
   readonly approvalWait: Histogram<'decision'>;
 }
 

@@ -46,7 +46,7 @@ type Attempt =
   | { statusCode: null; error: Exclude<DeliveryFailure, 'bad_status'>; cause: string };
 
 /**
- * The webhooks queue's processor (issue 13): POSTs the event, signed, to the webhook as it is
+ * The webhooks queue's processor: POSTs the event, signed, to the webhook as it is
  * stored now; logs every attempt; a 2xx is done, anything else throws so BullMQ retries it with
  * backoff. A webhook deleted since is told nothing; a URL now on a refused address is not retried.
  */

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * The `Leasehold-Signature` header of a delivery (issue 13): `t=<unix seconds>,v1=<hex>`, where
+ * The `Leasehold-Signature` header of a delivery: `t=<unix seconds>,v1=<hex>`, where
  * the hex is HMAC-SHA256 under the webhook's secret of `"<t>.<body>"`. The time is signed with
  * the body, so a receiver that refuses an old `t` refuses a replayed delivery too (as Stripe's).
  */

@@ -22,7 +22,7 @@ export interface WebhookTellerDeps {
 }
 
 /**
- * Turns what the lifecycle found into deliveries (issue 13): one job per subscribed webhook and
+ * Turns what the lifecycle found into deliveries: one job per subscribed webhook and
  * event, its id made of both, so the lifecycle may tell an event as often as its follow-ups run
  * (at least once) and each webhook is told once. An event's body is made from the records alone
  * (never the clock), so whichever telling adds the job, the body is the same.

@@ -10,7 +10,7 @@ import { type WebhookDeliveryDeps, webhookDeliveryProcessor } from './delivery.j
 
 export interface WebhookWorkerOptions {
   config: Config;
-  /** Redis: a URL, or a cluster's nodes (issue 15). */
+  /** Redis: a URL, or a cluster's nodes. */
   redisUrl: RedisTarget;
   /** The store's connection (any role); the worker takes one of its own for the queue. */
   redis: RedisClient;
@@ -22,7 +22,7 @@ export interface WebhookWorkerOptions {
 }
 
 /**
- * The webhook deliveries' worker (issue 13), hosted by each run worker (and so by the fleet):
+ * The webhook deliveries' worker, hosted by each run worker (and so by the fleet):
  * claims `webhooks` jobs and POSTs them. Close it with `closeWorker`, like the runs' worker.
  */
 export function startWebhookWorker(

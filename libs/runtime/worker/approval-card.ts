@@ -32,7 +32,7 @@ export interface CardWithPreview {
 }
 
 /**
- * What an approval shows the person deciding it (issue 13): the target's role and name and the
+ * What an approval shows the person deciding it: the target's role and name and the
  * page's URL and title from the transcript's observation of the revision the act names (the page
  * the model saw), and the page itself with the target outlined. Each field that cannot be had is
  * null; nothing here fails the park.

@@ -21,7 +21,7 @@ export async function listenForCancels(
   const heard = new Set<string>();
   // A subscriber sends nothing but its subscriptions: never batched (queues/connection.ts).
   const subscriber = duplicateUnbatched(redis);
-  // Issue 12: an outage is logged once by the process's link watch, which follows this one too.
+  // An outage is logged once by the process's link watch, which follows this one too.
   subscriber.on('error', (error) => {
     if (!isRedisUnreachable(error)) log.warn({ err: error }, 'cancel subscription error');
   });

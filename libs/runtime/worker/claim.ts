@@ -11,7 +11,7 @@ export type ClaimOutcome =
       run: RunView;
       ownerToken: string;
       detail: string;
-      /** The claim found the run's current transcript empty (issue 18: nothing to read). */
+      /** The claim found the run's current transcript empty (nothing to read). */
       transcriptEmpty: boolean;
     }
   | { ok: false; code: string; status: RunStatus | undefined; result: RunJobResult };
@@ -47,7 +47,7 @@ export async function claimExecution(
       status: claim.status,
       result: { status: 'not_claimed', code: claim.code },
     };
-  // Issue 15: a fresh claim ends the run's wait in the queue (a take-over ends none: the run was running).
+  // A fresh claim ends the run's wait in the queue (a take-over ends none: the run was running).
   if (claim.queuedAtMs !== undefined)
     deps.queueWait?.observe(Math.max(0, claim.run.updated_at_ms - claim.queuedAtMs) / 1000);
   return {

@@ -5,7 +5,7 @@
 const HAND_BACK_BUDGET_MS = 1_500;
 
 /**
- * Issue 12, a stop hands runs on: the drain lasts 80% of the shutdown bound, but never so long
+ * A stop hands runs on: the drain lasts 80% of the shutdown bound, but never so long
  * that the hand-back after it would meet the forced exit (a run left owned by a departed worker).
  */
 export function drainBoundMs(shutdownTimeoutMs: number): number {

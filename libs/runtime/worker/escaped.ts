@@ -6,7 +6,7 @@ import type { RunStore } from '../../store/index.js';
 import type { RunLifecycle } from '../run-lifecycle.js';
 
 /**
- * Issue 12: an execution is re-run at most this often after a retryable fault (a lost Redis
+ * An execution is re-run at most this often after a retryable fault (a lost Redis
  * connection, a browser worker restarting), with a backoff doubling from RUN_HANDBACK_BASE_MS
  * ({@link HAND_BACK_BASE_MS} unless set) — 31 s in all by default, well inside a run's deadline;
  * past it the run fails `provider_unavailable` (its browser worker stayed away) or `internal_error`.
@@ -70,7 +70,7 @@ export type EscapedOutcome =
   | { kind: 'gone'; errorId: string };
 
 /**
- * Issue 12, no stranded run: an error escaped this execution of `run`. A retryable one hands the
+ * No stranded run: an error escaped this execution of `run`. A retryable one hands the
  * run back (`queued`, same execution, lease kept for reattach) for at most
  * {@link MAX_FAULT_HANDBACKS} re-executions; any other — or one past the bound — fails the run
  * `internal_error` with an error id, and closes its lease in the same step, so the upkeep never
@@ -84,7 +84,7 @@ export async function settleEscapedError(
   error: unknown,
 ): Promise<EscapedOutcome> {
   const errorId = newErrorId();
-  // Issue 12: the profile's browser worker is gone or restarting — the run waits for it, visibly,
+  // The profile's browser worker is gone or restarting — the run waits for it, visibly,
   // and past the bound fails the tool's own code, not internal_error.
   const waitingFor = error instanceof BrowserWorkerAway ? error.waitingFor : undefined;
   if (isRetryableFault(error)) {
@@ -116,7 +116,7 @@ export async function settleEscapedError(
     ...(waitingFor ? { step: await stepInFlight(deps, run) } : {}),
   });
   if (!failed.ok) return await gone(deps, run, error, errorId);
-  // Issue 15: the line tells the code the run was failed with, not always internal_error.
+  // The line tells the code the run was failed with, not always internal_error.
   deps.logger.error(
     { err: error, error_id: errorId, run_id: run.id, code },
     waitingFor

@@ -17,14 +17,14 @@ export interface ExecutionDeps {
   /** Profiles, for the origins a bound run's model is told it may visit. */
   profiles: Pick<RedisLeaseStore, 'allowedOrigins'>;
   /**
-   * Issue 12, one lifecycle: every consequence of a transition this execution causes (a child
+   * One lifecycle: every consequence of a transition this execution causes (a child
    * enqueued, a parent resumed, an end counted, a lease released) is carried out by it.
    */
   lifecycle: RunLifecycle;
   logger: Logger;
-  /** Issue 15: model calls, call time, tokens and cost by model; absent, the calls are not counted. */
+  /** Model calls, call time, tokens and cost by model; absent, the calls are not counted. */
   modelMetrics?: ModelMetrics | undefined;
-  /** Issue 16: the channel to the API of runs whose model is an MCP client; absent, such runs fail `model_error`. */
+  /** The channel to the API of runs whose model is an MCP client; absent, such runs fail `model_error`. */
   mcpTurns?: McpTurns;
   /** A run's page handed to a person and back (the data plane's person control); absent, takeovers are dropped. */
   pageControl?: RunPageControl;
@@ -36,7 +36,7 @@ export interface ExecutionDeps {
   /** Runs whose cancel this process heard on the store's pub/sub channel (a fast path before the store's flag). */
   cancelsHeard?: ReadonlySet<string>;
   /**
-   * Test-only fault hook (issue 12): called with a point's name before each of the execution's
+   * Test-only fault hook: called with a point's name before each of the execution's
    * awaits on the store, so a test can make any of them throw and show the run is not stranded.
    */
   faults?: (point: string) => void | Promise<void>;

@@ -40,7 +40,7 @@ export async function endExecution(
   } finally {
     // Done with the page: its consequences (the profile's turn passed, a parent resumed, the end
     // counted) follow here. A parked run keeps its page and its turn; its follow-up tells the
-    // webhooks of its approvals (issue 13).
+    // webhooks of its approvals.
     if (after && (!runNeedsPage(after.status) || after.status === 'parked'))
       await deps.lifecycle.followUp(after, { ended: after === ended });
   }

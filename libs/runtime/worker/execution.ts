@@ -48,7 +48,7 @@ export interface ClaimedFacts {
 
 /**
  * {@link executeRun}, answering also the run as its end left it (`after`: what the end wrote or
- * read again), so the caller need not read again what this process just wrote (issue 18).
+ * read again), so the caller need not read again what this process just wrote.
  */
 export async function executeRunToEnd(
   deps: ExecutionDeps,
@@ -62,7 +62,7 @@ export async function executeRunToEnd(
   const provider = leaseProvider(deps, run, ownerToken);
   const tools = new BrowserToolExecutor(provider, run.deadline_at_ms);
   const port = new StoreRunPort(deps, run, ownerToken, claimed);
-  // Issue 14: a run records the contract version of the browser tools its model is offered.
+  // A run records the contract version of the browser tools its model is offered.
   const toolsVersion = tools.contractVersion();
   if (toolsVersion && run.browser_tools_version !== toolsVersion) {
     await deps.faults?.('tools.note');
@@ -89,7 +89,7 @@ export async function executeRunToEnd(
     async park(invocation) {
       await deps.faults?.('approval.request');
       if (person.asksForPerson(invocation)) return person.park(invocation);
-      // Issue 13: the card shows what will be acted on; a field that cannot be had stays null.
+      // The card shows what will be acted on; a field that cannot be had stays null.
       // DESIGN §12: its outlined screenshot is named up front and taken beside the approval's
       // write, never in front of it.
       const { card, preview } = await buildApprovalCard(
@@ -148,7 +148,7 @@ export async function executeRunToEnd(
       signal,
       ...(deps.stopping ? { stopSignal: deps.stopping } : {}),
       instructions: agent.instructions,
-      // Issue 11: a parked call's secret arguments, sealed under the deployment's secret and run id.
+      // A parked call's secret arguments, sealed under the deployment's secret and run id.
       ...argumentSealing(deps.config, run.id),
       ...(await budgetOptions(deps, run, agent.model)),
       ...outputOption(run.input),

@@ -4,7 +4,7 @@ import type { RunView } from '../../contracts/index.js';
 import type { ExecutionEnd } from '../index.js';
 
 /**
- * Issue 12, the queue tells the truth: an execution's job returns the run's status and error
+ * The queue tells the truth: an execution's job returns the run's status and error
  * code, as the store has them now (`run`, read after the end), and a failed run's job fails
  * (unrecoverable: BullMQ never retries it) after its end is recorded, so Bull Board lists it under
  * Failed with its code. The end itself was counted once by the lifecycle, where this execution

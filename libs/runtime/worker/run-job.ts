@@ -61,7 +61,7 @@ export function runJobProcessor(deps: RunJobDeps) {
     let end: ExecutionEnd;
     let afterEnd: RunView | undefined;
     try {
-      // Issue 12: noted before any transition of this execution, so its follow-up survives a crash.
+      // Noted before any transition of this execution, so its follow-up survives a crash.
       await lifecycle.owe(claim.run);
       const turn = await lifecycle.takeTurn(claim.run, ownerToken);
       if (turn !== 'go') {
@@ -110,7 +110,7 @@ export function runJobProcessor(deps: RunJobDeps) {
         (signal?.aborted && signal.reason === SHUTDOWN_REASON) ||
         (deps.stopping?.aborted && error instanceof ExecutionInterrupted);
       if (stopped) {
-        // Issue 12: released by its owner in the same step as the job goes back to waiting, so
+        // Released by its owner in the same step as the job goes back to waiting, so
         // the next worker's claim takes the run over at once (its lease is kept for reattach). A
         // stop hands the run back at its next call boundary; a call still unanswered at the stop's
         // bound goes with it, to be learned from its lease by the next owner.
@@ -127,7 +127,7 @@ export function runJobProcessor(deps: RunJobDeps) {
       );
       executions.inc({ outcome: `fault_${settled.kind}` });
       if (settled.kind === 'handed_back') await handBackLater(job, token, settled.delayMs);
-      // Issue 15: the execution's last line names its end and the run's code, as the run has them.
+      // The execution's last line names its end and the run's code, as the run has them.
       const status =
         settled.kind === 'failed' ? 'failed' : settled.kind === 'handed_back' ? 'queued' : 'lost';
       const code = settled.kind === 'failed' ? settled.code : null;
@@ -138,12 +138,12 @@ export function runJobProcessor(deps: RunJobDeps) {
     }
     cancelsHeard.delete(runId);
     executions.inc({ outcome: end.kind });
-    // An end is final: the run as this execution ended it is the run now (issue 18: not read
+    // An end is final: the run as this execution ended it is the run now (not read
     // again). Anything short of an end (a park, a wait) may have moved since, so it is read.
     const after = afterEnd && runHasEnded(afterEnd.status) ? afterEnd : await store.getRun(runId);
     const status = after?.status ?? end.kind;
     const code = after?.error?.code ?? null;
-    // Issue 15: the execution's last line names its end, and the run's status and error code as
+    // The execution's last line names its end, and the run's status and error code as
     // the store has them now (a park cancelled meanwhile, a failure's own code).
     runLog.info({ end: end.kind, status, code }, endedLine(status, code));
     return jobResult(end, after);

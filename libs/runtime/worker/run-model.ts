@@ -69,14 +69,14 @@ function evidenceSecret(config: Config, runId: string): string {
   return createHmac('sha256', secret).update(`loop-breaker\n${runId}`).digest('hex');
 }
 
-/** Seals secret tool arguments under the deployment's secret (issue 11); without one, memory only. */
+/** Seals secret tool arguments under the deployment's secret; without one, memory only. */
 export function argumentSealing(config: Config, runId: string): Pick<RunLoopOptions, 'argumentSealer'> {
   const secret = config.secrets.sealKey ?? config.secrets.dataPlaneToken;
   return secret ? { argumentSealer: argumentSealer(secret, runId) } : {};
 }
 
 /**
- * The run's model: the MCP client that drives it (issue 16: its input says `driver: 'mcp'`),
+ * The run's model: the MCP client that drives it (its input says `driver: 'mcp'`),
  * `scripted` from the script it carries, or an `openai-compatible` one from ops/models.yaml.
  */
 export function modelFor(
@@ -119,7 +119,7 @@ export function modelFor(
 }
 
 /**
- * The run's model, metered where the run worker keeps model metrics (issue 15): labelled by its
+ * The run's model, metered where the run worker keeps model metrics: labelled by its
  * name when ops/models.yaml lists it (else `other`) and priced by its entry there.
  */
 export function meteredModelFor(deps: ExecutionDeps, agentModel: string, run: RunView): Model {

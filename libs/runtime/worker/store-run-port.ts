@@ -46,7 +46,7 @@ export class StoreRunPort implements RunPort {
 
   async loadTranscript(): Promise<TranscriptEntry[]> {
     await this.deps.faults?.('transcript.load');
-    // Issue 18: the claim counted the transcript; empty then, it is empty until this owner
+    // The claim counted the transcript; empty then, it is empty until this owner
     // writes it, so the first load need not ask. Any later load reads.
     const knownEmpty = this.#knownEmpty;
     this.#knownEmpty = false;
@@ -70,7 +70,7 @@ export class StoreRunPort implements RunPort {
     try {
       await this.deps.transcripts.append(this.run.id, this.ownerToken, ...entries);
     } catch (error) {
-      // Issue 12: refused as not the owner, the run is another worker's now: lost, not a fault.
+      // Refused as not the owner, the run is another worker's now: lost, not a fault.
       if (error instanceof TranscriptWriteRefused && error.code === 'not_owner')
         throw new RunLost(`transcript: ${error.message}`);
       throw error;
@@ -100,7 +100,7 @@ export class StoreRunPort implements RunPort {
     return this.#addUsage({ steps: 1, model_calls: 1, cost_micro_usd: costMicroUsd });
   }
 
-  /** Issue 13: the step under its stable id; refused as not the owner, the run was lost. */
+  /** The step under its stable id; refused as not the owner, the run was lost. */
   async recordStep(write: StepWrite): Promise<void> {
     const { onlyIfAbsent, eventOutcome, ...step } = write;
     const { id: runId, attempt } = this.run;

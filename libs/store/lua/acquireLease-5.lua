@@ -1,6 +1,6 @@
 --[[
   Claims the request's idempotency key, admits, and publishes a profile's lease in one round trip,
-  or answers why not (DESIGN §5, ADR-0127 d1, d7; issue 18: a reattach is this script and the
+  or answers why not (DESIGN §5, ADR-0127 d1, d7; a reattach is this script and the
   answer's record). The key is claimed first, by the rule claimIdempotency-1.lua includes, so a replay or a
   conflicting body does nothing else. Admission comes next, and nothing is published for a caller
   that may not lease: the profile exists in the scope's tenant, is served by this worker, and is

@@ -8,7 +8,7 @@
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
     KEYS[3] the run's approvals     ({run:ID}:approvals)
-    KEYS[4..] the run's other keys   (RunKeys.runOwned; issue 13: they expire with it)
+    KEYS[4..] the run's other keys   (RunKeys.runOwned; they expire with it)
 
     ARGV[1] now (epoch ms)
     ARGV[2] the tenant asking (another tenant's run reads as absent)

@@ -17,7 +17,7 @@
   Output: { code, detail, fields of the run record (empty when refused)[, queued at, entries] }
     {'ok', 'claimed', fields, queued_at, entries}  queued_at: when the run became queued (epoch ms)
     {'ok', 'already' | 'taken_over', fields, '', entries}
-    entries: how many entries the current attempt's transcript has (issue 18: the new owner skips
+    entries: how many entries the current attempt's transcript has (the new owner skips
     reading an empty one; only the owner writes it, so it cannot fill between this claim and
     that read)
     {'not_found', '', {}}
@@ -43,7 +43,7 @@ if f[1] == "running" then
 end
 if f[1] ~= "queued" then return {"wrong_status", f[1], {}} end
 
--- Issue 15, queue wait: only a move into `queued` writes a queued run's updated_at (submit,
+-- Queue wait: only a move into `queued` writes a queued run's updated_at (submit,
 -- requeue, retry, wake, hand-back), so until this claim it holds when the run became queued.
 local queuedAt = f[5]
 redis.call("HSET", KEYS[1], "status", "running", "owner", ARGV[2], "updated_at", now, "waiting_for", "")

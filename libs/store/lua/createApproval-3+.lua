@@ -7,13 +7,13 @@
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
     KEYS[3] the run's approvals     ({run:ID}:approvals), one JSON per approval id
-    KEYS[4..] the run's other keys   (RunKeys.runOwned; issue 13: they expire with a cancelled end)
+    KEYS[4..] the run's other keys   (RunKeys.runOwned; they expire with a cancelled end)
 
     ARGV[1] the owner token
     ARGV[2] approval id   ARGV[3] invocation id   ARGV[4] tool   ARGV[5] the call's arguments (JSON)
     ARGV[6] now (epoch ms)
     ARGV[7] the retention (ms) of a run that ends cancelled here
-    ARGV[8] the approval card (JSON; issue 13), kept as given for the person deciding
+    ARGV[8] the approval card (JSON), kept as given for the person deciding
     ARGV[9] a `person` approval's state (JSON: reason, expires_at_ms, holder…), '' for an action's.
             One asked by the model tells `person.requested`; one made by a takeover (a holder
             named) tells `person.taken_over`. Either clears the run's takeover request.

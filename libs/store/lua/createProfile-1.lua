@@ -1,6 +1,6 @@
 --[[
   Creates a profile once within its tenant (ids are unique per tenant, DESIGN §3). Only the
-  profile's own record: the script touches one hash slot (Redis Cluster, issue 12). Its two
+  profile's own record: the script touches one hash slot (Redis Cluster). Its two
   indexes — the tenant's set of ids, which listing reads alone, and the set of every profile's
   `tenant/id`, which the lease upkeep and the start-up revocation walk — live in other slots and
   are written by the caller *before* this script (intent first): a crash in between leaves at

@@ -14,7 +14,7 @@
     ARGV[4] the principal deciding   ARGV[5] reason ('' for none)   ARGV[6] now (epoch ms)
     ARGV[7] grant id ('' for no grant)   ARGV[8] grant duration (ms)   ARGV[9] grant actions
     ARGV[10] longest grant (ms)   ARGV[11] most grant actions
-    ARGV[12] the run's principal it must be ('' for any principal of the tenant; issue 11.11)
+    ARGV[12] the run's principal it must be ('' for any principal of the tenant)
     ARGV[13] a hand-back's holder ('' for an ordinary decision): a `person` approval whose page a
              person holds is decided by that holder's hand-back alone (or once the takeover's
              time is up); an ordinary decision of it is refused `person_in_control`

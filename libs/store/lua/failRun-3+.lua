@@ -7,7 +7,7 @@
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
     KEYS[3] the run's approvals     ({run:ID}:approvals)
-    KEYS[4..] the run's other keys   (RunKeys.runOwned; issue 13: they expire with it)
+    KEYS[4..] the run's other keys   (RunKeys.runOwned; they expire with it)
 
     ARGV[1] the failure reason
     ARGV[2] the execution expected (0 for any): a run that has moved on is left alone
@@ -38,7 +38,7 @@ local now = tonumber(ARGV[3])
 redis.call("HSET", KEYS[1], "status", "failed", "owner", "", "updated_at", now, "ended_at", now,
   "error_reason", ARGV[1], "error_message", ARGV[4], "error_step", ARGV[5] or "")
 expirePendingApprovals(KEYS[3], now, true)
--- Issue 12: the final event carries the run's error as its view does (the sweeper knows no step).
+-- The final event carries the run's error as its view does (the sweeper knows no step).
 emit("run.failed", now, {status = "failed", previous = status,
   error = {code = ARGV[1], message = ARGV[4], step = tonumber(ARGV[5] or "") or cjson.null},
   attempt = tonumber(f[2]), execution = tonumber(f[3])})

@@ -3,7 +3,7 @@
   is still unexpired now (ADR-0127 d8: a seal that lands after expiry is dropped), marks the lease
   closed, clears the profile's live pointer if it still names this lease, and keeps the record for
   a while so that late calls are answered `lease_expired` rather than `not_found`. Each seal bumps
-  the profile's seal generation (issue 18: warm contexts are keyed by it) and clears any note that
+  the profile's seal generation (warm contexts are keyed by it) and clears any note that
   the state before it would not open: the state is new.
 
   Input:
@@ -25,7 +25,7 @@ end
 local sealed = 0
 if ARGV[3] ~= "" and tonumber(f[2]) > tonumber(ARGV[2]) and f[3] == "closed" then
   redis.call("HSET", KEYS[3], "sealed", ARGV[3], "sealed_at", ARGV[2])
-  -- Issue 18: the seal generation names this state; a warm context of an older one is never served.
+  -- The seal generation names this state; a warm context of an older one is never served.
   redis.call("HINCRBY", KEYS[3], "seal_gen", 1)
   redis.call("HDEL", KEYS[3], "seal_fault")
   sealed = 1

@@ -5,7 +5,7 @@
   Input:
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
-    KEYS[3..] the run's other keys   (RunKeys.runOwned; issue 13: they expire with it)
+    KEYS[3..] the run's other keys   (RunKeys.runOwned; they expire with it)
 
     ARGV[1] the owner token
     ARGV[2] the end: succeeded, failed or cancelled
@@ -35,7 +35,7 @@ local now = tonumber(ARGV[6])
 redis.call("HSET", KEYS[1], "status", outcome, "owner", "", "updated_at", now, "ended_at", now,
   "result", ARGV[3], "error_reason", ARGV[4], "error_message", ARGV[5], "error_step", ARGV[7] or "")
 local data = {status = outcome, previous = "running", attempt = tonumber(f[3]), execution = tonumber(f[4])}
--- Issue 12: the final event carries the run's error as its view does, {code, message, step}.
+-- The final event carries the run's error as its view does, {code, message, step}.
 if ARGV[4] ~= "" then
   data.error = {code = ARGV[4], message = ARGV[5], step = tonumber(ARGV[7] or "") or cjson.null}
 end

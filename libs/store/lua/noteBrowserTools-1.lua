@@ -1,6 +1,6 @@
 --[[
   Notes the contract version of the browser tools a running run's execution offers its model, by
-  its owner only (issue 14: a run records the version its tools had). A later execution that
+  its owner only (a run records the version its tools had). A later execution that
   offers another version notes that one: the field holds the latest.
 
   Input:

@@ -1,5 +1,5 @@
 --[[
-  A run leaves its profile's line (issue 12): it is done with the page (it ended, or waits on a
+  A run leaves its profile's line: it is done with the page (it ended, or waits on a
   person or a child), or it ended while waiting. Answers the run now first, if any, so the caller
   wakes it when it waits; leaving a line one is not in is a no-op (a follow-up done again).
 

@@ -23,7 +23,7 @@
     {'refused', current state, entry, field}  the ledger never moves back
 
   An entry stores its tool, state, result and times; its attempt, step, index and invocation id
-  are its field's and run's (issue 13: redis_bytes_per_run), and the reader puts them back.
+  are its field's and run's (redis_bytes_per_run), and the reader puts them back.
     {'not_found' | 'wrong_status' | 'not_owner', run status, ''}
 ]]
 local f = redis.call("HMGET", KEYS[1], "status", "owner", "attempt")
@@ -43,7 +43,7 @@ if not forward[state] then return redis.error_reply("recordInvocation: unknown s
 --[[
   An entry is a line, `<state>,<started_at>,<ms from start to its last update>,<tool>`, then `\n`
   and the result's JSON
-  when it has one (issue 13: a successful call's entry fits in 64 bytes, so the ledger stays in
+  when it has one (a successful call's entry fits in 64 bytes, so the ledger stays in
   Redis's compact hash encoding). An entry stored as JSON before reads too.
 ]]
 local function decodeEntry(raw)

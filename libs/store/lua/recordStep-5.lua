@@ -1,5 +1,5 @@
 --[[
-  Writes one step record of a run (issue 13) and appends its event, in one step: the step and its
+  Writes one step record of a run and appends its event, in one step: the step and its
   `step.started` / `step.ended` event are never apart. A new step id goes to the end of the run's
   step order, and its place there is its `seq`; a step written again keeps its `seq` and its first
   `started_at_ms`. An ended step is final: a later write of it changes nothing (a call replayed by
@@ -32,7 +32,7 @@
   Output: {'ok', seq} | {'unchanged', seq} | {'not_found' | 'wrong_status' | 'not_owner', status}
 
   A stored record is a line `<seq> <started_at_ms> <status>` and then the rest as the caller sent
-  it (issue 13: JSON, or packed by packed-json.ts, binary): this script reads the three back with
+  it (JSON, or packed by packed-json.ts, binary): this script reads the three back with
   an anchored match and never decodes the rest (cjson would turn `[]` into `{}`).
 ]]
 --- @include "includes/emit.lua"
@@ -61,7 +61,7 @@ if status == "ended" then event = "step.ended" end
 if stored then
   local storedSeq, storedStart, storedStatus = string.match(stored, '^(%d+) (%d+) ([a-z_]+)\n')
   if not storedSeq then
-    -- A record stored whole as JSON, before issue 13 packed them.
+    -- A record stored whole as JSON, earlier packed them.
     storedSeq, storedStart, storedStatus =
       string.match(stored, '^{"seq":(%d+),"started_at_ms":(%d+),"status":"([a-z_]+)"')
   end

@@ -1,5 +1,5 @@
 --[[
-  Hands a running run back by its owner (issue 12): `running -> queued` at the same execution,
+  Hands a running run back by its owner: `running -> queued` at the same execution,
   owner cleared, so the next claim of that execution's job takes it over at once. Used when a
   worker stops (the drain bound passed) and when an execution meets a retryable fault (a lost
   Redis connection, a browser worker restarting). The run's lease is kept: it still needs its

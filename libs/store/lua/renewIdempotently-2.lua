@@ -1,5 +1,5 @@
 --[[
-  One renewal under its idempotency record (issue 18): the claim of the exact idempotency rule and
+  One renewal under its idempotency record: the claim of the exact idempotency rule and
   the renewal in one script. The single renew route sends one; a batch of renewals is one pipeline
   of these, one round trip whatever its size. Both keys share the profile's hash tag: one slot per
   call, which is why a batch pipelines many calls instead of sending one script many leases' keys.

@@ -2,7 +2,7 @@
   Retries a failed run as a new attempt (DESIGN §3): `failed -> queued`, attempt + 1, a new
   execution, usage, result and error cleared, the deadline set afresh from the pinned timeout.
 
-  Issue 12, retry starts clean: the failed attempt's transcript is kept under its attempt number
+  Retry starts clean: the failed attempt's transcript is kept under its attempt number
   and the new attempt starts a fresh one, seeded with the given entries (the input, and a note of
   the effects earlier attempts dispatched); the loop breaker's state starts afresh too. The ledger
   already keys each call by its attempt, so the old calls stay readable and never meet new ones.
@@ -13,7 +13,7 @@
     KEYS[3] the run's transcript          ({run:ID}:transcript)
     KEYS[4] the failed attempt's archive  ({run:ID}:transcript:a<attempt>)
     KEYS[5] the run loop's state          ({run:ID}:loop)
-    KEYS[6..] the run's other keys        (RunKeys.runOwned; issue 13: kept again, no expiry)
+    KEYS[6..] the run's other keys        (RunKeys.runOwned; kept again, no expiry)
 
     ARGV[1] now (epoch ms)
     ARGV[2] the tenant asking (another tenant's run reads as absent)
@@ -45,7 +45,7 @@ redis.call("HSET", KEYS[1], "status", "queued", "owner", "", "cancel_requested",
   "steps", 0, "model_calls", 0, "tool_calls", 0, "cost_micro_usd", 0,
   "deadline_at", now + tonumber(f[3]), "updated_at", now, "ended_at", "",
   "result", "", "error_reason", "", "error_message", "", "error_step", "")
--- Issue 13: the failed run's keys were set to expire at its end; a new attempt has no end yet.
+-- The failed run's keys were set to expire at its end; a new attempt has no end yet.
 keepRunKeys()
 emit("run.retried", now, {status = "queued", previous = "failed", attempt = attempt, execution = execution})
 return {"ok", "queued", redis.call("HGETALL", KEYS[1])}

@@ -48,7 +48,7 @@ redis.call("HSET", KEYS[1],
 if ARGV[16] ~= "" then
   redis.call("HSET", KEYS[3], "sealed", ARGV[16], "declared", ARGV[17])
 end
--- Issue 12: when it was submitted, to the µs of this server's clock: its place in its profile's line.
+-- When it was submitted, to the µs of this server's clock: its place in its profile's line.
 local clock = redis.call("TIME")
 redis.call("HSET", KEYS[1], "submitted_us", clock[1] .. string.format("%06d", tonumber(clock[2])))
 appendToStream(KEYS[2], tonumber(ARGV[15]), "run.submitted", math.floor(now),

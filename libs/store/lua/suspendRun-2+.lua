@@ -6,7 +6,7 @@
   Input:
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
-    KEYS[3..] the run's other keys   (RunKeys.runOwned; issue 13: they expire with a cancelled end)
+    KEYS[3..] the run's other keys   (RunKeys.runOwned; they expire with a cancelled end)
 
     ARGV[1] the owner token
     ARGV[2] the status to move to: parked, waiting_child or waiting_user

@@ -1,9 +1,9 @@
 --[[
-  A run takes its turn on its profile's page (issue 12): the runs of one profile use its page one
+  A run takes its turn on its profile's page: the runs of one profile use its page one
   after another, in submit order. Puts the run in the profile's line (once; a run already in it
   keeps its place) and answers whether it is first. A run is placed by its submission, but never
   ahead of the first: that run already holds the turn (and may hold the page), so an earlier-
-  submitted run claimed after it goes next instead (issue 15: two runs both held one profile). The first run holds the turn until it is done
+  submitted run claimed after it goes next instead (two runs both held one profile). The first run holds the turn until it is done
   with the page (it ends or waits on a person or a child); the lifecycle then passes the turn.
 
   Input:

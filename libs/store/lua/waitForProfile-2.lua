@@ -1,5 +1,5 @@
 --[[
-  A claimed run whose profile another run still needs waits its turn (issue 12):
+  A claimed run whose profile another run still needs waits its turn:
   `running -> queued` by its owner, `waiting_for` set to 'profile', owner cleared. The execution
   ends here without a new job: the run that passes the turn wakes this one (`wakeRun`). A run whose
   cancel was requested is refused, so its execution goes on and ends it `cancelled` at once.

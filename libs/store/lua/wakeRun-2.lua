@@ -1,5 +1,5 @@
 --[[
-  Wakes a run that waited its turn on its profile (issue 12): `queued (waiting_for 'profile') ->
+  Wakes a run that waited its turn on its profile: `queued (waiting_for 'profile') ->
   queued` as a new execution (a new job id), `waiting_for` cleared. Refused for any other run, so
   a wake carried out twice (by the run passing the turn and by the waiter's own re-check, or a
   sweep) adds one execution only.

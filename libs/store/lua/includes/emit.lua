@@ -14,7 +14,7 @@ local function notifyRunEvents()
 end
 
 --[[
-  Appends one event; answers its stream id. Issue 13 (redis_bytes_per_run): the event's time is
+  Appends one event; answers its stream id. The event's time is
   the id's own milliseconds (`<now>-*`), so an entry carries no `at` field. Only when the stream's
   last id is already later than `now` (another process's clock ahead of this one, a test's clock
   set back) is the id Redis's and `at` written beside it; the reader takes `at` when there is one.

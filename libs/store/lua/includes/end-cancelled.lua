@@ -6,7 +6,7 @@
   all take
     KEYS[1] the run's record        ({run:ID}:run)
     KEYS[2] the run's event stream  ({run:ID}:events)
-    and, after their own keys, every other key the run owns (issue 13: they expire with the end)
+    and, after their own keys, every other key the run owns (they expire with the end)
 ]]
 
 -- Ends the run `cancelled` at `now` with `message` (owner cleared, cancel flag set) and appends
@@ -16,7 +16,7 @@ local function endCancelled(now, message, data, retentionMs)
   redis.call("HSET", KEYS[1], "status", "cancelled", "owner", "", "cancel_requested", 1, "updated_at", now,
     "ended_at", now, "error_reason", "cancelled", "error_message", message)
   data.status = "cancelled"
-  -- Issue 12: the final event carries the run's error as its view does.
+  -- The final event carries the run's error as its view does.
   data.error = {code = "cancelled", message = message, step = cjson.null}
   emit("run.cancelled", now, data)
   retainRunKeys(retentionMs)

@@ -1,6 +1,6 @@
 --[[
   Included (`--- @include "includes/retain-run.lua"`) by every script that can end a run, and by
-  the retry that takes a failed run back (issue 13, retention). Those scripts take, after their
+  the retry that takes a failed run back (retention). Those scripts take, after their
   own keys, every other key the run owns (RunKeys.runOwned: record, events, ledger, transcripts of
   every attempt, approvals, grants, loop state, steps): all in the run's slot `{run:ID}`, all
   declared, so each script still touches one Redis Cluster slot. The end and its expiry are one
