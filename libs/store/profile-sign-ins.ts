@@ -14,6 +14,9 @@ export const SIGN_IN_MAX_MS = 60 * 60_000;
 
 export type ProfileSignInStatus = 'open' | 'done' | 'cancelled' | 'expired';
 
+/** How long a sign-in whose end began (a crash in between) keeps its page from the next run. */
+const ENDING_HOLD_MS = 60_000;
+
 export interface ProfileSignInRecord {
   id: string;
   tenant: string;
@@ -73,7 +76,8 @@ export class ProfileSignIns {
     const fields = await this.redis.hgetall(this.#key(id));
     if (!fields.tenant || fields.tenant !== tenant) return undefined;
     const expiresAtMs = Number(fields.expires_at);
-    const stored = fields.status as ProfileSignInStatus;
+    // While it ends, it reads as open: its page is still held, its outcome not yet known.
+    const stored = (fields.status === 'ending' ? 'open' : fields.status) as ProfileSignInStatus;
     return {
       id,
       tenant: fields.tenant,
@@ -88,9 +92,19 @@ export class ProfileSignIns {
     };
   }
 
-  /** Whether the sign-in `id` still holds its profile's page (open, and its lease not expired). */
+  /**
+   * Whether the sign-in `id` still holds its profile's page: open with its lease not expired, or
+   * ending (its lease being closed: no run may take the page before the close is done; a crash
+   * while ending lets go after a minute).
+   */
   async holds(id: string): Promise<boolean> {
-    const [status, expiresAt] = await this.redis.hmget(this.#key(id), 'status', 'expires_at');
+    const [status, expiresAt, endingAt] = await this.redis.hmget(
+      this.#key(id),
+      'status',
+      'expires_at',
+      'ending_at',
+    );
+    if (status === 'ending') return this.now() - Number(endingAt) < ENDING_HOLD_MS;
     return status === 'open' && this.now() < Number(expiresAt);
   }
 
@@ -118,12 +132,16 @@ export class ProfileSignIns {
     return `${this.prefix}signin-last:{prf:${profile.tenant}/${profile.id}}`;
   }
 
-  /** Ends an open sign-in once; false when it had ended already. */
-  async end(id: string, status: Exclude<ProfileSignInStatus, 'open'>): Promise<boolean> {
+  /** Begins a sign-in's end, once: false when it had begun already. It holds the page until `ended`. */
+  async beginEnd(id: string): Promise<boolean> {
     const key = this.#key(id);
-    const ended = await this.redis.hsetnx(key, 'ended_at', this.now());
-    if (ended === 0) return false;
-    await this.redis.hset(key, 'status', status);
+    if ((await this.redis.hsetnx(key, 'ending_at', this.now())) === 0) return false;
+    await this.redis.hset(key, 'status', 'ending');
     return true;
+  }
+
+  /** The sign-in's end is done (its lease closed, or gone): it no longer holds the page. */
+  async ended(id: string, status: Exclude<ProfileSignInStatus, 'open'>): Promise<void> {
+    await this.redis.hset(this.#key(id), { status, ended_at: this.now() });
   }
 }

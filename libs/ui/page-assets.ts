@@ -113,6 +113,31 @@ export const PAGE_SCRIPT = `'use strict';
     setTimeout(() => { void refresh().then(pollPending); }, 1000);
   }
 
+  // A profile's sign-in page: it beats while open (its lease lives a short while past each beat),
+  // and Done / Cancel end it; the page is then read again to show how it ended.
+  const signIn = document.getElementById('profile-sign-in');
+  if (signIn && signIn.dataset.status === 'open') {
+    const post = (path) => fetch(signIn.dataset.base + path, {
+      method: 'POST', credentials: 'same-origin', headers: { 'x-csrf-token': csrf },
+    });
+    const beat = setInterval(() => void post('/heartbeat'), 30000);
+    for (const [selector, path] of [['.sign-in-done', '/done'], ['.sign-in-cancel', '/cancel']]) {
+      signIn.querySelector(selector)?.addEventListener('click', async () => {
+        clearInterval(beat);
+        for (const button of signIn.querySelectorAll('button')) button.disabled = true;
+        const response = await post(path);
+        if (!response.ok) {
+          const answer = await response.json().catch(() => ({}));
+          const problem = signIn.querySelector('.sign-in-problem');
+          problem.textContent = answer?.error?.message ?? 'refused (' + response.status + ')';
+          problem.hidden = false;
+          return;
+        }
+        location.reload();
+      });
+    }
+  }
+
   bindDecisions(document);
   pollPending();
   startLiveView(document.getElementById('live-view'));

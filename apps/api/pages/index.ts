@@ -9,8 +9,10 @@ import {
   PAGE_STYLE,
   PAGE_STYLE_PATH,
   type PageViewer,
+  type ProfileSignInView,
   RUN_LIST_FILTERS,
   type RunListFilters,
+  renderProfileSignInPage,
   renderRunPage,
   renderRunsPage,
 } from '../../../libs/ui/index.js';
@@ -61,6 +63,34 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
         .code(list.ok || list.status !== 422 ? 200 : 422)
         .headers(PAGE_HEADERS)
         .send(page);
+    });
+
+    // A profile's sign-in by hand: its page live and held by the person, with Done and Cancel.
+    pages.get('/profiles/:id/sign-ins/:signin', async (request, reply) => {
+      const session = await pageSession(request, deps.sessions);
+      if (!session) return toSignIn(request, reply);
+      const { id, signin } = request.params as { id: string; signin: string };
+      const read = await readAsViewer<ProfileSignInView>(
+        pages,
+        request,
+        `/v1/profiles/${encodeURIComponent(id)}/sign-ins/${encodeURIComponent(signin)}`,
+      );
+      if (!read.ok)
+        return reply
+          .code(read.status)
+          .headers(PAGE_HEADERS)
+          .send(
+            renderRunsPage({
+              viewer: viewerOf(session),
+              filters: {},
+              runs: [],
+              nextCursor: null,
+              problem: read.message,
+            }),
+          );
+      return reply
+        .headers(PAGE_HEADERS)
+        .send(renderProfileSignInPage({ viewer: viewerOf(session), signIn: read.body }));
     });
 
     pages.get('/runs/:id', async (request, reply) => {

@@ -109,30 +109,33 @@ export function registerProfileSignInRoutes(root: FastifyInstance, deps: V1Depen
     const { record, profile, lease, client } = await ownSignIn(identity, params.id, params.signin);
     if (record.status !== 'open') {
       // Past its lease's expiry nothing is sealed (ADR-0127 d8); the turn goes on all the same.
-      if (record.status === 'expired' && (await records.end(record.id, 'expired')))
+      if (record.status === 'expired' && (await records.beginEnd(record.id))) {
+        await records.ended(record.id, 'expired');
         await deps.lifecycle.passTurnOf(profile, record.id);
+      }
       throw new ApiError('conflict', `sign-in ${record.id} is ${record.status}: nothing was sealed`);
     }
-    if (!(await records.end(record.id, outcome)))
+    if (!(await records.beginEnd(record.id)))
       throw new ApiError('conflict', `sign-in ${record.id} has ended already`);
+    let ended: 'done' | 'cancelled' | 'expired' = outcome;
+    const expired = () => {
+      ended = 'expired';
+      return new ApiError('conflict', `sign-in ${record.id} expired before it was done: nothing was sealed`);
+    };
     try {
       if (!client) throw new ApiError('conflict', "the profile's browser worker is gone: nothing was sealed");
       const limits = { deadlineMs: Date.now() + CALL_MS };
       await client.endPersonControl(lease, { holder: personHolder(identity) }, limits).catch(() => undefined);
       const closed = await client.close(profile, record.leaseId, { seal: outcome === 'done' }, limits);
       if (outcome === 'done') {
-        if (closed.close_reason !== 'closed' || !closed.sealed)
-          throw new ApiError(
-            'conflict',
-            `sign-in ${record.id} expired before it was done: nothing was sealed`,
-          );
+        if (closed.close_reason !== 'closed' || !closed.sealed) throw expired();
         await records.noteSignedIn(profile, identity.principal);
       }
     } catch (error) {
-      throw error instanceof ProviderError && error.serviceCode === 'lease_expired'
-        ? new ApiError('conflict', `sign-in ${record.id} expired before it was done: nothing was sealed`)
-        : error;
+      throw error instanceof ProviderError && error.serviceCode === 'lease_expired' ? expired() : error;
     } finally {
+      // Only now, its lease closed, may the next run take the page.
+      await records.ended(record.id, ended);
       await deps.lifecycle.passTurnOf(profile, record.id);
     }
     return view({ ...record, status: outcome, endedAtMs: Date.now() });
