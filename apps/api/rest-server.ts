@@ -25,8 +25,11 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
  * `{error: {code, message}}` with a stable code (never a stack trace), and the OpenAPI document
  * of the tagged routes is served at `/docs`.
  */
-export async function createRestServer(logger: Logger): Promise<FastifyInstance> {
-  const app = createHttpServer(logger, 'api', BODY_LIMIT_BYTES, { refuseWhileRedisDown: true });
+export async function createRestServer(
+  logger: Logger,
+  redisUp: () => boolean = () => true,
+): Promise<FastifyInstance> {
+  const app = createHttpServer(logger, 'api', BODY_LIMIT_BYTES, { refuseWhileRedisDown: redisUp });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   acceptEmptyJsonBodies(app);

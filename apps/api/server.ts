@@ -85,7 +85,10 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const schedulesQueue = createSchedulesQueue(redis, config.redis.queuePrefix);
   const unwatch = metrics.watchQueue(RUNS_QUEUE, () => runsQueue.getJobCounts());
 
-  const app = await createRestServer(logger);
+  // The API answers 503 while its own connections do not answer (the event subscriber's joins below).
+  const own: object[] = [redis];
+  const apiRedis = redisLink.of(own);
+  const app = await createRestServer(logger, () => apiRedis.up);
 
   const store = new RunStore(redis, config.redis.keyPrefix, Date.now, { retentionMs: config.runRetentionMs });
   // Default-deny. Every route needs a key unless marked; unknown paths (404, answered
@@ -127,6 +130,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   });
   await registerRateLimit(app, redis, config);
   const eventSubscriber = await connectRedis(options.redisUrl, 'subscriber', 'api-events');
+  own.push(eventSubscriber);
   const eventStreams = new RunEventStreams(
     eventSubscriber,
     store,
@@ -185,18 +189,23 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     places: { perTenant: config.api.mcpSessionsPerTenant, perKey: config.api.mcpSessionsPerKey },
   });
 
-  registerOpsRoutes(app, metrics.registry, () => [
-    { name: `browser_tools:${browserTools}`, check: async () => true },
-    { name: 'redis', check: async () => (await redis.ping()) === 'PONG' },
-    {
-      name: 'runs_queue',
-      check: async () => {
-        await runsQueue.waitUntilReady();
-        return true;
+  registerOpsRoutes(
+    app,
+    metrics.registry,
+    () => [
+      { name: `browser_tools:${browserTools}`, check: async () => true },
+      { name: 'redis', check: async () => (await redis.ping()) === 'PONG' },
+      {
+        name: 'runs_queue',
+        check: async () => {
+          await runsQueue.waitUntilReady();
+          return true;
+        },
       },
-    },
-    ...(options.extraReadiness?.() ?? []),
-  ]);
+      ...(options.extraReadiness?.() ?? []),
+    ],
+    { redisUp: () => apiRedis.up },
+  );
 
   const address = await app.listen({ host: config.http.host, port: config.http.apiPort });
   origins.listening(Number(new URL(address).port));

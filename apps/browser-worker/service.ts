@@ -85,6 +85,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
     const redis = await connectRedis(options.redisUrl, 'worker', `browser-worker-${workerId}`);
     held.add('redis', () => closeRedis(redis));
     const store = new RedisLeaseStore(redis, config.redis.keyPrefix);
+    const ownRedis = redisLink.of([redis]);
     const leaseMetrics = createLeaseMetrics(metrics.registry);
     // ADR-0159: every settle of a lease's page is counted by tool and result.
     const currentBrowser = () => browsers.browser;
@@ -161,6 +162,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       serveMetrics: metrics.served,
       readiness,
       egress,
+      redisUp: () => ownRedis.up,
     });
     logDataPlaneTenant(app);
     held.add('data-plane', () => app.close());

@@ -90,6 +90,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   const jobLocks = new JobLocks(config.runWorker.lockDurationMs);
   const processor = runJobProcessor({
     jobLocks,
+    redisLink: redisLink.of([redis]),
     config,
     stopping: stopping.signal,
     store,

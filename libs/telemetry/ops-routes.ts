@@ -53,7 +53,8 @@ export function registerOpsRoutes(
    * `serveMetrics: false` leaves `/metrics` out (it answers 404): in the fleet every role shares one
    * registry and only the API serves it, so no series is scraped twice.
    */
-  options: { serveMetrics?: boolean } = {},
+  /** `redisUp`: whether this role's own Redis connections answer (the process's link by default). */
+  options: { serveMetrics?: boolean; redisUp?: () => boolean } = {},
 ): void {
   // Each server counts its own requests in its process's registry, served or not here.
   countRequests(app, registry);
@@ -63,7 +64,8 @@ export function registerOpsRoutes(
   // Every role is unready while one of its Redis connections is down, and logs the
   // outage once, through its own server's logger.
   redisLink.reportTo(app.log as unknown as Logger);
-  const redisCheck: ReadinessCheck = { name: 'redis_link', check: async () => redisLink.up };
+  const redisUp = options.redisUp ?? (() => redisLink.up);
+  const redisCheck: ReadinessCheck = { name: 'redis_link', check: async () => redisUp() };
   app.get('/readyz', { config: PUBLIC_ROUTE }, async (_request, reply) => {
     const results = await Promise.all([redisCheck, ...checks()].map(runCheck));
     const ready = results.every((result) => result.ok);
@@ -97,11 +99,11 @@ export function createHttpServer(
   component: string,
   bodyLimitBytes = 64 * 1024,
   /**
-   * `refuseWhileRedisDown`: while this process's Redis does not answer, every request but the
+   * `refuseWhileRedisDown` (whether the server's own Redis answers): while it does not, every request but the
    * ops routes' is answered 503 `unavailable` at once, before the credential is read (which would
    * wait on Redis): a client learns of the outage in the time the link watch takes to see it.
    */
-  options: { refuseWhileRedisDown?: boolean } = {},
+  options: { refuseWhileRedisDown?: () => boolean } = {},
 ): FastifyInstance {
   const doors = new Doors(bodyLimitBytes);
   const app = Fastify({
@@ -116,7 +118,7 @@ export function createHttpServer(
   });
   // Before the doors: a request they refuse still gets its id echoed and its line.
   installRequestLog(app, component);
-  if (options.refuseWhileRedisDown) refuseWhileRedisDown(app);
+  if (options.refuseWhileRedisDown) refuseWhileRedisDown(app, options.refuseWhileRedisDown);
   doors.install(app);
   app.setNotFoundHandler((request, reply) => reply.code(404).send(notFoundBody(request)));
   return app;
@@ -142,9 +144,9 @@ const OPS_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
  * limit, the handler): a request that met the outage in one stage does not wait out a command
  * timeout in each of the next.
  */
-function refuseWhileRedisDown(app: FastifyInstance): void {
+function refuseWhileRedisDown(app: FastifyInstance, redisUp: () => boolean): void {
   const refuse = async (request: FastifyRequest, reply: FastifyReply) => {
-    if (redisLink.up || OPS_PATHS.has(request.url.split('?')[0] ?? '')) return;
+    if (redisUp() || OPS_PATHS.has(request.url.split('?')[0] ?? '')) return;
     request.log.debug({ code: 'unavailable' }, 'request refused: Redis unavailable');
     return reply
       .code(503)

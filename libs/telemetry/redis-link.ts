@@ -140,6 +140,28 @@ export class RedisLink {
     return this.#state === 'up';
   }
 
+  /**
+   * The link as a role's own connections see it. The process's state counts every connection it
+   * ever watched; a role judges its own Redis by its own connections, so a connection another part
+   * of the process left reconnecting to a Redis that is gone never stops this role's calls.
+   */
+  of(clients: readonly object[]): RedisLinkView {
+    const down = this.#down;
+    const link = this;
+    const up = () => !clients.some((client) => down.has(client as RedisLinkEvents));
+    return {
+      get up() {
+        return up();
+      },
+      get answerTimeoutMs() {
+        return link.answerTimeoutMs;
+      },
+      async whenUp() {
+        while (!up()) await new Promise((resolve) => setTimeout(resolve, 100));
+      },
+    };
+  }
+
   /** Resolves once every watched connection answers again (at once while they do). */
   whenUp(): Promise<void> {
     if (this.up) return Promise.resolve();
@@ -162,6 +184,13 @@ export class RedisLink {
       for (const resolve of this.#waiting.splice(0)) resolve();
     }
   }
+}
+
+/** What a caller reads of the link: whether Redis answers, a wait until it does, the answer bound. */
+export interface RedisLinkView {
+  readonly up: boolean;
+  whenUp(): Promise<void>;
+  readonly answerTimeoutMs: number;
 }
 
 /** The process's one link state: every connection made by `connectRedis` is watched here. */

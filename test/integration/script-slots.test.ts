@@ -11,6 +11,7 @@ import {
   withScripts,
 } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { ScheduleStore } from '../../libs/store/schedules.js';
 import { withIncludes } from '../../libs/store/scripts.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
@@ -131,6 +132,28 @@ describe('every store script touches one hash slot (the store works on a Redis C
     await leases.advanceSequence(profile, acquired.leaseId, 2, nowMs, 'skip');
     await leases.beginClose(profile, acquired.leaseId, nowMs, 'closed');
     await leases.finishClose(profile, acquired.leaseId, nowMs, undefined);
+    await leases.noteSealFault(profile, undefined);
+    await leases.updateProfile(profile, { protected: true }, nowMs);
+    const gone = { tenant: TENANT, id: 'gone' };
+    await leases.createProfile(
+      {
+        ...gone,
+        principal: 'alice',
+        allowed_origins: ['https://gone.test'],
+        frame_origins: [],
+        subresources: 'any',
+        protected: false,
+      },
+      nowMs,
+    );
+    await leases.deleteProfile(gone);
+
+    // A schedule's due time, decided once.
+    await new ScheduleStore(redis, prefix, () => nowMs).decide('sch_x', {
+      dueKey: '1',
+      outcome: 'fired',
+      missedBefore: 0,
+    });
 
     // The sweeper's lock.
     await lock.tryHold();

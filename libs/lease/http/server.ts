@@ -36,6 +36,8 @@ export interface DataPlaneServerOptions {
   /** False where another server of this process serves the registry (the fleet's API): `/metrics` answers 404. */
   serveMetrics?: boolean;
   readiness: () => ReadinessCheck[];
+  /** Whether this worker's own Redis connections answer (`/readyz`); the process's link by default. */
+  redisUp?: () => boolean;
   /** DESIGN §12: judges a new profile's literal origins; absent, they are not judged here. */
   egress?: EgressGuard;
 }
@@ -74,6 +76,7 @@ export function createDataPlaneServer(options: DataPlaneServerOptions): FastifyI
   registerOperation(app, DATA_PLANE_OPERATIONS.getDataPlaneDocument, async () => document);
   registerOpsRoutes(app, options.metrics, options.readiness, {
     serveMetrics: options.serveMetrics !== false,
+    ...(options.redisUp ? { redisUp: options.redisUp } : {}),
   });
   return app;
 }

@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { JobLocks } from '../../../queues/index.js';
 import { LeaseholdError } from '../../contracts/index.js';
-import { isRedisUnreachable, type RedisLink, redisLink } from '../../telemetry/redis-link.js';
+import { isRedisUnreachable, type RedisLinkView, redisLink } from '../../telemetry/redis-link.js';
 import { RunLost } from './run-lost.js';
 
 /** How often a call held back for a due renewal looks again. */
@@ -47,7 +47,7 @@ export function lockGuard(
   job: Pick<Job, 'id' | 'extendLock'>,
   token: string | undefined,
   signal: AbortSignal,
-  link: RedisLink = redisLink,
+  link: RedisLinkView = redisLink,
 ): LockGuard {
   const jobId = job.id ?? '';
   const verdict = () => locks.verdict(jobId, { answerBoundMs: link.answerTimeoutMs, redisUp: link.up });
@@ -86,7 +86,7 @@ export async function lockAfterOutage(
   job: Pick<Job, 'id' | 'extendLock'>,
   token: string | undefined,
   signal: AbortSignal,
-  link: RedisLink = redisLink,
+  link: RedisLinkView = redisLink,
 ): Promise<'held' | 'lost' | 'stopped'> {
   if (!token || !job.id) return 'lost';
   const stopped = new Promise<'stopped'>((resolve) => {

@@ -10,6 +10,7 @@ import {
 } from '../../../queues/index.js';
 import { type RunView, runHasEnded } from '../../contracts/index.js';
 import { type Counter, type Histogram, METRICS, metricOf, type Registry } from '../../telemetry/index.js';
+import type { RedisLinkView } from '../../telemetry/redis-link.js';
 import { type ExecutionEnd, ExecutionInterrupted } from '../index.js';
 import { claimExecution } from './claim.js';
 import { settleEscapedError } from './escaped.js';
@@ -28,6 +29,8 @@ export interface RunJobDeps extends ExecutionDeps {
   queueWait?: Pick<Histogram, 'observe'>;
   /** The job locks as BullMQ's renewals report them; absent, calls are not held back on them. */
   jobLocks?: JobLocks;
+  /** Whether this worker's own Redis connection answers (the lock-risk gate reads it). */
+  redisLink?: RedisLinkView;
 }
 
 /** The `runs` job processor: claim → execute → the job's result, or an escaped error settled. */
@@ -72,7 +75,7 @@ export function runJobProcessor(deps: RunJobDeps) {
         );
         return turn === 'waiting' ? { status: 'queued', code: null } : { status: 'lost', code: 'not_owner' };
       }
-      const guard = deps.jobLocks && lockGuard(deps.jobLocks, job, token, controller.signal);
+      const guard = deps.jobLocks && lockGuard(deps.jobLocks, job, token, controller.signal, deps.redisLink);
       ({ end, after: afterEnd } = await executeRunToEnd(
         { ...deps, logger: runLog, ...(guard ? { lockGuard: guard } : {}) },
         claim.run,
@@ -91,7 +94,7 @@ export function runJobProcessor(deps: RunJobDeps) {
       // lock is still this worker's; otherwise the next owner has it, and nothing is written here.
       const lock =
         deps.jobLocks && stoppedByOutage(error)
-          ? await lockAfterOutage(deps.jobLocks, job, token, controller.signal)
+          ? await lockAfterOutage(deps.jobLocks, job, token, controller.signal, deps.redisLink)
           : undefined;
       if (lock === 'lost') {
         executions.inc({ outcome: 'lost' });
