@@ -56,6 +56,8 @@ describe('profiles scoped to their tenant (REST)', () => {
         subresources: 'any',
         protected: false,
         sealed: false,
+        seal_fault: null,
+        last_signed_in: null,
       },
     ]);
     expect(listB.body.profiles).toEqual([
@@ -66,6 +68,8 @@ describe('profiles scoped to their tenant (REST)', () => {
         subresources: 'allowed_origins',
         protected: false,
         sealed: false,
+        seal_fault: null,
+        last_signed_in: null,
       },
     ]);
     expect((await rig.call('GET', '/v1/profiles', { key: keyC })).body.profiles).toEqual([]);

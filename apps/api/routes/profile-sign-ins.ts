@@ -33,6 +33,12 @@ const startBodySchema = namedBody(
   },
 );
 
+const signInInputSchema = namedBody(
+  z.strictObject({ events: z.array(personInputEventSchema).min(1).max(PERSON_INPUT_BATCH_MAX) }),
+  'ProfileSignInInput',
+  { events: [{ type: 'text', text: 'hello' }] },
+);
+
 export const profileSignInViewSchema = z.object({
   signin_id: z.string(),
   profile_id: z.string(),
@@ -315,11 +321,7 @@ export function registerProfileSignInRoutes(root: FastifyInstance, deps: V1Depen
         description:
           'Up to 50 key, mouse, wheel and text events from the person signing in. Contents are never logged or stored.',
         params: signInParams,
-        body: namedBody(
-          z.strictObject({ events: z.array(personInputEventSchema).min(1).max(PERSON_INPUT_BATCH_MAX) }),
-          'ProfileSignInInput',
-          { events: [{ type: 'text', text: 'hello' }] },
-        ),
+        body: signInInputSchema,
         response: answers({ 200: z.object({ sequence: z.number().int() }) }, 404, 409, ...BODY_FAILURES),
       },
       preHandler: authenticate(store, 'runs:write'),
