@@ -50,7 +50,7 @@ interface Submitted {
 /**
  * 50 browser runs over 10 profiles while the fleet is hurt — run workers
  * SIGKILLed and SIGTERMed in turn, the browser worker SIGKILLed and restarted on the same id and
- * port, Redis stopped for 10 s and started again on its AOF, and then both run workers SIGTERMed
+ * port, Redis stopped for 10 s and started again on its AOF, then frozen for 12 s, and then both run workers SIGTERMed
  * while pages load slowly. Every role is a real process on a
  * Redis of the test's own; the site's server counts each run's effect.
  */
@@ -314,6 +314,13 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 330_000 }, () 
     await sleep(10_000);
     await redis.start();
     faults.push('redis stopped for 10 s and started again (AOF)');
+    // A freeze is an outage too: connections stay open and nothing answers (SIGSTOP), longer than
+    // the job lock, so runs in flight are handed over with their leases.
+    await sleep(3_000);
+    redis.freeze();
+    await sleep(12_000);
+    redis.thaw();
+    faults.push('redis frozen (SIGSTOP) for 12 s and thawed');
     progress('faults over');
     const faultsEndedAtMs = Date.now();
 
