@@ -207,6 +207,9 @@ export class EgressProxy {
 
   async #tunnel(incoming: IncomingMessage, client: Duplex, head: Buffer, gate: OriginGate): Promise<void> {
     this.#track(client);
+    // The server hands the socket over without its own error listener: a reset while the name is
+    // resolved must end this socket, not the process.
+    client.on('error', () => client.destroy());
     const authority = parseAuthority(incoming.url ?? '');
     if (!authority) return void client.end(rawAnswer(400));
     if (!this.#admits(gate, tunnelOrigins(authority), authority.host, authority.port, 'connect'))
@@ -218,6 +221,7 @@ export class EgressProxy {
 
   async #upgrade(incoming: IncomingMessage, client: Duplex, head: Buffer, gate: OriginGate): Promise<void> {
     this.#track(client);
+    client.on('error', () => client.destroy());
     const url = absoluteHttpUrl(incoming.url);
     if (!url) return void client.end(rawAnswer(400));
     const port = portOf(url);
