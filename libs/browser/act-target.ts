@@ -77,11 +77,23 @@ async function elementHandle(
   const notFound = () =>
     new BrowserToolError('element_not_found', `element ${args.element} is not on the page any more`);
   try {
-    // The page agent found it a moment ago. One that is gone is told at once; one that is there
-    // gets the act's own time to answer (a renderer slow under load is not a missing element:
-    // the chaos test saw a 1 s bound end runs element_not_found on a page that had the button).
-    if ((await locator.count()) === 0) throw notFound();
-    const handle = await locator.elementHandle({ timeout: Math.max(1, op.remainingMs()) });
+    // The page agent found it a moment ago. One query answers at once either way: one that is
+    // gone is told at once; one that is there is waited for as long as the act has (a renderer slow
+    // under load is not a missing element: the chaos test saw a 1 s bound end runs
+    // element_not_found on a page that had the button).
+    const query = locator.elementHandles();
+    const found = await within(query, op.deadlineMs, op.signal);
+    if (!found.done) {
+      // Handles that arrive after the act gave up are released, not left in the page.
+      void query.then(release, () => undefined);
+      throw new BrowserToolError(
+        'provider_unavailable',
+        'the call ended before the element could be reached',
+        true,
+      );
+    }
+    const [handle, ...others] = found.value;
+    release(others);
     if (handle) return handle as ElementHandle<Element>;
   } catch (error) {
     if (error instanceof BrowserToolError) throw error;
@@ -89,6 +101,10 @@ async function elementHandle(
     op.throwIfEnded('the element could be reached');
   }
   throw notFound();
+}
+
+function release(handles: readonly ElementHandle[]): void {
+  for (const handle of handles) void handle.dispose().catch(() => undefined);
 }
 
 /** How `select` names its options: one label, one value, or every label of a multiple select. */

@@ -442,7 +442,8 @@ export class PageEngine {
         },
       );
     } finally {
-      await target.element.dispose().catch(() => undefined);
+      // Released without waiting: the act's answer needs nothing more from this handle.
+      void target.element.dispose().catch(() => undefined);
     }
   }
 

@@ -40,6 +40,8 @@ export class RequestTracker {
   private readonly detach: () => void;
   /** The main-frame document request not yet committed, if any. */
   private mainNavigation: Request | null = null;
+  /** The document count at the main frame's last `load`; -1 before any. */
+  private loadedDocument = -1;
 
   constructor(private readonly page: Page) {
     const onRequest = (request: Request) => {
@@ -69,12 +71,17 @@ export class RequestTracker {
       this.inFlight.clear();
       this.wake();
     };
+    const onLoad = () => {
+      this.loadedDocument = this.documentCount;
+    };
     page.on('request', onRequest);
     page.on('response', onResponse);
     page.on('requestfinished', onDone);
     page.on('requestfailed', onFailed);
     page.on('framenavigated', onNavigated);
+    page.on('load', onLoad);
     this.detach = () => {
+      page.off('load', onLoad);
       page.off('request', onRequest);
       page.off('response', onResponse);
       page.off('requestfinished', onDone);
@@ -86,6 +93,15 @@ export class RequestTracker {
   /** True while a main-frame document request is on its way and has not committed. */
   get navigationPending(): boolean {
     return this.mainNavigation !== null;
+  }
+
+  /**
+   * Whether the current document is known, from the browser's own events, to have loaded with no
+   * navigation on its way: its `load` came after its commit. False means unknown, not "loading":
+   * a document this tracker saw commit without a request is never claimed loaded here.
+   */
+  get loadedNow(): boolean {
+    return this.mainNavigation === null && this.loadedDocument === this.documentCount;
   }
 
   /** Main-frame documents committed so far; a change means a navigation happened. */

@@ -42,7 +42,8 @@ export async function settlePage(
     elapsed_ms: Math.max(0, Math.round(Date.now() - startedAtMs)),
   });
   try {
-    const readyAtEntry = await readyNow(agent, boundAtMs, op);
+    // The browser's events usually tell it already; asking the page costs a round trip.
+    const readyAtEntry = tracker.loadedNow || (await readyNow(agent, boundAtMs, op));
     if (!(await documentReady(page, boundAtMs, op))) return outcome('bound_expired');
     if (!readyAtEntry) await readinessGrace(boundAtMs, op);
     // The requests of a document that was not there at entry join once, at its readiness; polling

@@ -133,9 +133,15 @@ export class LeasePageCalls {
     return this.#serially(profile, leaseId, async (session, later) => {
       // Reads before the effect wait out an outage too: only the fence's advance, the effect's
       // mark, may not be sent twice.
-      const lease = await readThroughOutage(() => this.#requireLive(profile, leaseId), deadlineMs);
+      // The lease and the sequence are read side by side; a lease that is gone is told first.
+      const [live, fenced] = await Promise.allSettled([
+        readThroughOutage(() => this.#requireLive(profile, leaseId), deadlineMs),
+        readThroughOutage(() => this.#fence(profile, leaseId, sequence, false), deadlineMs),
+      ]);
+      if (live.status === 'rejected') throw live.reason;
+      if (fenced.status === 'rejected') throw fenced.reason;
+      const lease = live.value;
       await readThroughOutage(() => this.#tellSecrets(leaseId, lease, session), deadlineMs);
-      await readThroughOutage(() => this.#fence(profile, leaseId, sequence, false), deadlineMs);
       let dispatched = false;
       let result: PageResult;
       try {

@@ -99,6 +99,22 @@ describe('request bookkeeping for settling (ADR-0159)', () => {
     expect(tracker.inFlightCount).toBe(5);
   });
 
+  it("knows a document loaded from the browser's events: after its load, until a navigation starts", () => {
+    const { page, emitter, request, mainFrame } = fakePage();
+    const tracker = new RequestTracker(page);
+    // Created on a page whose document it never saw load: unknown, so settling asks the page.
+    expect(tracker.loadedNow).toBe(false);
+    emitter.emit('load');
+    expect(tracker.loadedNow).toBe(true);
+    emitter.emit('request', request('document', true));
+    expect(tracker.loadedNow).toBe(false);
+    emitter.emit('framenavigated', mainFrame);
+    // The new document has committed and not loaded yet.
+    expect(tracker.loadedNow).toBe(false);
+    emitter.emit('load');
+    expect(tracker.loadedNow).toBe(true);
+  });
+
   it('overflows a snapshot past 256 requests, and later requests never join it', () => {
     const { page, emitter, request } = fakePage();
     const tracker = new RequestTracker(page);
