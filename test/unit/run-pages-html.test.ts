@@ -71,6 +71,8 @@ const toolStep: RunStep = {
     screenshot_status: null,
     approval_id: null,
     person: null,
+    target: null,
+    page_log: null,
   },
 };
 
