@@ -13,6 +13,9 @@ import { isRedisUnreachable } from '../../libs/telemetry/redis-link.js';
 import type { RunsQueue } from '../../queues/index.js';
 import { dashboardGate } from './auth.js';
 
+/** Where Bull Board is served; a job's page is `${DASHBOARD_PATH}/queue/<queue>/<job id>`. */
+export const DASHBOARD_PATH = '/admin/queues';
+
 type BoardErrorHandler = Parameters<FastifyAdapter['setErrorHandler']>[0];
 
 /** Bull Board's status type lists the statuses it sends itself; its adapter sends any status. */
@@ -47,12 +50,12 @@ export async function registerDashboard(
     serverAdapter: board,
     options: { uiConfig: { boardTitle: 'Leasehold' } },
   });
-  board.setBasePath('/admin/queues');
+  board.setBasePath(DASHBOARD_PATH);
   await app.register(async (dashboard) => {
     // Its own gate, never public; its own error answers rewritten to the one shape.
     markDoor(dashboard, 'own');
     reshapeErrorAnswers(dashboard);
     dashboard.addHook('onRequest', dashboardGate(deps.store, deps.authFailures));
-    await dashboard.register(board.registerPlugin(), { prefix: '/admin/queues' });
+    await dashboard.register(board.registerPlugin(), { prefix: DASHBOARD_PATH });
   });
 }

@@ -91,7 +91,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The tenant's pending approvals, of one run or of all */
+    /**
+     * The tenant's approvals: pending ones of one run or of all, or a run's of any status
+     * @description Pending ones by default. A run's approvals stay listed once decided or expired (`status`: `approved`, `denied`, `expired` or `any`, with `run_id`), each with who decided, when, the reason and the grant it gave; without `run_id` only pending ones are listed (422 otherwise).
+     */
     get: operations['listApprovals'];
     put?: never;
     post?: never;
@@ -827,6 +830,16 @@ export interface components {
       created_at_ms: number;
       decided_at_ms: number | null;
       decided_by: string | null;
+      /** @default null */
+      grant: {
+        approval_id: string;
+        created_at_ms: number;
+        expires_at_ms: number;
+        id: string;
+        max_actions: number;
+        run_id: string;
+        used_actions: number;
+      } | null;
       grant_id: string | null;
       id: string;
       invocation_id: string;
@@ -1371,6 +1384,21 @@ export interface components {
           url: string;
         } | null;
         /** @default null */
+        page_log: {
+          console_errors: {
+            text: string;
+            url: string | null;
+          }[];
+          console_errors_dropped: number;
+          failed_requests: {
+            failure: string | null;
+            method: string;
+            status: number | null;
+            url: string;
+          }[];
+          failed_requests_dropped: number;
+        } | null;
+        /** @default null */
         person: {
           end_url: string | null;
           ended_at_ms: number;
@@ -1407,6 +1435,11 @@ export interface components {
           elapsed_ms: number;
           /** @enum {string} */
           result: 'dom_quiet' | 'bound_expired';
+        } | null;
+        /** @default null */
+        target: {
+          name: string;
+          role: string;
         } | null;
       } | null;
       turn: number;
@@ -2222,6 +2255,7 @@ export interface operations {
     parameters: {
       query?: {
         run_id?: string;
+        status?: 'pending' | 'approved' | 'denied' | 'expired' | 'any';
       };
       header?: never;
       path?: never;

@@ -658,6 +658,20 @@ export interface components {
     };
     /** @description What the worker captured of the settled page: an artifact's name, never the bytes. */
     PageArtifacts: {
+      page_log?: {
+        console_errors: {
+          text: string;
+          url: string | null;
+        }[];
+        console_errors_dropped: number;
+        failed_requests: {
+          failure: string | null;
+          method: string;
+          status: number | null;
+          url: string;
+        }[];
+        failed_requests_dropped: number;
+      };
       screenshot?: string;
     };
     /** @description A person's control of the page: the lease's sequence once it began, and its time bounds. */

@@ -3,6 +3,7 @@ import type {
   BrowserObservation,
   ConditionResult,
   ObservationWindow,
+  PageLog,
   Predicate,
   SettleResult,
 } from '../contracts/index.js';
@@ -28,6 +29,8 @@ export interface ToolOutcome {
   observation: BrowserObservation;
   /** ADR-0130 d7: for the platform's loop breaker only; never shown to the model or stored. */
   evidenceKey: string;
+  /** What the pages reported while a navigate or act ran (see PageLogRecorder); never the model's. */
+  pageLog?: PageLog;
 }
 
 /** The revision whose references the page still holds; null once a capture was cut off. */

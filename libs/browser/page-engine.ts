@@ -29,6 +29,7 @@ import { Operation, type OperationLimits, within } from './operation.js';
 import { originAllowed, originOf } from './origin-guard.js';
 import type { Box, Capture } from './page-capture.js';
 import { type BlockedCounts, ContextFence, type FenceOptions } from './page-fence.js';
+import { PageLogRecorder } from './page-log.js';
 import { dispatchPersonInput } from './person-input.js';
 import { settlePage } from './settle.js';
 import { PageBundle, TabStack } from './tabs.js';
@@ -60,8 +61,6 @@ export interface PageEngineOptions {
  * tracked from then on.
  */
 export class PageEngine {
-  /** The run's declared secrets: typed by reference, struck from every answer (DESIGN §12). */
-  private readonly secrets = new DeclaredSecrets();
   private queue: Promise<unknown> = Promise.resolve();
   /** Aborted when the engine closes: every wait of a call under way ends then. */
   private readonly closing = new AbortController();
@@ -74,6 +73,10 @@ export class PageEngine {
     private readonly onSettle: PageEngineOptions['onSettle'],
     /** Told when another tab becomes current (the live view follows it). */
     private readonly switches: Set<() => void>,
+    /** Each navigate's and act's console errors and failed requests, beside its answer. */
+    private readonly pageLog: PageLogRecorder,
+    /** The run's declared secrets: typed by reference, struck from every answer (DESIGN §12). */
+    private readonly secrets: DeclaredSecrets,
   ) {}
 
   /**
@@ -94,7 +97,11 @@ export class PageEngine {
         revisions.current = null;
         for (const listener of switches) listener();
       });
-      return new PageEngine(tabs, fence, revisions, options.onSettle, switches);
+      const secrets = new DeclaredSecrets();
+      const pageLog = new PageLogRecorder(page.context(), (text, clipped) =>
+        secrets.strikeText(text, clipped),
+      );
+      return new PageEngine(tabs, fence, revisions, options.onSettle, switches, pageLog, secrets);
     } catch (error) {
       await (await first.catch(() => undefined))?.close();
       await fence?.close();
@@ -139,7 +146,9 @@ export class PageEngine {
 
   /** `browser.navigate {url}`: the settled page at the new URL. */
   navigate(args: NavigateArgs, limits: OperationLimits): Promise<ToolOutcome> {
-    return this.serially(limits, (op) => this.navigateNow(parse(navigateArgsSchema, args), op));
+    return this.serially(limits, (op) =>
+      this.logged(() => this.navigateNow(parse(navigateArgsSchema, args), op)),
+    );
   }
 
   /** `browser.observe {continuation? | wait_for?}`: the page as it is, not waited for. */
@@ -149,7 +158,13 @@ export class PageEngine {
 
   /** `browser.act {revision, element, action, text?, postcondition?}`: the settled page after one action. */
   act(args: ActArgsInput, limits: OperationLimits): Promise<ToolOutcome> {
-    return this.serially(limits, (op) => this.actNow(parse(actArgsSchema, args), op));
+    return this.serially(limits, (op) => this.logged(() => this.actNow(parse(actArgsSchema, args), op)));
+  }
+
+  /** An effect's outcome with what the pages reported while it ran. */
+  private async logged(effect: () => Promise<ToolOutcome>): Promise<ToolOutcome> {
+    const { outcome, log } = await this.pageLog.during(effect);
+    return { ...outcome, pageLog: log };
   }
 
   /**
@@ -207,6 +222,7 @@ export class PageEngine {
   close(): Promise<void> {
     this.ending ??= (async () => {
       this.closing.abort();
+      this.pageLog.close();
       await this.fence.close();
       await this.tabs.close();
     })();
@@ -221,6 +237,7 @@ export class PageEngine {
   release(): Promise<void> {
     this.ending ??= (async () => {
       this.closing.abort();
+      this.pageLog.close();
       await this.tabs.close();
       await this.fence.release();
     })();

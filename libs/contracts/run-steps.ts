@@ -61,12 +61,57 @@ export type ScreenshotStatus = z.output<typeof screenshotStatusSchema>;
 /** Screenshots are JPEG of the viewport, at most this wide and tall, at this quality. */
 export const SCREENSHOT_LIMITS = { maxWidth: 1280, maxHeight: 800, quality: 60 } as const;
 
+/** At most this many console errors, and this many failed requests, are kept of one call. */
+export const PAGE_LOG_LIMIT = 20;
+/** A console error's text is cut at this many characters (an ellipsis ends a cut one). */
+export const PAGE_LOG_TEXT_MAX_CHARS = 500;
+
+/**
+ * What a page reported while one navigate or act ran, for the person reading the run (never the
+ * model): its console errors (uncaught exceptions among them) and its failed requests (a network
+ * error, or an HTTP status of 400 or more), each at most {@link PAGE_LOG_LIMIT}, in order; how many
+ * more there were is counted. URLs are kept without their query or fragment, and a run's declared
+ * secrets are struck from every text, so the log holds no more than the page's address would.
+ */
+export const pageLogSchema = z.object({
+  console_errors: z
+    .array(
+      z.object({
+        text: z.string().max(PAGE_LOG_TEXT_MAX_CHARS + 1),
+        /** The script's or page's URL the error names, without query or fragment; null when none. */
+        url: z.string().nullable(),
+      }),
+    )
+    .max(PAGE_LOG_LIMIT),
+  failed_requests: z
+    .array(
+      z.object({
+        method: z.string(),
+        /** Without query or fragment. */
+        url: z.string(),
+        /** The HTTP status of an answer of 400 or more; null for a request that got none. */
+        status: z.number().int().nullable(),
+        /** Chromium's network error (`net::ERR_…`) of a request that got no answer; null otherwise. */
+        failure: z.string().nullable(),
+      }),
+    )
+    .max(PAGE_LOG_LIMIT),
+  /** How many were left out past the bound. */
+  console_errors_dropped: z.number().int().nonnegative(),
+  failed_requests_dropped: z.number().int().nonnegative(),
+});
+export type PageLog = z.output<typeof pageLogSchema>;
+
 /**
  * What the browser worker captured beside a page call's answer (data plane, not the model's
  * observation): the settled page's screenshot after navigate and act, the outlined target of a
- * preview. Names only.
+ * preview (names only), and after navigate and act the page's log.
  */
-export const pageArtifactsSchema = z.object({ screenshot: artifactNameSchema.optional() });
+export const pageArtifactsSchema = z.object({
+  screenshot: artifactNameSchema.optional(),
+  /** What the page reported while navigate or act ran: its console errors and failed requests. */
+  page_log: pageLogSchema.optional(),
+});
 export type PageArtifacts = z.output<typeof pageArtifactsSchema>;
 
 export const STEP_KINDS = ['model', 'tool'] as const;
@@ -115,6 +160,13 @@ export const toolStepSchema = z.object({
   outcome: stepOutcomeSchema.nullable(),
   /** How the page settled after navigate or act (ADR-0159); null for other tools and failures. */
   settle: settleResultSchema.nullable(),
+  /**
+   * The element `browser.act` acted on, by role and name as the observation of its revision named
+   * it (the page the model saw); null for other tools and where that observation is not at hand.
+   */
+  target: z.object({ role: z.string(), name: z.string() }).nullable().default(null),
+  /** The page's console errors and failed requests while navigate or act ran; null otherwise. */
+  page_log: pageLogSchema.nullable().default(null),
   /** The act's postcondition result, when it had one. */
   postcondition: conditionResultSchema.nullable(),
   /** The observation's page: url and title, as the model saw them. */

@@ -393,5 +393,14 @@ export const approvalViewSchema = z.object({
   kind: z.enum(APPROVAL_KINDS).default('action'),
   /** A `person` approval's state; null for an `action` one. */
   person: personControlSchema.nullable().default(null),
+  /**
+   * The task grant this approval gave (its bounds and how much of it is used), where it is told:
+   * a decision's answer and a listing; null without a grant. Never stored in the approval.
+   */
+  grant: grantViewSchema.nullable().default(null),
 });
 export type ApprovalView = z.output<typeof approvalViewSchema>;
+
+/** What `GET /v1/approvals` lists: one status, or `any`. Decided ones are listed by run only. */
+export const APPROVAL_LIST_STATUSES = [...APPROVAL_STATUSES, 'any'] as const;
+export type ApprovalListStatus = (typeof APPROVAL_LIST_STATUSES)[number];

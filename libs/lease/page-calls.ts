@@ -182,7 +182,10 @@ export class LeasePageCalls {
       ]);
       const shots = this.#shots;
       if (shots && shot) later(() => shots.take(session, lease.scope, shot));
-      return { lease: view, result: { ...result, artifacts: shot ? { screenshot: shot } : {} } };
+      return {
+        lease: view,
+        result: { ...result, artifacts: { ...result.artifacts, ...(shot ? { screenshot: shot } : {}) } },
+      };
     });
   }
 

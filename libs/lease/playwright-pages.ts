@@ -8,6 +8,7 @@ import {
   type OperationLimits,
   PageEngine,
   type PageEngineOptions,
+  type ToolOutcome,
 } from '../browser/index.js';
 import type { OpenedSecret, PersonInputEvent } from '../contracts/index.js';
 import type { EgressProxy } from '../egress/index.js';
@@ -85,8 +86,13 @@ export class PlaywrightPageFactory implements PageFactory {
   }
 }
 
-function effectResult(outcome: { observation: unknown; evidenceKey: string }): PageResult {
-  return { observation: outcome.observation, evidenceKey: outcome.evidenceKey };
+/** An effect's answer: the observation, its evidence key, and what the pages reported meanwhile. */
+function effectResult(outcome: ToolOutcome): PageResult {
+  return {
+    observation: outcome.observation,
+    evidenceKey: outcome.evidenceKey,
+    ...(outcome.pageLog ? { artifacts: { page_log: outcome.pageLog } } : {}),
+  };
 }
 
 class PlaywrightPageSession implements PageSession {

@@ -81,8 +81,18 @@ export class ToolStepWriter {
     private readonly invocationId: string,
     /** The values the run's model typed as secrets so far, struck from the page the step keeps. */
     private readonly typedSecrets: () => readonly string[] = () => [],
+    /** The element an act acts on, as the observation the model saw named it; null for others. */
+    private readonly target: () => ToolStep['target'] = () => null,
   ) {
     this.#startedAtMs = clock();
+  }
+
+  /** The act's element; a value the model typed as a secret, should its name echo one, struck. */
+  #struckTarget(): ToolStep['target'] {
+    const target = this.target();
+    if (!target) return null;
+    const strikes = strikesFor(this.typedSecrets().map((value) => ({ value, marker: SECRET_MARKER })));
+    return { role: target.role, name: strike(target.name, strikes) };
   }
 
   #tool(outcome: ToolOutcome | null, artifacts: PageArtifacts | undefined): ToolStep {
@@ -94,7 +104,10 @@ export class ToolStepWriter {
       ...(outcome
         ? pageDetails(outcome, this.typedSecrets)
         : { settle: null, postcondition: null, page: null }),
+      target: this.#struckTarget(),
       screenshot: artifacts?.screenshot ?? null,
+      // Bounded, query-free and struck by the browser worker (pageLogSchema); kept as it came.
+      page_log: artifacts?.page_log ?? null,
       // Where the screenshot is, the browser worker notes apart (it is taken after the answer).
       screenshot_status: null,
       approval_id: this.#approvalId,

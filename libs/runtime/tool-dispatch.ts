@@ -5,6 +5,7 @@ import { throwIfAborted } from './execution-interrupted.js';
 import { fitBatch } from './limits.js';
 import type { ExecutionEnd, Invocation, LoopContext, RunLoopOptions } from './loop-ports.js';
 import type { ToolCall, ToolOutcome, TranscriptEntry } from './model.js';
+import { observedTarget } from './observed-target.js';
 import { answerPersonRequest, pauseIfTakenOver } from './person-turn.js';
 import { resolveDeferredCall, searchDeferredTools, TOOL_CALL_NAME, TOOL_SEARCH_NAME } from './roster.js';
 import { revealCall, typedSecretValues } from './secret-args.js';
@@ -83,8 +84,15 @@ export async function answerToolCalls(
     const deferred = asked.name === TOOL_CALL_NAME ? resolveDeferredCall(context.plan, asked) : undefined;
     // Each call is a step, written beside the writes already there (one round trip).
     const stepOf = (named: ToolCall) =>
-      new ToolStepWriter(run, clock, step, index, named, run.invocationId(step, index), () =>
-        typedSecretValues(transcript, context.secrets, options.argumentSealer),
+      new ToolStepWriter(
+        run,
+        clock,
+        step,
+        index,
+        named,
+        run.invocationId(step, index),
+        () => typedSecretValues(transcript, context.secrets, options.argumentSealer),
+        () => observedTarget(transcript, named)?.element ?? null,
       );
     if (deferred && !deferred.ok) {
       const outcome: ToolOutcome = { ok: false, code: deferred.code, message: deferred.message };

@@ -3,6 +3,7 @@ import type {
   AgentView,
   ApiKeyIdentity,
   ApiKeyView,
+  ApprovalListStatus,
   ApprovalView,
   DeclaredSecretName,
   GrantRequest,
@@ -474,6 +475,31 @@ export class RunStore {
   }
   listApprovals(runId: string): Promise<ApprovalView[]> {
     return listRunApprovals(this.#context, runId);
+  }
+  /**
+   * A run's approvals of one status (or `any`), oldest first, each with the grant it gave; none for
+   * a run of another tenant or none at all.
+   */
+  async listRunApprovalsWithGrants(
+    tenant: string,
+    runId: string,
+    status: ApprovalListStatus,
+  ): Promise<ApprovalView[] | undefined> {
+    const run = await this.getRun(runId, tenant);
+    if (!run) return undefined;
+    const approvals = (await listRunApprovals(this.#context, runId)).filter(
+      (approval) => status === 'any' || approval.status === status,
+    );
+    return this.withGrants(runId, approvals);
+  }
+  /** `approvals` (all of run `runId`) with the grants they gave: one read of the run's grants. */
+  async withGrants(runId: string, approvals: ApprovalView[]): Promise<ApprovalView[]> {
+    if (!approvals.some((approval) => approval.grant_id)) return approvals;
+    const grants = new Map((await listGrants(this.#context, runId)).map((grant) => [grant.id, grant]));
+    return approvals.map((approval) => ({
+      ...approval,
+      grant: approval.grant_id ? (grants.get(approval.grant_id) ?? null) : null,
+    }));
   }
   /**
    * `by` is the principal deciding; a string is a trusted in-process decider (any principal of the

@@ -9,7 +9,9 @@ import { LIVE_VIEW_SCRIPT } from './live-view.js';
  * - while the run may still act, it listens to the run's event stream (the cookie again) and on
  *   each event fetches the page anew and swaps in its run section: the live frame (the newest
  *   screenshot), the meters, the timeline and any approval, all rendered by the server;
- * - Take over / Hand back post to `/v1/runs/{id}/takeover` and `…/handback`, the same way;
+ * - Take over / Hand back post to `/v1/runs/{id}/takeover` and `…/handback`, the same way, and
+ *   Cancel / Retry to `…/cancel` and `…/retry`;
+ * - the scrubber plays the steps' screenshots in order (a slider and Play);
  * - while a screenshot is pending (taken after its call answered), it fetches the page each second
  *   until the screenshot is stored or failed;
  * - a live view (libs/ui/live-view.ts) streams the leased page and, while this viewer holds it,
@@ -71,8 +73,67 @@ export const PAGE_SCRIPT = `'use strict';
     }
   }
 
+  // Cancel and Retry post to the run's /v1 routes; a retried run is queued again, so the page is
+  // read anew whole (it listens to the run's events again).
+  function bindRunControls(root) {
+    for (const button of root.querySelectorAll('button.run-control')) {
+      button.addEventListener('click', async () => {
+        const problem = root.querySelector('.run-control-error');
+        button.disabled = true;
+        const response = await fetch('/v1/runs/' + encodeURIComponent(button.dataset.runId) + '/' + button.dataset.action, {
+          method: 'POST',
+          credentials: 'same-origin',
+          headers: { 'x-csrf-token': csrf },
+        });
+        if (!response.ok) {
+          const answer = await response.json().catch(() => ({}));
+          if (problem) { problem.textContent = answer?.error?.message ?? 'refused (' + response.status + ')'; problem.hidden = false; }
+          button.disabled = false;
+          return;
+        }
+        if (button.dataset.action === 'retry') location.reload();
+        else await refresh();
+      });
+    }
+  }
+
+  // The screenshots' scrubber: the slider picks a step's screenshot, Play steps through them.
+  function bindScrubber(root) {
+    const scrubber = root.querySelector('#scrubber');
+    if (!scrubber) return;
+    const frames = [...scrubber.querySelectorAll('.scrub-frames li')];
+    const range = scrubber.querySelector('.scrub-range');
+    const image = scrubber.querySelector('.scrub-frame');
+    const label = scrubber.querySelector('.scrub-label');
+    const count = scrubber.querySelector('.scrub-count');
+    const play = scrubber.querySelector('.scrub-play');
+    let timer;
+    const show = (index) => {
+      const frame = frames[index];
+      if (!frame) return;
+      range.value = String(index);
+      image.src = frame.dataset.src;
+      label.textContent = frame.dataset.label;
+      count.textContent = (index + 1) + ' of ' + frames.length;
+    };
+    const stop = () => { clearInterval(timer); timer = undefined; play.textContent = 'Play'; };
+    range.addEventListener('input', () => { stop(); show(Number(range.value)); });
+    play.addEventListener('click', () => {
+      if (timer) return stop();
+      if (Number(range.value) >= frames.length - 1) show(0);
+      play.textContent = 'Pause';
+      timer = setInterval(() => {
+        const next = Number(range.value) + 1;
+        if (next >= frames.length) return stop();
+        show(next);
+      }, 800);
+    });
+  }
+
   function bindDecisions(root) {
     bindPersonControls(root);
+    bindRunControls(root);
+    bindScrubber(root);
     for (const form of root.querySelectorAll('form.decide')) {
       form.addEventListener('submit', async (event) => {
         event.preventDefault();
@@ -188,4 +249,22 @@ ol.steps { list-style: none; padding: 0; }
 .person-request { border-color: #2f4d8a; background: #f0f4fb; }
 .person-controls { display: flex; flex-wrap: wrap; gap: .6rem; align-items: center; margin: .6rem 0; }
 .person-controls .hint { opacity: .75; font-size: .9em; }
+.run-controls { display: flex; flex-wrap: wrap; gap: .6rem; align-items: center; margin: .6rem 0; }
+button.cancel { background: #a32121; } .queue-job { font-size: .9em; }
+.attempt { border-left: 3px solid #2f4d8a; padding-left: .8rem; margin: 1rem 0; }
+.attempt h3 { margin: .2rem 0; } .attempt-times { opacity: .75; margin: .1rem 0; }
+ol.decisions { list-style: none; padding: 0; }
+.decision { background: #fff; border-left: 4px solid #e3e6eb; border-radius: .3rem; padding: .4rem .8rem; margin: .4rem 0; }
+.decision p { margin: .15rem 0; }
+.decision-approved { border-color: #1f7a3d; } .decision-denied { border-color: #a32121; }
+.decision-pending { border-color: #e9b949; } .decision-expired { border-color: #889; }
+.decision-status { text-transform: capitalize; font-weight: 600; }
+.act-target .element { font-weight: 600; }
+.postcondition-satisfied { color: #1f7a3d; } .postcondition-not_observed, .postcondition-ambiguous { color: #a32121; }
+.page-log { background: #fdf3f3; border-radius: .3rem; padding: .3rem .6rem; margin: .3rem 0; }
+.page-log ul { margin: .2rem 0; padding-left: 1.2rem; } .page-log code { word-break: break-all; }
+.page-log .source { opacity: .7; font-size: .85em; word-break: break-all; }
+#scrubber .scrub-controls { display: flex; flex-wrap: wrap; gap: .6rem; align-items: center; }
+.scrub-range { flex: 1 1 12rem; }
+.scrub-frame { max-width: 100%; max-height: 28rem; border: 1px solid #ccd; display: block; margin-top: .4rem; }
 `;

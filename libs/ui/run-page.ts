@@ -1,50 +1,16 @@
-import type {
-  ApprovalView,
-  RunStep,
-  RunView,
-  ScreenshotFailure,
-  ScreenshotStatus,
-} from '../contracts/index.js';
-import { formatDuration, formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
+import type { ApprovalView, RunStep, RunView } from '../contracts/index.js';
+import { decisionTimeline } from './decisions.js';
+import { formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
 import { liveViewFragment } from './live-view.js';
 import { personCard, takeOverControl } from './person-card.js';
+import { attemptSections, screenshotScrubber } from './run-attempts.js';
 import { outputSection } from './run-output.js';
+import { artifactUrl, screenshotOf } from './screenshots.js';
+
+export { artifactUrl } from './screenshots.js';
 
 /** Statuses after which a run changes no more: its page stops listening. */
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
-
-/** Where the API serves one of a run's artifacts (behind the tenant check, like every /v1 route). */
-export function artifactUrl(runId: string, name: string): string {
-  return `/v1/runs/${encodeURIComponent(runId)}/artifacts/${encodeURIComponent(name)}`;
-}
-
-/** Why a screenshot is missing, as the person reading the run page needs it. */
-const MISSING_BECAUSE: Record<ScreenshotFailure, string> = {
-  capture_timeout: 'the page could not be captured in time (tried twice)',
-  capture_error: 'the page could not be captured (tried twice)',
-  dialog_open: 'a dialog held the page',
-  page_closed: 'the page was closed first',
-  store_error: 'the artifact store refused it',
-  not_taken: 'the browser worker could not take it',
-};
-
-/**
- * A screenshot as its status allows (DESIGN §12: taken after the call answered): the image once
- * stored, "pending" while it is taken (`shot-pending`: the page script refreshes until it is
- * not), or why it is missing.
- */
-function screenshotOf(
-  runId: string,
-  name: string,
-  status: ScreenshotStatus | null,
-  image: (src: string) => Html,
-): Html {
-  if (status?.state === 'pending')
-    return html`<p class="shot-pending" data-shot="${name}">Screenshot pending…</p>`;
-  if (status?.state === 'failed')
-    return html`<p class="shot-failed" data-shot="${name}">No screenshot: ${MISSING_BECAUSE[status.reason ?? 'capture_error']}.</p>`;
-  return image(artifactUrl(runId, name));
-}
 
 function meter(label: string, used: number, limit: number | null, shown = String(used)): Html {
   return html`<div class="meter"><span class="meter-label">${label}</span>
@@ -73,6 +39,25 @@ function summary(run: RunView): Html {
 <dt>Created</dt><dd>${formatTime(run.created_at_ms)}</dd><dt>Ended</dt><dd>${formatTime(run.ended_at_ms)}</dd>
 ${run.error ? html`<dt>Error</dt><dd class="error">${run.error.code}: ${run.error.message}</dd>` : ''}
 ${answer !== undefined ? html`<dt>Answer</dt><dd class="answer">${String(answer)}</dd>` : ''}</dl>`;
+}
+
+/**
+ * Cancel while the run may still act, Retry once it failed (a new attempt of the same run, as
+ * `POST /v1/runs/{id}/retry`): posted by the page's script with the session's CSRF token. For a
+ * fleet operator, the run's current queue job in the dashboard.
+ */
+function runControls(run: RunView, queueJobUrl: string | undefined): Html {
+  const ended = ENDED.has(run.status);
+  return html`<div class="run-controls">${
+    ended
+      ? ''
+      : html`<button type="button" class="run-control cancel" data-action="cancel" data-run-id="${run.id}"${run.cancel_requested ? html` disabled` : ''}>${run.cancel_requested ? 'Cancel requested' : 'Cancel'}</button>`
+  }${
+    run.status === 'failed'
+      ? html`<button type="button" class="run-control retry" data-action="retry" data-run-id="${run.id}">Retry</button>`
+      : ''
+  }${queueJobUrl ? html`<a class="queue-job" href="${queueJobUrl}">Queue job in the dashboard</a>` : ''}
+<p class="error run-control-error" role="alert" hidden></p></div>`;
 }
 
 /**
@@ -112,42 +97,6 @@ function decideForm(approval: ApprovalView): Html {
 <p class="error" role="alert" hidden></p></form>`;
 }
 
-function stepRow(runId: string, step: RunStep): Html {
-  const tool = step.tool;
-  const model = step.model;
-  const outcome = tool?.outcome
-    ? tool.outcome.ok
-      ? 'ok'
-      : `${tool.outcome.code}: ${tool.outcome.message ?? ''}`
-    : step.status;
-  return html`<li class="step step-${step.kind}" data-step-id="${step.id}">
-<div class="step-head"><span class="kind">${step.kind}</span> <b>${tool?.name ?? 'model turn'}</b>
-<span class="outcome">${outcome}</span> <span class="duration">${formatDuration(step.duration_ms)}</span></div>
-${
-  model
-    ? html`<p>${model.input_tokens} in / ${model.output_tokens} out tokens, $${(model.cost_micro_usd / 1e6).toFixed(4)}; asked for ${
-        model.tool_calls.map((call) => call.name).join(', ') ||
-        (model.answered ? 'nothing: answered' : 'nothing')
-      }</p>`
-    : ''
-}
-${tool ? html`<pre class="arguments">${JSON.stringify(tool.arguments)}</pre>` : ''}
-${tool?.settle ? html`<p class="settle">Settled: ${JSON.stringify(tool.settle)}</p>` : ''}
-${tool?.postcondition ? html`<p class="postcondition">Postcondition: ${JSON.stringify(tool.postcondition)}</p>` : ''}
-${tool?.page ? html`<p class="page">${tool.page.title} <code>${tool.page.url}</code></p>` : ''}
-${
-  tool?.screenshot
-    ? screenshotOf(
-        runId,
-        tool.screenshot,
-        tool.screenshot_status,
-        (src) =>
-          html`<a href="${src}"><img class="thumb" src="${src}" alt="The page after ${tool.name}"></a>`,
-      )
-    : ''
-}</li>`;
-}
-
 /**
  * While the run may still act: a run on a profile streams its page (the live view: while the run's
  * lease is live), with the newest screenshot shown until the first frame and whenever the stream
@@ -183,6 +132,12 @@ export function renderRunPage(options: {
   decisionRefused?: string;
   /** Why no steps could be had, shown in the timeline's place. */
   stepsProblem?: string;
+  /** Every approval of the run, decided or not, oldest first (the decisions' timeline). */
+  decisions?: readonly ApprovalView[];
+  /** Why the decisions could not be read, shown in their place. */
+  decisionsProblem?: string;
+  /** The run's current job in the queue dashboard: given for a fleet operator's key only. */
+  queueJobUrl?: string;
 }): string {
   const { run, steps } = options;
   const live = !ENDED.has(run.status);
@@ -192,7 +147,7 @@ export function renderRunPage(options: {
     .find((step) => step.tool?.screenshot && (step.tool.screenshot_status?.state ?? 'stored') === 'stored')
     ?.tool?.screenshot;
   const main = html`<div id="run" data-run-id="${run.id}" data-live="${live ? 'yes' : 'no'}">
-<h1>Run <code>${run.id}</code></h1>${summary(run)}${outputSection(run)}${meters(run)}
+<h1>Run <code>${run.id}</code></h1>${summary(run)}${runControls(run, options.queueJobUrl)}${outputSection(run)}${meters(run)}
 ${takeOverControl(run, options.approvals, options.viewer)}
 ${
   options.approvals.length > 0
@@ -204,12 +159,14 @@ ${
     : ''
 }
 ${live ? liveSection(run, options.viewer, latest ?? undefined, options.approvals.length > 0) : ''}
+${decisionTimeline(options.decisions ?? [], options.decisionsProblem)}
+${options.stepsProblem ? '' : screenshotScrubber(run, steps)}
 <section id="timeline"><h2>Steps</h2>${
     options.stepsProblem
       ? html`<p class="error">${options.stepsProblem}</p>`
       : steps.length === 0
         ? html`<p class="empty">No steps yet.</p>`
-        : html`<ol class="steps">${steps.map((step) => stepRow(run.id, step))}</ol>`
+        : attemptSections(run, steps)
   }</section></div>`;
   return pageLayout(`Run ${run.id}`, main, options.viewer);
 }

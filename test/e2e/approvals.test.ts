@@ -135,6 +135,27 @@ describe('approvals and task grants through REST, on a real page', { timeout: 60
     expect(await fleet.store.listGrants(runId)).toMatchObject([
       { id: approved.body.grant_id, max_actions: 2, used_actions: 2 },
     ]);
+
+    // A decided approval stays listed with its run: who decided, when, and the grant it gave.
+    const decided = await call('GET', `/v1/approvals?run_id=${runId}&status=any`);
+    expect(decided.status).toBe(200);
+    expect(decided.body.approvals).toMatchObject([
+      {
+        id: approved.body.id,
+        status: 'approved',
+        decided_by: approved.body.decided_by,
+        decided_at_ms: expect.any(Number),
+        grant: { id: approved.body.grant_id, max_actions: 2, used_actions: 2 },
+      },
+    ]);
+    expect((await call('GET', `/v1/approvals?run_id=${runId}&status=approved`)).body.approvals).toHaveLength(
+      1,
+    );
+    expect((await call('GET', `/v1/approvals?run_id=${runId}&status=denied`)).body.approvals).toEqual([]);
+    expect((await call('GET', `/v1/approvals?run_id=${runId}`)).body.approvals).toEqual([]);
+    // Decided approvals are kept with their run only; an unknown status is refused.
+    expect((await call('GET', '/v1/approvals?status=approved')).status).toBe(422);
+    expect((await call('GET', `/v1/approvals?run_id=${runId}&status=maybe`)).status).toBe(422);
   });
 
   it('asks for a second approval once its grant has been used up by count', async () => {

@@ -33,7 +33,19 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
     site = createServer((request, response) => {
       const path = request.url ?? '/';
       if (request.method === 'POST') return void response.end('ok');
+      if (path.startsWith('/api/price')) {
+        response.statusCode = 500;
+        return void response.end('down');
+      }
       response.setHeader('content-type', 'text/html');
+      if (path.startsWith('/noisy')) {
+        // A checkout whose script logs an error and whose price request fails (its query a token).
+        return void response.end(
+          `<!doctype html><title>Checkout</title><h1>Checkout</h1><p>Total: 12 EUR</p>
+<script>console.error('cart total is NaN'); fetch('/api/price?session=tok-s3cr3t');</script>
+<button onclick="fetch('pay', {method: 'POST'}).then(() => document.body.insertAdjacentHTML('beforeend', '<h2>Paid</h2>'))">Pay now</button>`,
+        );
+      }
       const slow = /\/slow\/(\d+)/.exec(path);
       if (slow) {
         // A page a second in coming, each its own colour: the live view has frames to tell apart.
@@ -297,6 +309,75 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
         .poll(() => thumb.evaluate((image: HTMLImageElement) => image.complete && image.naturalWidth))
         .toBeGreaterThan(0);
     await page.screenshot({ path: `${SHOTS}/run-succeeded.png`, fullPage: true });
+    await context.close();
+  });
+
+  it('shows attempts as sections, decisions kept after deciding, an act’s element and the page’s console errors; Retry and Cancel work from the page', async () => {
+    const runId = await submit(
+      [
+        { tool: 'browser.navigate', url: `${origin}/noisy` },
+        { tool: 'browser.observe' },
+        {
+          tool: 'browser.act',
+          target: { role: 'button', name: 'Pay now' },
+          action: 'click',
+          postcondition: { role: 'heading', name: 'Paid', wait_ms: 2_000 },
+        },
+        { tool: 'browser.navigate', url: 'http://example.invalid/' },
+      ],
+      'Paid.',
+    );
+    const parked = await waitForStatus(runId, ['parked', 'succeeded', 'failed']);
+    expect(parked.status).toBe('parked');
+    const approved = await call('POST', `/v1/approvals/${parked.pending_approvals[0].id}/approve`, {
+      grant: { duration_ms: 600_000, max_actions: 5 },
+    });
+    expect(approved.status).toBe(200);
+    expect((await waitForStatus(runId, ['failed', 'succeeded'])).status).toBe('failed');
+
+    const { context, page } = await signedIn(fleet.apiKey, `/runs/${runId}`);
+    expect(await page.locator('section.attempt').count()).toBe(1);
+    const first = page.locator('section.attempt[data-attempt="1"]');
+    expect(await first.locator('.attempt-error').textContent()).toContain('url_disallowed');
+
+    const decision = page.locator('#decisions li.decision');
+    expect(await decision.count()).toBe(1);
+    expect(await decision.getAttribute('class')).toContain('decision-approved');
+    expect(await decision.locator('.asked').textContent()).toContain('click on button “Pay now”');
+    expect(await decision.locator('.decided-by').textContent()).toBe(approved.body.decided_by);
+    expect(await decision.locator('.grant').textContent()).toContain('5 more actions');
+
+    const act = first.locator('li.step-tool', { has: page.locator('b', { hasText: 'browser.act' }) });
+    expect(await act.locator('.act-target').textContent()).toBe('click on button “Pay now”');
+    expect(await act.locator('.postcondition').textContent()).toMatch(/^Postcondition met after/);
+
+    const navigate = first.locator('li.step-tool').first();
+    expect(await navigate.locator('code.console-error').allTextContents()).toContain('cart total is NaN');
+    const failedRequests = await navigate.locator('li.failed-request').allTextContents();
+    expect(failedRequests.join('\n')).toContain(`500 GET ${origin}/api/price`);
+    expect(await page.content()).not.toContain('tok-s3cr3t');
+
+    // The scrubber plays the steps' screenshots in order.
+    const scrubber = page.locator('#scrubber');
+    await expect.poll(() => scrubber.locator('.scrub-frames li').count(), { timeout: 30_000 }).toBe(2);
+    await page.reload();
+    const frames = await scrubber
+      .locator('.scrub-frames li')
+      .evaluateAll((items) => items.map((item) => item.getAttribute('data-src')));
+    await scrubber.locator('.scrub-play').click();
+    await expect.poll(() => scrubber.locator('.scrub-frame').getAttribute('src')).toBe(frames[1]);
+    await page.screenshot({ path: `${SHOTS}/run-page.png`, fullPage: true });
+
+    // Retry starts attempt 2 of the same run; it parks again at the act, and Cancel ends it.
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await expect
+      .poll(() => page.locator('section.attempt[data-attempt="2"]').count(), { timeout: 45_000 })
+      .toBe(1);
+    expect(await page.locator('section.attempt[data-attempt="1"] li.step').count()).toBeGreaterThan(0);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await expect.poll(() => page.locator('#run-status').textContent(), { timeout: 30_000 }).toBe('cancelled');
+    expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(0);
+    expect((await call('GET', `/v1/runs/${runId}`)).body).toMatchObject({ status: 'cancelled', attempt: 2 });
     await context.close();
   });
 

@@ -88,6 +88,8 @@ describe("the run worker's step writes", () => {
         screenshot_status: null,
         approval_id: approvalId,
         person: null,
+        target: null,
+        page_log: null,
       },
     };
     await expect(new StoreRunPort(deps, run, 'w1').recordStep(mark)).resolves.toBeUndefined();

@@ -68,6 +68,8 @@ function toolStep(
       screenshot_status: status === 'ended' ? { state: 'stored', reason: null } : null,
       approval_id: approvalId,
       person: null,
+      target: null,
+      page_log: null,
     },
   };
 }

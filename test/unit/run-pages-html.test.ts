@@ -71,6 +71,8 @@ const toolStep: RunStep = {
     screenshot_status: null,
     approval_id: null,
     person: null,
+    target: null,
+    page_log: null,
   },
 };
 
@@ -88,6 +90,23 @@ describe('the run pages’ HTML', () => {
       nextCursor: HOSTILE,
     });
     expect(list).not.toContain('<img src=x');
+  });
+
+  it('links the queue job only when given one (an operator key), offers Cancel while the run may act and Retry once it failed', () => {
+    const running = renderRunPage({
+      viewer,
+      run: run({ status: 'running', ended_at_ms: null }),
+      steps: [],
+      approvals: [],
+      queueJobUrl: '/admin/queues/queue/runs/run_1-x1',
+    });
+    expect(running).toContain('<a class="queue-job" href="/admin/queues/queue/runs/run_1-x1">');
+    expect(running).toContain('data-action="cancel"');
+    expect(running).not.toContain('data-action="retry"');
+    const failed = renderRunPage({ viewer, run: run({ status: 'failed' }), steps: [], approvals: [] });
+    expect(failed).not.toContain('queue-job');
+    expect(failed).not.toContain('data-action="cancel"');
+    expect(failed).toContain('data-action="retry"');
   });
 
   it('shows the live view only while a run may still act', () => {

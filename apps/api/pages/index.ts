@@ -16,6 +16,8 @@ import {
   renderRunPage,
   renderRunsPage,
 } from '../../../libs/ui/index.js';
+import { RUNS_QUEUE, runJobId } from '../../../queues/index.js';
+import { DASHBOARD_PATH } from '../dashboard.js';
 import { DRIVER_CHAIN_RULE, inDriverChain } from '../mcp/browser-mode-approvals.js';
 import { readAsViewer, readStepsAsViewer, runListQuery } from './read-as-viewer.js';
 import { pageSession, registerSignIn, type SignInDependencies, toSignIn } from './signin.js';
@@ -117,7 +119,14 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
             }),
           );
       }
-      const steps = await readStepsAsViewer(pages, request, runId);
+      const [steps, decisions] = await Promise.all([
+        readStepsAsViewer(pages, request, runId),
+        readAsViewer<{ approvals: ApprovalView[] }>(
+          pages,
+          request,
+          `/v1/approvals?run_id=${runId}&status=any`,
+        ),
+      ]);
       // The API refuses this key's decisions (403): the page offers none, and says why.
       const undecidable = await inDriverChain(deps.store, session.identity, run.body);
       const page = renderRunPage({
@@ -131,6 +140,14 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
           : {}),
         steps: steps.ok ? steps.body.steps : [],
         ...(steps.ok ? {} : { stepsProblem: `Steps could not be read: ${steps.message}` }),
+        decisions: decisions.ok ? decisions.body.approvals : [],
+        ...(decisions.ok ? {} : { decisionsProblem: `Decisions could not be read: ${decisions.message}` }),
+        // The dashboard shows every tenant's jobs: its link is for a fleet operator's key only.
+        ...(session.identity.scopes.includes('operator')
+          ? {
+              queueJobUrl: `${DASHBOARD_PATH}/queue/${RUNS_QUEUE}/${runJobId(run.body.id, run.body.execution)}`,
+            }
+          : {}),
       });
       return reply.headers(PAGE_HEADERS).send(page);
     });

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import {
+  APPROVAL_LIST_STATUSES,
   ApiError,
   type ApiKeyIdentity,
   approvalViewSchema,
@@ -51,8 +52,9 @@ async function answerDecision(
             : 'conflict';
     throw new ApiError(code, decision.message);
   }
-  const approval = await deps.store.getApproval(tenant, approvalId);
-  if (!approval) throw new ApiError('not_found', `approval ${approvalId} not found`);
+  const found = await deps.store.getApproval(tenant, approvalId);
+  if (!found) throw new ApiError('not_found', `approval ${approvalId} not found`);
+  const [approval = found] = await deps.store.withGrants(found.run_id, [found]);
   // Observed by the API that decided it (a decision is made once: a repeat is refused above).
   if ((approval.status === 'approved' || approval.status === 'denied') && approval.decided_at_ms !== null)
     deps.metrics?.approvalWaited(approval.status, approval.created_at_ms, approval.decided_at_ms);
@@ -77,15 +79,32 @@ export function registerApprovalRoutes(root: FastifyInstance, deps: V1Dependenci
       schema: {
         tags: ['approvals'],
         operationId: 'listApprovals',
-        summary: "The tenant's pending approvals, of one run or of all",
-        querystring: z.object({ run_id: recordIdSchema.optional() }),
+        summary: "The tenant's approvals: pending ones of one run or of all, or a run's of any status",
+        description:
+          "Pending ones by default. A run's approvals stay listed once decided or expired (`status`: `approved`, `denied`, `expired` or `any`, with `run_id`), each with who decided, when, the reason and the grant it gave; without `run_id` only pending ones are listed (422 otherwise).",
+        querystring: z.object({
+          run_id: recordIdSchema.optional(),
+          status: z.enum(APPROVAL_LIST_STATUSES).default('pending'),
+        }),
         response: answers({ 200: approvalListSchema }, 422),
       },
       preHandler: authenticate(store, 'runs:read'),
     },
-    async (request) => ({
-      approvals: await store.listPendingApprovals(identityOf(request).tenant, request.query.run_id),
-    }),
+    async (request) => {
+      const { tenant } = identityOf(request);
+      const { run_id: runId, status } = request.query;
+      if (runId === undefined) {
+        // The tenant's index holds pending approvals only: a decided one is kept with its run.
+        if (status !== 'pending')
+          throw new ApiError(
+            'validation_failed',
+            `status ${status} needs run_id: decided approvals are listed by run`,
+          );
+        return { approvals: await store.listPendingApprovals(tenant) };
+      }
+      if (status === 'pending') return { approvals: await store.listPendingApprovals(tenant, runId) };
+      return { approvals: (await store.listRunApprovalsWithGrants(tenant, runId, status)) ?? [] };
+    },
   );
   app.post(
     '/v1/approvals/:id/approve',

@@ -1,16 +1,10 @@
 import { type ApprovalCard, newScreenshotName, type PageArtifacts } from '../../contracts/index.js';
 import type { Invocation } from '../index.js';
 import type { TranscriptEntry } from '../model.js';
+import { observedTarget } from '../observed-target.js';
 
 /** Longest the preview call may take (the target found; the picture follows it). */
 export const CARD_PREVIEW_BOUND_MS = 5_000;
-
-interface ObservedPage {
-  revision?: unknown;
-  url?: unknown;
-  title?: unknown;
-  elements?: unknown;
-}
 
 /** Where a card's screenshot comes from: the run's lease provider (the page the act would touch). */
 export interface CardPreview {
@@ -57,17 +51,11 @@ export async function buildApprovalCard(
   const ref = typeof args.element === 'string' ? args.element : undefined;
   if (invocation.call.name !== 'browser.act' || revision === undefined || ref === undefined) return none;
   try {
-    const observation = observationOf(await transcript(), revision);
-    if (observation) {
-      card.page_url = typeof observation.url === 'string' ? observation.url : null;
-      card.page_title = typeof observation.title === 'string' ? observation.title : null;
-      const element = Array.isArray(observation.elements)
-        ? (observation.elements as Array<{ ref?: unknown; role?: unknown; name?: unknown }>).find(
-            (candidate) => candidate?.ref === ref,
-          )
-        : undefined;
-      if (element && typeof element.role === 'string')
-        card.element = { role: element.role, name: typeof element.name === 'string' ? element.name : '' };
+    const observed = observedTarget(await transcript(), invocation.call);
+    if (observed) {
+      card.page_url = observed.pageUrl;
+      card.page_title = observed.pageTitle;
+      card.element = observed.element;
     }
   } catch {
     // An unreadable transcript leaves the card's page fields null.
@@ -89,15 +77,4 @@ export async function buildApprovalCard(
     }
   };
   return { card, preview };
-}
-
-/** The latest successful tool result whose observation carries `revision` (as secret-args.ts reads it). */
-function observationOf(transcript: readonly TranscriptEntry[], revision: string): ObservedPage | undefined {
-  for (let index = transcript.length - 1; index >= 0; index -= 1) {
-    const entry = transcript[index];
-    if (entry?.kind !== 'tool' || !entry.outcome.ok) continue;
-    const observation = (entry.outcome.result as { observation?: ObservedPage } | undefined)?.observation;
-    if (observation?.revision === revision) return observation;
-  }
-  return undefined;
 }
