@@ -303,7 +303,7 @@ export interface paths {
     put?: never;
     /**
      * Input to a sign-in's page
-     * @description Up to 50 key, mouse, wheel and text events from the person signing in. Contents are never logged or stored.
+     * @description Up to 50 key, mouse, wheel and text events from the person signing in, and `dialog` answers to the page’s open dialog. Contents are never logged or stored.
      */
     post: operations['sendProfileSignInInput'];
     delete?: never;
@@ -321,7 +321,7 @@ export interface paths {
     };
     /**
      * A sign-in's page, live, as Server-Sent Events
-     * @description The same events as a run's live view (`frame`, `state`, `blocked`). Frames are never stored.
+     * @description The same events as a run's live view (`frame`, `state`, `blocked`, `dialog`). Frames are never stored.
      */
     get: operations['watchProfileSignIn'];
     put?: never;
@@ -454,7 +454,7 @@ export interface paths {
     put?: never;
     /**
      * Input to the run's page, from the person holding it
-     * @description Up to 50 key, mouse, wheel and text events, dispatched in order to the page's current tab. Only the person who took the page over (the run's principal) may send them; anyone else is 409. Contents are never logged or stored.
+     * @description Up to 50 key, mouse, wheel and text events, dispatched in order to the page's current tab; a `dialog` event (`{accept, text?}`) answers the page's open dialog. Only the person who took the page over (the run's principal) may send them; anyone else is 409. Contents are never logged or stored.
      */
     post: operations['sendRunPageInput'];
     delete?: never;
@@ -472,7 +472,7 @@ export interface paths {
     };
     /**
      * The run's page, live, as Server-Sent Events
-     * @description While the run's lease is live: `event: frame` (`{jpeg, url, tab, width, height}`, a JPEG of the current tab, at most 10 a second, only when the page changes; a slow viewer misses frames), `event: state` (`{person}`: who holds the page) and `event: blocked` (navigations the origin fence refused). The run's principal or a key with `approvals:any` may watch. Frames are never stored. The stream ends with the lease, or when the key or session is revoked.
+     * @description While the run's lease is live: `event: frame` (`{jpeg, url, tab, width, height}`, a JPEG of the current tab, at most 10 a second, only when the page changes; a slow viewer misses frames), `event: state` (`{person}`: who holds the page), `event: blocked` (navigations the origin fence refused) and `event: dialog` (`{dialog}`: the page's open alert, confirm, prompt or beforeunload — `{type, message, default_value?, url}`, which no frame shows — or `null` once answered). The run's principal or a key with `approvals:any` may watch. Frames are never stored. The stream ends with the lease, or when the key or session is revoked.
      */
     get: operations['watchRunPage'];
     put?: never;
@@ -1085,6 +1085,12 @@ export interface components {
             /** @constant */
             type: 'text';
           }
+        | {
+            accept: boolean;
+            text?: string;
+            /** @constant */
+            type: 'dialog';
+          }
       )[];
     };
     Profile: {
@@ -1143,6 +1149,12 @@ export interface components {
             text: string;
             /** @constant */
             type: 'text';
+          }
+        | {
+            accept: boolean;
+            text?: string;
+            /** @constant */
+            type: 'dialog';
           }
       )[];
     };

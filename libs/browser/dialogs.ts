@@ -26,9 +26,11 @@ export class DialogWatch {
   #open: Dialog | null = null;
   #opened = new AbortController();
   #session: Promise<CDPSession> | undefined;
+  readonly #changes = new Set<() => void>();
   readonly #onDialog = (dialog: Dialog) => {
     this.#open = dialog;
     this.#opened.abort();
+    this.#changed();
   };
 
   constructor(private readonly page: Page) {
@@ -38,6 +40,15 @@ export class DialogWatch {
   /** The dialog waiting for an answer, if any. */
   get open(): Dialog | null {
     return this.#open;
+  }
+
+  /**
+   * Tells `listener` whenever a dialog opens or is answered (the live view shows it: a screencast
+   * never paints one); answers the call that stops telling.
+   */
+  onChange(listener: () => void): () => void {
+    this.#changes.add(listener);
+    return () => this.#changes.delete(listener);
   }
 
   /** Aborts when a dialog opens (at once when one is open already). */
@@ -72,8 +83,12 @@ export class DialogWatch {
     const dialog = this.#open;
     if (dialog === null) throw noDialog(action);
     this.#open = null;
-    if (action === 'accept') await dialog.accept(dialog.type() === 'prompt' ? text : undefined);
-    else await dialog.dismiss();
+    try {
+      if (action === 'accept') await dialog.accept(dialog.type() === 'prompt' ? text : undefined);
+      else await dialog.dismiss();
+    } finally {
+      this.#changed();
+    }
   }
 
   /**
@@ -115,12 +130,17 @@ export class DialogWatch {
   /** Stops listening; a dialog nobody answered is dismissed, so the page is not left blocked. */
   async close(): Promise<void> {
     this.page.off('dialog', this.#onDialog);
+    this.#changes.clear();
     const dialog = this.#open;
     this.#open = null;
     await dialog?.dismiss().catch(() => undefined);
     const session = this.#session;
     this.#session = undefined;
     await (await session?.catch(() => undefined))?.detach().catch(() => undefined);
+  }
+
+  #changed(): void {
+    for (const listener of this.#changes) listener();
   }
 }
 

@@ -15,7 +15,7 @@ import {
 } from '../contracts/index.js';
 import { dispatch, targetFor } from './act-target.js';
 import { CREDENTIAL_FIELDS_SELECTOR, DeclaredSecrets } from './declared-secrets.js';
-import { observeWithDialog, untilDialog } from './dialogs.js';
+import { type ObservedDialog, observeWithDialog, untilDialog } from './dialogs.js';
 import { BrowserToolError, NavigationFailedError } from './errors.js';
 import { netErrorOf, neverReachedServer } from './net-errors.js';
 import {
@@ -128,6 +128,41 @@ export class PageEngine {
     return () => this.switches.delete(listener);
   }
 
+  /**
+   * The current tab's open dialog as a person watching the page is shown it: as the observation
+   * shows it (clipped, the run's declared secrets struck), with the URL of the page that opened it.
+   */
+  dialog(): (ObservedDialog & { url: string }) | null {
+    const bundle = this.tabs.current;
+    const dialog = bundle.dialogs.observed();
+    if (!dialog) return null;
+    // Clipped at their bound, so a cut end is struck too.
+    const struck: ObservedDialog = { ...dialog, message: this.secrets.strikeText(dialog.message, true) };
+    if (dialog.default_value !== undefined)
+      struck.default_value = this.secrets.strikeText(dialog.default_value, true);
+    return { ...struck, url: bundle.page.url() };
+  }
+
+  /**
+   * Tells `listener` whenever the current tab's dialog opens or is answered, and when another tab
+   * becomes current (its dialog, if any, is the one to show); answers the call that stops telling.
+   */
+  onDialogChange(listener: () => void): () => void {
+    let watched = this.tabs.current;
+    let unwatch = watched.dialogs.onChange(listener);
+    const unswitch = this.onTabSwitch(() => {
+      if (this.tabs.current === watched) return;
+      unwatch();
+      watched = this.tabs.current;
+      unwatch = watched.dialogs.onChange(listener);
+      listener();
+    });
+    return () => {
+      unwatch();
+      unswitch();
+    };
+  }
+
   /** What the origin fence blocked so far (navigations and popups the live view shows refused). */
   blocked(): BlockedCounts {
     return this.fence.blocked();
@@ -140,7 +175,7 @@ export class PageEngine {
   personInput(events: readonly PersonInputEvent[], limits: OperationLimits): Promise<void> {
     return this.serially(limits, async (op) => {
       this.revisions.current = null;
-      await dispatchPersonInput(this.tabs.current.page, events, op);
+      await dispatchPersonInput(this.tabs.current, events, op);
     });
   }
 

@@ -1,5 +1,6 @@
 import type { Page } from 'playwright-core';
 import type { PersonInputEvent } from '../contracts/index.js';
+import { type DialogWatch, untilDialog } from './dialogs.js';
 import { type Operation, within } from './operation.js';
 
 /**
@@ -7,17 +8,30 @@ import { type Operation, within } from './operation.js';
  * (Playwright's mouse and keyboard): what a person's own mouse and keyboard would send, never a
  * DevTools command, a file drag or a file chooser. Navigations it causes meet the origin fence as
  * any of the page's do. A key name the keyboard does not know is skipped (a browser reports some,
- * say `Unidentified`, that no page could receive either). The contents are never logged.
+ * say `Unidentified`, that no page could receive either). A `dialog` event answers the tab's open
+ * dialog, and is skipped when none is open (it was answered or left meanwhile: the live view says
+ * so). The contents are never logged.
  */
 export async function dispatchPersonInput(
-  page: Page,
+  tab: { page: Page; dialogs: DialogWatch },
   events: readonly PersonInputEvent[],
   op: Operation,
 ): Promise<void> {
   for (const event of events) {
     op.throwIfEnded('the input');
-    // A page held by a dialog does not answer input: the batch ends at the call's deadline.
-    const sent = await within(dispatchOne(page, event), op.deadlineMs, op.signal);
+    if (event.type === 'dialog') {
+      if (tab.dialogs.open !== null)
+        await tab.dialogs.answer(event.accept ? 'accept' : 'dismiss', event.text).catch(() => undefined);
+      continue;
+    }
+    // A page held by a dialog takes no other input until it is answered: the batch ends there, at
+    // once when the dialog opens under one of its events (that event reached the page).
+    if (tab.dialogs.open !== null) return;
+    const sent = await within(
+      dispatchOne(tab.page, event),
+      op.deadlineMs,
+      untilDialog(op, tab.dialogs).signal,
+    );
     if (!sent.done) return;
   }
 }
@@ -45,6 +59,9 @@ async function dispatchOne(page: Page, event: PersonInputEvent): Promise<void> {
       return;
     case 'text':
       await page.keyboard.insertText(event.text);
+      return;
+    case 'dialog':
+      // Answered by the caller, which holds the tab's dialogs.
       return;
   }
 }

@@ -1,4 +1,5 @@
 import type { CDPSession, Page } from 'playwright-core';
+import type { LiveDialog } from '../contracts/index.js';
 
 /** At most this many frames a second: the next frame is asked for no sooner than this after the last. */
 export const SCREENCAST_MAX_FPS = 10;
@@ -24,6 +25,13 @@ export interface ScreencastFrame {
 export interface CurrentTab {
   readonly page: Page;
   onTabSwitch(listener: () => void): () => void;
+  /**
+   * The current tab's open dialog, which no frame paints (null: none). Optional: a tab without it
+   * shows no dialogs.
+   */
+  dialog?(): LiveDialog['dialog'];
+  /** Tells `listener` when the current tab's dialog opens or is answered, or the tab switches. */
+  onDialogChange?(listener: () => void): () => void;
 }
 
 interface ScreencastFrameEvent {

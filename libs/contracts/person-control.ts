@@ -3,8 +3,8 @@ import { z } from 'zod';
 /**
  * A person on the lease's page (the data plane's live view and person control): the screencast's
  * events, the control's start and end, and the input a person sends. Input carries key, mouse,
- * wheel and text events only — never a DevTools command, a file drag or a file chooser — and its
- * contents are never logged or stored.
+ * wheel and text events and the answer to the page's open dialog only — never a DevTools command, a
+ * file drag or a file chooser — and its contents are never logged or stored.
  */
 
 /** Who holds the page: the caller's own name for the person (`principal:<id>` from the API). */
@@ -53,6 +53,13 @@ export const personInputEventSchema = z.discriminatedUnion('type', [
     code: z.string().max(32).optional(),
   }),
   z.object({ type: z.literal('text'), text: z.string().min(1).max(PERSON_TEXT_MAX_CHARS) }),
+  // The answer to the current tab's open dialog (the live view's `dialog` event): accept (a
+  // prompt's `text` with it) or dismiss. Skipped when no dialog is open by the time it is dispatched.
+  z.object({
+    type: z.literal('dialog'),
+    accept: z.boolean(),
+    text: z.string().max(PERSON_TEXT_MAX_CHARS).optional(),
+  }),
 ]);
 export type PersonInputEvent = z.output<typeof personInputEventSchema>;
 
@@ -109,7 +116,27 @@ export type LiveState = z.output<typeof liveStateSchema>;
 export const liveBlockedSchema = z.object({ navigations: z.number().int(), popups: z.number().int() });
 export type LiveBlocked = z.output<typeof liveBlockedSchema>;
 
+/**
+ * `event: dialog`: the current tab's open dialog, which a screencast never paints (it lives outside
+ * the page) — sent when a watched page opens one, when it is answered (`null`), when another tab
+ * becomes current, and to a viewer who comes while one is open. Its text is clipped as the agent's
+ * observation clips it, the run's declared secrets struck.
+ */
+export const liveDialogSchema = z.object({
+  dialog: z
+    .object({
+      type: z.enum(['alert', 'confirm', 'prompt', 'beforeunload']),
+      message: z.string(),
+      default_value: z.string().optional(),
+      /** The page that opened it. */
+      url: z.string(),
+    })
+    .nullable(),
+});
+export type LiveDialog = z.output<typeof liveDialogSchema>;
+
 export type LiveEvent =
   | { event: 'frame'; data: LiveFrame }
   | { event: 'state'; data: LiveState }
-  | { event: 'blocked'; data: LiveBlocked };
+  | { event: 'blocked'; data: LiveBlocked }
+  | { event: 'dialog'; data: LiveDialog };

@@ -1,5 +1,5 @@
 import { type ScreencastFrame, TabScreencast } from '../browser/index.js';
-import type { LiveEvent, LivePerson } from '../contracts/index.js';
+import type { LiveDialog, LiveEvent, LivePerson } from '../contracts/index.js';
 import type { PageSession } from './pages.js';
 
 /** How often a watched page is checked for navigations the origin fence refused. */
@@ -26,6 +26,9 @@ export class LiveFeed {
   #stopping: Promise<void> = Promise.resolve();
   #blockedTimer: NodeJS.Timeout | undefined;
   #blockedSeen: { navigation: number; popup: number } | undefined;
+  #unwatchDialogs: (() => void) | undefined;
+  /** The dialog last told to the viewers (its JSON), so a change is told once. */
+  #dialogTold = 'null';
   #closed = false;
   /** Frames handed to viewers so far (tests and benchmarks read it; never the frames). */
   framesSent = 0;
@@ -52,6 +55,9 @@ export class LiveFeed {
     }
     this.#viewers.add(viewer);
     viewer.send({ event: 'state', data: { person: this.person() } });
+    // A dialog open already: no frame will show it.
+    const dialog = this.#dialog();
+    if (dialog !== null) viewer.send({ event: 'dialog', data: { dialog } });
     if (this.#viewers.size === 1) this.#start();
     return () => {
       if (!this.#viewers.delete(viewer) || this.#viewers.size > 0) return;
@@ -100,17 +106,35 @@ export class LiveFeed {
     this.#blockedSeen = this.session.blocked?.();
     this.#blockedTimer = setInterval(() => this.checkBlocked(), BLOCKED_CHECK_MS);
     this.#blockedTimer.unref();
+    this.#dialogTold = JSON.stringify(this.#dialog());
+    this.#unwatchDialogs = tab.onDialogChange?.(() => this.#tellDialog());
   }
 
   #stop(): void {
     clearInterval(this.#blockedTimer);
     this.#blockedTimer = undefined;
+    this.#unwatchDialogs?.();
+    this.#unwatchDialogs = undefined;
     this.#stopping = this.#stopping.then(async () => {
       const cast = this.#cast;
       if (!cast || this.#viewers.size > 0) return;
       this.#cast = undefined;
       await cast.stop();
     });
+  }
+
+  #dialog(): LiveDialog['dialog'] {
+    return this.session.currentTab?.().dialog?.() ?? null;
+  }
+
+  /** Tells the viewers of the current tab's dialog when it changed since they were last told. */
+  #tellDialog(): void {
+    const dialog = this.#dialog();
+    const told = JSON.stringify(dialog);
+    if (told === this.#dialogTold) return;
+    this.#dialogTold = told;
+    const event: LiveEvent = { event: 'dialog', data: { dialog } };
+    for (const viewer of this.#viewers) viewer.send(event);
   }
 
   #frame(frame: ScreencastFrame): void {

@@ -146,6 +146,8 @@ class PlaywrightPageSession implements PageSession {
         return engine.page;
       },
       onTabSwitch: (listener) => engine.onTabSwitch(listener),
+      dialog: () => engine.dialog(),
+      onDialogChange: (listener) => engine.onDialogChange(listener),
     };
   }
 

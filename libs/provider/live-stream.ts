@@ -1,6 +1,17 @@
-import { type LiveEvent, liveBlockedSchema, liveFrameSchema, liveStateSchema } from '../contracts/index.js';
+import {
+  type LiveEvent,
+  liveBlockedSchema,
+  liveDialogSchema,
+  liveFrameSchema,
+  liveStateSchema,
+} from '../contracts/index.js';
 
-const SCHEMAS = { frame: liveFrameSchema, state: liveStateSchema, blocked: liveBlockedSchema } as const;
+const SCHEMAS = {
+  frame: liveFrameSchema,
+  state: liveStateSchema,
+  blocked: liveBlockedSchema,
+  dialog: liveDialogSchema,
+} as const;
 
 /**
  * The live view's server-sent events, read from a data-plane stream as they arrive. Events of a name

@@ -5,8 +5,10 @@ import { type Html, html } from './html.js';
  * of frames (server-sent events behind the session cookie), the page's URL, and a badge saying who
  * acts: "the agent is acting", "waiting for you", "you have the page" (or another person has it).
  * While this viewer holds the page, its mouse, wheel and keyboard on the canvas are sent in small
- * batches to `inputUrl` with the session's CSRF token. `fallback` (the newest screenshot) shows
- * until the first frame, and again when the stream is not there.
+ * batches to `inputUrl` with the session's CSRF token. A JavaScript dialog of the page, which no
+ * frame paints, is drawn over the canvas with the page's URL; the holder answers it there.
+ * `fallback` (the newest screenshot) shows until the first frame, and again when the stream is not
+ * there.
  */
 export function liveViewFragment(options: {
   streamUrl: string;
@@ -22,7 +24,16 @@ export function liveViewFragment(options: {
 <h2>Live view</h2>
 <p class="live-bar"><span class="live-state" data-state="${options.waitingForYou ? 'waiting' : 'agent'}">${options.waitingForYou ? 'waiting for you' : 'the agent is acting'}</span> <code class="live-url"></code></p>
 <p class="live-blocked error" hidden></p>
+<div class="live-stage">
 <canvas class="live-canvas" tabindex="0" width="0" height="0" hidden aria-label="${options.label}"></canvas>
+<div class="live-dialog" role="alertdialog" aria-label="The page asks" hidden>
+<p><strong class="live-dialog-kind"></strong> <code class="live-dialog-url"></code></p>
+<p class="live-dialog-message"></p>
+<p class="live-dialog-prompt" hidden><input class="live-dialog-text" type="text" maxlength="1000" autocomplete="off" aria-label="Your answer"></p>
+<p class="live-dialog-actions"><button type="button" class="live-dialog-accept">OK</button> <button type="button" class="live-dialog-dismiss">Cancel</button></p>
+<p class="live-dialog-watching" hidden>Take the page over to answer it.</p>
+</div>
+</div>
 <div class="live-fallback">${options.fallback ?? html`<p class="empty">No frame yet.</p>`}</div>
 </section>`;
 }
@@ -31,7 +42,8 @@ export function liveViewFragment(options: {
  * The live view's part of the pages' script (no build step: the browser's own JavaScript). Frames
  * are drawn on a canvas from their bytes (the pages' policy allows images from the API alone, and
  * a canvas draws without fetching); a frame that comes while one is drawn replaces it. Input goes
- * only while the stream says this viewer holds the page, in batches of at most 50 events.
+ * only while the stream says this viewer holds the page, in batches of at most 50 events. The
+ * page's open dialog (the stream's `dialog` event) is shown over the canvas as text, never as markup.
  */
 export const LIVE_VIEW_SCRIPT = `
   const liveViews = new Map();
@@ -42,8 +54,10 @@ export const LIVE_VIEW_SCRIPT = `
     const badge = section.querySelector('.live-state');
     const urlText = section.querySelector('.live-url');
     const blockedText = section.querySelector('.live-blocked');
+    const dialogBox = section.querySelector('.live-dialog');
+    const dialogText = section.querySelector('.live-dialog-text');
     const context = canvas.getContext('2d');
-    const view = { source: undefined, width: 0, height: 0, holding: false, queue: [], sending: false,
+    const view = { source: undefined, width: 0, height: 0, holding: false, queue: [], sending: false, dialog: null,
       drawing: false, nextFrame: undefined, open: () => view.source && view.source.readyState !== 2 };
     liveViews.set(section.dataset.stream, view);
     const say = (state, text) => { badge.dataset.state = state; badge.textContent = text; };
@@ -81,6 +95,40 @@ export const LIVE_VIEW_SCRIPT = `
       else if (person !== null) say('person', 'a person has the page');
       else if (section.dataset.waiting === 'yes') say('waiting', 'waiting for you');
       else say('agent', 'the agent is acting');
+      showDialog();
+    });
+    const DIALOG_KINDS = { alert: 'The page says', confirm: 'The page asks', prompt: 'The page asks',
+      beforeunload: 'Leave this page? Changes may not be kept.' };
+    function showDialog() {
+      const dialog = view.dialog;
+      dialogBox.hidden = dialog === null;
+      if (dialog === null) return;
+      dialogBox.querySelector('.live-dialog-kind').textContent = DIALOG_KINDS[dialog.type] ?? 'The page asks';
+      dialogBox.querySelector('.live-dialog-url').textContent = dialog.url;
+      dialogBox.querySelector('.live-dialog-message').textContent = dialog.message;
+      dialogBox.querySelector('.live-dialog-prompt').hidden = dialog.type !== 'prompt';
+      dialogBox.querySelector('.live-dialog-accept').textContent = dialog.type === 'beforeunload' ? 'Leave' : 'OK';
+      const dismiss = dialogBox.querySelector('.live-dialog-dismiss');
+      dismiss.textContent = dialog.type === 'beforeunload' ? 'Stay' : 'Cancel';
+      dismiss.hidden = dialog.type === 'alert';
+      dialogBox.querySelector('.live-dialog-actions').hidden = !view.holding;
+      dialogBox.querySelector('.live-dialog-watching').hidden = view.holding;
+    }
+    source.addEventListener('dialog', (event) => {
+      view.dialog = JSON.parse(event.data).dialog;
+      if (view.dialog?.type === 'prompt') dialogText.value = view.dialog.default_value ?? '';
+      showDialog();
+    });
+    function answerDialog(accept) {
+      if (!view.holding || view.dialog === null) return;
+      const text = accept && view.dialog.type === 'prompt' ? dialogText.value.slice(0, 1000) : undefined;
+      push(text === undefined ? { type: 'dialog', accept } : { type: 'dialog', accept, text });
+    }
+    dialogBox.querySelector('.live-dialog-accept').addEventListener('click', () => answerDialog(true));
+    dialogBox.querySelector('.live-dialog-dismiss').addEventListener('click', () => answerDialog(false));
+    dialogText.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter') { event.preventDefault(); answerDialog(true); }
+      if (event.key === 'Escape') { event.preventDefault(); answerDialog(false); }
     });
     source.addEventListener('blocked', (event) => {
       const blocked = JSON.parse(event.data);
@@ -89,7 +137,7 @@ export const LIVE_VIEW_SCRIPT = `
       blockedText.hidden = false;
     });
     source.addEventListener('error', () => {
-      if (source.readyState === 2) { canvas.hidden = true; fallback.hidden = false; }
+      if (source.readyState === 2) { canvas.hidden = true; fallback.hidden = false; view.dialog = null; showDialog(); }
     });
 
     function point(event) {

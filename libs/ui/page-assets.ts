@@ -234,6 +234,12 @@ dl.summary dt { font-weight: 600; } dd { margin: 0; }
 .live-state { padding: .05rem .5rem; border-radius: .8rem; background: #d3e3fa; font-size: .85em; }
 .live-state[data-state="waiting"], .live-state[data-state="you"] { background: #fbe7b5; }
 .live-url { opacity: .8; word-break: break-all; }
+.live-stage { position: relative; }
+.live-dialog { position: absolute; top: 1.5rem; left: 50%; transform: translateX(-50%); width: min(28rem, 90%);
+  background: #fff; border: 1px solid #889; border-radius: .5rem; box-shadow: 0 .4rem 1.2rem rgba(0,0,0,.3); padding: .4rem 1rem; }
+.live-dialog-message { white-space: pre-wrap; word-break: break-word; }
+.live-dialog-url { opacity: .8; word-break: break-all; font-size: .85em; }
+.live-dialog-text { width: 100%; box-sizing: border-box; }
 .decide { display: flex; flex-wrap: wrap; gap: .6rem; align-items: end; }
 .decide fieldset { display: flex; gap: .6rem; }
 button.approve { background: #1f7a3d; color: #fff; } button.deny { background: #a32121; color: #fff; }

@@ -35,6 +35,15 @@ describe('a person on the page (data plane)', () => {
        <a href="/pages/person-second.html" target="_blank" style="position:fixed;top:140px">Second</a>
        <a href="${site.otherOrigin}/pages/person-away.html" style="position:fixed;left:0;top:200px;width:200px;height:40px;display:block">Away</a>`,
     );
+    site.addPage(
+      'person-dialogs.html',
+      `<!doctype html><title>Dialogs</title>
+       <button style="position:fixed;left:0;top:0;width:200px;height:40px"
+         onclick="document.getElementById('log').textContent = 'hello ' + prompt('Your name?', 'nobody')">Prompt</button>
+       <button style="position:fixed;left:0;top:60px;width:200px;height:40px"
+         onclick="document.getElementById('log').textContent = confirm('Delete everything?') ? 'deleted' : 'kept'">Confirm</button>
+       <p id="log" style="position:fixed;top:120px">nothing yet</p>`,
+    );
     site.addPage('person-second.html', '<!doctype html><title>Second</title><p>the second tab</p>');
     site.addPage('person-away.html', '<!doctype html><title>Away</title><p>away</p>');
   });
@@ -223,6 +232,84 @@ describe('a person on the page (data plane)', () => {
     });
     expect(renewed.status).toBe(200);
     expect(renewed.body.until_ms - renewed.body.since_ms).toBe(120_000);
+  });
+
+  it("shows a dialog of the current tab on the stream, and the holder's answer reaches the page", async () => {
+    const lease = await leaseOnForm('run_dialog');
+    const navigated = await worker.call('POST', `${lease.path}/navigate`, {
+      body: { sequence: 2, url: site.url('/pages/person-dialogs.html') },
+    });
+    const stream = await watch(lease.path);
+    await stream.next(isFrame(site.url('/pages/person-dialogs.html')));
+    await worker.call('POST', `${lease.path}/person-control`, { body: { holder, seconds: 60 } });
+    const isDialog = (event: StreamEvent) => event.event === 'dialog';
+
+    // The person's click opens a prompt: the screencast cannot paint it, the stream tells it.
+    const clicked = await worker.call('POST', `${lease.path}/input`, {
+      body: { holder, events: click(20, 20) },
+    });
+    expect(clicked.status).toBe(200);
+    expect((await stream.next(isDialog)).data).toEqual({
+      dialog: {
+        type: 'prompt',
+        message: 'Your name?',
+        default_value: 'nobody',
+        url: site.url('/pages/person-dialogs.html'),
+      },
+    });
+    // A viewer who comes now is told of it at once.
+    const late = await watch(lease.path);
+    expect((await late.next(isDialog)).data.dialog).toMatchObject({ type: 'prompt' });
+    late.close();
+
+    const answered = await worker.call('POST', `${lease.path}/input`, {
+      body: { holder, events: [{ type: 'dialog', accept: true, text: 'Ada-pw-5512' }] },
+    });
+    expect(answered.status).toBe(200);
+    expect((await stream.next(isDialog)).data).toEqual({ dialog: null });
+    await worker.call('DELETE', `${lease.path}/person-control`, { body: { holder } });
+    const seen = await worker.call('POST', `${lease.path}/observe`, { body: {} });
+    expect(seen.body.observation.text).toContain('hello Ada-pw-5512');
+    expect(JSON.stringify(logs.lines)).not.toContain('Ada-pw-5512');
+
+    // A dialog the agent's act opens is shown too, and the agent still answers it as before.
+    const confirm = seen.body.observation.elements.find(
+      (element: { role: string; name: string }) => element.role === 'button' && element.name === 'Confirm',
+    );
+    expect(navigated.status).toBe(200);
+    const lastSequence = (await worker.call('GET', lease.path)).body.sequence;
+    const acted = await worker.call('POST', `${lease.path}/act`, {
+      body: {
+        sequence: lastSequence + 1,
+        args: { revision: seen.body.observation.revision, element: confirm.ref, action: 'click' },
+      },
+    });
+    expect(acted.body.observation.dialog).toEqual({ type: 'confirm', message: 'Delete everything?' });
+    expect((await stream.next(isDialog)).data.dialog).toMatchObject({ type: 'confirm' });
+    const dismissed = await worker.call('POST', `${lease.path}/act`, {
+      body: {
+        sequence: lastSequence + 2,
+        args: { revision: acted.body.observation.revision, element: 'dialog', action: 'dismiss' },
+      },
+    });
+    expect(dismissed.body.observation.text).toContain('kept');
+    expect((await stream.next(isDialog)).data).toEqual({ dialog: null });
+    stream.close();
+  });
+
+  it('refuses a dialog answer from anyone but the holder, and skips one with no dialog open', async () => {
+    const lease = await leaseOnForm('run_dialog_other');
+    const answer = { type: 'dialog', accept: false } as const;
+    const refused = await worker.call('POST', `${lease.path}/input`, { body: { holder, events: [answer] } });
+    expect(refused.status).toBe(409);
+    await worker.call('POST', `${lease.path}/person-control`, { body: { holder, seconds: 60 } });
+    const none = await worker.call('POST', `${lease.path}/input`, {
+      body: { holder, events: [answer, ...click(20, 20), { type: 'text', text: 'after' }] },
+    });
+    expect(none.status).toBe(200);
+    await worker.call('DELETE', `${lease.path}/person-control`, { body: { holder } });
+    const seen = await worker.call('POST', `${lease.path}/observe`, { body: {} });
+    expect(seen.body.observation.text).toContain('typed after');
   });
 
   it('refuses input past 200 events a second on a lease, whole batches at a time', async () => {

@@ -36,6 +36,15 @@ describe("a run's live page through the API", { timeout: 120_000 }, () => {
     site = createServer((request, response) => {
       typed.push(request.url ?? '/');
       response.setHeader('content-type', 'text/html');
+      if (request.url === '/dialog') {
+        // Its button asks a prompt; the answer is reported to the site.
+        response.end(
+          `<!doctype html><title>Name</title>
+           <button style="position:fixed;left:0;top:0;width:300px;height:40px"
+             onclick="fetch('/answered?v=' + encodeURIComponent(prompt('Your name, please?', 'nobody')))">Continue</button>`,
+        );
+        return;
+      }
       response.end(
         `<!doctype html><title>Sign in</title>
          <input aria-label="User" style="position:fixed;left:0;top:0;width:300px;height:40px"
@@ -59,7 +68,7 @@ describe("a run's live page through the API", { timeout: 120_000 }, () => {
 
   let profiles = 0;
   /** A scripted run parked on its act's approval: its lease stays live, on the site's page. */
-  async function parkedRun(): Promise<{ runId: string; profileId: string }> {
+  async function parkedRun(path = '/signin'): Promise<{ runId: string; profileId: string }> {
     profiles += 1;
     const profileId = `live-${profiles}`;
     expect((await call('POST', '/v1/profiles', { id: profileId, allowed_origins: [origin] })).status).toBe(
@@ -78,7 +87,7 @@ describe("a run's live page through the API", { timeout: 120_000 }, () => {
       input: 'Sign in',
       script: {
         steps: [
-          { tool: 'browser.navigate', url: `${origin}/signin` },
+          { tool: 'browser.navigate', url: `${origin}${path}` },
           { tool: 'browser.act', target: { role: 'button', name: 'Continue' }, action: 'click' },
         ],
         answer: 'Done.',
@@ -221,6 +230,53 @@ describe("a run's live page through the API", { timeout: 120_000 }, () => {
     await expect
       .poll(() => page.locator('#live-view .live-state').textContent(), { timeout: 20_000 })
       .toBe('waiting for you');
+    await context.close();
+  });
+
+  it("draws a dialog of the page over the live view, and the holder's answer reaches the page", async () => {
+    const { runId, profileId } = await parkedRun('/dialog');
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await context.newPage();
+    const base = fleet.urls.api.replace(/\/v1$/, '');
+    await page.goto(`${base}/runs`);
+    await page.getByLabel('API key').fill(fleet.apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${base}/runs`);
+    await page.goto(`${base}/runs/${runId}`);
+    const canvas = page.locator('#live-view canvas');
+    await expect.poll(() => canvas.getAttribute('data-frames'), { timeout: 20_000 }).not.toBeNull();
+
+    const { client, lease } = await runLease(profileId);
+    await client.startPersonControl(lease, { holder: 'principal:dev', seconds: 120 });
+    await expect
+      .poll(() => page.locator('#live-view .live-state').textContent(), { timeout: 20_000 })
+      .toBe('you have the page');
+    await canvas.scrollIntoViewIfNeeded();
+    const box = await canvas.boundingBox();
+    const frameWidth = await canvas.evaluate((element: HTMLCanvasElement) => element.width);
+    if (!box) throw new Error('the live view has no box');
+    const scale = box.width / frameWidth;
+    await page.mouse.click(box.x + 20 * scale, box.y + 20 * scale);
+
+    // No frame paints the prompt: the live view draws it, with the page that asked.
+    const dialog = page.getByRole('alertdialog');
+    await expect.poll(() => dialog.isVisible(), { timeout: 20_000 }).toBe(true);
+    expect(await dialog.locator('.live-dialog-message').textContent()).toBe('Your name, please?');
+    expect(await dialog.locator('.live-dialog-url').textContent()).toBe(`${origin}/dialog`);
+    const answer = dialog.getByLabel('Your answer');
+    expect(await answer.inputValue()).toBe('nobody');
+    await answer.fill('Ada');
+    mkdirSync('test-output/ui', { recursive: true });
+    await page.screenshot({ path: 'test-output/ui/live-view-dialog.png', fullPage: true });
+    await dialog.getByRole('button', { name: 'OK' }).click();
+    const answered = await eventually(
+      async () => typed.some((path) => path === '/answered?v=Ada'),
+      (found) => found,
+      20_000,
+    );
+    expect(answered).toBe(true);
+    await expect.poll(() => dialog.isVisible(), { timeout: 20_000 }).toBe(false);
+    await client.endPersonControl(lease, { holder: 'principal:dev' });
     await context.close();
   });
 });

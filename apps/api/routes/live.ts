@@ -76,7 +76,7 @@ export function registerLiveRoutes(root: FastifyInstance, deps: V1Dependencies):
         operationId: 'watchRunPage',
         summary: "The run's page, live, as Server-Sent Events",
         description:
-          "While the run's lease is live: `event: frame` (`{jpeg, url, tab, width, height}`, a JPEG of the current tab, at most 10 a second, only when the page changes; a slow viewer misses frames), `event: state` (`{person}`: who holds the page) and `event: blocked` (navigations the origin fence refused). The run's principal or a key with `approvals:any` may watch. Frames are never stored. The stream ends with the lease, or when the key or session is revoked.",
+          "While the run's lease is live: `event: frame` (`{jpeg, url, tab, width, height}`, a JPEG of the current tab, at most 10 a second, only when the page changes; a slow viewer misses frames), `event: state` (`{person}`: who holds the page), `event: blocked` (navigations the origin fence refused) and `event: dialog` (`{dialog}`: the page's open alert, confirm, prompt or beforeunload — `{type, message, default_value?, url}`, which no frame shows — or `null` once answered). The run's principal or a key with `approvals:any` may watch. Frames are never stored. The stream ends with the lease, or when the key or session is revoked.",
         params: idParams,
         response: {
           200: { description: 'The live view', content: { 'text/event-stream': { schema: z.string() } } },
@@ -101,7 +101,7 @@ export function registerLiveRoutes(root: FastifyInstance, deps: V1Dependencies):
         operationId: 'sendRunPageInput',
         summary: "Input to the run's page, from the person holding it",
         description:
-          "Up to 50 key, mouse, wheel and text events, dispatched in order to the page's current tab. Only the person who took the page over (the run's principal) may send them; anyone else is 409. Contents are never logged or stored.",
+          "Up to 50 key, mouse, wheel and text events, dispatched in order to the page's current tab; a `dialog` event (`{accept, text?}`) answers the page's open dialog. Only the person who took the page over (the run's principal) may send them; anyone else is 409. Contents are never logged or stored.",
         params: idParams,
         body: inputBodySchema,
         response: answers({ 200: z.object({ sequence: z.number().int() }) }, 403, 404, 409, ...BODY_FAILURES),

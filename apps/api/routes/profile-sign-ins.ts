@@ -290,7 +290,7 @@ export function registerProfileSignInRoutes(root: FastifyInstance, deps: V1Depen
         operationId: 'watchProfileSignIn',
         summary: "A sign-in's page, live, as Server-Sent Events",
         description:
-          "The same events as a run's live view (`frame`, `state`, `blocked`). Frames are never stored.",
+          "The same events as a run's live view (`frame`, `state`, `blocked`, `dialog`). Frames are never stored.",
         params: signInParams,
         response: {
           200: { description: 'The live view', content: { 'text/event-stream': { schema: z.string() } } },
@@ -319,7 +319,7 @@ export function registerProfileSignInRoutes(root: FastifyInstance, deps: V1Depen
         operationId: 'sendProfileSignInInput',
         summary: "Input to a sign-in's page",
         description:
-          'Up to 50 key, mouse, wheel and text events from the person signing in. Contents are never logged or stored.',
+          'Up to 50 key, mouse, wheel and text events from the person signing in, and `dialog` answers to the page’s open dialog. Contents are never logged or stored.',
         params: signInParams,
         body: signInInputSchema,
         response: answers({ 200: z.object({ sequence: z.number().int() }) }, 404, 409, ...BODY_FAILURES),

@@ -388,7 +388,7 @@ export const DATA_PLANE_OPERATIONS = {
     tag: 'person',
     summary: "Watch the lease's page",
     description:
-      "A server-sent event stream of the lease's current tab: `event: frame` (`{jpeg, url, tab, width, height}`: a DevTools screencast frame, JPEG, at most 10 a second and only when the page changes; a slow reader gets the newest frame and misses the others), `event: state` (`{person}`: who holds the page, at open and on each change) and `event: blocked` (navigations or popups the origin fence refused). The screencast runs only while a stream is open; it follows the tab the lease's calls act on; the stream ends when the lease closes. Frames are never stored.",
+      "A server-sent event stream of the lease's current tab: `event: frame` (`{jpeg, url, tab, width, height}`: a DevTools screencast frame, JPEG, at most 10 a second and only when the page changes; a slow reader gets the newest frame and misses the others), `event: state` (`{person}`: who holds the page, at open and on each change) `event: blocked` (navigations or popups the origin fence refused) and `event: dialog` (`{dialog}`: the current tab's open alert, confirm, prompt or beforeunload dialog — `{type, message, default_value?, url}`, which no frame paints — or `null` once it is answered; at open when one is open, and on each change). The screencast runs only while a stream is open; it follows the tab the lease's calls act on; the stream ends when the lease closes. Frames are never stored.",
     params: leaseParams,
     answers: {
       200: {
@@ -433,7 +433,7 @@ export const DATA_PLANE_OPERATIONS = {
     tag: 'person',
     summary: "The holder's input",
     description:
-      'Up to 50 key, mouse, wheel and text events of the person holding the page, dispatched in order to the current tab as DevTools input events (never a DevTools command, a file drag or a file chooser); navigations they cause meet the origin fence. At most 200 events a second per lease (`rate_limited`). The sequence advances once per batch. The contents are never logged or stored.',
+      "Up to 50 key, mouse, wheel and text events of the person holding the page, dispatched in order to the current tab as DevTools input events (never a DevTools command, a file drag or a file chooser); navigations they cause meet the origin fence. A `dialog` event (`{accept, text?}`) answers the open dialog (skipped when none is open); while one is open, the batch's other events after it are dropped. At most 200 events a second per lease (`rate_limited`). The sequence advances once per batch. The contents are never logged or stored.",
     params: leaseParams,
     body: personInputSchema,
     bodyExample: {
