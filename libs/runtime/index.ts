@@ -83,8 +83,10 @@ export {
   type RunLoopOptions,
   type RunPort,
   runExecution,
+  type ToolCallContext,
   type ToolExecutor,
   type ToolPolicy,
+  type ToolRun,
 } from './loop.js';
 export {
   type Model,
