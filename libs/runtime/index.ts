@@ -67,6 +67,11 @@ export {
   type UpkeepPass,
 } from './lease-upkeep.js';
 export {
+  type CompiledLeaseUpkeepOptions,
+  compileLeaseUpkeepOptions,
+  type LeaseUpkeepOptions,
+} from './lease-upkeep-options.js';
+export {
   checkModelCall,
   fitBatch,
   type ModelCallVerdict,
