@@ -90,7 +90,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
   const apiRedis = redisLink.of(own);
   const app = await createRestServer(logger, () => apiRedis.up);
 
-  const store = new RunStore(redis, config.redis.keyPrefix, Date.now, { retentionMs: config.runRetentionMs });
+  const store = new RunStore(redis, config.redis.keyPrefix, { retentionMs: config.runRetentionMs });
   // Default-deny. Every route needs a key unless marked; unknown paths (404, answered
   // by createHttpServer) and router errors too. The routes below still check their scopes.
   const authFailures = new FailedAuthLimiter(

@@ -68,7 +68,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
 
   redisLink.configure(config.redis.answerTimeoutMs);
   const redis = await connectRedis(options.redisUrl, 'worker', 'run-worker-store', { autoPipelining: true });
-  const store = new RunStore(redis, config.redis.keyPrefix, Date.now, { retentionMs: config.runRetentionMs });
+  const store = new RunStore(redis, config.redis.keyPrefix, { retentionMs: config.runRetentionMs });
   const cancels = await listenForCancels(redis, store.cancelChannel, log);
   const queue = createRunsQueue(redis, config.redis.queuePrefix);
   const leases = new RedisLeaseStore(redis, config.redis.keyPrefix);

@@ -52,7 +52,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
   const prefix = config.redis.keyPrefix;
   // The lock outlives three missed passes, so a slow pass never hands it over by accident.
   const lock = new LeaderLock(redis, `${prefix}sweeper:lock`, config.sweeper.intervalMs * 3);
-  const store = new RunStore(redis, prefix, Date.now, { retentionMs: config.runRetentionMs });
+  const store = new RunStore(redis, prefix, { retentionMs: config.runRetentionMs });
   const queue = createRunsQueue(redis, config.redis.queuePrefix);
   const lifecycle = fleetLifecycle({
     redis,

@@ -20,11 +20,11 @@ export type {
   StoredProfile,
 } from './ports.js';
 export { sealState, unsealState } from './seal.js';
+export { LeaseService, type RenewalResult, type UnclaimedKey } from './service.js';
 export {
+  type CompiledLeaseServiceOptions,
+  compileLeaseServiceOptions,
   DEFAULT_LEASE_CAPS,
-  LeaseService,
   type LeaseServiceOptions,
-  type RenewalResult,
-  type UnclaimedKey,
-} from './service.js';
+} from './service-options.js';
 export { WarmPool, type WarmPoolLimits, type WarmPoolOptions } from './warm-pool.js';

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { OperationLimits } from '../browser/index.js';
-import { ADR_0127 } from '../config/index.js';
 import type {
   AcquireAnswer,
   AcquireLease,
@@ -17,8 +16,6 @@ import type { LeaseMetrics } from '../telemetry/index.js';
 import { DataPlaneError, unclaimedKeyError } from './errors.js';
 import type { HeldLease } from './held-lease.js';
 import { leaseView, profileView, readLeaseView } from './lease-views.js';
-import type { PageActivity } from './page-activity.js';
-import type { LeaseArtifacts } from './page-artifacts.js';
 import { LeasePageCalls } from './page-calls.js';
 import type { PageFactory, PageSession } from './pages.js';
 import { LeasePersonCalls } from './person-calls.js';
@@ -33,9 +30,14 @@ import type {
   ProfileSettings,
   StoredProfile,
 } from './ports.js';
-import { SealKeys, SealOpenError, sealState, unsealState } from './seal.js';
+import type { SealKeys } from './seal.js';
+import { SealOpenError, sealState, unsealState } from './seal.js';
 import { sealRefusal } from './seal-refusal.js';
-import type { WarmPool } from './warm-pool.js';
+import {
+  type CompiledLeaseServiceOptions,
+  compileLeaseServiceOptions,
+  type LeaseServiceOptions,
+} from './service-options.js';
 
 /**
  * One renewal's result in a batch: the stored answer of an earlier request with its key,
@@ -48,34 +50,6 @@ export type RenewalResult =
   | { kind: 'refused'; error: DataPlaneError; claimed: boolean }
   | { kind: 'failed'; error: unknown };
 
-/** ADR-0127 d5: a lease is granted at most 15 minutes at a time and lives at most 60 minutes. */
-export const DEFAULT_LEASE_CAPS: LeaseCaps = Object.freeze({
-  stepMs: ADR_0127.leaseStepMs,
-  lifetimeMs: ADR_0127.leaseLifetimeMs,
-});
-
-export interface LeaseServiceOptions {
-  store: LeaseStore;
-  pages: PageFactory;
-  /** This browser worker's id: the provider reference of every lease it serves. */
-  workerId: string;
-  /** The profiles it serves: `*`, or pins `tenant/id` and `tenant/*` (see `pinsServe`). */
-  pinnedProfiles: '*' | readonly string[];
-  /** The key state is sealed with, alone or with the keys it replaced (which only open). */
-  sealKey: Buffer | SealKeys;
-  logger: Logger;
-  metrics: LeaseMetrics;
-  /** Epoch ms; injected by tests to cross caps without sleeping. */
-  clock?: () => number;
-  caps?: LeaseCaps;
-  /** Where the pages' screenshots go; without it, page calls answer none. */
-  artifacts?: LeaseArtifacts;
-  /** Ready contexts an acquire takes before it creates one; without it, none. */
-  warmPool?: WarmPool;
-  /** Where page calls and contexts made for acquires are counted, for the warm pool to yield to. */
-  activity?: PageActivity;
-}
-
 /**
  * The lease rules of the browser worker (DESIGN §5, ADR-0127 d1, d5, d8): admission before
  * publication, reattach on the same scope, one browser context per lease, renew within the caps,
@@ -83,6 +57,7 @@ export interface LeaseServiceOptions {
  */
 export class LeaseService {
   readonly #held = new Map<string, HeldLease>();
+  readonly #options: CompiledLeaseServiceOptions;
   readonly #store: LeaseStore;
   readonly #pages: PageFactory;
   readonly #clock: () => number;
@@ -93,12 +68,14 @@ export class LeaseService {
   readonly #personCalls: LeasePersonCalls;
   readonly #sealKeys: SealKeys;
 
-  constructor(private readonly options: LeaseServiceOptions) {
-    this.#sealKeys = options.sealKey instanceof SealKeys ? options.sealKey : new SealKeys(options.sealKey);
+  constructor(given: LeaseServiceOptions) {
+    const options = compileLeaseServiceOptions(given);
+    this.#options = options;
+    this.#sealKeys = options.sealKeys;
     this.#store = options.store;
     this.#pages = options.pages;
-    this.#clock = options.clock ?? Date.now;
-    this.#caps = options.caps ?? DEFAULT_LEASE_CAPS;
+    this.#clock = options.clock;
+    this.#caps = options.caps;
     this.#log = options.logger.child({ component: 'lease-service' });
     this.#metrics = options.metrics;
     this.#pageCalls = new LeasePageCalls({
@@ -115,7 +92,7 @@ export class LeaseService {
   }
 
   get workerId(): string {
-    return this.options.workerId;
+    return this.#options.workerId;
   }
 
   /** Leases whose contexts this process holds. */
@@ -148,7 +125,7 @@ export class LeaseService {
   }
 
   #servesProfile(profile: ProfileRef): boolean {
-    return pinsServe(this.options.pinnedProfiles, profile);
+    return pinsServe(this.#options.pinnedProfiles, profile);
   }
 
   // ---- acquire, renew, close --------------------------------------------------------------
@@ -270,7 +247,7 @@ export class LeaseService {
   async #open(profile: ProfileSettings, lease: LeaseRecord): Promise<LeaseView> {
     const ref: ProfileRef = { tenant: profile.tenant, id: profile.id };
     const leaseId = lease.id;
-    const warm = this.options.warmPool?.take(ref, profile.sealVersion);
+    const warm = this.#options.warmPool?.take(ref, profile.sealVersion);
     const session = warm ? Promise.resolve(warm) : this.#busy(this.#openCold(profile));
     this.#metrics.contexts.inc({ source: warm ? 'warm' : 'cold' });
     const held: HeldLease = { profile: ref, session, tail: Promise.resolve() };
@@ -295,7 +272,7 @@ export class LeaseService {
     if (profile.sealFault) await this.#noteSealFault(ref, undefined);
     // A profile acquired here is kept warm from now on. The refill starts once this lease's context
     // is ready, so it never competes with the acquire that is being answered.
-    this.options.warmPool?.want(ref);
+    this.#options.warmPool?.want(ref);
     this.#gauges();
     return leaseView(lease);
   }
@@ -505,7 +482,7 @@ export class LeaseService {
     }
     const finished = await this.#store.finishClose(profile, leaseId, this.#clock(), blob);
     // The warm contexts were restored from the state before this seal; make new ones.
-    if (finished.sealed) this.options.warmPool?.resealed(profile);
+    if (finished.sealed) this.#options.warmPool?.resealed(profile);
     this.#metrics.operations.inc({ op: 'close', result: finished.sealed ? 'sealed' : finished.reason });
     if (finished.reason === 'expired') this.#metrics.expiryCloses.inc();
     this.#log.info(
@@ -586,7 +563,7 @@ export class LeaseService {
 
   /** A page call (or a context made for an acquire) under way, for the warm pool to wait out. */
   #busy<T>(work: Promise<T>): Promise<T> {
-    return this.options.activity ? this.options.activity.track(work) : work;
+    return this.#options.activity ? this.#options.activity.track(work) : work;
   }
 
   // ---- upkeep inside the service ----------------------------------------------------------

@@ -20,7 +20,7 @@ import {
   executeBrowserTool,
   ProviderError,
 } from '../provider/index.js';
-import { ExecutionInterrupted, type ToolExecutor } from './loop.js';
+import { ExecutionInterrupted, type ToolCallContext, type ToolExecutor, type ToolRun } from './loop.js';
 import type { ToolCall, ToolDefinition, ToolOutcome } from './model.js';
 
 /**
@@ -141,7 +141,7 @@ export class BrowserToolExecutor implements ToolExecutor {
     }
     switch (learned.call) {
       case 'applied': {
-        const observed = await this.execute(
+        const { outcome: observed } = await this.perform(
           { ...call, name: 'browser.observe', args: {} },
           { ...context, beforeDispatch: async () => undefined },
         );
@@ -177,34 +177,29 @@ export class BrowserToolExecutor implements ToolExecutor {
     }
   }
 
-  async execute(
-    call: ToolCall,
-    context: {
-      invocationId: string;
-      deadlineMs: number;
-      signal: AbortSignal;
-      beforeDispatch: (effect?: DispatchedEffect) => Promise<void>;
-    },
-  ): Promise<ToolOutcome> {
-    this.lastEvidenceKey = null;
-    this.lastArtifacts = {};
+  /**
+   * Runs one call and answers its outcome with the evidence key and artifacts it produced: the
+   * loop's way in, which leaves nothing on the executor for a later call to be handed.
+   */
+  async perform(call: ToolCall, context: ToolCallContext): Promise<ToolRun> {
+    const none = (outcome: ToolOutcome): ToolRun => ({ outcome, evidenceKey: null, artifacts: {} });
     // A valid request for a person parks the run before it gets here (its answer is the loop's).
     if (call.name === REQUEST_PERSON_TOOL) {
       const parsed = requestPersonArgsSchema.safeParse(call.args);
-      return {
+      return none({
         ok: false,
         code: 'invalid_arguments',
         message: parsed.success ? 'this session has no page for a person to take over' : parsed.error.message,
-      };
+      });
     }
     if (!isBrowserTool(call.name))
-      return { ok: false, code: 'invalid_arguments', message: `no tool named ${call.name}` };
+      return none({ ok: false, code: 'invalid_arguments', message: `no tool named ${call.name}` });
     if (!this.provider)
-      return {
+      return none({
         ok: false,
         code: 'invalid_arguments',
         message: 'this session is not bound to a browser profile',
-      };
+      });
     try {
       const result = await executeBrowserTool(
         this.provider,
@@ -218,9 +213,11 @@ export class BrowserToolExecutor implements ToolExecutor {
         },
         { beforeDispatch: context.beforeDispatch },
       );
-      this.lastEvidenceKey = result.evidenceKey;
-      this.lastArtifacts = result.artifacts;
-      return { ok: true, result: { observation: result.observation } };
+      return {
+        outcome: { ok: true, result: { observation: result.observation } },
+        evidenceKey: result.evidenceKey,
+        artifacts: result.artifacts,
+      };
     } catch (error) {
       // A call cut short by the worker's shutdown is not the tool's outcome: the
       // execution is interrupted (the run is handed back) and its next execution calls again.
@@ -231,17 +228,30 @@ export class BrowserToolExecutor implements ToolExecutor {
       if (error instanceof ProviderError) {
         // A navigation that never reached a server left the page on Chromium's error page: the
         // model is shown it with the failure, as after any navigation.
-        if (error.page) this.lastEvidenceKey = error.page.evidenceKey;
         return {
-          ok: false,
-          code: error.code,
-          message: error.message,
-          // ADR-0177: an exhausted acquisition stays explicitly unverified on the call's record.
-          ...(error.unverified ? { unverified: true as const } : {}),
-          ...(error.page ? { result: { observation: error.page.observation } } : {}),
+          outcome: {
+            ok: false,
+            code: error.code,
+            message: error.message,
+            // ADR-0177: an exhausted acquisition stays explicitly unverified on the call's record.
+            ...(error.unverified ? { unverified: true as const } : {}),
+            ...(error.page ? { result: { observation: error.page.observation } } : {}),
+          },
+          evidenceKey: error.page?.evidenceKey ?? null,
+          artifacts: {},
         };
       }
       throw error;
     }
+  }
+
+  /** {@link perform}, keeping the evidence key and artifacts until taken (`take…()`). */
+  async execute(call: ToolCall, context: ToolCallContext): Promise<ToolOutcome> {
+    this.lastEvidenceKey = null;
+    this.lastArtifacts = {};
+    const ran = await this.perform(call, context);
+    this.lastEvidenceKey = ran.evidenceKey;
+    this.lastArtifacts = ran.artifacts;
+    return ran.outcome;
   }
 }

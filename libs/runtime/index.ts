@@ -67,6 +67,11 @@ export {
   type UpkeepPass,
 } from './lease-upkeep.js';
 export {
+  type CompiledLeaseUpkeepOptions,
+  compileLeaseUpkeepOptions,
+  type LeaseUpkeepOptions,
+} from './lease-upkeep-options.js';
+export {
   checkModelCall,
   fitBatch,
   type ModelCallVerdict,
@@ -83,8 +88,10 @@ export {
   type RunLoopOptions,
   type RunPort,
   runExecution,
+  type ToolCallContext,
   type ToolExecutor,
   type ToolPolicy,
+  type ToolRun,
 } from './loop.js';
 export {
   type Model,

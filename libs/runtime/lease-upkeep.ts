@@ -1,21 +1,9 @@
-import { ADR_0127 } from '../config/index.js';
-import {
-  MAX_RENEWALS_PER_REQUEST,
-  type ProfileRef,
-  type RunStatus,
-  runNeedsPage,
-} from '../contracts/index.js';
+import { type ProfileRef, type RunStatus, runNeedsPage } from '../contracts/index.js';
 import { DataPlaneClient } from '../provider/index.js';
 import { isSignInId } from '../store/index.js';
+import { compileLeaseUpkeepOptions, type LeaseUpkeepOptions } from './lease-upkeep-options.js';
 
-/** ADR-0127 d5–d6: renew within five minutes of expiry, 15 minutes a step, 60 minutes a lease. */
-export const LEASE_UPKEEP_DEFAULTS = Object.freeze({
-  windowMs: ADR_0127.renewWindowMs,
-  stepMs: ADR_0127.leaseStepMs,
-  lifetimeMs: ADR_0127.leaseLifetimeMs,
-  concurrency: 32,
-  renewalBatchSize: MAX_RENEWALS_PER_REQUEST,
-});
+export { LEASE_UPKEEP_DEFAULTS } from './lease-upkeep-options.js';
 
 /** A live lease as the upkeep reads it from the lease store. */
 export interface UpkeepLease {
@@ -28,7 +16,8 @@ export interface UpkeepLease {
   expiresAtMs: number;
 }
 
-export interface LeaseUpkeepDeps {
+/** What a pass reads and writes through, beside its options (compiled by {@link compileLeaseUpkeepOptions}). */
+export interface LeaseUpkeepDeps extends LeaseUpkeepOptions {
   leases: { listLiveLeases(): Promise<UpkeepLease[]> };
   /** Each run's status and deadline, in one read for many; a run missing from the map is gone. */
   runs: {
@@ -36,20 +25,6 @@ export interface LeaseUpkeepDeps {
   };
   workers: { list(): Promise<Array<{ id: string; url: string }>> };
   dataPlaneToken: string;
-  clock?: () => number;
-  /** A lease expiring within this is renewed. Default 5 minutes. */
-  windowMs?: number;
-  /** The most one renewal may add past now. Default 15 minutes (the service's cap). */
-  stepMs?: number;
-  /** A lease never lives past this after it was acquired. Default 60 minutes (the service's cap). */
-  lifetimeMs?: number;
-  /** Data-plane calls in flight at once. Default 32. */
-  concurrency?: number;
-  /**
-   * Renewals sent to one browser worker in one request. Default and most: 150, the data
-   * plane's bound; smaller only makes more requests.
-   */
-  renewalBatchSize?: number;
   onError?: (lease: UpkeepLease, error: unknown) => void;
 }
 
@@ -92,16 +67,8 @@ export function renewalTarget(
  * error the single renew would have thrown; a batch that gets no answer fails each of its leases.
  */
 export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass> {
-  const now = (deps.clock ?? Date.now)();
-  const windows = {
-    windowMs: deps.windowMs ?? LEASE_UPKEEP_DEFAULTS.windowMs,
-    stepMs: deps.stepMs ?? LEASE_UPKEEP_DEFAULTS.stepMs,
-    lifetimeMs: deps.lifetimeMs ?? LEASE_UPKEEP_DEFAULTS.lifetimeMs,
-  };
-  const batchSize = Math.min(
-    MAX_RENEWALS_PER_REQUEST,
-    Math.max(1, deps.renewalBatchSize ?? LEASE_UPKEEP_DEFAULTS.renewalBatchSize),
-  );
+  const { clock, concurrency, renewalBatchSize: batchSize, ...windows } = compileLeaseUpkeepOptions(deps);
+  const now = clock();
   const pass: UpkeepPass = { renewed: [], closed: [], kept: 0, failed: [] };
   const leases = (await deps.leases.listLiveLeases()).filter((lease) => lease.expiresAtMs > now);
   if (leases.length === 0) return pass;
@@ -131,7 +98,8 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
       work.push({
         leases: [lease],
         run: async () => {
-          await client.close(lease.profile, lease.id, { seal: true }, callLimits());
+          // Each call's deadline the client sets from when it starts (DEFAULT_LEASE_CALL_TIMEOUT_MS).
+          await client.close(lease.profile, lease.id, { seal: true });
           pass.closed.push(lease.id);
         },
       });
@@ -159,7 +127,6 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
               leaseId: lease.id,
               requestedExpiresAtMs: target,
             })),
-            callLimits(),
           );
           for (const [index, result] of results.entries()) {
             const { lease } = batch[index] as { lease: UpkeepLease };
@@ -170,7 +137,7 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
       });
     }
   }
-  await inLanes(work, deps.concurrency ?? LEASE_UPKEEP_DEFAULTS.concurrency, fail);
+  await inLanes(work, concurrency, fail);
   return pass;
 }
 
@@ -178,11 +145,6 @@ export async function runLeaseUpkeep(deps: LeaseUpkeepDeps): Promise<UpkeepPass>
 interface UpkeepTask {
   leases: UpkeepLease[];
   run: () => Promise<void>;
-}
-
-/** Each data-plane call's own deadline, from when it starts (not when the pass was planned). */
-function callLimits(): { deadlineMs: number } {
-  return { deadlineMs: Date.now() + 15_000 };
 }
 
 /** Runs `tasks` with at most `limit` in flight; a failure fails that task's leases and the rest go on. */

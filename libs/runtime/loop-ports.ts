@@ -138,29 +138,48 @@ export interface PersonAccount {
   endUrl: string | null;
 }
 
+/** What a tool call runs with: its ledger id, its deadline, the worker's signal, the watermark hook. */
+export interface ToolCallContext {
+  invocationId: string;
+  deadlineMs: number;
+  signal: AbortSignal;
+  /** Effects call it right before anything leaves: from then on the call is never sent again. */
+  beforeDispatch: (effect?: DispatchedEffect) => Promise<void>;
+}
+
+/** One call as its executor ran it: what the model and the ledger get, and what the platform keeps. */
+export interface ToolRun {
+  outcome: ToolOutcome;
+  /**
+   * The evidence key of the page a successful call saw (ADR-0130 d7): for the breaker only, never
+   * part of the result the model reads or the ledger stores. Null for a call without one.
+   */
+  evidenceKey: string | null;
+  /** What the call captured beside its result (the settled page's screenshot); never shown to the model. */
+  artifacts: PageArtifacts;
+}
+
 export interface ToolExecutor {
   definitions(): readonly ToolDefinition[];
   /**
-   * The evidence key of the last call's successful result, handed over once (ADR-0130 d7): the
-   * platform's own, never part of the result the model reads or the ledger stores.
+   * Runs one call and answers, with its outcome, the evidence key and artifacts it produced: what
+   * the loop dispatches through. An executor without it is run through {@link execute} and its
+   * `take…()` hand-overs, read at once after it (`performCall` in `tool-run.ts`).
+   */
+  perform?(call: ToolCall, context: ToolCallContext): Promise<ToolRun>;
+  /**
+   * The evidence key of the last {@link execute}'s successful result, handed over once (ADR-0130
+   * d7): the platform's own, never part of the result the model reads or the ledger stores.
    */
   takeEvidenceKey?(): string | null;
   /**
-   * What the last call captured beside its result: the settled page's screenshot after
+   * What the last {@link execute} captured beside its result: the settled page's screenshot after
    * navigate and act, by artifact name. Handed over once, like the evidence key; never shown to
    * the model.
    */
   takeArtifacts?(): PageArtifacts;
   /** Runs one call. Effects call `beforeDispatch` right before anything leaves. */
-  execute(
-    call: ToolCall,
-    context: {
-      invocationId: string;
-      deadlineMs: number;
-      signal: AbortSignal;
-      beforeDispatch: (effect?: DispatchedEffect) => Promise<void>;
-    },
-  ): Promise<ToolOutcome>;
+  execute(call: ToolCall, context: ToolCallContext): Promise<ToolOutcome>;
   /**
    * Answers a call that a run's earlier owner dispatched as `effect` and never had answered, from
    * what the lease recorded of it; never sends it again. Undefined where this executor cannot tell.

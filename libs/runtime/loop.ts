@@ -13,8 +13,10 @@ export type {
   InvocationState,
   RunLoopOptions,
   RunPort,
+  ToolCallContext,
   ToolExecutor,
   ToolPolicy,
+  ToolRun,
 } from './loop-ports.js';
 
 /** Tool definitions per request, the two meta-tools included when the index is used. */

@@ -1,6 +1,7 @@
 import { throwIfAborted } from './execution-interrupted.js';
 import type { ExecutionEnd, Invocation, PersonAccount, RunLoopOptions } from './loop-ports.js';
 import type { ToolOutcome, TranscriptEntry } from './model.js';
+import { performCall } from './tool-run.js';
 
 /**
  * A person on the run's page, as the loop meets it: a takeover asked at a safe point pauses the
@@ -42,7 +43,9 @@ export function personAnswer(account: PersonAccount): { person: Record<string, u
 /** The page as it is now, for a model told of a person's takeover; a failure is told in its place. */
 async function freshObservation(options: RunLoopOptions, invocationId: string, clock: () => number) {
   throwIfAborted(options.signal);
-  const outcome = await options.tools.execute(
+  // The evidence and screenshot of this read belong to no call of the model: only its outcome is kept.
+  const { outcome } = await performCall(
+    options.tools,
     { id: `${invocationId}-observe`, name: 'browser.observe', args: {} },
     {
       invocationId: `${invocationId}-observe`,
@@ -51,9 +54,6 @@ async function freshObservation(options: RunLoopOptions, invocationId: string, c
       beforeDispatch: async () => undefined,
     },
   );
-  // The evidence and screenshot of this read belong to no call of the model.
-  options.tools.takeEvidenceKey?.();
-  options.tools.takeArtifacts?.();
   return outcome;
 }
 

@@ -32,6 +32,8 @@ export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turn
 export { isEventId } from './run-events.js';
 export { RunKeys } from './run-keys.js';
 export {
+  type CompiledRunStoreOptions,
+  compileRunStoreOptions,
   formatRunCursor,
   idempotentRunId,
   parseRunCursor,

@@ -84,7 +84,6 @@ import {
 } from './run-events.js';
 import { RunKeys, type RunStoreContext } from './run-keys.js';
 import { getRun, getRunDetail, interruptions, listRuns, runStates, stopRequested } from './run-reads.js';
-import { checkedRetentionMs, DEFAULT_RUN_RETENTION_MS } from './run-retention.js';
 import { retryRun } from './run-retry.js';
 import { readDeclaredSecrets } from './run-secrets.js';
 import {
@@ -108,6 +107,7 @@ import {
   type StepWriteOptions,
   type StepWriteOutcome,
 } from './run-steps.js';
+import { compileRunStoreOptions, type RunStoreOptions } from './run-store-options.js';
 import { type SubmitOutcome, type SubmitRun, submitRun } from './run-submit.js';
 import type { RunRefusal, RunTransition } from './run-transition.js';
 import { addUsage, markUnverified, noteBrowserTools } from './run-usage.js';
@@ -117,6 +117,12 @@ import { listTenantRuns, type TenantRunPage, type TenantRunQuery } from './tenan
 
 export type { RunEnd } from './run-status-changes.js';
 export type { StepPage, StepRecord, StepWriteOptions, StepWriteOutcome } from './run-steps.js';
+export {
+  type CompiledRunStoreOptions,
+  compileRunStoreOptions,
+  RUN_EVENTS_CAP,
+  type RunStoreOptions,
+} from './run-store-options.js';
 export { idempotentRunId, type SubmitOutcome, type SubmitRun } from './run-submit.js';
 export {
   formatRunCursor,
@@ -125,19 +131,6 @@ export {
   type TenantRunPage,
   type TenantRunQuery,
 } from './tenant-runs.js';
-
-/** Entries kept in one run's event stream. */
-export const RUN_EVENTS_CAP = 10_000;
-
-export interface RunStoreOptions {
-  /** Entries kept per run event stream; older ones are trimmed. Default {@link RUN_EVENTS_CAP}. */
-  eventsCap?: number;
-  /**
-   * How long a run's keys are kept after it ends (`config.runRetentionMs`), in ms.
-   * Default thirty days. Too small and a person loses a run's steps before looking at them.
-   */
-  retentionMs?: number;
-}
 
 function decider(by: string | ApprovalDecider): ApprovalDecider {
   return typeof by === 'string' ? { by } : by;
@@ -155,21 +148,25 @@ function decider(by: string | ApprovalDecider): ApprovalDecider {
 export class RunStore {
   readonly #context: RunStoreContext;
 
+  /**
+   * `options` as {@link RunStoreOptions}; a bare clock in their place, with the rest after it, is
+   * the older positional form, still taken.
+   */
   constructor(
     redis: RedisClient,
     keyPrefix: string,
-    clock: () => number = Date.now,
-    options: RunStoreOptions = {},
+    options: RunStoreOptions | (() => number) = {},
+    rest: Omit<RunStoreOptions, 'clock'> = {},
   ) {
-    const eventsCap = options.eventsCap ?? RUN_EVENTS_CAP;
-    if (!Number.isInteger(eventsCap) || eventsCap < 1)
-      throw new RangeError(`eventsCap: expected a positive integer, got ${eventsCap}`);
+    const { clock, eventsCap, retentionMs } = compileRunStoreOptions(
+      typeof options === 'function' ? { ...rest, clock: options } : options,
+    );
     this.#context = {
       redis: withScripts(redis),
       keys: new RunKeys(keyPrefix),
       now: clock,
       eventsCap,
-      retentionMs: checkedRetentionMs(options.retentionMs ?? DEFAULT_RUN_RETENTION_MS),
+      retentionMs,
     };
   }
 

@@ -1,7 +1,7 @@
 import type { Config } from '../../config/index.js';
 import { IntervalTask } from '../../lifecycle/index.js';
 import type { Logger, Metrics } from '../../telemetry/index.js';
-import { type LeaseUpkeepDeps, runLeaseUpkeep } from '../index.js';
+import { compileLeaseUpkeepOptions, type LeaseUpkeepDeps, runLeaseUpkeep } from '../index.js';
 
 /** What the run worker's lease upkeep reads: the leases, the runs and the browser workers. */
 export type UpkeepTaskDeps = Pick<LeaseUpkeepDeps, 'leases' | 'runs' | 'workers'> & {
@@ -22,6 +22,8 @@ export function startUpkeepTask(deps: UpkeepTaskDeps): IntervalTask {
   const passes = metrics.of('upkeepPasses');
   const passSeconds = metrics.of('upkeepPassSeconds');
   const leasesSeen = metrics.of('upkeepLeases');
+  // Checked once, at start-up: a bad window fails the worker's start, not each pass.
+  const options = compileLeaseUpkeepOptions(deps.timings);
   return new IntervalTask(
     'lease-upkeep',
     config.runWorker.upkeepIntervalMs,
@@ -34,7 +36,7 @@ export function startUpkeepTask(deps: UpkeepTaskDeps): IntervalTask {
         runs: deps.runs,
         workers: deps.workers,
         dataPlaneToken: token,
-        ...deps.timings,
+        ...options,
         onError: (lease, error) =>
           log.warn(
             { lease_id: lease.id, run_id: lease.scope.run_id, err: error },
