@@ -243,6 +243,13 @@ export const runViewSchema = z.object({
 });
 export type RunView = z.output<typeof runViewSchema>;
 
+/** The text a run was asked to do (its input's `text`, or the input itself when it is text). */
+export function inputText(input: unknown): string {
+  if (typeof input === 'string') return input;
+  const text = (input as { text?: unknown } | null)?.text;
+  return typeof text === 'string' ? text : '';
+}
+
 export const RUN_EVENT_TYPES = [
   'run.submitted',
   'run.claimed',

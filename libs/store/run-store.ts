@@ -120,6 +120,7 @@ export { idempotentRunId, type SubmitOutcome, type SubmitRun } from './run-submi
 export {
   formatRunCursor,
   parseRunCursor,
+  SEARCH_WINDOW_RUNS,
   type TenantRunCursor,
   type TenantRunPage,
   type TenantRunQuery,
