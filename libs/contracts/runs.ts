@@ -295,6 +295,13 @@ export const runEventSchema = z.object({
 });
 export type RunEvent = z.output<typeof runEventSchema>;
 
+/**
+ * A status event of one of the tenant's runs, as the tenant's event stream (`GET /v1/events`)
+ * sends it: the run's own event (`id` is its id in the run's stream) with the run's id.
+ */
+export const tenantRunEventSchema = runEventSchema.extend({ run_id: recordIdSchema });
+export type TenantRunEvent = z.output<typeof tenantRunEventSchema>;
+
 export const INVOCATION_STATES = ['started', 'dispatched', 'completed', 'outcome_unknown'] as const;
 export const invocationStateSchema = z.enum(INVOCATION_STATES);
 export type InvocationState = z.output<typeof invocationStateSchema>;

@@ -17,6 +17,7 @@ import { registerRunStepRoutes } from './run-steps.js';
 import { registerRunRoutes } from './runs.js';
 import { registerScheduleRoutes } from './schedules.js';
 import { registerSessionRoutes } from './sessions.js';
+import { registerTenantEventRoutes } from './tenant-events.js';
 import type { V1Dependencies } from './shared.js';
 import { registerWebhookRoutes } from './webhooks.js';
 
@@ -32,6 +33,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerAgentRoutes(app, deps);
   registerSessionRoutes(app, deps);
   registerRunRoutes(app, deps);
+  registerTenantEventRoutes(app, deps);
   registerPersonControlRoutes(app, deps);
   registerRunStepRoutes(app, deps);
   registerLiveRoutes(app, deps);
