@@ -1,4 +1,6 @@
+import { LIST_PAGES_STYLE } from './list-pages-style.js';
 import { LIVE_VIEW_SCRIPT } from './live-view.js';
+import { RUNS_LIST_SCRIPT } from './runs-list-script.js';
 
 /**
  * The run pages' one script and one stylesheet, served as files by the API (the pages' policy
@@ -34,8 +36,10 @@ export const PAGE_SCRIPT = `'use strict';
         const response = await fetch(location.href, { credentials: 'same-origin' });
         if (!response.ok) return;
         const doc = new DOMParser().parseFromString(await response.text(), 'text/html');
-        const next = doc.getElementById('run');
-        const current = document.getElementById('run');
+        // The run page's run, or the approvals page's list: what a decision or an event changes.
+        const rootId = document.getElementById('run') ? 'run' : 'approvals-page';
+        const next = doc.getElementById(rootId);
+        const current = document.getElementById(rootId);
         if (!next || !current) return;
         const adopted = document.adoptNode(next);
         keepLiveView(current, adopted);
@@ -147,7 +151,7 @@ export const PAGE_SCRIPT = `'use strict';
     for (const type of LISTENED) source.addEventListener(type, () => void refresh());
   }
 })();
-`;
+${RUNS_LIST_SCRIPT}`;
 
 export const PAGE_STYLE = `body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }
 header { display: flex; gap: 1rem; align-items: center; padding: .6rem 1.2rem; background: #1d2330; color: #fff; }
@@ -188,4 +192,4 @@ ol.steps { list-style: none; padding: 0; }
 .person-request { border-color: #2f4d8a; background: #f0f4fb; }
 .person-controls { display: flex; flex-wrap: wrap; gap: .6rem; align-items: center; margin: .6rem 0; }
 .person-controls .hint { opacity: .75; font-size: .9em; }
-`;
+${LIST_PAGES_STYLE}`;

@@ -17,8 +17,8 @@ import { registerRunStepRoutes } from './run-steps.js';
 import { registerRunRoutes } from './runs.js';
 import { registerScheduleRoutes } from './schedules.js';
 import { registerSessionRoutes } from './sessions.js';
-import { registerTenantEventRoutes } from './tenant-events.js';
 import type { V1Dependencies } from './shared.js';
+import { registerTenantEventRoutes } from './tenant-events.js';
 import { registerWebhookRoutes } from './webhooks.js';
 
 export type { V1Dependencies } from './shared.js';
