@@ -109,7 +109,9 @@ describe("the run store: a tenant's runs list", () => {
 
     expect((await allPages(tenant, { limit: 1, search: 'OPENING HOURS' })).flat()).toEqual([hours, oldest]);
     expect((await allPages(tenant, { limit: 10, search: receipt.slice(0, 12) })).flat()).toEqual([receipt]);
-    expect((await allPages(tenant, { limit: 10, search: 'hours', statuses: ['running'] })).flat()).toEqual([]);
+    expect((await allPages(tenant, { limit: 10, search: 'hours', statuses: ['running'] })).flat()).toEqual(
+      [],
+    );
     expect((await allPages(tenant, { limit: 10, search: 'nothing like it' })).flat()).toEqual([]);
     // Only the newest runs are searched: with room for three, the oldest is past the window.
     expect(
