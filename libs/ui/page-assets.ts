@@ -112,7 +112,7 @@ export const PAGE_SCRIPT = `'use strict';
   // hears no more events).
   let pendingPolls = 0;
   function pollPending() {
-    if (!document.querySelector('#run .shot-pending') || pendingPolls >= 60) { pendingPolls = 0; return; }
+    if (!document.querySelector('#run .shot-pending, #approvals-page .shot-pending') || pendingPolls >= 60) { pendingPolls = 0; return; }
     pendingPolls += 1;
     setTimeout(() => { void refresh().then(pollPending); }, 1000);
   }
