@@ -141,6 +141,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The status events of the tenant's runs as Server-Sent Events
+     * @description Each run's status events (`run.submitted`, `run.claimed`, `run.parked`, `run.succeeded`, `run.failed`…) from the moment the stream opens, each with its `run_id`; no replay (read `GET /v1/runs` for what came before). Counted with the key's run event streams: at most a few open per key (429 past them).
+     */
+    get: operations['streamTenantEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/models': {
     parameters: {
       query?: never;
@@ -339,7 +359,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The tenant's runs, newest first, filtered; at most 100 a page */
+    /**
+     * The tenant's runs, newest first, filtered; at most 100 a page
+     * @description A search reads each run's input, so it covers the tenant's newest 10,000 runs, not older ones.
+     */
     get: operations['listRuns'];
     put?: never;
     post?: never;
@@ -2576,6 +2599,80 @@ export interface operations {
       };
     };
   };
+  streamTenantEvents: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The event stream */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   listModels: {
     parameters: {
       query?: never;
@@ -3756,15 +3853,8 @@ export interface operations {
       query?: {
         cursor?: string;
         limit?: string;
-        status?:
-          | 'queued'
-          | 'running'
-          | 'parked'
-          | 'waiting_child'
-          | 'waiting_user'
-          | 'succeeded'
-          | 'failed'
-          | 'cancelled';
+        status?: string;
+        search?: string;
         session_id?: string;
         profile_id?: string;
         created_after?: string;

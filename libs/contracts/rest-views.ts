@@ -81,6 +81,12 @@ export const runEventStreamSchema = z.string().meta({
     'Server-Sent Events: each event has `id` (usable as Last-Event-ID), `event` (its type) and `data` (a RunEvent as JSON)',
 });
 
+/** One Server-Sent Event of the tenant's stream: a status event of one of its runs. */
+export const tenantEventStreamSchema = z.string().meta({
+  description:
+    "Server-Sent Events: each event has `event` (its type: run.submitted, run.claimed, run.failed…) and `data` (the run's event as JSON, with `run_id`); live only, no replay: the first event, `ready` (data `{}`), says the stream is subscribed; read `GET /v1/runs` after it for what came before",
+});
+
 /**
  * A person on a run's page (`POST /v1/runs/{id}/takeover`, `…/handback`): `pausing` while a
  * running run reaches its next safe point, `held` once the page is the person's, `handed_back`

@@ -243,6 +243,13 @@ export const runViewSchema = z.object({
 });
 export type RunView = z.output<typeof runViewSchema>;
 
+/** The text a run was asked to do (its input's `text`, or the input itself when it is text). */
+export function inputText(input: unknown): string {
+  if (typeof input === 'string') return input;
+  const text = (input as { text?: unknown } | null)?.text;
+  return typeof text === 'string' ? text : '';
+}
+
 export const RUN_EVENT_TYPES = [
   'run.submitted',
   'run.claimed',
@@ -287,6 +294,13 @@ export const runEventSchema = z.object({
   data: z.record(z.string(), z.json()),
 });
 export type RunEvent = z.output<typeof runEventSchema>;
+
+/**
+ * A status event of one of the tenant's runs, as the tenant's event stream (`GET /v1/events`)
+ * sends it: the run's own event (`id` is its id in the run's stream) with the run's id.
+ */
+export const tenantRunEventSchema = runEventSchema.extend({ run_id: recordIdSchema });
+export type TenantRunEvent = z.output<typeof tenantRunEventSchema>;
 
 export const INVOCATION_STATES = ['started', 'dispatched', 'completed', 'outcome_unknown'] as const;
 export const invocationStateSchema = z.enum(INVOCATION_STATES);

@@ -41,6 +41,7 @@ export {
   type RunEnd,
   RunStore,
   type RunStoreOptions,
+  SEARCH_WINDOW_RUNS,
   type StepPage,
   type StepRecord,
   type StepWriteOptions,

@@ -24,13 +24,6 @@ const DISPATCHED_STATES = new Set(['dispatched', 'completed', 'outcome_unknown']
 /** Longest target kept in a note; a longer URL is cut. */
 const TARGET_MAX_CHARS = 300;
 
-/** The input text a run's transcript starts with, as the run worker writes it. */
-export function inputText(input: unknown): string {
-  if (typeof input === 'string') return input;
-  const text = (input as { text?: unknown } | null)?.text;
-  return typeof text === 'string' ? text : '';
-}
-
 /**
  * The effects the ledger says earlier attempts dispatched, each with its target read from that
  * attempt's transcript (`transcripts[attempt]`). A call the ledger shows completed with a refusal

@@ -111,6 +111,13 @@ export class RunKeys {
   approvalRun(approvalId: string): string {
     return `${this.prefix}{apr:${approvalId}}:run`;
   }
+  /**
+   * Pub/sub channel (plain, not sharded): each status event of the tenant's runs, with the run's id,
+   * as `lua/includes/emit.lua` publishes it for the tenant's event stream.
+   */
+  tenantRunEvents(tenant: string): string {
+    return `${this.prefix}tenant-runs:${tenant}`;
+  }
   /** Pub/sub channel: the id of each running run whose cancel is requested. */
   cancelChannel(): string {
     return `${this.prefix}run-cancel`;

@@ -1,6 +1,6 @@
-import { type RunView, recordIdSchema } from '../contracts/index.js';
+import { inputText, type RunView, recordIdSchema } from '../contracts/index.js';
 import { listInvocations } from './ledger.js';
-import { earlierEffects, inputText, retryNote } from './retry-note.js';
+import { earlierEffects, retryNote } from './retry-note.js';
 import { indexRetriedRun, reindexFromRecord } from './run-deadlines.js';
 import type { RunStoreContext } from './run-keys.js';
 import { getRun } from './run-reads.js';

@@ -127,6 +127,7 @@ export { idempotentRunId, type SubmitOutcome, type SubmitRun } from './run-submi
 export {
   formatRunCursor,
   parseRunCursor,
+  SEARCH_WINDOW_RUNS,
   type TenantRunCursor,
   type TenantRunPage,
   type TenantRunQuery,
@@ -569,6 +570,10 @@ export class RunStore {
     return eventsChannel(this.#context, runId);
   }
   /** One of the API key's `max` open event streams, held for `ttlMs` unless renewed; false past `max`. */
+  /** The plain channel each status event of the tenant's runs is published on (`includes/emit.lua`). */
+  tenantRunEventsChannel(tenant: string): string {
+    return this.#context.keys.tenantRunEvents(tenant);
+  }
   openStreamSlot(keyId: string, member: string, max: number, ttlMs: number): Promise<boolean> {
     return openStreamSlot(this.#context, keyId, member, max, ttlMs);
   }

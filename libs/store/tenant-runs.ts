@@ -1,4 +1,4 @@
-import { PAGE_LIMIT_MAX, type RunStatus, type RunView } from '../contracts/index.js';
+import { inputText, PAGE_LIMIT_MAX, type RunStatus, type RunView } from '../contracts/index.js';
 import type { RunStoreContext } from './run-keys.js';
 import { parseRun } from './run-records.js';
 import { slotBatch } from './slot-batch.js';
@@ -14,9 +14,21 @@ import { slotBatch } from './slot-batch.js';
 const PRUNE_AFTER_MS = 60_000;
 /** Index entries read per round trip while a filtered page fills. */
 const SCAN_BATCH = 200;
+/**
+ * A search reads each run's input, so it looks at no more than the tenant's newest this many runs
+ * (the whole of the search's cost is bounded, however old the tenant or rare the text).
+ */
+export const SEARCH_WINDOW_RUNS = 10_000;
 
 export interface TenantRunQuery {
-  status?: RunStatus;
+  /** Any of these statuses (none given: every status). */
+  statuses?: readonly RunStatus[];
+  /**
+   * A run id's beginning, or text its input holds (case aside); only the newest
+   * `searchWindow` (default {@link SEARCH_WINDOW_RUNS}) of the tenant's runs are searched.
+   */
+  search?: string;
+  searchWindow?: number;
   sessionId?: string;
   profileId?: string;
   /** Epoch ms, exclusive. */
@@ -51,7 +63,10 @@ export function parseRunCursor(text: string): TenantRunCursor | undefined {
 }
 
 function matches(run: RunView, query: TenantRunQuery): boolean {
-  if (query.status !== undefined && run.status !== query.status) return false;
+  if (query.statuses?.length && !query.statuses.includes(run.status)) return false;
+  if (query.search && !run.id.startsWith(query.search)) {
+    if (!inputText(run.input).toLowerCase().includes(query.search.toLowerCase())) return false;
+  }
   if (query.sessionId !== undefined && run.session_id !== query.sessionId) return false;
   if (query.profileId !== undefined && run.browser_profile_id !== query.profileId) return false;
   return true;
@@ -77,7 +92,13 @@ export async function listTenantRuns(
   // The newest score a page may hold: below `created_before`, at most the cursor's.
   let max: string = before !== undefined ? `(${before}` : '+inf';
   if (cursor && (before === undefined || cursor.createdMs < before)) max = String(cursor.createdMs);
-  const min = query.createdAfterMs !== undefined ? `(${query.createdAfterMs}` : '-inf';
+  let min = query.createdAfterMs !== undefined ? `(${query.createdAfterMs}` : '-inf';
+  // A search ends at the oldest run of its window: nothing older is read.
+  const floor = query.search ? await searchFloor(context, indexKey, query.searchWindow) : undefined;
+  if (floor && (query.createdAfterMs === undefined || floor.createdMs > query.createdAfterMs))
+    min = String(floor.createdMs);
+  const withinWindow = (entry: TenantRunCursor) =>
+    !floor || entry.createdMs > floor.createdMs || entry.runId >= floor.runId;
   const runs: RunView[] = [];
   let offset = 0;
   for (;;) {
@@ -87,9 +108,11 @@ export async function listTenantRuns(
       batch.push({ runId: String(flat[i]), createdMs: Number(flat[i + 1]) });
     offset += batch.length;
     // Within one ms Redis orders by id, descending here: the cursor's own and those before it were read.
-    const fresh = cursor
-      ? batch.filter((entry) => entry.createdMs < cursor.createdMs || entry.runId < cursor.runId)
-      : batch;
+    const fresh = (
+      cursor
+        ? batch.filter((entry) => entry.createdMs < cursor.createdMs || entry.runId < cursor.runId)
+        : batch
+    ).filter(withinWindow);
     const pipeline = slotBatch(redis);
     for (const entry of fresh) pipeline.hgetall(keys.run(entry.runId));
     const replies = fresh.length > 0 ? ((await pipeline.exec()) ?? []) : [];
@@ -116,4 +139,17 @@ export async function listTenantRuns(
     }
     if (batch.length < SCAN_BATCH) return { runs, nextCursor: null };
   }
+}
+
+/**
+ * The oldest index entry a search may read: the `window`-th newest (undefined when the index holds
+ * fewer). Runs of its ms order by id, descending, so those after it by id are past the window too.
+ */
+async function searchFloor(
+  context: RunStoreContext,
+  indexKey: string,
+  window = SEARCH_WINDOW_RUNS,
+): Promise<TenantRunCursor | undefined> {
+  const [runId, score] = await context.redis.zrevrange(indexKey, window - 1, window - 1, 'WITHSCORES');
+  return runId === undefined ? undefined : { runId, createdMs: Number(score) };
 }

@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { ApiError, type RunEvent, type RunView } from '../contracts/index.js';
+import { ApiError, type RunEvent, type RunView, tenantRunEventSchema } from '../contracts/index.js';
 
 export interface EventStreamOptions {
   /** Open streams one API key may hold, across replicas (EVENT_STREAMS_PER_KEY). */
@@ -18,6 +18,8 @@ export interface RunEventSource {
   readEvents(runId: string, options: { afterId?: string; count?: number }): Promise<RunEvent[]>;
   /** The shard channel every script that appends to the run's events publishes on. */
   eventsChannel(runId: string): string;
+  /** The (plain) channel each status event of the tenant's runs is published on. */
+  tenantRunEventsChannel(tenant: string): string;
   openStreamSlot(keyId: string, member: string, max: number, ttlMs: number): Promise<boolean>;
   renewStreamSlots(slots: ReadonlyArray<{ keyId: string; member: string }>, ttlMs: number): Promise<void>;
   closeStreamSlot(keyId: string, member: string): Promise<void>;
@@ -28,7 +30,10 @@ const READ_BATCH = 500;
 const END_EVENTS = new Set<RunEvent['type']>(['run.succeeded', 'run.failed', 'run.cancelled']);
 
 interface OpenStream {
-  runId: string;
+  /** The channel of its feed: a run's (sharded) or a tenant's (plain). */
+  channel: string;
+  /** What it streams, for the logs: a run id, or `tenant:<tenant>`. */
+  subject: string;
   raw: ServerResponse;
   /** The last event id sent (exclusive lower bound of what it is sent next). */
   afterId: string | undefined;
@@ -79,6 +84,8 @@ function isAfter(id: string, afterId: string | undefined): boolean {
  */
 export class RunEventStreams {
   readonly #feeds = new Map<string, RunFeed>();
+  /** The tenants' feeds, by channel: the open tenant streams of each. */
+  readonly #tenantFeeds = new Map<string, Set<OpenStream>>();
   readonly #all = new Set<OpenStream>();
   readonly #processId = randomBytes(6).toString('hex');
   #counter = 0;
@@ -94,6 +101,10 @@ export class RunEventStreams {
     subscriber.on('smessage', (channel: string) => {
       const feed = this.#feeds.get(channel);
       if (feed) this.#pump(feed);
+    });
+    subscriber.on('message', (channel: string, message: string) => {
+      const feed = this.#tenantFeeds.get(channel);
+      if (feed) this.#sendTenantEvent(feed, message);
     });
     // ioredis subscribes again after a reconnect; what was published meanwhile is read now.
     let connected = true;
@@ -118,23 +129,7 @@ export class RunEventStreams {
    * 429 before anything is sent when the key holds its maximum of open streams.
    */
   async serve(reply: FastifyReply, run: RunView, afterId: string | undefined, keyId: string): Promise<void> {
-    if (this.#closing) throw new ApiError('unavailable', 'the API is shutting down');
-    const slot = { keyId, member: `${this.#processId}:${++this.#counter}` };
-    if (!(await this.store.openStreamSlot(keyId, slot.member, this.options.maxPerKey, this.slotTtlMs)))
-      throw new ApiError(
-        'rate_limited',
-        `at most ${this.options.maxPerKey} open event streams per API key; close one first`,
-      );
-    const stream: OpenStream = { runId: run.id, raw: reply.raw, afterId, closed: false, slot };
-    reply.hijack();
-    stream.raw.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-    });
-    this.#all.add(stream);
-    // The response's close: the client went away (or the stream ended).
-    stream.raw.once('close', () => void this.#finish(stream));
+    const stream = await this.#open(reply, keyId, this.store.eventsChannel(run.id), run.id, afterId);
     try {
       // Subscribed before the first read: an event appended in between is either read now or
       // notified after.
@@ -147,8 +142,73 @@ export class RunEventStreams {
     }
   }
 
+  /**
+   * Serves the status events of `tenant`'s runs as they happen (a run submitted, claimed, parked,
+   * ended…), each with its run's id; counted with the key's run streams. Live only: nothing is
+   * replayed, a client that reconnects reads `GET /v1/runs` for what it missed.
+   */
+  async serveTenant(reply: FastifyReply, tenant: string, keyId: string): Promise<void> {
+    const channel = this.store.tenantRunEventsChannel(tenant);
+    const stream = await this.#open(reply, keyId, channel, `tenant:${tenant}`, undefined);
+    try {
+      const feed = this.#tenantFeeds.get(channel);
+      if (feed) feed.add(stream);
+      else {
+        this.#tenantFeeds.set(channel, new Set([stream]));
+        await this.subscriber.subscribe(channel);
+      }
+      // Said once subscribed: every event from now on reaches this stream, so a client that reads
+      // the list after `ready` misses nothing between the two.
+      stream.raw.write('event: ready\ndata: {}\n\n');
+    } catch (error) {
+      this.log.warn({ tenant, err: error }, 'tenant event stream could not start');
+      await this.#finish(stream);
+    }
+  }
+
+  /** Takes one of the key's stream slots (429 past them) and starts the response. */
+  async #open(
+    reply: FastifyReply,
+    keyId: string,
+    channel: string,
+    subject: string,
+    afterId: string | undefined,
+  ): Promise<OpenStream> {
+    if (this.#closing) throw new ApiError('unavailable', 'the API is shutting down');
+    const slot = { keyId, member: `${this.#processId}:${++this.#counter}` };
+    if (!(await this.store.openStreamSlot(keyId, slot.member, this.options.maxPerKey, this.slotTtlMs)))
+      throw new ApiError(
+        'rate_limited',
+        `at most ${this.options.maxPerKey} open event streams per API key; close one first`,
+      );
+    const stream: OpenStream = { channel, subject, raw: reply.raw, afterId, closed: false, slot };
+    reply.hijack();
+    stream.raw.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
+    this.#all.add(stream);
+    // The response's close: the client went away (or the stream ended).
+    stream.raw.once('close', () => void this.#finish(stream));
+    return stream;
+  }
+
+  /** A tenant's status event, checked, to each of its open streams. */
+  #sendTenantEvent(streams: Set<OpenStream>, message: string): void {
+    let event: ReturnType<typeof tenantRunEventSchema.parse>;
+    try {
+      event = tenantRunEventSchema.parse(JSON.parse(message));
+    } catch (error) {
+      this.log.warn({ err: error }, 'tenant run event not understood; not sent');
+      return;
+    }
+    const text = `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+    for (const stream of streams) if (!stream.closed) stream.raw.write(text);
+  }
+
   async #join(stream: OpenStream, run: RunView): Promise<RunFeed> {
-    const channel = this.store.eventsChannel(run.id);
+    const channel = stream.channel;
     const existing = this.#feeds.get(channel);
     if (existing) {
       existing.streams.add(stream);
@@ -220,18 +280,24 @@ export class RunEventStreams {
     stream.closed = true;
     this.#all.delete(stream);
     if (!stream.raw.writableEnded) stream.raw.end();
-    const channel = this.store.eventsChannel(stream.runId);
+    const { channel } = stream;
     const feed = this.#feeds.get(channel);
     feed?.streams.delete(stream);
+    const tenantFeed = this.#tenantFeeds.get(channel);
+    tenantFeed?.delete(stream);
     try {
       if (feed && feed.streams.size === 0) {
         this.#feeds.delete(channel);
         await this.subscriber.sunsubscribe(channel);
       }
+      if (tenantFeed && tenantFeed.size === 0) {
+        this.#tenantFeeds.delete(channel);
+        await this.subscriber.unsubscribe(channel);
+      }
       await this.store.closeStreamSlot(stream.slot.keyId, stream.slot.member);
     } catch (error) {
       // The slot expires on its own within three keep-alives.
-      this.log.warn({ run_id: stream.runId, err: error }, 'event stream clean-up failed');
+      this.log.warn({ stream: stream.subject, err: error }, 'event stream clean-up failed');
     }
   }
 

@@ -70,12 +70,14 @@ export interface PageViewer {
 export function pageLayout(title: string, main: Html, viewer?: PageViewer): string {
   const header = viewer
     ? html`<header><a href="/runs" class="brand">Leasehold</a>
+<nav class="site"><a href="/runs">Runs</a> <a href="/approvals">Approvals</a></nav>
 <span class="viewer">${viewer.principal} · tenant ${viewer.tenant}</span>
 <form method="post" action="/signout" class="signout"><input type="hidden" name="csrf_token" value="${viewer.csrfToken}"><button type="submit">Sign out</button></form></header>`
     : html`<header><span class="brand">Leasehold</span></header>`;
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${title} · Leasehold</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
 ${viewer ? html`<meta name="csrf-token" content="${viewer.csrfToken}">` : ''}
 <link rel="stylesheet" href="${PAGE_STYLE_PATH}"><script src="${PAGE_SCRIPT_PATH}" defer></script></head>
 <body>${header}<main>${main}</main></body></html>`.text;

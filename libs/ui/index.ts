@@ -1,3 +1,4 @@
+export { type DecidableApproval, renderApprovalsPage } from './approvals-page.js';
 export {
   escapeHtml,
   formatDuration,
@@ -16,7 +17,13 @@ export { LIVE_VIEW_SCRIPT, liveViewFragment } from './live-view.js';
 export { PAGE_SCRIPT, PAGE_STYLE } from './page-assets.js';
 export { type ProfileSignInView, renderProfileSignInPage } from './profile-sign-in-page.js';
 export { artifactUrl, renderRunPage } from './run-page.js';
-export { RUN_LIST_FILTERS, type RunListFilters, renderRunsPage, renderSignInPage } from './runs-page.js';
+export {
+  RUN_LIST_FILTERS,
+  type RunListFilters,
+  renderRunsPage,
+  renderSignInPage,
+  runListParams,
+} from './runs-page.js';
 export {
   CSRF_HEADER,
   changesState,

@@ -1,4 +1,6 @@
+import { LIST_PAGES_STYLE } from './list-pages-style.js';
 import { LIVE_VIEW_SCRIPT } from './live-view.js';
+import { RUNS_LIST_SCRIPT } from './runs-list-script.js';
 
 /**
  * The run pages' one script and one stylesheet, served as files by the API (the pages' policy
@@ -36,8 +38,10 @@ export const PAGE_SCRIPT = `'use strict';
         const response = await fetch(location.href, { credentials: 'same-origin' });
         if (!response.ok) return;
         const doc = new DOMParser().parseFromString(await response.text(), 'text/html');
-        const next = doc.getElementById('run');
-        const current = document.getElementById('run');
+        // The run page's run, or the approvals page's list: what a decision or an event changes.
+        const rootId = document.getElementById('run') ? 'run' : 'approvals-page';
+        const next = doc.getElementById(rootId);
+        const current = document.getElementById(rootId);
         if (!next || !current) return;
         const adopted = document.adoptNode(next);
         keepLiveView(current, adopted);
@@ -169,7 +173,7 @@ export const PAGE_SCRIPT = `'use strict';
   // hears no more events).
   let pendingPolls = 0;
   function pollPending() {
-    if (!document.querySelector('#run .shot-pending') || pendingPolls >= 60) { pendingPolls = 0; return; }
+    if (!document.querySelector('#run .shot-pending, #approvals-page .shot-pending') || pendingPolls >= 60) { pendingPolls = 0; return; }
     pendingPolls += 1;
     setTimeout(() => { void refresh().then(pollPending); }, 1000);
   }
@@ -208,7 +212,7 @@ export const PAGE_SCRIPT = `'use strict';
     for (const type of LISTENED) source.addEventListener(type, () => void refresh());
   }
 })();
-`;
+${RUNS_LIST_SCRIPT}`;
 
 export const PAGE_STYLE = `body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }
 header { display: flex; gap: 1rem; align-items: center; padding: .6rem 1.2rem; background: #1d2330; color: #fff; }
@@ -273,4 +277,4 @@ ol.decisions { list-style: none; padding: 0; }
 #scrubber .scrub-controls { display: flex; flex-wrap: wrap; gap: .6rem; align-items: center; }
 .scrub-range { flex: 1 1 12rem; }
 .scrub-frame { max-width: 100%; max-height: 28rem; border: 1px solid #ccd; display: block; margin-top: .4rem; }
-`;
+${LIST_PAGES_STYLE}`;

@@ -64,7 +64,7 @@ function runControls(run: RunView, queueJobUrl: string | undefined): Html {
  * The pending approval as the person deciding it needs it: what, where, and the outlined page —
  * with Approve and Deny, or, where the viewer's key may not decide it, `decisionRefused` instead.
  */
-function approvalCard(runId: string, approval: ApprovalView, decisionRefused?: string): Html {
+export function approvalCard(runId: string, approval: ApprovalView, decisionRefused?: string): Html {
   const card = approval.card;
   const element = card?.element ? `${card.element.role} “${card.element.name}”` : 'an element of the page';
   return html`<article class="approval" data-approval-id="${approval.id}">

@@ -241,7 +241,7 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
     expect(listed.indexOf(second)).toBeLessThan(listed.indexOf(first));
     await page.screenshot({ path: `${SHOTS}/runs-list.png`, fullPage: true });
 
-    await page.getByLabel('Status').selectOption('failed');
+    await page.getByRole('checkbox', { name: 'failed' }).check();
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForURL(/status=failed/);
     const failed = await page

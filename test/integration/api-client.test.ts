@@ -212,6 +212,18 @@ describe('the generated TypeScript client, against a live fleet', { timeout: 120
     });
     expect(events.response.headers.get('content-type')).toBe('text/event-stream');
     expect(events.data).toMatch(/^event: run\.succeeded$/m);
+
+    const found = await client.GET('/v1/runs', {
+      params: { query: { status: 'failed,succeeded', search: runId.slice(0, 12) } },
+    });
+    expect(found.data?.runs.map((run) => run.id)).toEqual([runId]);
+    // The tenant's stream never ends by itself: read to its `ready`, then let it go.
+    const tenantEvents = await client.GET('/v1/events', { parseAs: 'stream' });
+    expect(tenantEvents.response.headers.get('content-type')).toBe('text/event-stream');
+    const reader = tenantEvents.data?.getReader();
+    const first = await reader?.read();
+    expect(new TextDecoder().decode(first?.value)).toContain('event: ready');
+    await reader?.cancel();
   });
 
   it('denies an approval, retries the failed run and cancels it, with body-less POSTs as the README sends them', async () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunStore, type TenantRunQuery } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran, submitStoreRun } from '../fixtures/run-store.js';
+import { createTestSession, ran, submitStoreRun, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 describe("the run store: a tenant's runs list", () => {
   const prefix = `${uniquePrefix('tenant-runs')}:`;
@@ -63,7 +63,8 @@ describe("the run store: a tenant's runs list", () => {
       ids[4],
       ids[2],
     ]);
-    expect((await allPages('acme', { limit: 2, status: 'running' })).flat()).toEqual([ids[3]]);
+    expect((await allPages('acme', { limit: 2, statuses: ['running'] })).flat()).toEqual([ids[3]]);
+    expect((await allPages('acme', { limit: 2, statuses: ['running', 'queued'] })).flat()).toEqual(listed);
     const created = (await store.getRun(ids[3] ?? ''))?.created_at_ms ?? 0;
     expect((await allPages('acme', { limit: 50, createdAfterMs: created })).flat()).toEqual(
       listed.slice(0, 3),
@@ -83,5 +84,47 @@ describe("the run store: a tenant's runs list", () => {
     nowMs += 120_000;
     expect((await store.listTenantRuns(tenant, { limit: 10 })).runs.map((run) => run.id)).toEqual([kept.id]);
     expect(await redis.zscore(`${prefix}{ten:${tenant}}:runs`, 'run_inflight0000000000')).toBeNull();
+  });
+
+  it('searches by run id prefix and by the input text, case aside, within the newest runs it may scan', async () => {
+    const tenant = 'umbrella';
+    const session = await createTestSession(store, tenant, { instructions: 'x' });
+    const submit = async (input: unknown, laterMs = 1) => {
+      nowMs += laterMs;
+      const { run } = await store.submitRun({
+        tenant,
+        principal: 'alice',
+        sessionId: session,
+        input,
+        limits: TEST_RUN_LIMITS,
+        timeoutMs: 3_600_000,
+      });
+      return run.id;
+    };
+    const oldest = await submit({ text: 'Find the Opening hours\nof the shop' });
+    const receipt = await submit({ text: 'Download the receipt' });
+    const hours = await submit('opening hours, as plain text');
+    const failed = await submit({ text: 'Pay the invoice' });
+    ran(await store.claimRun(failed, 1, 'w'));
+
+    expect((await allPages(tenant, { limit: 1, search: 'OPENING HOURS' })).flat()).toEqual([hours, oldest]);
+    expect((await allPages(tenant, { limit: 10, search: receipt.slice(0, 12) })).flat()).toEqual([receipt]);
+    expect((await allPages(tenant, { limit: 10, search: 'hours', statuses: ['running'] })).flat()).toEqual(
+      [],
+    );
+    expect((await allPages(tenant, { limit: 10, search: 'nothing like it' })).flat()).toEqual([]);
+    // Only the newest runs are searched: with room for three, the oldest is past the window.
+    expect(
+      (await store.listTenantRuns(tenant, { limit: 10, search: 'opening', searchWindow: 3 })).runs.map(
+        (run) => run.id,
+      ),
+    ).toEqual([hours]);
+    // Two runs in one ms: the window cuts between them by id, as the list orders them.
+    const sameMs = [await submit({ text: 'same ms one' }), await submit({ text: 'same ms two' }, 0)];
+    const newestFirst = (await allPages(tenant, { limit: 10, search: 'same ms' })).flat();
+    expect(newestFirst).toHaveLength(2);
+    const windowOfOne = await store.listTenantRuns(tenant, { limit: 10, search: 'same ms', searchWindow: 1 });
+    expect(windowOfOne.runs.map((run) => run.id)).toEqual(newestFirst.slice(0, 1));
+    expect(sameMs.sort()).toEqual([...newestFirst].sort());
   });
 });

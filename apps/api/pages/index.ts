@@ -10,16 +10,17 @@ import {
   PAGE_STYLE_PATH,
   type PageViewer,
   type ProfileSignInView,
-  RUN_LIST_FILTERS,
-  type RunListFilters,
+  renderApprovalsPage,
   renderProfileSignInPage,
   renderRunPage,
   renderRunsPage,
+  runListParams,
 } from '../../../libs/ui/index.js';
 import { RUNS_QUEUE, runJobId } from '../../../queues/index.js';
 import { DASHBOARD_PATH } from '../dashboard.js';
 import { DRIVER_CHAIN_RULE, inDriverChain } from '../mcp/browser-mode-approvals.js';
-import { readAsViewer, readStepsAsViewer, runListQuery } from './read-as-viewer.js';
+import { decidableApprovals } from './approvals-page.js';
+import { readAsViewer, readStepsAsViewer, runListFilters, runListQuery } from './read-as-viewer.js';
 import { pageSession, registerSignIn, type SignInDependencies, toSignIn } from './signin.js';
 
 export interface PageDependencies extends SignInDependencies {
@@ -45,10 +46,12 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
     pages.get('/runs', async (request, reply) => {
       const session = await pageSession(request, deps.sessions);
       if (!session) return toSignIn(request, reply);
-      const query = request.query as Record<string, unknown>;
-      const filters: RunListFilters = {};
-      for (const name of [...RUN_LIST_FILTERS, 'cursor', 'limit'] as const)
-        if (typeof query[name] === 'string' && query[name]) filters[name] = query[name] as string;
+      const { filters, untidy } = runListFilters(request.query as Record<string, unknown>);
+      // A form sends every field, set or not: the address keeps only those set.
+      if (untidy) {
+        const tidy = runListParams(filters).toString();
+        return reply.redirect(`/runs${tidy ? `?${tidy}` : ''}`, 303);
+      }
       const list = await readAsViewer<{ runs: RunView[]; next_cursor: string | null }>(
         pages,
         request,
@@ -57,6 +60,7 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
       const page = renderRunsPage({
         viewer: viewerOf(session),
         filters,
+        nowMs: Date.now(),
         runs: list.ok ? list.body.runs : [],
         nextCursor: list.ok ? list.body.next_cursor : null,
         ...(list.ok ? {} : { problem: list.message }),
@@ -65,6 +69,19 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
         .code(list.ok || list.status !== 422 ? 200 : 422)
         .headers(PAGE_HEADERS)
         .send(page);
+    });
+
+    pages.get('/approvals', async (request, reply) => {
+      const session = await pageSession(request, deps.sessions);
+      if (!session) return toSignIn(request, reply);
+      const decidable = await decidableApprovals(pages, request, session, deps.store);
+      return reply.headers(PAGE_HEADERS).send(
+        renderApprovalsPage({
+          viewer: viewerOf(session),
+          pending: decidable.ok ? decidable.pending : [],
+          ...(decidable.ok ? {} : { problem: decidable.problem }),
+        }),
+      );
     });
 
     // A profile's sign-in by hand: its page live and held by the person, with Done and Cancel.

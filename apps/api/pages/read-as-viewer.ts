@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { PAGE_LIMIT_MAX, type RunStep } from '../../../libs/contracts/index.js';
-import type { RunListFilters } from '../../../libs/ui/index.js';
+import { RUN_LIST_FILTERS, type RunListFilters } from '../../../libs/ui/index.js';
 
 /** A run page shows at most this many pages of steps (of {@link PAGE_LIMIT_MAX}); the API has the rest. */
 const STEP_PAGES_SHOWN = 20;
@@ -24,6 +24,25 @@ export async function readAsViewer<T>(
     status: answer.statusCode,
     message: body?.error?.message ?? `answered ${answer.statusCode}`,
   };
+}
+
+/**
+ * The runs page's filters from its query: each set one trimmed, the statuses of its boxes joined
+ * by commas; `untidy` when the query held a field left empty (the page then sends to its tidy address).
+ */
+export function runListFilters(query: Record<string, unknown>): { filters: RunListFilters; untidy: boolean } {
+  const filters: RunListFilters = {};
+  let untidy = false;
+  for (const name of [...RUN_LIST_FILTERS, 'cursor', 'limit'] as const) {
+    const given = query[name];
+    const values = (Array.isArray(given) ? given : [given]).filter(
+      (value): value is string => typeof value === 'string',
+    );
+    const set = values.map((value) => value.trim()).filter(Boolean);
+    if (set.length < values.length) untidy = true;
+    if (set.length > 0) filters[name] = name === 'status' ? set.join(',') : set[0];
+  }
+  return { filters, untidy };
 }
 
 /** `GET /v1/runs`'s query from the page's filters; a time a person typed becomes epoch ms. */

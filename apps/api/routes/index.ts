@@ -18,6 +18,7 @@ import { registerRunRoutes } from './runs.js';
 import { registerScheduleRoutes } from './schedules.js';
 import { registerSessionRoutes } from './sessions.js';
 import type { V1Dependencies } from './shared.js';
+import { registerTenantEventRoutes } from './tenant-events.js';
 import { registerWebhookRoutes } from './webhooks.js';
 
 export type { V1Dependencies } from './shared.js';
@@ -32,6 +33,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerAgentRoutes(app, deps);
   registerSessionRoutes(app, deps);
   registerRunRoutes(app, deps);
+  registerTenantEventRoutes(app, deps);
   registerPersonControlRoutes(app, deps);
   registerRunStepRoutes(app, deps);
   registerLiveRoutes(app, deps);

@@ -4,6 +4,8 @@ import {
   ApiError,
   PAGE_LIMIT_DEFAULT,
   PAGE_LIMIT_MAX,
+  RUN_STATUSES,
+  type RunStatus,
   recordIdSchema,
   runStatusSchema,
   stepPageSchema,
@@ -35,6 +37,18 @@ function epochMs(name: string, text: string | undefined): number | undefined {
   return Number(text);
 }
 
+/** `status`: one status or several, comma-separated (`failed,cancelled`). */
+function statusList(text: string | undefined): RunStatus[] | undefined {
+  if (text === undefined) return undefined;
+  const statuses = text.split(',').map((status) => runStatusSchema.safeParse(status.trim()));
+  if (statuses.some((status) => !status.success))
+    throw new ApiError(
+      'bad_request',
+      `status: one or more of ${RUN_STATUSES.join(', ')}, comma-separated; got "${text.slice(0, 64)}"`,
+    );
+  return [...new Set(statuses.map((status) => status.data as RunStatus))];
+}
+
 /**
  * What runs did: the tenant's runs, newest first, and each run's steps — every model
  * turn and tool call, with arguments as recorded (secrets read `[secret]`). Another tenant's run is 404.
@@ -50,9 +64,23 @@ export function registerRunStepRoutes(root: FastifyInstance, deps: V1Dependencie
         tags: ['runs'],
         operationId: 'listRuns',
         summary: "The tenant's runs, newest first, filtered; at most 100 a page",
+        description:
+          "A search reads each run's input, so it covers the tenant's newest 10,000 runs, not older ones.",
         querystring: z.object({
           ...pageQuery,
-          status: runStatusSchema.optional(),
+          status: z
+            .string()
+            .max(200)
+            .optional()
+            .describe('One status or several, comma-separated: `failed,cancelled`'),
+          search: z
+            .string()
+            .min(1)
+            .max(200)
+            .optional()
+            .describe(
+              "A run id's beginning, or text of the run's input (case aside); searches the tenant's newest 10,000 runs",
+            ),
           session_id: recordIdSchema.optional(),
           profile_id: z.string().max(128).optional(),
           created_after: z.string().max(20).optional(),
@@ -71,10 +99,12 @@ export function registerRunStepRoutes(root: FastifyInstance, deps: V1Dependencie
         throw new ApiError('bad_request', 'cursor: the next_cursor of an earlier page');
       const createdAfterMs = epochMs('created_after', query.created_after);
       const createdBeforeMs = epochMs('created_before', query.created_before);
+      const statuses = statusList(query.status);
       const page = await store.listTenantRuns(tenant, {
         limit,
         ...(cursor ? { cursor } : {}),
-        ...(query.status ? { status: query.status } : {}),
+        ...(statuses ? { statuses } : {}),
+        ...(query.search ? { search: query.search } : {}),
         ...(query.session_id ? { sessionId: query.session_id } : {}),
         ...(query.profile_id ? { profileId: query.profile_id } : {}),
         ...(createdAfterMs !== undefined ? { createdAfterMs } : {}),

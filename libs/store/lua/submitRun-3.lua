@@ -51,7 +51,8 @@ end
 -- When it was submitted, to the µs of this server's clock: its place in its profile's line.
 local clock = redis.call("TIME")
 redis.call("HSET", KEYS[1], "submitted_us", clock[1] .. string.format("%06d", tonumber(clock[2])))
-appendToStream(KEYS[2], tonumber(ARGV[15]), "run.submitted", math.floor(now),
-  cjson.encode({status = "queued", attempt = 1, execution = 1}))
+local submitted = {status = "queued", attempt = 1, execution = 1}
+local eventId = appendToStream(KEYS[2], tonumber(ARGV[15]), "run.submitted", math.floor(now), cjson.encode(submitted))
 notifyRunEvents()
+notifyTenantRuns(eventId, "run.submitted", math.floor(now), submitted)
 return {"created", "", redis.call("HGETALL", KEYS[1])}

@@ -25,8 +25,26 @@ local function appendToStream(key, cap, kind, now, dataJson)
   return redis.call("XADD", key, "MAXLEN", cap, "*", "type", kind, "at", now, "data", dataJson)
 end
 
+--[[
+  A run's status events (`run.*`) are also told to its tenant, for the tenant's event stream
+  (`GET /v1/events`): published on `<prefix>tenant-runs:<tenant>`, the event itself with the run's
+  id. A plain PUBLISH, not SPUBLISH: the tenant's channel is in no slot of this script's keys, and
+  PUBLISH names no slot (Redis Cluster carries it to every node). Only status events: a handful a
+  run, so a tenant's subscribers are not woken for each step.
+]]
+local function notifyTenantRuns(id, kind, now, data)
+  if string.sub(kind, 1, 4) ~= "run." then return end
+  local run = redis.call("HMGET", KEYS[1], "id", "tenant")
+  if not run[1] or not run[2] then return end
+  local prefix = string.sub(KEYS[1], 1, string.find(KEYS[1], "{run:", 1, true) - 1)
+  redis.call("PUBLISH", prefix .. "tenant-runs:" .. run[2],
+    cjson.encode({run_id = run[1], id = id, type = kind, at_ms = now, data = data}))
+end
+
 local function emit(kind, now, data)
   local cap = tonumber(redis.call("HGET", KEYS[1], "events_cap")) or 10000
-  appendToStream(KEYS[2], cap, kind, math.floor(tonumber(now)), cjson.encode(data))
+  local at = math.floor(tonumber(now))
+  local id = appendToStream(KEYS[2], cap, kind, at, cjson.encode(data))
   notifyRunEvents()
+  notifyTenantRuns(id, kind, at, data)
 end
