@@ -23,7 +23,11 @@ describe("the CLI's run event stream", () => {
   it('reads events split anywhere, CRLF or LF, skipping keep-alives and keeping the last id', async () => {
     const events = await all(
       readServerSentEvents(
-        bodyOf(': keep-alive\r\n\r\nid: 1-0\r\nevent: run', '\r\ndata: {"a":1}\r\n\r', '\ndata:x\ndata: y\n\n'),
+        bodyOf(
+          ': keep-alive\r\n\r\nid: 1-0\r\nevent: run',
+          '\r\ndata: {"a":1}\r\n\r',
+          '\ndata:x\ndata: y\n\n',
+        ),
       ),
     );
     expect(events).toEqual([
@@ -55,7 +59,9 @@ describe("the data plane's live view stream", () => {
   it('reads events sent with CRLF line ends and a data field without its space', async () => {
     const blocked = JSON.stringify({ navigations: 2, popups: 1 });
     const events = await all(
-      readLiveEvents(bodyOf(': ping\r\n\r\nevent: blocked\r\ndata:', `${blocked}\r\n\r\nevent: unknown\ndata: {}\n\n`)),
+      readLiveEvents(
+        bodyOf(': ping\r\n\r\nevent: blocked\r\ndata:', `${blocked}\r\n\r\nevent: unknown\ndata: {}\n\n`),
+      ),
     );
     expect(events).toEqual([{ event: 'blocked', data: { navigations: 2, popups: 1 } }]);
   });
