@@ -20,8 +20,8 @@ export { RUN_LIST_FILTERS, type RunListFilters, renderRunsPage, renderSignInPage
 export {
   CSRF_HEADER,
   changesState,
-  clearedSessionCookie,
   SESSION_COOKIE,
-  sessionCookie,
+  type SessionCookieOptions,
+  sessionCookieOptions,
   sessionIdOf,
 } from './session-cookie.js';
