@@ -46,6 +46,7 @@ const OWN_PROCESS_TESTS = [
 // prefix and servers, and closes them.
 export default defineConfig({
   test: {
+    globalSetup: ['test/fixtures/page-script-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,

@@ -5,6 +5,7 @@ import { SOLO_TESTS } from './vitest.config.js';
 export default defineConfig({
   test: {
     include: SOLO_TESTS,
+    globalSetup: ['test/fixtures/page-script-setup.ts'],
     pool: 'forks',
     maxWorkers: 1,
     testTimeout: 30_000,

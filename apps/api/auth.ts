@@ -111,7 +111,8 @@ export function apiKeyDoors(store: RunStore, failures: FailedAuthLimiter, sessio
  * page makes the browser send, the token only with ours. Refused without it, whatever the route.
  */
 async function admitSession(request: FastifyRequest, sessions: UiSessions): Promise<boolean> {
-  const sessionId = sessionIdOf(request.headers.cookie);
+  // The doors' hook is the server's first, ahead of @fastify/cookie's: parse with its parser here.
+  const sessionId = sessionIdOf(request.cookies ?? request.server.parseCookie(request.headers.cookie ?? ''));
   const session = sessionId ? await sessions.resolve(sessionId) : undefined;
   if (!session) return false;
   const header = request.headers[CSRF_HEADER];

@@ -1,3 +1,4 @@
+import fastifyCookie from '@fastify/cookie';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyError, FastifyInstance } from 'fastify';
@@ -33,6 +34,8 @@ export async function createRestServer(
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   acceptEmptyJsonBodies(app);
+  // Cookies are parsed on arrival, before the doors' hook reads a run-page session from them.
+  await app.register(fastifyCookie, { hook: 'onRequest' });
   // Every answer is taken as the type it names, never sniffed: the pages' script and style, the
   // API document's assets, Bull Board's, JSON. (Streams the routes hijack set their own headers.)
   app.addHook('onSend', async (_request, reply, payload) => {

@@ -1,3 +1,5 @@
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+
 /** One Server-Sent Event as the run's stream sends it: `id:`, `event:` and one `data:` line. */
 export interface ServerSentEvent {
   id: string | undefined;
@@ -6,43 +8,24 @@ export interface ServerSentEvent {
 }
 
 /**
- * The events of an `text/event-stream` body, in order, as they arrive (the WHATWG parsing rules
- * the run stream needs: fields split at the first `:`, one optional space dropped, comments —
- * the keep-alives — skipped, `data:` lines joined by newlines, an event dispatched at a blank line).
+ * The events of a `text/event-stream` body, in order, as they arrive, parsed by
+ * `eventsource-parser` (the WHATWG rules: any line end, comments — the keep-alives — skipped,
+ * `data:` lines joined). As a browser's EventSource, an event without an `id:` keeps the last one
+ * seen: it is the `Last-Event-ID` a reconnection resumes from.
  */
 export async function* readServerSentEvents(
   body: ReadableStream<Uint8Array>,
 ): AsyncGenerator<ServerSentEvent> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  let id: string | undefined;
-  let event = '';
-  let data: string[] = [];
-  const reader = body.getReader();
+  // DOM's typing of TextDecoderStream takes any BufferSource, which TypeScript will not narrow.
+  const text = body.pipeThrough(new TextDecoderStream() as ReadableWritablePair<string, Uint8Array>);
+  const reader = text.pipeThrough(new EventSourceParserStream()).getReader();
+  let lastId: string | undefined;
   try {
     for (;;) {
-      const chunk = await reader.read();
-      if (chunk.done) return;
-      buffer += decoder.decode(chunk.value, { stream: true });
-      let newline = buffer.search(/\r\n|\r|\n/);
-      while (newline !== -1) {
-        const line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
-        newline = buffer.search(/\r\n|\r|\n/);
-        if (line === '') {
-          if (data.length > 0) yield { id, event: event || 'message', data: data.join('\n') };
-          event = '';
-          data = [];
-          continue;
-        }
-        if (line.startsWith(':')) continue;
-        const colon = line.indexOf(':');
-        const field = colon === -1 ? line : line.slice(0, colon);
-        const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
-        if (field === 'id') id = value;
-        else if (field === 'event') event = value;
-        else if (field === 'data') data.push(value);
-      }
+      const { done, value } = await reader.read();
+      if (done) return;
+      lastId = value.id ?? lastId;
+      yield { id: lastId, event: value.event ?? 'message', data: value.data };
     }
   } finally {
     // A consumer that stops early (the run ended) closes the connection.

@@ -5,9 +5,10 @@ import { runStatusSchema, tenantIdSchema } from './runs.js';
 
 /**
  * Webhooks ("being told"): a tenant registers a URL and is told, by a signed POST, when
- * one of its runs asks for an approval or ends. The secret signs each delivery
- * (`Leasehold-Signature: t=<unix s>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`); it is shown once,
- * in the answer that creates the webhook, and never listed.
+ * one of its runs asks for an approval or ends. The secret signs each delivery per the Standard
+ * Webhooks specification (`webhook-signature: v1,<base64 HMAC-SHA256(secret, "<id>.<t>.<body>")>`,
+ * and for one release the older `Leasehold-Signature`); it is shown once, in the answer that
+ * creates the webhook, and never listed.
  */
 
 /** At most this many webhooks a tenant: each event fans out to every one of them. */

@@ -104,6 +104,15 @@ interface Request {
  * The run side's HTTP client of one browser worker's data plane (DESIGN §5). Every call runs under
  * one deadline and the caller's signal; every failure is a {@link ProviderError} with a stable code.
  * It holds no lease state: {@link BrowserLeaseProvider} does.
+ *
+ * Written by hand rather than on `openapi-fetch` over `clients/typescript/data-plane.d.ts`: what a
+ * failed effect means hangs on where the exchange broke (`not_connected` was never applied,
+ * `connection_lost` and `timeout` may have been: ADR-0127 d3, ADR-0177), which `openapi-fetch`
+ * folds into one thrown error for sending and reading alike; answers are parsed by the contracts'
+ * zod schemas (the generated types check nothing at run time); and a call's Idempotency-Key, the
+ * `idempotent-replayed` answer header and the live view's event stream sit outside what it types.
+ * What it would add, paths checked against the document, the tests that drive this client against
+ * a real browser worker give, and the document is generated from that worker's route table.
  */
 export class DataPlaneClient {
   readonly baseUrl: string;

@@ -159,7 +159,16 @@ export class UiSessions {
   }
 }
 
-/** True when a presented CSRF token is the session's, compared in constant time. */
+/**
+ * True when a presented CSRF token is the session's, compared in constant time.
+ *
+ * A synchronizer token, kept in the session's record: it is bound to the session server-side and
+ * ends with it. `@fastify/csrf-protection` was weighed and not taken: beside our Redis sessions it
+ * keeps its secret in a second cookie (double submit), which is bound to the session only through
+ * an HMAC key every API replica must share (a new secret to configure and rotate), and which a
+ * sign-out leaves standing; its alternative, `@fastify/session`, would replace these sessions and
+ * their per-key bound and revocation.
+ */
 export function csrfTokenMatches(session: UiSession, presented: string | undefined): boolean {
   if (!presented) return false;
   const expected = Buffer.from(session.csrfToken);

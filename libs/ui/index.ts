@@ -27,8 +27,8 @@ export {
 export {
   CSRF_HEADER,
   changesState,
-  clearedSessionCookie,
   SESSION_COOKIE,
-  sessionCookie,
+  type SessionCookieOptions,
+  sessionCookieOptions,
   sessionIdOf,
 } from './session-cookie.js';

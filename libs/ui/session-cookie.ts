@@ -13,34 +13,35 @@ export function changesState(method: string): boolean {
   return !['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase());
 }
 
-/** The session id in a `Cookie` header, or undefined. */
-export function sessionIdOf(cookieHeader: string | undefined): string | undefined {
-  if (!cookieHeader) return undefined;
-  for (const part of cookieHeader.split(';')) {
-    const [name, ...value] = part.trim().split('=');
-    if (name === SESSION_COOKIE) return value.join('=') || undefined;
-  }
-  return undefined;
+/** The session id among a request's cookies (as `@fastify/cookie` parsed them), or undefined. */
+export function sessionIdOf(
+  cookies: Readonly<Record<string, string | undefined>> | undefined,
+): string | undefined {
+  return cookies?.[SESSION_COOKIE] || undefined;
+}
+
+/** The attributes of the session cookie, as `reply.setCookie` takes them. */
+export interface SessionCookieOptions {
+  httpOnly: true;
+  sameSite: 'strict';
+  path: '/';
+  /** Seconds. */
+  maxAge: number;
+  secure: boolean;
 }
 
 /**
- * The `Set-Cookie` of a session: HttpOnly (no script reads it), SameSite=Strict (no other site's
+ * The session cookie's attributes: HttpOnly (no script reads it), SameSite=Strict (no other site's
  * page sends it), Path=/ (the pages and the /v1 routes their script calls), Secure when the page
- * was served over https (behind a TLS proxy), and Max-Age with the session's life.
+ * was served over https (behind a TLS proxy), and Max-Age with the session's life. The same
+ * attributes end it (`reply.clearCookie`), so the browser matches the cookie it holds.
  */
-export function sessionCookie(sessionId: string, maxAgeMs: number, secure: boolean): string {
-  const parts = [
-    `${SESSION_COOKIE}=${sessionId}`,
-    'HttpOnly',
-    'SameSite=Strict',
-    'Path=/',
-    `Max-Age=${Math.max(0, Math.round(maxAgeMs / 1000))}`,
-  ];
-  if (secure) parts.push('Secure');
-  return parts.join('; ');
-}
-
-/** The `Set-Cookie` that ends a session in the browser. */
-export function clearedSessionCookie(secure: boolean): string {
-  return sessionCookie('', 0, secure);
+export function sessionCookieOptions(maxAgeMs: number, secure: boolean): SessionCookieOptions {
+  return {
+    httpOnly: true,
+    sameSite: 'strict',
+    path: '/',
+    maxAge: Math.max(0, Math.round(maxAgeMs / 1000)),
+    secure,
+  };
 }

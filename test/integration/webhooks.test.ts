@@ -2,11 +2,13 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../libs/config/index.js';
 import { type RunView, webhookEventSchema } from '../../libs/contracts/index.js';
 import { FOLLOW_UP_GRACE_MS, fleetLifecycle, RunLifecycle } from '../../libs/runtime/index.js';
 import {
+  standardWebhookKey,
   startWebhookWorker,
   verifyWebhookSignature,
   WebhookTeller,
@@ -129,6 +131,14 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
     expect(received).toHaveLength(1);
     const [delivery] = received;
     if (!delivery) throw new Error('no delivery');
+    // Standard Webhooks: a receiver verifies with any of its libraries, here the reference one.
+    const verifier = new Webhook(standardWebhookKey(hook.secret));
+    const headers = delivery.headers as Record<string, string>;
+    expect(verifier.verify(delivery.body, headers)).toEqual(JSON.parse(delivery.body));
+    expect(() => new Webhook(standardWebhookKey(`${hook.secret}x`)).verify(delivery.body, headers)).toThrow();
+    expect(() => verifier.verify(`${delivery.body} `, headers)).toThrow();
+    expect(delivery.headers['webhook-id']).toBe(`${hook.id}-${run.id}-a1-cancelled`);
+    // The older header, kept for one release beside them.
     const signature = String(delivery.headers['leasehold-signature']);
     expect(signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
     expect(verifyWebhookSignature(hook.secret, delivery.body, signature)).toBe(true);
@@ -165,6 +175,8 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
     expect(received).toHaveLength(2);
     expect(received[1]?.body).toBe(received[0]?.body);
     expect(received[1]?.headers['leasehold-delivery']).toBe(received[0]?.headers['leasehold-delivery']);
+    // A retry is the same message to a Standard Webhooks receiver: its id repeats, so it can drop it.
+    expect(received[1]?.headers['webhook-id']).toBe(received[0]?.headers['leasehold-delivery']);
     const log = await eventually(
       () => hooks.deliveries('retry', hook.id),
       (list) => list.length >= 2,

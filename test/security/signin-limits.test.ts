@@ -154,4 +154,76 @@ describe('signing in to the run pages', { timeout: 60_000 }, () => {
     expect(limited.text).toContain('Too many failed sign-ins from this network');
     expect(Number(limited.retryAfter)).toBeGreaterThanOrEqual(1);
   });
+
+  /** A Set-Cookie's attributes after its `name=value`, as a set (their order is no property). */
+  const attributesOf = (setCookie: string) =>
+    new Set(
+      setCookie
+        .split(';')
+        .slice(1)
+        .map((part) => part.trim()),
+    );
+
+  it('sets the session cookie HttpOnly, SameSite=Strict, on / for the session’s life, Secure only over https', async () => {
+    const cora = await rig.key('signin', 'cora', ['runs:read']);
+    const plain = await signIn(rig.api.url, { key: cora }, { headers: own, from: '127.0.40.1' });
+    expect(plain.status).toBe(303);
+    expect(plain.setCookie).toHaveLength(1);
+    expect(plain.setCookie[0]).toMatch(/^lh_session=[A-Za-z0-9_-]{43};/);
+    const flags = attributesOf(plain.setCookie[0] ?? '');
+    for (const flag of ['HttpOnly', 'SameSite=Strict', 'Path=/', 'Max-Age=43200'])
+      expect(flags).toContain(flag);
+    expect(flags).not.toContain('Secure');
+
+    const proxied = await signIn(
+      rig.api.url,
+      { key: cora },
+      { headers: { ...own, 'x-forwarded-proto': 'https' }, from: '127.0.41.1' },
+    );
+    expect(attributesOf(proxied.setCookie[0] ?? '')).toContain('Secure');
+  });
+
+  it('finds the session among other cookies, and signs out only with the form’s token, clearing the cookie as it was set', async () => {
+    const cora = await rig.key('signin', 'cora', ['runs:read']);
+    const answer = await signIn(rig.api.url, { key: cora }, { headers: own, from: '127.0.42.1' });
+    const session = (answer.setCookie[0] ?? '').split(';')[0] ?? '';
+    const cookie = `theme=dark; ${session}; other=1`;
+    expect((await rig.call('GET', '/v1/runs', { headers: { cookie } })).status).toBe(200);
+    const page = await rig.call('GET', '/runs', { headers: { cookie } });
+    const token = /name="csrf-token" content="([^"]+)"/.exec(String(page.body))?.[1] ?? '';
+    expect(token).not.toBe('');
+
+    const signOut = (form: Record<string, string>) =>
+      fetch(`${rig.api.url}/signout`, {
+        method: 'POST',
+        redirect: 'manual',
+        body: new URLSearchParams(form).toString(),
+        headers: {
+          cookie,
+          'content-type': 'application/x-www-form-urlencoded',
+          'x-forwarded-proto': 'https',
+        },
+      });
+    expect((await signOut({ csrf_token: `${token}x` })).status).toBe(401);
+    expect((await rig.call('GET', '/v1/runs', { headers: { cookie } })).status).toBe(200);
+    const out = await signOut({ csrf_token: token });
+    expect(out.status).toBe(303);
+    const cleared = out.headers.get('set-cookie') ?? '';
+    expect(cleared).toMatch(/^lh_session=;/);
+    const flags = attributesOf(cleared);
+    for (const flag of ['HttpOnly', 'SameSite=Strict', 'Path=/', 'Max-Age=0', 'Secure'])
+      expect(flags).toContain(flag);
+    expect((await rig.call('GET', '/v1/runs', { headers: { cookie } })).status).toBe(401);
+  });
+
+  it('refuses a sign-in form past 4 KiB before reading a key from it', async () => {
+    const cora = await rig.key('signin', 'cora', ['runs:read']);
+    const answer = await signIn(
+      rig.api.url,
+      { key: cora, next: `/${'x'.repeat(5 * 1024)}` },
+      { headers: own, from: '127.0.43.1' },
+    );
+    expect(answer.status).toBe(413);
+    expect(answer.setCookie).toEqual([]);
+  });
 });

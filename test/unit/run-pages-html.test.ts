@@ -189,8 +189,10 @@ describe('the run pages’ HTML', () => {
       expect(localPath(elsewhere)).toBe('/runs');
   });
 
-  it('reads the session id from a Cookie header among other cookies', () => {
-    expect(sessionIdOf('a=1; lh_session=abc; b=2')).toBe('abc');
-    expect(sessionIdOf('lh_session_x=abc')).toBeUndefined();
+  it('reads the session id among the parsed cookies, and none from an empty or lookalike one', () => {
+    expect(sessionIdOf({ a: '1', lh_session: 'abc', b: '2' })).toBe('abc');
+    expect(sessionIdOf({ lh_session_x: 'abc' })).toBeUndefined();
+    expect(sessionIdOf({ lh_session: '' })).toBeUndefined();
+    expect(sessionIdOf(undefined)).toBeUndefined();
   });
 });

@@ -1,11 +1,12 @@
+import fastifyFormbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { csrfTokenMatches, type UiSession, type UiSessions } from '../../../libs/store/index.js';
 import { type AddressBudget, addressBlock, type FailedAuthLimiter } from '../../../libs/telemetry/index.js';
 import {
-  clearedSessionCookie,
   PAGE_HEADERS,
   renderSignInPage,
-  sessionCookie,
+  SESSION_COOKIE,
+  sessionCookieOptions,
   sessionIdOf,
 } from '../../../libs/ui/index.js';
 import { type ApiOrigins, sentFromOwnPage } from '../public-origin.js';
@@ -33,7 +34,7 @@ export async function pageSession(
   request: FastifyRequest,
   sessions: UiSessions,
 ): Promise<UiSession | undefined> {
-  const sessionId = sessionIdOf(request.headers.cookie);
+  const sessionId = sessionIdOf(request.cookies);
   return sessionId ? sessions.resolve(sessionId) : undefined;
 }
 
@@ -73,11 +74,12 @@ function refuseSignIn(
  * authentications and shows the form again. Sign-out is a change: it carries the CSRF token.
  */
 export async function registerSignIn(pages: FastifyInstance, deps: SignInDependencies): Promise<void> {
-  pages.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: FORM_LIMIT_BYTES },
-    (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
-  );
+  // Each field one string (the last of a repeated name): our forms never repeat one, and a
+  // handler then never meets an array where it compares a token.
+  await pages.register(fastifyFormbody, {
+    bodyLimit: FORM_LIMIT_BYTES,
+    parser: (text) => Object.fromEntries(new URLSearchParams(text)),
+  });
 
   pages.get('/signin', async (request, reply) => {
     const { next } = request.query as { next?: string };
@@ -113,17 +115,14 @@ export async function registerSignIn(pages: FastifyInstance, deps: SignInDepende
         waitMs,
       );
     }
-    const cookie = sessionCookie(
-      opened.sessionId,
-      opened.session.expiresAtMs - Date.now(),
-      overHttps(request),
-    );
-    return reply.header('set-cookie', cookie).redirect(next, 303);
+    const lifeMs = opened.session.expiresAtMs - Date.now();
+    reply.setCookie(SESSION_COOKIE, opened.sessionId, sessionCookieOptions(lifeMs, overHttps(request)));
+    return reply.redirect(next, 303);
   });
 
   pages.post('/signout', async (request, reply) => {
     const form = (request.body ?? {}) as { csrf_token?: string };
-    const sessionId = sessionIdOf(request.headers.cookie);
+    const sessionId = sessionIdOf(request.cookies);
     const session = sessionId ? await deps.sessions.resolve(sessionId) : undefined;
     if (session && sessionId) {
       // Another site's form could otherwise sign a person out; the token shows it is our page.
@@ -134,6 +133,7 @@ export async function registerSignIn(pages: FastifyInstance, deps: SignInDepende
           .send(renderSignInPage({ next: '/runs', error: 'Sign-out refused: the page was not ours.' }));
       await deps.sessions.close(sessionId);
     }
-    return reply.header('set-cookie', clearedSessionCookie(overHttps(request))).redirect('/signin', 303);
+    reply.clearCookie(SESSION_COOKIE, sessionCookieOptions(0, overHttps(request)));
+    return reply.redirect('/signin', 303);
   });
 }

@@ -131,7 +131,7 @@ export function refuseForeignPage(request: FastifyRequest, origins: ApiOrigins |
 /** Whether the key or session the stream was opened with still stands (read afresh). */
 export function stillAllowed(request: FastifyRequest, deps: V1Dependencies): () => Promise<boolean> {
   const keyId = identityOf(request).key_id;
-  const sessionId = request.uiSession ? sessionIdOf(request.headers.cookie) : undefined;
+  const sessionId = request.uiSession ? sessionIdOf(request.cookies) : undefined;
   const header = request.headers.authorization ?? '';
   return async () => {
     if (sessionId !== undefined) {

@@ -1,26 +1,54 @@
-import { existsSync } from 'node:fs';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+
+/** The page agent bundled into one self-contained script, written beside this module by the build. */
+export const PAGE_AGENT_BUNDLE_FILE = 'page-agent.bundle.js';
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
 
 /**
- * The page agent as one self-contained script. It is bundled from its source with esbuild on first
- * use and cached for the process: no generated file to keep in step with its source, and a clean
- * clone works after `npm ci` alone. Bundling takes tens of milliseconds, once.
+ * The page agent as one self-contained script. `npm run build` bundles it (and the tests' global
+ * setup, beside the sources) into {@link PAGE_AGENT_BUNDLE_FILE}; a process reads that file once,
+ * so esbuild is a build tool, not part of the image. Run from the sources with the file missing or
+ * older than a source (a developer's edit), it is bundled in the process instead.
  */
-let bundled: Promise<string> | undefined;
-
-function entryPoint(): string {
-  // Run from source (tsx, vitest) the entry is the .ts file; from a tsc build, the emitted .js.
-  for (const extension of ['.ts', '.js']) {
-    const path = fileURLToPath(new URL(`./page-agent${extension}`, import.meta.url));
-    if (existsSync(path)) return path;
-  }
-  throw new Error('the page agent source (libs/browser/page-script/page-agent.ts) is missing');
-}
+let loaded: Promise<string> | undefined;
 
 export function pageAgentScript(): Promise<string> {
-  bundled ??= build({
-    entryPoints: [entryPoint()],
+  loaded ??= readPageAgentScript(HERE);
+  loaded.catch(() => {
+    loaded = undefined;
+  });
+  return loaded;
+}
+
+/** The script from `builtDir`'s bundle, or bundled from `sourceDir` when that is missing or stale. */
+export async function readPageAgentScript(builtDir: string, sourceDir = builtDir): Promise<string> {
+  const built = join(builtDir, PAGE_AGENT_BUNDLE_FILE);
+  const builtMs = await stat(built).then(
+    (file) => file.mtimeMs,
+    () => undefined,
+  );
+  if (builtMs !== undefined && (await newestSourceMs(sourceDir)) <= builtMs) return readFile(built, 'utf8');
+  return bundlePageAgent(sourceDir);
+}
+
+/** The newest modification of the TypeScript sources in `dir`; none in a build's output. */
+async function newestSourceMs(dir: string): Promise<number> {
+  const names = (await readdir(dir).catch(() => [] as string[])).filter((name) => name.endsWith('.ts'));
+  const times = await Promise.all(names.map(async (name) => (await stat(join(dir, name))).mtimeMs));
+  return Math.max(0, ...times);
+}
+
+/** Bundles `page-agent.ts` of `sourceDir` with esbuild (a dev dependency: loaded only here). */
+export async function bundlePageAgent(sourceDir = HERE): Promise<string> {
+  const entry = join(sourceDir, 'page-agent.ts');
+  if (!(await stat(entry).catch(() => undefined)))
+    throw new Error(`the page agent bundle ${PAGE_AGENT_BUNDLE_FILE} is missing (npm run build writes it)`);
+  const { build } = await import('esbuild');
+  const result = await build({
+    entryPoints: [entry],
     bundle: true,
     write: false,
     format: 'iife',
@@ -29,13 +57,13 @@ export function pageAgentScript(): Promise<string> {
     minify: true,
     legalComments: 'none',
     logLevel: 'silent',
-  }).then((result) => {
-    const output = result.outputFiles[0];
-    if (!output) throw new Error('esbuild produced no page agent bundle');
-    return output.text;
   });
-  bundled.catch(() => {
-    bundled = undefined;
-  });
-  return bundled;
+  const output = result.outputFiles[0];
+  if (!output) throw new Error('esbuild produced no page agent bundle');
+  return output.text;
+}
+
+/** Writes the bundle into `outDir`: the build's step (into dist) and the tests' setup (beside the sources). */
+export async function writePageAgentBundle(outDir: string, sourceDir = HERE): Promise<void> {
+  await writeFile(join(outDir, PAGE_AGENT_BUNDLE_FILE), await bundlePageAgent(sourceDir));
 }

@@ -13,7 +13,7 @@ import {
 } from '../../egress/index.js';
 import type { WebhookStore } from '../../store/webhooks.js';
 import { webhookGuard } from './address-guard.js';
-import { signWebhook } from './signature.js';
+import { signWebhook, standardWebhookHeaders } from './signature.js';
 
 export interface WebhookDeliveryDeps {
   hooks: Pick<WebhookStore, 'get' | 'logDelivery'>;
@@ -61,20 +61,24 @@ export function webhookDeliveryProcessor(
     if (!hook) return { status_code: null, skipped: 'webhook_deleted' };
     const body = JSON.stringify(event);
     const startedMs = clock();
+    const deliveryId = job.id ?? '';
+    const startedS = Math.floor(startedMs / 1000);
     const attempt = await post(
       hook,
       body,
       {
+        // The job's id is the same on every retry: the receiver's key to drop a repeat.
+        ...standardWebhookHeaders(hook.secret, deliveryId, body, startedS),
         'leasehold-event': event.type,
-        'leasehold-delivery': job.id ?? '',
-        'leasehold-signature': signWebhook(hook.secret, body, Math.floor(startedMs / 1000)),
+        'leasehold-delivery': deliveryId,
+        'leasehold-signature': signWebhook(hook.secret, body, startedS),
       },
       guard,
       deps.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     );
     const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
     await deps.hooks.logDelivery(tenant, webhookId, {
-      delivery_id: job.id ?? '',
+      delivery_id: deliveryId,
       event_id: event.id,
       event: event.type,
       attempt: job.attemptsMade + 1,
