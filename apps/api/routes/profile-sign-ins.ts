@@ -224,6 +224,9 @@ export function registerProfileSignInRoutes(root: FastifyInstance, deps: V1Depen
         await deps.lifecycle.passTurnOf(profile, signInId);
         if (error instanceof ProviderError && error.serviceCode === 'profile_unavailable')
           throw new ApiError('conflict', `profile ${stored.id} is in use by a run; try again after it`);
+        // The page took longer to open than the sign-in's first lease lasts: nothing was kept.
+        if (error instanceof ProviderError && error.serviceCode === 'lease_expired')
+          throw new ApiError('unavailable', 'the sign-in page did not open before its lease ended; try again');
         throw error;
       }
     },
