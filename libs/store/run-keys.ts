@@ -65,6 +65,21 @@ export class RunKeys {
     return `${this.prefix}{run:${runId}}:screenshots`;
   }
   /**
+   * Hash: the run's downloads, file id → record (JSON), and `bytes` → the bytes they keep, written
+   * by the browser worker that saw them; expires with the run.
+   */
+  files(runId: string): string {
+    return `${this.prefix}{run:${runId}}:files`;
+  }
+  /** Hash: the uploaded files the run's input lists, file id → record (JSON), fixed at submit. */
+  inputFiles(runId: string): string {
+    return `${this.prefix}{run:${runId}}:input-files`;
+  }
+  /** Hash: an uploaded file's record (tenant, name, type, size, SHA-256); expires unless a run holds it. */
+  upload(fileId: string): string {
+    return `${this.prefix}{fil:${fileId}}:file`;
+  }
+  /**
    * Every key a run owns, for retention and for counting: all in the run's slot. The
    * earlier attempts' transcripts are named by the run's attempt count.
    */
@@ -85,6 +100,8 @@ export class RunKeys {
       this.stepOrder(runId),
       this.secrets(runId),
       this.screenshots(runId),
+      this.files(runId),
+      this.inputFiles(runId),
     ];
   }
   /** Hash: the session's record, fixed at creation. */

@@ -88,6 +88,7 @@ describe("the run worker's step writes", () => {
         screenshot_status: null,
         approval_id: approvalId,
         person: null,
+        downloads: [],
       },
     };
     await expect(new StoreRunPort(deps, run, 'w1').recordStep(mark)).resolves.toBeUndefined();

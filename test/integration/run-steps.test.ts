@@ -68,6 +68,7 @@ function toolStep(
       screenshot_status: status === 'ended' ? { state: 'stored', reason: null } : null,
       approval_id: approvalId,
       person: null,
+      downloads: [],
     },
   };
 }

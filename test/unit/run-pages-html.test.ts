@@ -71,6 +71,7 @@ const toolStep: RunStep = {
     screenshot_status: null,
     approval_id: null,
     person: null,
+    downloads: [],
   },
 };
 
