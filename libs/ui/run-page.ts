@@ -1,5 +1,6 @@
 import type {
   ApprovalView,
+  RunFile,
   RunStep,
   RunView,
   ScreenshotFailure,
@@ -8,6 +9,7 @@ import type {
 import { formatDuration, formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
 import { liveViewFragment } from './live-view.js';
 import { personCard, takeOverControl } from './person-card.js';
+import { filesSection } from './run-files.js';
 import { outputSection } from './run-output.js';
 
 /** Statuses after which a run changes no more: its page stops listening. */
@@ -183,6 +185,8 @@ export function renderRunPage(options: {
   decisionRefused?: string;
   /** Why no steps could be had, shown in the timeline's place. */
   stepsProblem?: string;
+  /** The run's downloads (`GET /v1/runs/{id}/files`). */
+  files?: readonly RunFile[];
 }): string {
   const { run, steps } = options;
   const live = !ENDED.has(run.status);
@@ -192,7 +196,7 @@ export function renderRunPage(options: {
     .find((step) => step.tool?.screenshot && (step.tool.screenshot_status?.state ?? 'stored') === 'stored')
     ?.tool?.screenshot;
   const main = html`<div id="run" data-run-id="${run.id}" data-live="${live ? 'yes' : 'no'}">
-<h1>Run <code>${run.id}</code></h1>${summary(run)}${outputSection(run)}${meters(run)}
+<h1>Run <code>${run.id}</code></h1>${summary(run)}${outputSection(run)}${filesSection(run.id, options.files ?? [])}${meters(run)}
 ${takeOverControl(run, options.approvals, options.viewer)}
 ${
   options.approvals.length > 0

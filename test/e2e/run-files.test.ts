@@ -25,6 +25,10 @@ describe('downloads of a run’s pages', () => {
   let fleet: FleetHandle;
   let site: Server;
   let origin: string;
+  /** Another origin, outside every profile's allowed list: it counts what reaches it. */
+  let foreign: Server;
+  let foreignOrigin: string;
+  let foreignRequests = 0;
   const prefix = uniquePrefix('run-files');
   const { call, waitForStatus, boundSession } = restClient(
     () => fleet.urls.api,
@@ -32,6 +36,13 @@ describe('downloads of a run’s pages', () => {
   );
 
   beforeAll(async () => {
+    foreign = createServer((_request, response) => {
+      foreignRequests += 1;
+      response.setHeader('content-disposition', 'attachment; filename="leak.csv"');
+      response.end(CSV);
+    });
+    await new Promise<void>((ready) => foreign.listen(0, '127.0.0.1', () => ready()));
+    foreignOrigin = `http://127.0.0.1:${(foreign.address() as AddressInfo).port}`;
     site = createServer((request, response) => {
       if (request.url === '/export.csv') {
         response.setHeader('content-type', 'text/csv');
@@ -47,7 +58,7 @@ describe('downloads of a run’s pages', () => {
       }
       response.setHeader('content-type', 'text/html');
       response.end(
-        '<!doctype html><title>Orders</title><h1>Orders</h1><a href="/export.csv">Export CSV</a> <a href="/archive.bin">Download archive</a>',
+        `<!doctype html><title>Orders</title><h1>Orders</h1><a href="/export.csv">Export CSV</a> <a href="/archive.bin">Download archive</a> <a href="${foreignOrigin}/leak.csv">Foreign export</a>`,
       );
     });
     await new Promise<void>((ready) => site.listen(0, '127.0.0.1', () => ready()));
@@ -60,6 +71,7 @@ describe('downloads of a run’s pages', () => {
   afterAll(async () => {
     await fleet?.close();
     await new Promise((done) => site?.close(done));
+    await new Promise((done) => foreign?.close(done));
   });
 
   /** Runs a script that opens the page and clicks `link`, approving the act; answers the ended run. */
@@ -82,7 +94,6 @@ describe('downloads of a run’s pages', () => {
       expect(approved.status).toBe(200);
       run = await waitForStatus(run.id, ['parked', 'succeeded', 'failed'], 60_000);
     }
-    expect(run.status).toBe('succeeded');
     const steps = (await call('GET', `/v1/runs/${run.id}/steps`)).body.steps;
     const click = steps.find((step: { tool: { name: string } | null }) => step.tool?.name === 'browser.act');
     return { run, click };
@@ -90,6 +101,7 @@ describe('downloads of a run’s pages', () => {
 
   it('keeps the CSV an export link downloads, lists it with its SHA-256 and serves it byte-identical', async () => {
     const { run, click } = await clickLink('orders', 'Export CSV');
+    expect(run.status).toBe('succeeded');
     const sha256 = createHash('sha256').update(CSV).digest('hex');
 
     const listed = await call('GET', `/v1/runs/${run.id}/files`);
@@ -130,6 +142,7 @@ describe('downloads of a run’s pages', () => {
 
   it('cancels a download past the per-file limit, keeps nothing of it and says so on the step and to the model', async () => {
     const { run, click } = await clickLink('archive', 'Download archive');
+    expect(run.status).toBe('succeeded');
 
     const listed = await call('GET', `/v1/runs/${run.id}/files`);
     expect(listed.body.files).toEqual([
@@ -150,5 +163,14 @@ describe('downloads of a run’s pages', () => {
     expect(answer.outcome.result.downloads).toEqual([
       expect.objectContaining({ file_id: fileId, name: 'archive.bin', cancelled: 'too_large' }),
     ]);
+  }, 120_000);
+
+  it('refuses a download from an origin outside the profile’s list like any other request', async () => {
+    const { run, click } = await clickLink('foreign', 'Foreign export');
+    // The fence blocks the navigation the link starts: the act fails url_disallowed, nothing arrives.
+    expect(click.tool.outcome).toEqual(expect.objectContaining({ ok: false, code: 'url_disallowed' }));
+    expect(click.tool.downloads).toEqual([]);
+    expect((await call('GET', `/v1/runs/${run.id}/files`)).body.files).toEqual([]);
+    expect(foreignRequests).toBe(0);
   }, 120_000);
 });

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApprovalView, RunView } from '../../../libs/contracts/index.js';
+import type { ApprovalView, RunFile, RunView } from '../../../libs/contracts/index.js';
 import type { RunStore, UiSession } from '../../../libs/store/index.js';
 import { markDoor, PUBLIC_ROUTE } from '../../../libs/telemetry/index.js';
 import {
@@ -117,7 +117,10 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
             }),
           );
       }
-      const steps = await readStepsAsViewer(pages, request, runId);
+      const [steps, files] = await Promise.all([
+        readStepsAsViewer(pages, request, runId),
+        readAsViewer<{ files: RunFile[] }>(pages, request, `/v1/runs/${runId}/files`),
+      ]);
       // The API refuses this key's decisions (403): the page offers none, and says why.
       const undecidable = await inDriverChain(deps.store, session.identity, run.body);
       const page = renderRunPage({
@@ -130,6 +133,7 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
             }
           : {}),
         steps: steps.ok ? steps.body.steps : [],
+        files: files.ok ? files.body.files : [],
         ...(steps.ok ? {} : { stepsProblem: `Steps could not be read: ${steps.message}` }),
       });
       return reply.headers(PAGE_HEADERS).send(page);
