@@ -4,22 +4,11 @@ import { recordIdSchema } from './ids.js';
 /**
  * Files in and out of a run (DESIGN §12). A download a lease's page started is kept in the
  * artifact store under the run (`<tenant>/<run id>/<file id>.bin`), its name, type, size and
- * SHA-256 in the run's files hash; an upload is kept under its own id until a run's file input
- * takes it. Both are named by a `fil_…` id; the bytes are never in Redis.
+ * SHA-256 in the run's files hash, named by a `fil_…` id; the bytes are never in Redis.
  */
 
-/** A download past this many bytes is cancelled (`BROWSER_DOWNLOAD_MAX_BYTES`' default, 50 MiB). */
-export const DOWNLOAD_MAX_BYTES_DEFAULT = 50 * 1024 * 1024;
-/** A run's downloads together stop here (`RUN_DOWNLOADS_MAX_BYTES`' default, 200 MiB). */
-export const RUN_DOWNLOADS_MAX_BYTES_DEFAULT = 200 * 1024 * 1024;
-/** An upload past this many bytes is refused (`UPLOAD_MAX_BYTES`' default, 25 MiB). */
-export const UPLOAD_MAX_BYTES_DEFAULT = 25 * 1024 * 1024;
-/** An upload no run took expires after this long (7 days). */
-export const UPLOAD_UNUSED_TTL_MS = 7 * 86_400_000;
 /** The longest file name kept (a page may suggest any): longer ones are cut. */
 export const FILE_NAME_MAX_CHARS = 255;
-/** How many files one run's input may list. */
-export const RUN_INPUT_FILES_MAX = 16;
 
 export const fileIdSchema = recordIdSchema.refine((id) => id.startsWith('fil_'), 'a file id (fil_…)');
 
@@ -68,16 +57,3 @@ export const runFileSchema = z.object({
 export type RunFile = z.output<typeof runFileSchema>;
 
 export const runFileListSchema = z.object({ files: z.array(runFileSchema) });
-
-/** An uploaded file, as `POST /v1/files` answers it. */
-export const uploadedFileSchema = z.object({
-  id: fileIdSchema,
-  name: z.string(),
-  content_type: z.string(),
-  size_bytes: z.number().int().nonnegative(),
-  sha256: sha256Schema,
-  created_at_ms: z.number().int().nonnegative(),
-  /** When it expires unless a run or schedule takes it; null while one holds it. */
-  expires_at_ms: z.number().int().nonnegative().nullable(),
-});
-export type UploadedFile = z.output<typeof uploadedFileSchema>;

@@ -71,14 +71,6 @@ export class RunKeys {
   files(runId: string): string {
     return `${this.prefix}{run:${runId}}:files`;
   }
-  /** Hash: the uploaded files the run's input lists, file id → record (JSON), fixed at submit. */
-  inputFiles(runId: string): string {
-    return `${this.prefix}{run:${runId}}:input-files`;
-  }
-  /** Hash: an uploaded file's record (tenant, name, type, size, SHA-256); expires unless a run holds it. */
-  upload(fileId: string): string {
-    return `${this.prefix}{fil:${fileId}}:file`;
-  }
   /**
    * Every key a run owns, for retention and for counting: all in the run's slot. The
    * earlier attempts' transcripts are named by the run's attempt count.
@@ -101,7 +93,6 @@ export class RunKeys {
       this.secrets(runId),
       this.screenshots(runId),
       this.files(runId),
-      this.inputFiles(runId),
     ];
   }
   /** Hash: the session's record, fixed at creation. */

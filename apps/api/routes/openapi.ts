@@ -14,7 +14,6 @@ import {
   scheduleViewSchema,
   sessionViewSchema,
   stepPageSchema,
-  uploadedFileSchema,
   webhookDeliveryPageSchema,
   webhookViewSchema,
 } from '../../../libs/contracts/index.js';
@@ -47,7 +46,6 @@ const NAMED_SCHEMAS: Array<[z.ZodType, string]> = [
   [runStepSchema, 'RunStep'],
   [runFileSchema, 'RunFile'],
   [runFileListSchema, 'RunFileList'],
-  [uploadedFileSchema, 'UploadedFile'],
   [stepPageSchema, 'StepPage'],
   [approvalViewSchema, 'Approval'],
   [approvalListSchema, 'ApprovalList'],
