@@ -6,7 +6,12 @@ import { EgressGuard, EgressProxy } from '../../libs/egress/index.js';
 import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../../libs/lease/http/index.js';
 import { LeaseService, PageActivity, PlaywrightPageFactory, WarmPool } from '../../libs/lease/index.js';
 import { IntervalTask, Shutdown } from '../../libs/lifecycle/index.js';
-import { BrowserWorkerRegistry, RedisLeaseStore, RunScreenshotNotes } from '../../libs/store/index.js';
+import {
+  BrowserWorkerRegistry,
+  RedisLeaseStore,
+  RunFileNotes,
+  RunScreenshotNotes,
+} from '../../libs/store/index.js';
 import {
   createLeaseMetrics,
   FailedAuthLimiter,
@@ -128,6 +133,14 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
         notes: new RunScreenshotNotes(redis, config.redis.keyPrefix),
         captureTimeoutMs: config.browser.screenshotTimeoutMs,
         log,
+        // DESIGN §12: what the pages download is kept under the run, within the limits.
+        files: {
+          store: artifacts,
+          notes: new RunFileNotes(redis, config.redis.keyPrefix),
+          maxFileBytes: config.files.downloadMaxBytes,
+          maxRunBytes: config.files.runDownloadsMaxBytes,
+          log,
+        },
       },
     });
     const revoked = await leases.revokeOrphans();

@@ -658,6 +658,17 @@ export interface components {
     };
     /** @description What the worker captured of the settled page: an artifact's name, never the bytes. */
     PageArtifacts: {
+      downloads?: {
+        content_type: string;
+        created_at_ms: number;
+        id: string;
+        name: string;
+        reason: ('too_large' | 'run_limit' | 'failed' | 'store_error') | null;
+        sha256: string | null;
+        size_bytes: number;
+        /** @enum {string} */
+        state: 'stored' | 'cancelled';
+      }[];
       page_log?: {
         console_errors: {
           text: string;

@@ -1,5 +1,3 @@
-import type { ArtifactName } from '../contracts/index.js';
-
 const RUN_ID = /^[A-Za-z0-9_-]{1,80}$/;
 
 /**
@@ -14,7 +12,8 @@ export function artifactRunIdValid(runId: string): boolean {
 export interface ArtifactRef {
   tenant: string;
   runId: string;
-  name: ArtifactName;
+  /** A screenshot's name or a file's (`storedArtifactNameSchema`). */
+  name: string;
 }
 
 /**

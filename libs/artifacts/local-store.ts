@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { artifactNameSchema, tenantIdSchema } from '../contracts/index.js';
+import { storedArtifactNameSchema, tenantIdSchema } from '../contracts/index.js';
 import { type ArtifactRef, type ArtifactStore, artifactRunIdValid } from './artifact-store.js';
 
 const CONTENT_TYPES: Record<string, string> = { jpg: 'image/jpeg', png: 'image/png' };
@@ -22,14 +22,14 @@ export class LocalArtifactStore implements ArtifactStore {
   async put(ref: ArtifactRef, bytes: Uint8Array, _contentType: string): Promise<void> {
     const runDir = this.#runDir(ref.tenant, ref.runId);
     await mkdir(runDir, { recursive: true });
-    const path = join(runDir, artifactNameSchema.parse(ref.name));
+    const path = join(runDir, storedArtifactNameSchema.parse(ref.name));
     const aside = `${path}.${process.pid}.${Date.now()}.part`;
     await writeFile(aside, bytes);
     await rename(aside, path);
   }
 
   async get(ref: ArtifactRef): Promise<{ bytes: Uint8Array; contentType: string } | undefined> {
-    const name = artifactNameSchema.safeParse(ref.name);
+    const name = storedArtifactNameSchema.safeParse(ref.name);
     if (!name.success || !this.#valid(ref.tenant, ref.runId)) return undefined;
     try {
       const bytes = await readFile(join(this.#runDir(ref.tenant, ref.runId), name.data));

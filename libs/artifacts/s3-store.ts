@@ -8,7 +8,7 @@ import {
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { artifactNameSchema, tenantIdSchema } from '../contracts/index.js';
+import { storedArtifactNameSchema, tenantIdSchema } from '../contracts/index.js';
 import { type ArtifactRef, type ArtifactStore, artifactRunIdValid } from './artifact-store.js';
 
 /** The bucket's settings, as config.artifacts.s3 gives them. */
@@ -67,7 +67,7 @@ export class S3ArtifactStore implements ArtifactStore {
     await this.#client.send(
       new PutObjectCommand({
         Bucket: this.#bucket,
-        Key: this.#key(ref.tenant, ref.runId, artifactNameSchema.parse(ref.name)),
+        Key: this.#key(ref.tenant, ref.runId, storedArtifactNameSchema.parse(ref.name)),
         Body: bytes,
         ContentType: contentType,
       }),
@@ -75,7 +75,7 @@ export class S3ArtifactStore implements ArtifactStore {
   }
 
   async get(ref: ArtifactRef): Promise<{ bytes: Uint8Array; contentType: string } | undefined> {
-    const name = artifactNameSchema.safeParse(ref.name);
+    const name = storedArtifactNameSchema.safeParse(ref.name);
     if (!name.success || !valid(ref.tenant, ref.runId)) return undefined;
     try {
       const answer = await this.#client.send(

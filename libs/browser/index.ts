@@ -7,6 +7,7 @@ export {
 } from './chromium.js';
 export { COOKIE_FLUSH_BOUND_MS, flushPageCookies } from './cookie-flush.js';
 export { DIALOG_MESSAGE_LIMIT_CHARS } from './dialogs.js';
+export { ContextDownloads, type DownloadEnd, type PageDownload } from './downloads.js';
 export { BrowserToolError, CaptureTimedOutError, NavigationFailedError } from './errors.js';
 export { evidenceKey } from './evidence-key.js';
 export { NEVER_SENT_NET_ERRORS, neverReachedServer } from './net-errors.js';

@@ -259,6 +259,24 @@ export const envSchema = z.object({
    * frozen page holds its lease's next call up to twice this. Default 5 s; 1 ms to 60 s.
    */
   BROWSER_SCREENSHOT_TIMEOUT_MS: positiveMs.max(60_000).default(5_000),
+  /**
+   * A download a lease's page starts is cancelled once more than this many bytes are announced or
+   * have arrived (DESIGN §12). Default 50 MiB; at most 1 GiB (the worker holds a file in memory
+   * while it hashes and stores it).
+   */
+  BROWSER_DOWNLOAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1024 ** 3)
+    .default(50 * 1024 * 1024),
+  /** What one run's downloads may keep in all, in bytes; past it a download is cancelled. Default 200 MiB. */
+  RUN_DOWNLOADS_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(64 * 1024 ** 3)
+    .default(200 * 1024 * 1024),
   /** How often a browser worker closes its expired leases, unsealed. */
   LEASE_EXPIRY_SWEEP_INTERVAL_MS: positiveMs.default(2_000),
   /** How often a browser worker renews its registration; the record lives three times this. */

@@ -105,6 +105,13 @@ export interface Config {
     readonly handBackBaseMs: number;
   };
   readonly sweeper: { readonly intervalMs: number };
+  /** What runs' pages download (DESIGN §12), in bytes. */
+  readonly files: {
+    /** A download past it is cancelled (BROWSER_DOWNLOAD_MAX_BYTES). */
+    readonly downloadMaxBytes: number;
+    /** One run's downloads in all (RUN_DOWNLOADS_MAX_BYTES). */
+    readonly runDownloadsMaxBytes: number;
+  };
   /** Schedules: the least time between two fires of one schedule (SCHEDULE_MIN_INTERVAL_MS). */
   readonly schedules: { readonly minIntervalMs: number };
   /** A person on a run's page. */
@@ -272,6 +279,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       handBackBaseMs: e.RUN_HANDBACK_BASE_MS,
     },
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS },
+    files: {
+      downloadMaxBytes: e.BROWSER_DOWNLOAD_MAX_BYTES,
+      runDownloadsMaxBytes: e.RUN_DOWNLOADS_MAX_BYTES,
+    },
     schedules: { minIntervalMs: e.SCHEDULE_MIN_INTERVAL_MS },
     artifacts: {
       dir: e.LEASEHOLD_ARTIFACTS_DIR,

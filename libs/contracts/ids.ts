@@ -4,7 +4,7 @@ import { z } from 'zod';
 const ID_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 /** Kinds of record with a Leasehold id; the kind is the id's prefix (`run_…`). */
-export type IdKind = 'run' | 'ses' | 'agt' | 'prf' | 'lse' | 'apr' | 'key' | 'ten' | 'usr' | 'sch';
+export type IdKind = 'run' | 'ses' | 'agt' | 'prf' | 'lse' | 'apr' | 'key' | 'ten' | 'usr' | 'sch' | 'fil';
 
 /** `kind_` followed by 20 random characters of Crockford's base32 (100 bits). */
 export function newId(kind: IdKind): string {

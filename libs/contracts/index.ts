@@ -28,6 +28,7 @@ export * from './mcp-browser.js';
 export { microUsdToUsd, usdToMicroUsd } from './money.js';
 export * from './output-schema.js';
 export * from './person-control.js';
+export * from './run-files.js';
 export * from './run-lifecycle.js';
 export * from './run-secrets.js';
 export * from './run-steps.js';

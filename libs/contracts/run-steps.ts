@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { conditionResultSchema, settleResultSchema } from './browser-tools.js';
 import { recordIdSchema } from './ids.js';
+import { runFileSchema } from './run-files.js';
 
 /**
  * What a run did, step by step: each model turn and each tool call is a step record,
@@ -18,6 +19,14 @@ export const artifactNameSchema = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,80}\.(jpg|png)$/, 'letters, digits, _ or -, then .jpg or .png');
 export type ArtifactName = z.output<typeof artifactNameSchema>;
+
+/**
+ * A name the artifact store keeps: a screenshot's ({@link artifactNameSchema}) or a file's bytes
+ * (`<file id>.bin`, see run-files.ts). Only screenshots are served under `/artifacts/`.
+ */
+export const storedArtifactNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,80}\.(jpg|png|bin)$/, 'letters, digits, _ or -, then .jpg, .png or .bin');
 
 /**
  * A fresh artifact name for a JPEG screenshot: random, so a name reveals nothing and never
@@ -111,6 +120,8 @@ export const pageArtifactsSchema = z.object({
   screenshot: artifactNameSchema.optional(),
   /** What the page reported while navigate or act ran: its console errors and failed requests. */
   page_log: pageLogSchema.optional(),
+  /** The downloads the call's pages started, each kept (or cancelled) by the browser worker. */
+  downloads: z.array(runFileSchema).optional(),
 });
 export type PageArtifacts = z.output<typeof pageArtifactsSchema>;
 
@@ -187,6 +198,8 @@ export const toolStepSchema = z.object({
    * what they typed. Null for every other call.
    */
   person: personStepSchema.nullable().default(null),
+  /** The downloads this call's act (or navigation) started: kept under the run, or cancelled and why. */
+  downloads: z.array(runFileSchema).default([]),
 });
 
 /**

@@ -9,6 +9,7 @@ import {
 } from '../contracts/index.js';
 import type { Counter } from '../telemetry/index.js';
 import { isRedisUnreachable } from '../telemetry/redis-link.js';
+import type { LeaseFiles } from './lease-downloads.js';
 import type { PageSession } from './pages.js';
 
 /**
@@ -35,6 +36,8 @@ export interface LeaseArtifacts {
   /** `BROWSER_SCREENSHOT_TIMEOUT_MS`: longest one capture may take (a failed one is tried once more). */
   captureTimeoutMs: number;
   log?: Logger;
+  /** Where a lease's downloads are kept (DESIGN §12); without it, downloads are cancelled. */
+  files?: LeaseFiles | undefined;
 }
 
 const FAILURE_OF: Record<Exclude<Capture, { ok: true }>['reason'], ScreenshotFailure> = {

@@ -13,6 +13,7 @@ import { isRedisUnreachable, redisLink } from '../telemetry/redis-link.js';
 import { DataPlaneError } from './errors.js';
 import { type HandoverVerdict, judgeHandedOverCall } from './handover.js';
 import { type HeldLease, personHolds } from './held-lease.js';
+import { LeaseDownloads } from './lease-downloads.js';
 import { readLeaseView } from './lease-views.js';
 import { type LeaseArtifacts, LeaseScreenshots } from './page-artifacts.js';
 import type { PageResult, PageSession } from './pages.js';
@@ -52,10 +53,12 @@ type Later = (work: () => Promise<void>) => void;
 export class LeasePageCalls {
   readonly #deps: LeasePageCallsDeps;
   readonly #shots: LeaseScreenshots | undefined;
+  readonly #downloads: LeaseDownloads | undefined;
 
   constructor(deps: LeasePageCallsDeps) {
     this.#deps = deps;
     this.#shots = deps.artifacts ? new LeaseScreenshots(deps.artifacts) : undefined;
+    this.#downloads = deps.artifacts?.files ? new LeaseDownloads(deps.artifacts.files) : undefined;
   }
 
   /** Resolves once every screenshot named so far is stored or noted failed. */
@@ -83,7 +86,9 @@ export class LeasePageCalls {
 
   observe(profile: ProfileRef, leaseId: string, args: Record<string, unknown>, limits: OperationLimits) {
     return this.#serially(profile, leaseId, async (session) => {
-      await this.#tellSecrets(leaseId, await this.#requireLive(profile, leaseId), session);
+      const lease = await this.#requireLive(profile, leaseId);
+      await this.#tellSecrets(leaseId, lease, session);
+      this.#downloads?.watch(session, lease.scope);
       const result = await session.observe(args, limits);
       return { lease: await this.#view(profile, leaseId), result };
     });
@@ -142,6 +147,8 @@ export class LeasePageCalls {
       if (fenced.status === 'rejected') throw fenced.reason;
       const lease = live.value;
       await readThroughOutage(() => this.#tellSecrets(leaseId, lease, session), deadlineMs);
+      this.#downloads?.watch(session, lease.scope);
+      const sinceMs = Date.now();
       let dispatched = false;
       let result: PageResult;
       try {
@@ -174,18 +181,22 @@ export class LeasePageCalls {
       if (!dispatched) throw new Error('the page engine answered an effect without dispatching it');
       // DESIGN §12: the answer names the screenshot; the picture is taken right after it. The
       // effect's end is recorded beside them, before the lease's next call can ask about it.
-      const [view, shot] = await Promise.all([
+      const [view, shot, downloads] = await Promise.all([
         // The effect happened: a Redis outage delays its answer, it does not lose it.
         readThroughOutage(() => this.#view(profile, leaseId), deadlineMs),
         this.#shots?.announce(lease.scope, 'shot'),
+        // DESIGN §12: what the effect downloaded is its answer's, kept or cancelled.
+        this.#downloads?.since(session, sinceMs, deadlineMs) ?? [],
         this.#noteEffect(profile, leaseId, sequence, undefined),
       ]);
       const shots = this.#shots;
       if (shots && shot) later(() => shots.take(session, lease.scope, shot));
-      return {
-        lease: view,
-        result: { ...result, artifacts: { ...result.artifacts, ...(shot ? { screenshot: shot } : {}) } },
+      const artifacts = {
+        ...result.artifacts,
+        ...(shot ? { screenshot: shot } : {}),
+        ...(downloads.length > 0 ? { downloads } : {}),
       };
+      return { lease: view, result: { ...result, artifacts } };
     });
   }
 

@@ -1,4 +1,4 @@
-import type { Box, Capture, CurrentTab, OperationLimits } from '../browser/index.js';
+import type { Box, Capture, CurrentTab, OperationLimits, PageDownload } from '../browser/index.js';
 import type { OpenedSecret, PageArtifacts, PersonInputEvent } from '../contracts/index.js';
 
 /**
@@ -45,6 +45,11 @@ export interface PageSession {
   personInput?(events: readonly PersonInputEvent[], limits: OperationLimits): Promise<void>;
   /** Navigations and popups the origin fence refused so far (the live view shows a new refusal). */
   blocked?(): { navigation: number; popup: number };
+  /**
+   * Tells `listener` each download the lease's pages start from now on (DESIGN §12: kept under
+   * the run). Optional: a page without it keeps no downloads.
+   */
+  onDownload?(listener: (download: PageDownload) => void): void;
   /** Playwright storage state (cookies and local storage) to seal into the profile. */
   storageState(): Promise<unknown>;
   /** Closes the browser context; afterwards the pages are gone. */

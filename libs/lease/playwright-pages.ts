@@ -2,10 +2,12 @@ import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-
 import {
   type Box,
   type Capture,
+  ContextDownloads,
   type CurrentTab,
   compileFencePolicy,
   flushPageCookies,
   type OperationLimits,
+  type PageDownload,
   PageEngine,
   type PageEngineOptions,
   type ToolOutcome,
@@ -71,6 +73,8 @@ export class PlaywrightPageFactory implements PageFactory {
       this.#contexts.delete(context);
       void door?.close();
     });
+    // Before the first page, so no page's downloads go unwatched.
+    const downloads = new ContextDownloads(context);
     try {
       const page = await context.newPage();
       const engine = await PageEngine.create(page, {
@@ -78,7 +82,7 @@ export class PlaywrightPageFactory implements PageFactory {
         ...(door ? { egressDoor: door } : {}),
         ...(this.options.onSettle ? { onSettle: this.options.onSettle } : {}),
       });
-      return new PlaywrightPageSession(context, engine);
+      return new PlaywrightPageSession(context, engine, downloads);
     } catch (error) {
       await context.close().catch(() => undefined);
       throw error;
@@ -99,7 +103,12 @@ class PlaywrightPageSession implements PageSession {
   constructor(
     private readonly context: BrowserContext,
     private readonly engine: PageEngine,
+    private readonly downloads: ContextDownloads,
   ) {}
+
+  onDownload(listener: (download: PageDownload) => void): void {
+    this.downloads.onDownload(listener);
+  }
 
   async navigate(
     url: string,

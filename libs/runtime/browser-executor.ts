@@ -9,6 +9,7 @@ import {
   observeArgsSchema,
   type PageArtifacts,
   REQUEST_PERSON_TOOL,
+  type RunFile,
   requestPersonArgsSchema,
 } from '../contracts/index.js';
 import {
@@ -66,6 +67,21 @@ export const BOUND_TOOL_DEFINITIONS: readonly ToolDefinition[] = Object.freeze([
   ...BROWSER_TOOL_DEFINITIONS,
   REQUEST_PERSON_DEFINITION,
 ]);
+
+/** A download as the model is told it: what arrived and under which file id, or why it was stopped. */
+function downloadForModel(file: RunFile): Record<string, unknown> {
+  return file.state === 'stored'
+    ? { file_id: file.id, name: file.name, content_type: file.content_type, size_bytes: file.size_bytes }
+    : {
+        file_id: file.id,
+        name: file.name,
+        cancelled: file.reason,
+        note:
+          file.reason === 'too_large' || file.reason === 'run_limit'
+            ? "the download passed the run's size limit and was cancelled; it was not kept"
+            : 'the download did not complete and was not kept',
+      };
+}
 
 function isBrowserTool(name: string): name is BrowserToolName {
   return (BROWSER_TOOL_NAMES as readonly string[]).includes(name);
@@ -213,8 +229,16 @@ export class BrowserToolExecutor implements ToolExecutor {
         },
         { beforeDispatch: context.beforeDispatch },
       );
+      const downloads = result.artifacts.downloads ?? [];
+      // The model learns what arrived (name, type, size, or why it was cancelled), never the bytes.
       return {
-        outcome: { ok: true, result: { observation: result.observation } },
+        outcome: {
+          ok: true,
+          result:
+            downloads.length > 0
+              ? { observation: result.observation, downloads: downloads.map(downloadForModel) }
+              : { observation: result.observation },
+        },
         evidenceKey: result.evidenceKey,
         artifacts: result.artifacts,
       };

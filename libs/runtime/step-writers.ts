@@ -112,6 +112,7 @@ export class ToolStepWriter {
       screenshot_status: null,
       approval_id: this.#approvalId,
       person: personDetails(outcome),
+      downloads: artifacts?.downloads ?? [],
     };
   }
 

@@ -30,6 +30,7 @@ export {
 } from './profile-sign-ins.js';
 export { type ProfileLine, ProfileTurns, type TurnVerdict } from './profile-turns.js';
 export { isEventId } from './run-events.js';
+export { RunFileNotes, readRunFiles } from './run-files.js';
 export { RunKeys } from './run-keys.js';
 export {
   type CompiledRunStoreOptions,

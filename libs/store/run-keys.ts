@@ -65,6 +65,13 @@ export class RunKeys {
     return `${this.prefix}{run:${runId}}:screenshots`;
   }
   /**
+   * Hash: the run's downloads, file id → record (JSON), and `bytes` → the bytes they keep, written
+   * by the browser worker that saw them; expires with the run.
+   */
+  files(runId: string): string {
+    return `${this.prefix}{run:${runId}}:files`;
+  }
+  /**
    * Every key a run owns, for retention and for counting: all in the run's slot. The
    * earlier attempts' transcripts are named by the run's attempt count.
    */
@@ -85,6 +92,7 @@ export class RunKeys {
       this.stepOrder(runId),
       this.secrets(runId),
       this.screenshots(runId),
+      this.files(runId),
     ];
   }
   /** Hash: the session's record, fixed at creation. */

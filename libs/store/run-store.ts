@@ -12,6 +12,7 @@ import type {
   LedgerEntry,
   RunEvent,
   RunEventType,
+  RunFile,
   RunStatus,
   RunUsage,
   RunView,
@@ -82,6 +83,7 @@ import {
   readEvents,
   renewStreamSlots,
 } from './run-events.js';
+import { readRunFiles } from './run-files.js';
 import { RunKeys, type RunStoreContext } from './run-keys.js';
 import { getRun, getRunDetail, interruptions, listRuns, runStates, stopRequested } from './run-reads.js';
 import { retryRun } from './run-retry.js';
@@ -424,6 +426,11 @@ export class RunStore {
   /** The run's steps after `afterSeq` in `seq` order, at most `limit` (≤ 100). The caller checks the tenant. */
   listSteps(runId: string, afterSeq: number, limit: number): Promise<StepPage> {
     return listSteps(this.#context, runId, afterSeq, limit);
+  }
+
+  /** The run's downloads, oldest first. The caller checks the tenant. */
+  listRunFiles(runId: string): Promise<RunFile[]> {
+    return readRunFiles(this.#context.redis, this.#context.keys, runId);
   }
 
   // Ledger

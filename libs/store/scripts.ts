@@ -136,6 +136,7 @@ export interface ScriptCommands {
     ...argv: Arg[]
   ): Promise<[string, string | number]>;
   noteScreenshot(runKey: string, screenshotsKey: string, ...argv: Arg[]): Promise<string>;
+  noteRunFile(runKey: string, filesKey: string, ...argv: Arg[]): Promise<string>;
 }
 
 /**

@@ -1,9 +1,10 @@
-import type { ApprovalView, RunStep, RunView } from '../contracts/index.js';
+import type { ApprovalView, RunFile, RunStep, RunView } from '../contracts/index.js';
 import { decisionTimeline } from './decisions.js';
 import { formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
 import { liveViewFragment } from './live-view.js';
 import { personCard, takeOverControl } from './person-card.js';
 import { attemptSections, screenshotScrubber } from './run-attempts.js';
+import { filesSection } from './run-files.js';
 import { outputSection } from './run-output.js';
 import { artifactUrl, screenshotOf } from './screenshots.js';
 
@@ -138,6 +139,8 @@ export function renderRunPage(options: {
   decisionsProblem?: string;
   /** The run's current job in the queue dashboard: given for a fleet operator's key only. */
   queueJobUrl?: string;
+  /** The run's downloads (`GET /v1/runs/{id}/files`). */
+  files?: readonly RunFile[];
 }): string {
   const { run, steps } = options;
   const live = !ENDED.has(run.status);
@@ -147,7 +150,7 @@ export function renderRunPage(options: {
     .find((step) => step.tool?.screenshot && (step.tool.screenshot_status?.state ?? 'stored') === 'stored')
     ?.tool?.screenshot;
   const main = html`<div id="run" data-run-id="${run.id}" data-live="${live ? 'yes' : 'no'}">
-<h1>Run <code>${run.id}</code></h1>${summary(run)}${runControls(run, options.queueJobUrl)}${outputSection(run)}${meters(run)}
+<h1>Run <code>${run.id}</code></h1>${summary(run)}${runControls(run, options.queueJobUrl)}${outputSection(run)}${filesSection(run.id, options.files ?? [])}${meters(run)}
 ${takeOverControl(run, options.approvals, options.viewer)}
 ${
   options.approvals.length > 0

@@ -206,6 +206,15 @@ describe('the generated TypeScript client, against a live fleet', { timeout: 120
       new Uint8Array([0xff, 0xd8]),
     );
 
+    // The click downloaded nothing: the run's files are none, and a file id it never had is 404.
+    const files = await client.GET('/v1/runs/{id}/files', { params: { path: { id: runId } } });
+    expect(files.data?.files).toEqual([]);
+    const noFile = await client.GET('/v1/runs/{id}/files/{file}', {
+      params: { path: { id: runId, file: 'fil_0123456789abcdefghjk' } },
+      parseAs: 'arrayBuffer',
+    });
+    expect(noFile.response.status).toBe(404);
+
     const events = await client.GET('/v1/runs/{id}/events', {
       params: { path: { id: runId }, query: {} },
       parseAs: 'text',

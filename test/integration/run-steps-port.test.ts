@@ -90,6 +90,7 @@ describe("the run worker's step writes", () => {
         person: null,
         target: null,
         page_log: null,
+        downloads: [],
       },
     };
     await expect(new StoreRunPort(deps, run, 'w1').recordStep(mark)).resolves.toBeUndefined();

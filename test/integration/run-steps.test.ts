@@ -70,6 +70,7 @@ function toolStep(
       person: null,
       target: null,
       page_log: null,
+      downloads: [],
     },
   };
 }

@@ -6,6 +6,7 @@ import {
   McpSessionSlots,
   ProfileTurns,
   RedisLeaseStore,
+  RunFileNotes,
   RunScreenshotNotes,
   RunStore,
   withScripts,
@@ -281,6 +282,24 @@ describe('every store script touches one hash slot (the store works on a Redis C
     const shotRun = await submit();
     expect(await shots.pending(shotRun.id, 'shot-1.jpg')).toBe(true);
     await shots.settled(shotRun.id, 'shot-1.jpg', { state: 'stored', reason: null });
+
+    // A download counted against its run's limit, then noted beside it.
+    const files = new RunFileNotes(redis, prefix);
+    const fileId = 'fil_0123456789abcdefghjk';
+    expect(await files.reserve(shotRun.id, fileId, 10, 100)).toBe(true);
+    expect(await files.reserve(shotRun.id, fileId, 100, 100)).toBe(false);
+    await files.note(shotRun.id, {
+      id: fileId,
+      name: 'orders.csv',
+      content_type: 'text/csv',
+      size_bytes: 10,
+      sha256: 'a'.repeat(64),
+      state: 'stored',
+      reason: null,
+      created_at_ms: nowMs,
+    });
+    expect(await store.listRunFiles(shotRun.id)).toEqual([expect.objectContaining({ id: fileId })]);
+    expect(await files.keptBytes(shotRun.id)).toBe(10);
 
     const split = calls.filter((call) => new Set(call.keys.map(hashTag)).size > 1);
     expect(split).toEqual([]);

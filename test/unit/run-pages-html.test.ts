@@ -73,6 +73,7 @@ const toolStep: RunStep = {
     person: null,
     target: null,
     page_log: null,
+    downloads: [],
   },
 };
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApprovalView, RunView } from '../../../libs/contracts/index.js';
+import type { ApprovalView, RunFile, RunView } from '../../../libs/contracts/index.js';
 import type { RunStore, UiSession } from '../../../libs/store/index.js';
 import { markDoor, PUBLIC_ROUTE } from '../../../libs/telemetry/index.js';
 import {
@@ -136,13 +136,14 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
             }),
           );
       }
-      const [steps, decisions] = await Promise.all([
+      const [steps, decisions, files] = await Promise.all([
         readStepsAsViewer(pages, request, runId),
         readAsViewer<{ approvals: ApprovalView[] }>(
           pages,
           request,
           `/v1/approvals?run_id=${runId}&status=any`,
         ),
+        readAsViewer<{ files: RunFile[] }>(pages, request, `/v1/runs/${runId}/files`),
       ]);
       // The API refuses this key's decisions (403): the page offers none, and says why.
       const undecidable = await inDriverChain(deps.store, session.identity, run.body);
@@ -156,6 +157,7 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
             }
           : {}),
         steps: steps.ok ? steps.body.steps : [],
+        files: files.ok ? files.body.files : [],
         ...(steps.ok ? {} : { stepsProblem: `Steps could not be read: ${steps.message}` }),
         decisions: decisions.ok ? decisions.body.approvals : [],
         ...(decisions.ok ? {} : { decisionsProblem: `Decisions could not be read: ${decisions.message}` }),

@@ -13,6 +13,7 @@ import { registerLiveRoutes } from './live.js';
 import { registerPersonControlRoutes } from './person-control.js';
 import { registerProfileSignInRoutes } from './profile-sign-ins.js';
 import { registerProfileRoutes } from './profiles.js';
+import { registerRunFileRoutes } from './run-files.js';
 import { registerRunStepRoutes } from './run-steps.js';
 import { registerRunRoutes } from './runs.js';
 import { registerScheduleRoutes } from './schedules.js';
@@ -39,6 +40,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerLiveRoutes(app, deps);
   registerProfileSignInRoutes(app, deps);
   registerArtifactRoutes(app, deps);
+  registerRunFileRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
   registerWebhookRoutes(app, deps);

@@ -226,7 +226,10 @@ export function registerProfileSignInRoutes(root: FastifyInstance, deps: V1Depen
           throw new ApiError('conflict', `profile ${stored.id} is in use by a run; try again after it`);
         // The page took longer to open than the sign-in's first lease lasts: nothing was kept.
         if (error instanceof ProviderError && error.serviceCode === 'lease_expired')
-          throw new ApiError('unavailable', 'the sign-in page did not open before its lease ended; try again');
+          throw new ApiError(
+            'unavailable',
+            'the sign-in page did not open before its lease ended; try again',
+          );
         throw error;
       }
     },
