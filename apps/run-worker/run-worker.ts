@@ -198,7 +198,9 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
         await upkeep.close();
         // Gone at once: the leases of its parked runs go to a live run worker on the next sweep.
         await heartbeat.close();
-        await roster.leave(workerId).catch((error: unknown) => log.warn({ err: error }, 'roster leave failed'));
+        await roster
+          .leave(workerId)
+          .catch((error: unknown) => log.warn({ err: error }, 'roster leave failed'));
         cancels.close();
         await queue.close();
         await schedulesQueue.close();

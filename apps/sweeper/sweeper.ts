@@ -92,7 +92,10 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
       metrics,
     },
     // The leases a gone run worker kept up go to a live one; the sweeper renews none itself.
-    upkeep: { roster: new RunWorkerRoster(redis, prefix), index: new LeaseUpkeepIndex(redis, prefix, leases) },
+    upkeep: {
+      roster: new RunWorkerRoster(redis, prefix),
+      index: new LeaseUpkeepIndex(redis, prefix, leases),
+    },
     // The artifacts of runs whose records expired, in the store every role shares.
     artifacts: new ArtifactSweep({
       artifacts: options.artifacts ?? (await openArtifactStore(config)),

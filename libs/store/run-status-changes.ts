@@ -2,8 +2,8 @@ import { canonicalJson } from '../contracts/canonical-json.js';
 import { type RunErrorCode, type RunView, recordIdSchema } from '../contracts/index.js';
 import type { RunStoreContext } from './run-keys.js';
 import { runScriptKeys } from './run-retention.js';
-import { slotBatch } from './slot-batch.js';
 import { type RunRefusal, type RunTransition, toTransition } from './run-transition.js';
+import { slotBatch } from './slot-batch.js';
 
 /**
  * A run's status changes (DESIGN §4), each one script on the run's own keys that checks the

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { startBrowserWorker } from '../../apps/browser-worker/service.js';
+import { runWorkerHeartbeatMs } from '../../apps/run-worker/run-worker.js';
 import { loadConfig } from '../../libs/config/index.js';
 import type { PageFactory, PageResult, PageSession } from '../../libs/lease/index.js';
 import { DataPlaneClient } from '../../libs/provider/index.js';
@@ -14,7 +15,6 @@ import {
   RunStore,
   RunWorkerRoster,
 } from '../../libs/store/index.js';
-import { runWorkerHeartbeatMs } from '../../apps/run-worker/run-worker.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
 import { leaseForRunningRun, TEST_SEAL_KEY, TEST_TOKEN, TestClock } from '../fixtures/browser-worker.js';
 import { silentLogger } from '../fixtures/logger.js';
@@ -233,6 +233,8 @@ async function startPrivateRedis(): Promise<{ url: string; stop(): Promise<void>
   );
   const url = `redis://127.0.0.1:${port}`;
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+  // Refused until the server listens: the loop below asks again.
+  probe.on('error', () => undefined);
   for (let tries = 0; ; tries += 1) {
     try {
       await probe.connect().catch(() => undefined);
@@ -318,7 +320,8 @@ async function measureFleetUpkeep(): Promise<FleetMeasure> {
     const dataPlane = new DataPlaneClient({ baseUrl: handle.url, token: TEST_TOKEN });
     const sessionId = await createTestSession(runs, 't1', { instructions: 'hold the page' });
     const workers = Array.from({ length: FLEET_WORKERS }, (_, n) => `rw-bench-${n}`);
-    await inLanes(FLEET_LEASES, SETUP_CONCURRENCY, async (n) => {
+    // Fewer in flight than measureUpkeep's setup: on a loaded machine 64 outran the calls' deadline.
+    await inLanes(FLEET_LEASES, 16, async (n) => {
       const profileId = `fleet-${n}`;
       const { runId, leaseId } = await leaseForRunningRun(dataPlane, runs, sessionId, profileId);
       await index.add(workers[n % FLEET_WORKERS] as string, runId, {
@@ -347,7 +350,8 @@ async function measureFleetUpkeep(): Promise<FleetMeasure> {
       const before = await commandsRun(redis);
       for (let beat = 0; beat < beatsPerMinute; beat += 1)
         await Promise.all(workers.map((id) => roster.heartbeat(id, clock.now(), beatTtl)));
-      for (let sweep = 0; sweep < SWEEPS_PER_MINUTE; sweep += 1) await handOverOrphanedLeases({ roster, index });
+      for (let sweep = 0; sweep < SWEEPS_PER_MINUTE; sweep += 1)
+        await handOverOrphanedLeases({ roster, index });
       await inLanes(workers.length, 8, async (n) => {
         const pass = await runLeaseUpkeep({ leases: index.forWorker(workers[n] as string), ...upkeepDeps });
         renewed += pass.renewed.length;

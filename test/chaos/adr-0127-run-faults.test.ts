@@ -11,7 +11,12 @@ import {
   runLeaseUpkeep,
 } from '../../libs/runtime/index.js';
 import { type ExecutionDeps, executeRun } from '../../libs/runtime/worker/index.js';
-import { BrowserWorkerRegistry, LeaseUpkeepIndex, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import {
+  BrowserWorkerRegistry,
+  LeaseUpkeepIndex,
+  RedisLeaseStore,
+  RunStore,
+} from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
 import { createRunsQueue, enqueueExecution, type RunsQueue } from '../../queues/index.js';

@@ -13,13 +13,12 @@ const TENANT = 'acme';
 /** Long enough that no heartbeat here lapses while a test runs: a worker is gone when it leaves. */
 const BEAT_TTL_MS = 600_000;
 
-describe("each run worker keeps up the leases of its own runs (ADR-0127 d6)", () => {
+describe('each run worker keeps up the leases of its own runs (ADR-0127 d6)', () => {
   const prefix = `${uniquePrefix('upkeep-index')}:`;
   let redis: Redis;
   let leases: RedisLeaseStore;
   let runs: RunStore;
   let index: LeaseUpkeepIndex;
-  let roster: RunWorkerRoster;
   let sessionId: string;
 
   beforeAll(async () => {
@@ -27,7 +26,6 @@ describe("each run worker keeps up the leases of its own runs (ADR-0127 d6)", ()
     leases = new RedisLeaseStore(redis, prefix);
     runs = new RunStore(redis, prefix, () => NOW_MS);
     index = new LeaseUpkeepIndex(redis, prefix, leases);
-    roster = new RunWorkerRoster(redis, prefix);
     sessionId = await createTestSession(runs, TENANT, { instructions: 'hold the page' });
   });
   afterAll(async () => {
@@ -104,7 +102,10 @@ describe("each run worker keeps up the leases of its own runs (ADR-0127 d6)", ()
     const ownIndex = new LeaseUpkeepIndex(redis, `${prefix}handover:`, leases);
     const orphan = await runWithLease('rw-dead', 'orphan');
     // The index lives under the handover prefix; the lease record under the test's.
-    await ownIndex.add('rw-dead', orphan.run.id, { profile: { tenant: TENANT, id: 'prf-orphan' }, leaseId: orphan.leaseId });
+    await ownIndex.add('rw-dead', orphan.run.id, {
+      profile: { tenant: TENANT, id: 'prf-orphan' },
+      leaseId: orphan.leaseId,
+    });
     await own.heartbeat('rw-dead', NOW_MS, BEAT_TTL_MS);
     await own.leave('rw-dead');
 
@@ -123,7 +124,10 @@ describe("each run worker keeps up the leases of its own runs (ADR-0127 d6)", ()
     expect((await ownIndex.liveLeasesOf('rw-live')).map((lease) => lease.id)).toEqual([orphan.leaseId]);
     expect(await ownIndex.entries('rw-dead')).toEqual([]);
     // The next pass finds nothing left to hand on: the gone worker is forgotten.
-    expect(await handOverOrphanedLeases({ roster: own, index: ownIndex })).toEqual({ moved: [], stranded: [] });
+    expect(await handOverOrphanedLeases({ roster: own, index: ownIndex })).toEqual({
+      moved: [],
+      stranded: [],
+    });
     expect(await own.members()).toEqual({ live: ['rw-live'], gone: [] });
   });
 });

@@ -1,6 +1,11 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../config/index.js';
-import type { BrowserWorkerRegistry, LeaseUpkeepIndex, RedisLeaseStore, RunStore } from '../../store/index.js';
+import type {
+  BrowserWorkerRegistry,
+  LeaseUpkeepIndex,
+  RedisLeaseStore,
+  RunStore,
+} from '../../store/index.js';
 import type { McpTurns } from '../../store/mcp-turns.js';
 import type { RunTranscripts } from '../../store/run-transcript.js';
 import type { ModelMetrics } from '../model-metrics.js';
