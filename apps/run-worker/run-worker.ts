@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { Worker } from 'bullmq';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
-import type { IntervalTask } from '../../libs/lifecycle/index.js';
+import { IntervalTask } from '../../libs/lifecycle/index.js';
 import { fleetLifecycle, type LeaseUpkeepDeps, modelMetricsOf } from '../../libs/runtime/index.js';
 import { LeasePageControl } from '../../libs/runtime/lease-page-control.js';
 import { scheduleJobProcessor } from '../../libs/runtime/schedules/fire.js';
@@ -13,7 +14,14 @@ import {
   runJobProcessor,
   startUpkeepTask,
 } from '../../libs/runtime/worker/index.js';
-import { BrowserWorkerRegistry, RedisLeaseStore, RunStore, ScheduleStore } from '../../libs/store/index.js';
+import {
+  BrowserWorkerRegistry,
+  LeaseUpkeepIndex,
+  RedisLeaseStore,
+  RunStore,
+  RunWorkerRoster,
+  ScheduleStore,
+} from '../../libs/store/index.js';
 import { McpTurns } from '../../libs/store/mcp-turns.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
@@ -48,6 +56,8 @@ export interface RunWorkerOptions {
 
 export interface RunWorkerHandle {
   worker: Worker<RunJob, RunJobResult, string>;
+  /** This process in the run workers' roster and upkeep index: a fresh id per start. */
+  workerId: string;
   /** ADR-0127 d6: the lease upkeep, beside the claim loop. */
   upkeep: IntervalTask;
   readiness(): ReadinessCheck[];
@@ -73,6 +83,15 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   const queue = createRunsQueue(redis, config.redis.queuePrefix);
   const leases = new RedisLeaseStore(redis, config.redis.keyPrefix);
   const registry = new BrowserWorkerRegistry(redis, config.redis.keyPrefix);
+  // ADR-0127 d6: this worker keeps up the leases of the runs it executes, and no others. Its
+  // heartbeat tells the sweeper it is alive; once it lapses, its leases go to a live run worker.
+  const workerId = `rw-${randomUUID()}`;
+  const roster = new RunWorkerRoster(redis, config.redis.keyPrefix);
+  const upkeepIndex = new LeaseUpkeepIndex(redis, config.redis.keyPrefix, leases);
+  const heartbeatMs = runWorkerHeartbeatMs(config.runWorker.upkeepIntervalMs);
+  const beat = () => roster.heartbeat(workerId, Date.now(), heartbeatMs * HEARTBEATS_TO_GONE);
+  await beat();
+  const heartbeat = new IntervalTask('run-worker-heartbeat', heartbeatMs, beat, log).start();
   // One lifecycle: every consequence of a transition this worker causes goes through it.
   const lifecycle = fleetLifecycle({
     redis,
@@ -99,6 +118,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     mcpTurns: new McpTurns(redis, config.redis.keyPrefix),
     registry,
     profiles: leases,
+    upkeep: { workerId, index: upkeepIndex },
     // A takeover asked of a running run hands its page over at the loop's next safe point.
     pageControl: new LeasePageControl({ leases, registry, token: config.secrets.dataPlaneToken }),
     lifecycle,
@@ -148,7 +168,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
     locks: jobLocks,
   });
   const upkeep = startUpkeepTask({
-    leases,
+    leases: upkeepIndex.forWorker(workerId),
     runs: store,
     workers: registry,
     config,
@@ -160,6 +180,7 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
   let closing: Promise<void> | undefined;
   return {
     worker,
+    workerId,
     upkeep,
     readiness: () => [{ name: 'run_worker', check: async () => worker.isRunning() && !worker.closing }],
     close() {
@@ -175,6 +196,11 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
         ]);
         log.info({ outcome }, 'claim loop stopped');
         await upkeep.close();
+        // Gone at once: the leases of its parked runs go to a live run worker on the next sweep.
+        await heartbeat.close();
+        await roster
+          .leave(workerId)
+          .catch((error: unknown) => log.warn({ err: error }, 'roster leave failed'));
         cancels.close();
         await queue.close();
         await schedulesQueue.close();
@@ -183,4 +209,12 @@ export async function startRunWorker(options: RunWorkerOptions): Promise<RunWork
       return closing;
     },
   };
+}
+
+/** Heartbeats a run worker may miss before the sweeper counts it gone. */
+const HEARTBEATS_TO_GONE = 3;
+
+/** A heartbeat at least four times an upkeep interval, and never rarer than every 15 s. */
+export function runWorkerHeartbeatMs(upkeepIntervalMs: number): number {
+  return Math.max(100, Math.min(15_000, Math.floor(upkeepIntervalMs / 4)));
 }

@@ -10,7 +10,14 @@ import {
   SweepPass,
   sweepErrorReporter,
 } from '../../libs/runtime/sweeper/index.js';
-import { BrowserWorkerRegistry, LeaderLock, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import {
+  BrowserWorkerRegistry,
+  LeaderLock,
+  LeaseUpkeepIndex,
+  RedisLeaseStore,
+  RunStore,
+  RunWorkerRoster,
+} from '../../libs/store/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import { redisLink } from '../../libs/telemetry/redis-link.js';
 import { closeRedis, connectRedis, createRunsQueue, type RedisTarget } from '../../queues/index.js';
@@ -64,6 +71,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
     onError: reportError,
   });
   const sweeperMetrics = createSweeperMetrics(metrics.registry);
+  const leases = new RedisLeaseStore(redis, prefix);
   const pass = new SweepPass({
     lock,
     store,
@@ -77,11 +85,16 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
     person: {
       store,
       pageControl: new LeasePageControl({
-        leases: new RedisLeaseStore(redis, prefix),
+        leases,
         registry: new BrowserWorkerRegistry(redis, prefix),
         token: config.secrets.dataPlaneToken,
       }),
       metrics,
+    },
+    // The leases a gone run worker kept up go to a live one; the sweeper renews none itself.
+    upkeep: {
+      roster: new RunWorkerRoster(redis, prefix),
+      index: new LeaseUpkeepIndex(redis, prefix, leases),
     },
     // The artifacts of runs whose records expired, in the store every role shares.
     artifacts: new ArtifactSweep({

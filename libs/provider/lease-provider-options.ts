@@ -54,6 +54,12 @@ export interface BrowserLeaseProviderOptions {
    * throws leaves the page with its holder.
    */
   holderNeedsPage?: (runId: string) => Promise<boolean>;
+  /**
+   * Awaited after each acquisition that gave the run a lease (a new one or a reattach), before the
+   * lease is used: the run worker notes it in its own upkeep index (ADR-0127 d6). A throw fails the
+   * call as an acquire failure would, so a lease no upkeep knows is never relied on.
+   */
+  onLeaseHeld?: (lease: Readonly<HeldLease>) => Promise<void> | void;
 }
 
 /** Why a held lease stops being used. */

@@ -155,6 +155,7 @@ export class BrowserLeaseProvider {
       expiresAtMs: lease.expires_at_ms,
       sequence: lease.sequence,
     };
+    await this.#options.onLeaseHeld?.({ ...this.#held });
     return { ...this.#held };
   }
 

@@ -70,4 +70,5 @@ export {
   type UiSessionOptions,
   UiSessions,
 } from './ui-sessions.js';
+export { type IndexedLease, LeaseUpkeepIndex, RunWorkerRoster } from './upkeep-index.js';
 export { type BrowserWorkerRecord, BrowserWorkerRegistry } from './worker-registry.js';

@@ -302,14 +302,20 @@ export class RedisLeaseStore implements LeaseStore {
       const leaseId = leaseIds[index];
       return leaseId ? [{ profile, leaseId }] : [];
     });
-    if (held.length === 0) return [];
+    return (await this.readLeases(held)).filter((lease): lease is LeaseRecord => lease?.state === 'live');
+  }
+
+  /** The records of the leases named, in one pipelined round trip; undefined where none is kept. */
+  async readLeases(
+    refs: ReadonlyArray<{ profile: ProfileRef; leaseId: string }>,
+  ): Promise<Array<LeaseRecord | undefined>> {
+    if (refs.length === 0) return [];
     const records = slotBatch(this.#redis);
-    for (const { profile, leaseId } of held) records.hgetall(this.#leaseKey(profile, leaseId));
+    for (const { profile, leaseId } of refs) records.hgetall(this.#leaseKey(profile, leaseId));
     const replies = (await records.exec()) ?? [];
-    return held.flatMap(({ profile }, index) => {
-      const lease = leaseFromFields(profile, replies[index]?.[1] as Record<string, string>);
-      return lease?.state === 'live' ? [lease] : [];
-    });
+    return refs.map(({ profile }, index) =>
+      leaseFromFields(profile, replies[index]?.[1] as Record<string, string> | undefined),
+    );
   }
 
   async liveLeaseId(profile: ProfileRef): Promise<string | undefined> {
@@ -569,8 +575,8 @@ function pairsOf(reply: unknown): Record<string, string> {
   return fields;
 }
 
-/** A profile's `tenant/id` label in the index of every profile. */
-function profileLabel(profile: ProfileRef): string {
+/** A profile's `tenant/id` label in the index of every profile (and in the upkeep's). */
+export function profileLabel(profile: ProfileRef): string {
   return `${profile.tenant}/${profile.id}`;
 }
 
@@ -580,7 +586,7 @@ function failOnError(replies: Array<[Error | null, unknown]> | null): void {
 }
 
 /** The profile a `tenant/id` label of the profiles index names. */
-function refFromLabel(label: string): ProfileRef | undefined {
+export function refFromLabel(label: string): ProfileRef | undefined {
   const slash = label.indexOf('/');
   if (slash <= 0 || slash === label.length - 1) return undefined;
   return { tenant: label.slice(0, slash), id: label.slice(slash + 1) };

@@ -9,6 +9,14 @@ import type { ScriptCommands } from './scripts.js';
 export class RunKeys {
   constructor(private readonly prefix: string) {}
 
+  /**
+   * Hash: the leases one run worker keeps up (lease id → `tenant/profile id`). Its own slot per
+   * worker: the upkeep reads one key, whatever else the fleet holds. A run's record names the
+   * worker keeping its lease (`upkeep_by`), so a claim can move the lease to its new worker.
+   */
+  upkeepIndex(workerId: string): string {
+    return `${this.prefix}{upkeep:${workerId}}:leases`;
+  }
   /** Hash: the run's record (status, owner, attempt, execution, usage, result…). */
   run(runId: string): string {
     return `${this.prefix}{run:${runId}}:run`;

@@ -3,6 +3,7 @@ import { type RunErrorCode, type RunView, recordIdSchema } from '../contracts/in
 import type { RunStoreContext } from './run-keys.js';
 import { runScriptKeys } from './run-retention.js';
 import { type RunRefusal, type RunTransition, toTransition } from './run-transition.js';
+import { slotBatch } from './slot-batch.js';
 
 /**
  * A run's status changes (DESIGN §4), each one script on the run's own keys that checks the
@@ -49,6 +50,7 @@ export async function claimRun(
   execution: number,
   ownerToken: string,
   takeOver: boolean,
+  workerId = '',
 ): Promise<ClaimTransition> {
   const { redis, keys } = context;
   const reply = await redis.claimRun(
@@ -59,7 +61,9 @@ export async function claimRun(
     ownerToken,
     takeOver ? '1' : '0',
     context.now(),
+    workerId,
   );
+  await moveUpkeep(context, workerId, reply[5]);
   const transition = toTransition<'claimed' | 'already' | 'taken_over'>(
     runId,
     [reply[0], reply[1], reply[2]],
@@ -73,6 +77,20 @@ export async function claimRun(
     ...(queuedAtMs > 0 ? { queuedAtMs } : {}),
     ...(transcriptEntries !== undefined ? { transcriptEntries } : {}),
   };
+}
+
+/**
+ * ADR-0127 d6: the run's lease goes with the run, from the upkeep index of the worker that kept it
+ * to the claiming worker's. The claim script named the new worker on the run's record; the two
+ * indexes lie in other slots, so they are written here, in one pipeline. Were this lost, the old
+ * worker keeps renewing the lease (or the sweeper hands it on once that worker is gone).
+ */
+async function moveUpkeep(context: RunStoreContext, workerId: string, upkeep: string[] | undefined) {
+  const [from, leaseId, profile] = upkeep ?? [];
+  if (!workerId || !leaseId || !profile || from === workerId) return;
+  const move = slotBatch(context.redis).hset(context.keys.upkeepIndex(workerId), leaseId, profile);
+  if (from) move.hdel(context.keys.upkeepIndex(from), leaseId);
+  await move.exec();
 }
 
 /** `running → parked | waiting_child | waiting_user` by its owner (ends the execution). */

@@ -286,14 +286,15 @@ export class RunStore {
    * `queued → running` for the job of `execution`, owned by `ownerToken`. A stale job (another
    * execution) or a run running under another owner is refused, unless `takeOver` is set for a
    * stalled job of the current execution (BullMQ handed it on from a dead worker; same attempt).
+   * `workerId`, the claiming run worker's: the run's lease moves into its upkeep index.
    */
   claimRun(
     runId: string,
     execution: number,
     ownerToken: string,
-    options: { takeOver?: boolean } = {},
+    options: { takeOver?: boolean; workerId?: string } = {},
   ): Promise<ClaimTransition> {
-    return claimRun(this.#context, runId, execution, ownerToken, options.takeOver === true);
+    return claimRun(this.#context, runId, execution, ownerToken, options.takeOver === true, options.workerId);
   }
   /** `running → parked` by its owner (ends the execution; the lease stays). */
   parkRun(runId: string, ownerToken: string, detail: Record<string, unknown> = {}): Promise<RunTransition> {

@@ -56,7 +56,7 @@ export interface ScriptCommands {
     eventsKey: string,
     transcriptKey: string,
     ...argv: Arg[]
-  ): Promise<[string, string, Array<string | number>, (string | number)?, number?]>;
+  ): Promise<[string, string, Array<string | number>, (string | number)?, number?, string[]?]>;
   /** KEYS: the script's own, then the run's other keys (`+` file: the count goes first). */
   suspendRun(numberOfKeys: number, ...keysAndArgs: Arg[]): Promise<[string, string, Array<string | number>]>;
   requeueRun(

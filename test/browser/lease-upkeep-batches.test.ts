@@ -3,7 +3,12 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataPlaneClient, ProviderError } from '../../libs/provider/index.js';
 import { runLeaseUpkeep, type UpkeepLease } from '../../libs/runtime/index.js';
-import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import {
+  BrowserWorkerRegistry,
+  LeaseUpkeepIndex,
+  RedisLeaseStore,
+  RunStore,
+} from '../../libs/store/index.js';
 import {
   leaseForRunningRun,
   startTestBrowserWorker,
@@ -15,6 +20,8 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 import { createTestSession } from '../fixtures/run-store.js';
 
 const MINUTE_MS = 60_000;
+/** The run worker that executed every run here: its upkeep keeps their leases. */
+const RUN_WORKER = 'rw-batches';
 
 /**
  * The upkeep renews in batches, one `POST /v1/renewals` per browser worker per batch,
@@ -31,6 +38,7 @@ describe('lease upkeep in batches', () => {
   let runs: RunStore;
   let leases: RedisLeaseStore;
   let registry: BrowserWorkerRegistry;
+  let index: LeaseUpkeepIndex;
   let sessionId: string;
 
   beforeAll(async () => {
@@ -47,6 +55,7 @@ describe('lease upkeep in batches', () => {
     runs = new RunStore(redis, `${prefix}:`, clock.now);
     leases = new RedisLeaseStore(redis, `${prefix}:`);
     registry = new BrowserWorkerRegistry(redis, `${prefix}:`);
+    index = new LeaseUpkeepIndex(redis, `${prefix}:`, leases);
     sessionId = await createTestSession(runs, 't1', { instructions: 'work' });
   });
 
@@ -62,7 +71,8 @@ describe('lease upkeep in batches', () => {
     profiles += 1;
     const profileId = `batch-${profiles}`;
     const client = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
-    const { leaseId } = await leaseForRunningRun(client, runs, sessionId, profileId);
+    const { runId, leaseId } = await leaseForRunningRun(client, runs, sessionId, profileId);
+    await index.add(RUN_WORKER, runId, { profile: { tenant: 't1', id: profileId }, leaseId });
     return { profileId, leaseId };
   }
 
@@ -84,7 +94,7 @@ describe('lease upkeep in batches', () => {
     for (const seen of received.values()) seen.length = 0;
 
     const pass = await runLeaseUpkeep({
-      leases,
+      leases: index.forWorker(RUN_WORKER),
       runs,
       workers: registry,
       dataPlaneToken: TEST_TOKEN,
@@ -107,7 +117,7 @@ describe('lease upkeep in batches', () => {
     const [a] = workers as [TestBrowserWorker];
     const held = await leaseOn(a);
     clock.advance(11 * MINUTE_MS);
-    const live = await leases.listLiveLeases();
+    const live = await index.liveLeasesOf(RUN_WORKER);
     const real = live.find((lease) => lease.id === held.leaseId);
     if (!real) throw new Error('the lease is not listed');
     // A lease listed live that is gone by the time its renewal arrives (closed in between).

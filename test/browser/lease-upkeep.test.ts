@@ -3,7 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunView } from '../../libs/contracts/index.js';
 import { DataPlaneClient } from '../../libs/provider/index.js';
 import { runLeaseUpkeep } from '../../libs/runtime/index.js';
-import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import {
+  BrowserWorkerRegistry,
+  LeaseUpkeepIndex,
+  RedisLeaseStore,
+  RunStore,
+} from '../../libs/store/index.js';
 import {
   idemKey,
   startTestBrowserWorker,
@@ -14,6 +19,8 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
 const MINUTE_MS = 60_000;
+/** The run worker that executed every run here: its upkeep keeps their leases. */
+const RUN_WORKER = 'rw-upkeep';
 
 /** ADR-0127 d5–d6: the run workers' upkeep, against a real lease service on a clock the test moves. */
 describe('lease upkeep', () => {
@@ -23,6 +30,7 @@ describe('lease upkeep', () => {
   let store: RunStore;
   let leases: RedisLeaseStore;
   let registry: BrowserWorkerRegistry;
+  let index: LeaseUpkeepIndex;
   let admin: DataPlaneClient;
   let sessionId: string;
 
@@ -32,6 +40,7 @@ describe('lease upkeep', () => {
     store = new RunStore(redis, `${prefix}:`, worker.clock.now);
     leases = new RedisLeaseStore(redis, `${prefix}:`);
     registry = new BrowserWorkerRegistry(redis, `${prefix}:`);
+    index = new LeaseUpkeepIndex(redis, `${prefix}:`, leases);
     admin = new DataPlaneClient({ baseUrl: worker.url, token: TEST_TOKEN });
     sessionId = await createTestSession(store, 't1', { instructions: 'work' });
   });
@@ -44,7 +53,7 @@ describe('lease upkeep', () => {
 
   const pass = () =>
     runLeaseUpkeep({
-      leases,
+      leases: index.forWorker(RUN_WORKER),
       runs: store,
       workers: registry,
       dataPlaneToken: TEST_TOKEN,
@@ -100,6 +109,11 @@ describe('lease upkeep', () => {
       },
       idemKey(),
     );
+    // As the run worker's acquisition notes it: in its upkeep index.
+    await index.add(RUN_WORKER, run.id, {
+      profile: { tenant: 't1', id: profileId },
+      leaseId: lease.lease_id,
+    });
     return { run, profileId, leaseId: lease.lease_id };
   }
 

@@ -11,7 +11,12 @@ import {
   runLeaseUpkeep,
 } from '../../libs/runtime/index.js';
 import { type ExecutionDeps, executeRun } from '../../libs/runtime/worker/index.js';
-import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import {
+  BrowserWorkerRegistry,
+  LeaseUpkeepIndex,
+  RedisLeaseStore,
+  RunStore,
+} from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
 import { createRunsQueue, enqueueExecution, type RunsQueue } from '../../queues/index.js';
@@ -59,17 +64,22 @@ describe('ADR-0127 faults at the end of an execution', () => {
   }
 
   /** One run worker's execution dependencies, on a Redis connection of its own. */
+  const RUN_WORKER_ID = 'rw-chaos';
+
   function runWorker(wrap: (store: RunStore) => RunStore = (own) => own): ExecutionDeps {
     const redis = connection();
     const queue = createRunsQueue(redis, prefix);
     queues.push(queue);
     const store = wrap(new RunStore(redis, `${prefix}:`));
+    const profiles = new RedisLeaseStore(redis, `${prefix}:`);
     return {
       config,
       store,
+      // Every execution here runs in one run worker: its leases go to that worker's upkeep index.
+      upkeep: { workerId: RUN_WORKER_ID, index: new LeaseUpkeepIndex(redis, `${prefix}:`, profiles) },
       transcripts: new RunTranscripts(redis, `${prefix}:`),
       registry: new BrowserWorkerRegistry(redis, `${prefix}:`),
-      profiles: new RedisLeaseStore(redis, `${prefix}:`),
+      profiles,
       lifecycle: new RunLifecycle({ store, enqueue: (run) => enqueueExecution(queue, run) }),
       logger: silentLogger(),
     };
@@ -306,7 +316,15 @@ describe('ADR-0127 faults at the end of an execution', () => {
       state: 'live',
     });
 
-    const pass = await runLeaseUpkeep({ leases, runs: store, workers: registry, dataPlaneToken: TEST_TOKEN });
+    // The lease is in the upkeep index of the run worker that executed the run, and no other's.
+    const index = new LeaseUpkeepIndex(connection(), `${prefix}:`, leases);
+    expect((await index.liveLeasesOf('rw-other')).map((lease) => lease.id)).not.toContain(kept?.id);
+    const pass = await runLeaseUpkeep({
+      leases: index.forWorker(RUN_WORKER_ID),
+      runs: store,
+      workers: registry,
+      dataPlaneToken: TEST_TOKEN,
+    });
     expect(pass.closed).toContain(kept?.id);
     expect(await leases.getLease({ tenant: 't1', id: profileId }, kept?.id ?? '')).toMatchObject({
       state: 'closed',

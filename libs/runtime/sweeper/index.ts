@@ -10,3 +10,4 @@ export {
 } from './failed-job-walk.js';
 export { SweepPass, type SweepPassDeps, type SweepStore } from './sweep-pass.js';
 export { createSweeperMetrics, type SweeperMetrics } from './sweeper-metrics.js';
+export { handOverOrphanedLeases, type UpkeepHandover, type UpkeepHandoverDeps } from './upkeep-handover.js';

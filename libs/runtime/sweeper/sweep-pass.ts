@@ -19,6 +19,7 @@ import type { SweepErrorReporter } from './error-reporter.js';
 import type { FailedJobWalk } from './failed-job-walk.js';
 import { type PersonDue, type PersonSweepDeps, settlePersonDue } from './person-sweep.js';
 import type { SweeperMetrics } from './sweeper-metrics.js';
+import { handOverOrphanedLeases, type UpkeepHandoverDeps } from './upkeep-handover.js';
 
 /** The run store calls of every sweep (the run store fits). */
 export type SweepStore = DeadlineSweepStore &
@@ -51,6 +52,8 @@ export interface SweepPassDeps {
    * their time are handed back. Absent, neither is settled.
    */
   person?: Pick<PersonSweepDeps, 'store' | 'pageControl' | 'metrics'>;
+  /** The run workers' roster and upkeep index: a gone worker's leases go to a live one. Absent, they are left. */
+  upkeep?: UpkeepHandoverDeps;
 }
 
 /**
@@ -81,7 +84,25 @@ export class SweepPass {
     await this.#staleApprovals();
     await this.#orphans();
     await this.#followUps();
+    await this.#upkeepHandover();
     await this.#artifacts();
+  }
+
+  /** ADR-0127 d6: each gone run worker's leases into a live run worker's upkeep, once a pass. */
+  async #upkeepHandover(): Promise<void> {
+    const { upkeep, log } = this.#deps;
+    if (!upkeep) return;
+    try {
+      const handover = await handOverOrphanedLeases(upkeep);
+      for (const moved of handover.moved) log.warn(moved, "a gone run worker's leases went to a live one");
+      if (handover.stranded.length > 0)
+        log.warn(
+          { workers: handover.stranded },
+          "no run worker is alive to keep a gone one's leases up; they expire unless one starts",
+        );
+    } catch (error) {
+      log.error({ err: error }, 'upkeep handover failed; it is tried again next pass');
+    }
   }
 
   async #artifacts(): Promise<void> {

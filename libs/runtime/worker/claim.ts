@@ -21,6 +21,8 @@ export interface ClaimDeps {
   store: Pick<RunStore, 'claimRun'>;
   /** `leasehold_run_queue_wait_seconds`: from the run becoming queued to this claim, in seconds. */
   queueWait?: Pick<Histogram, 'observe'> | undefined;
+  /** This run worker in the upkeep's index: a claimed run's lease moves to it (ADR-0127 d6). */
+  upkeep?: { workerId: string } | undefined;
 }
 
 /**
@@ -39,6 +41,7 @@ export async function claimExecution(
   const ownerToken = `${job.id}:${token ?? 'none'}`;
   const claim = await store.claimRun(data.runId, data.execution, ownerToken, {
     takeOver: (job.stalledCounter ?? 0) > 0,
+    ...(deps.upkeep ? { workerId: deps.upkeep.workerId } : {}),
   });
   if (!claim.ok)
     return {

@@ -1,6 +1,11 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../config/index.js';
-import type { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../store/index.js';
+import type {
+  BrowserWorkerRegistry,
+  LeaseUpkeepIndex,
+  RedisLeaseStore,
+  RunStore,
+} from '../../store/index.js';
 import type { McpTurns } from '../../store/mcp-turns.js';
 import type { RunTranscripts } from '../../store/run-transcript.js';
 import type { ModelMetrics } from '../model-metrics.js';
@@ -14,6 +19,11 @@ export interface ExecutionDeps {
   store: RunStore;
   transcripts: RunTranscripts;
   registry: BrowserWorkerRegistry;
+  /**
+   * This run worker's upkeep index (ADR-0127 d6): a lease acquired for a run executed here is kept
+   * up by this worker, and a run claimed here brings its lease along. Absent, no lease is indexed.
+   */
+  upkeep?: { workerId: string; index: Pick<LeaseUpkeepIndex, 'add'> } | undefined;
   /** Profiles, for the origins a bound run's model is told it may visit. */
   profiles: Pick<RedisLeaseStore, 'allowedOrigins'>;
   /**

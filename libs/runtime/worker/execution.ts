@@ -1,5 +1,5 @@
 import type { RunView } from '../../contracts/index.js';
-import { BOUNDED_ACQUIRE_RETRY, BrowserLeaseProvider } from '../../provider/index.js';
+import { BOUNDED_ACQUIRE_RETRY, BrowserLeaseProvider, type HeldLease } from '../../provider/index.js';
 import {
   BrowserToolExecutor,
   DELEGATE_TOOL_NAME,
@@ -161,6 +161,21 @@ export async function executeRunToEnd(
   return { end, after };
 }
 
+/**
+ * ADR-0127 d6: a lease this worker acquired for a run is kept up by this worker. Noted once per
+ * lease: a provider holds one lease until it drops it, and a reattach after a drop is noted again.
+ */
+function upkeepNote(
+  upkeep: NonNullable<ExecutionDeps['upkeep']>,
+  run: Pick<RunView, 'id' | 'tenant'>,
+): (lease: Readonly<HeldLease>) => Promise<void> {
+  return (lease) =>
+    upkeep.index.add(upkeep.workerId, run.id, {
+      profile: { tenant: run.tenant, id: lease.profileId },
+      leaseId: lease.leaseId,
+    });
+}
+
 /** The run's lease provider: a bound run's, where this deployment has a data plane. */
 function leaseProvider(
   deps: ExecutionDeps,
@@ -176,6 +191,7 @@ function leaseProvider(
     token,
     // ADR-0127 d7: another run's lease is sealed and replaced only once that run is done with its page.
     holderNeedsPage: (holderId) => deps.lifecycle.holderNeedsPage(holderId),
+    ...(deps.upkeep ? { onLeaseHeld: upkeepNote(deps.upkeep, run) } : {}),
     // ADR-0177: acquisition alone is retried, three attempts at most, each failure on the run's events.
     acquireRetry: BOUNDED_ACQUIRE_RETRY,
     onAcquireAttempt: async (diagnostic) => {
