@@ -22,30 +22,14 @@ import {
 } from '../fixtures/model-server.js';
 import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { storedValues } from '../fixtures/redis-values.js';
 import { restClient } from '../fixtures/rest.js';
-import { storedText } from '../fixtures/stored-text.js';
 
 /** Ada's password: typed by the person alone, into the page, never given to the run. */
 const PASSWORD = 'Heron-velvet-5302-quill';
 const SIGN_IN = 'Sign in for me';
 const ACT_WHILE_HELD = 'Search while a person holds the page';
 const PAUSE_RUNNING = 'Look twice, and let a person in between';
-
-/** Every value stored under `prefix:`, whatever its type, as text (packed values inflated). */
-async function storedValues(redis: Redis, prefix: string): Promise<string[]> {
-  const values: string[] = [];
-  for (const key of await redis.keys(`${prefix}:*`)) {
-    const type = await redis.type(key);
-    if (type === 'string') values.push(storedText((await redis.getBuffer(key)) ?? Buffer.alloc(0)));
-    else if (type === 'hash')
-      values.push(...Object.values(await redis.hgetallBuffer(key)).map((value) => storedText(value)));
-    else if (type === 'list') values.push(...(await redis.lrangeBuffer(key, 0, -1)).map(storedText));
-    else if (type === 'set') values.push(...(await redis.smembers(key)));
-    else if (type === 'zset') values.push(...(await redis.zrange(key, 0, -1)));
-    else if (type === 'stream') values.push(JSON.stringify(await redis.xrange(key, '-', '+')));
-  }
-  return values;
-}
 
 function toolResults(body: ChatRequestBody): Array<{ ok: boolean; code?: string; result?: unknown }> {
   return body.messages
@@ -354,7 +338,9 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
     // Logs and every Redis value of the fleet (transcripts, steps, events, approvals included).
     expect(logLines.length).toBeGreaterThan(0);
     expect(logLines.filter((line) => line.includes(PASSWORD))).toEqual([]);
-    expect((await storedValues(redis, prefix)).filter((value) => value.includes(PASSWORD))).toEqual([]);
+    expect(
+      [...(await storedValues(redis, prefix)).values()].filter((value) => value.includes(PASSWORD)),
+    ).toEqual([]);
   });
 
   it('refuses the run’s own act before dispatch while a person holds its page', async () => {

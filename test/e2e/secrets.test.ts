@@ -17,8 +17,8 @@ import {
 } from '../fixtures/model-server.js';
 import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { storedValues } from '../fixtures/redis-values.js';
 import { restClient } from '../fixtures/rest.js';
-import { storedText } from '../fixtures/stored-text.js';
 
 /** Ada's password: given to the run as a declared secret only, never to its model. */
 const PASSWORD = 'Quartz-zebra-4711-lantern';
@@ -26,29 +26,6 @@ const PASSWORD = 'Quartz-zebra-4711-lantern';
 const HINTED = 'gan9-ferry';
 /** Cy's password: in the run's input, typed by the model into a form the site sends with GET. */
 const TYPED = 'Opal tide&77';
-
-/** Every value stored under `prefix:`, whatever its type, as text (packed values inflated). */
-async function storedValues(redis: Redis, prefix: string): Promise<Map<string, string>> {
-  const values = new Map<string, string>();
-  for (const key of await redis.keys(`${prefix}:*`)) {
-    const type = await redis.type(key);
-    if (type === 'string') values.set(key, storedText((await redis.getBuffer(key)) ?? Buffer.alloc(0)));
-    else if (type === 'hash')
-      values.set(
-        key,
-        JSON.stringify(
-          Object.entries(await redis.hgetallBuffer(key)).map(([field, value]) => [field, storedText(value)]),
-        ),
-      );
-    else if (type === 'list')
-      values.set(key, JSON.stringify((await redis.lrangeBuffer(key, 0, -1)).map(storedText)));
-    else if (type === 'set') values.set(key, JSON.stringify(await redis.smembers(key)));
-    else if (type === 'zset') values.set(key, JSON.stringify(await redis.zrange(key, 0, -1, 'WITHSCORES')));
-    else if (type === 'stream') values.set(key, JSON.stringify(await redis.xrange(key, '-', '+')));
-    else values.set(key, `unread ${type}`);
-  }
-  return values;
-}
 
 /** The tool results the model was sent in this request, in order (`{ok, code?, result?}`). */
 function toolResults(body: ChatRequestBody): Array<{ ok: boolean; code?: string; result?: unknown }> {
