@@ -1,9 +1,7 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type SweeperHandle, startSweeper } from '../../apps/sweeper/sweeper.js';
-import { loadConfig } from '../../libs/config/index.js';
-import { createMetrics } from '../../libs/telemetry/index.js';
-import { testRedisUrl } from '../fixtures/redis.js';
+import type { SweeperHandle } from '../../apps/sweeper/sweeper.js';
+import { startTestSweeper } from '../fixtures/sweeper.js';
 import { type ApiRig, nestedJson, startApiRig } from './api-rig.js';
 
 /**
@@ -152,18 +150,7 @@ describe('the sweeper and a stored record it cannot read', { timeout: 30_000 }, 
 
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-    sweeper = await startSweeper({
-      config: loadConfig({
-        REDIS_URL: testRedisUrl(),
-        LEASEHOLD_KEY_PREFIX: `${rig.prefix}:`,
-        QUEUE_PREFIX: rig.prefix,
-        SWEEP_INTERVAL_MS: '100',
-        LOG_LEVEL: 'silent',
-      }),
-      logger,
-      metrics: createMetrics({ role: 'sweeper' }),
-      redisUrl: testRedisUrl(),
-    });
+    sweeper = await startTestSweeper(rig.prefix, { logger, intervalMs: 100 });
     // About fifteen passes.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
 
