@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import pino from 'pino';
@@ -24,6 +22,7 @@ import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { storedValues } from '../fixtures/redis-values.js';
 import { restClient } from '../fixtures/rest.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
 
 /** Ada's password: typed by the person alone, into the page, never given to the run. */
 const PASSWORD = 'Heron-velvet-5302-quill';
@@ -51,11 +50,10 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
   const prefix = uniquePrefix('person');
   const token = randomBytes(32).toString('base64url');
   const logLines: string[] = [];
-  const hooked: string[] = [];
   let fleet: FleetHandle;
   let site: LoginSite;
   let model: ModelServer;
-  let receiver: Server;
+  let receiver: WebhookReceiver;
   let opsDir: string;
   let redis: Redis;
   let eveKey: string;
@@ -116,18 +114,7 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
         return { content: `no play for ${input}` };
       },
     });
-    receiver = createServer((request, response) => {
-      let body = '';
-      request.setEncoding('utf8');
-      request.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      request.on('end', () => {
-        hooked.push(body);
-        response.end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiver = await startWebhookReceiver();
     opsDir = writeOpsDir(`${SCRIPTED_MODELS_YAML}
   agent:
     provider: openai-compatible
@@ -176,7 +163,7 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
       201,
     );
     const hook = await api('POST', '/v1/webhooks', {
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      url: receiver.url,
     });
     expect(hook.status).toBe(201);
   });
@@ -187,7 +174,7 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
     await fleet?.close();
     await site?.close();
     await model?.close();
-    await new Promise((resolve) => receiver?.close(resolve));
+    await receiver?.close();
     if (opsDir) rmSync(opsDir, { recursive: true, force: true });
     if (redis) {
       await deletePrefixedKeys(redis, prefix);
@@ -331,9 +318,9 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
       expect(events).toContain(type);
     expect(events).not.toContain(PASSWORD);
     await expect
-      .poll(() => hooked.some((body) => body.includes(runId) && body.includes('person.requested')))
+      .poll(() => receiver.got.some(({ body }) => body.includes(runId) && body.includes('person.requested')))
       .toBe(true);
-    expect(hooked.filter((body) => body.includes(PASSWORD))).toEqual([]);
+    expect(receiver.got.filter(({ body }) => body.includes(PASSWORD))).toEqual([]);
 
     // Logs and every Redis value of the fleet (transcripts, steps, events, approvals included).
     expect(logLines.length).toBeGreaterThan(0);

@@ -1,6 +1,4 @@
 import { rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import pino from 'pino';
@@ -19,6 +17,7 @@ import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { storedValues } from '../fixtures/redis-values.js';
 import { restClient } from '../fixtures/rest.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
 
 /** Ada's password: given to the run as a declared secret only, never to its model. */
 const PASSWORD = 'Quartz-zebra-4711-lantern';
@@ -112,11 +111,10 @@ describe('secrets by name: typed by the browser worker, never seen or kept (DESI
 }, () => {
   const prefix = uniquePrefix('secrets');
   const logLines: string[] = [];
-  const hooked: string[] = [];
   let fleet: FleetHandle;
   let site: LoginSite;
   let model: ModelServer;
-  let receiver: Server;
+  let receiver: WebhookReceiver;
   let opsDir: string;
   let redis: Redis;
   const { call, waitForStatus } = restClient(
@@ -136,18 +134,7 @@ describe('secrets by name: typed by the browser worker, never seen or kept (DESI
         return step(body);
       },
     });
-    receiver = createServer((request, response) => {
-      let body = '';
-      request.setEncoding('utf8');
-      request.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      request.on('end', () => {
-        hooked.push(body);
-        response.end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiver = await startWebhookReceiver();
     opsDir = writeOpsDir(`${SCRIPTED_MODELS_YAML}
   agent:
     provider: openai-compatible
@@ -181,7 +168,7 @@ describe('secrets by name: typed by the browser worker, never seen or kept (DESI
       201,
     );
     const hook = await call('POST', '/v1/webhooks', {
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      url: receiver.url,
     });
     expect(hook.status).toBe(201);
   });
@@ -190,7 +177,7 @@ describe('secrets by name: typed by the browser worker, never seen or kept (DESI
     await fleet?.close();
     await site?.close();
     await model?.close();
-    await new Promise((resolve) => receiver?.close(resolve));
+    await receiver?.close();
     if (opsDir) rmSync(opsDir, { recursive: true, force: true });
     if (redis) {
       await deletePrefixedKeys(redis, prefix);
@@ -278,9 +265,9 @@ describe('secrets by name: typed by the browser worker, never seen or kept (DESI
 
     // Webhooks: run.ended of this run was delivered, and no body holds the value.
     await expect
-      .poll(() => hooked.some((body) => body.includes(runId) && body.includes('run.ended')))
+      .poll(() => receiver.got.some(({ body }) => body.includes(runId) && body.includes('run.ended')))
       .toBe(true);
-    expect(hooked.filter((body) => body.includes(PASSWORD))).toEqual([]);
+    expect(receiver.got.filter(({ body }) => body.includes(PASSWORD))).toEqual([]);
 
     // Logs: every line the fleet wrote at debug.
     expect(logLines.length).toBeGreaterThan(0);
