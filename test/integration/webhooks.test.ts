@@ -28,8 +28,6 @@ import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redi
 import { createTestSession, ran, submitStoreRun } from '../fixtures/run-store.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('webhooks: signed deliveries of what the lifecycle tells, retried, once per event', () => {
   const prefix = uniquePrefix('webhooks');
   const config = loadConfig({
@@ -178,8 +176,16 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
       (list) => list.length >= 1,
       10_000,
     );
-    // Room for a second delivery of either event to arrive, were there one.
-    await sleep(1_500);
+    // Every delivery job ran: none is left to bring a second of either event. (Each follow-up above
+    // was awaited, so any job it added is in the queue by now.)
+    const deliveries = createWebhooksQueue(redis, prefix);
+    await expect
+      .poll(async () => {
+        const counts = await deliveries.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+        return Object.values(counts).reduce((sum, count) => sum + count, 0);
+      })
+      .toBe(0);
+    await deliveries.close();
     const events = all.got.map((delivery) => webhookEventSchema.parse(JSON.parse(delivery.body)));
     expect(events.map(({ type, approval_id }) => ({ type, approval_id }))).toEqual([
       { type: 'approval.requested', approval_id: approvalId },
