@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TranscriptEntry } from '../../libs/runtime/index.js';
 import type { RunStore } from '../../libs/store/index.js';
@@ -6,27 +5,7 @@ import type { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { type RigRunSide, startRigRunSide, submitTestRun } from '../fixtures/execute-run.js';
 import { ACT_PATH, type LeaseRig, NAVIGATE_PATH, OBSERVE_PATH } from '../fixtures/lease-rig.js';
 import { uniquePrefix } from '../fixtures/redis.js';
-import { storedText } from '../fixtures/stored-text.js';
-
-/** Every value stored under `prefix`, whatever its type, as one text. */
-async function everythingStored(redis: Redis, prefix: string): Promise<{ keys: string[]; text: string }> {
-  const keys = await redis.keys(`${prefix}*`);
-  const values: unknown[] = [];
-  for (const key of keys) {
-    const type = await redis.type(key);
-    if (type === 'string') values.push(await redis.get(key));
-    // Packed values inflated: the scan reads what they hold.
-    else if (type === 'hash')
-      values.push(
-        Object.entries(await redis.hgetallBuffer(key)).map(([field, value]) => [field, storedText(value)]),
-      );
-    else if (type === 'list') values.push((await redis.lrangeBuffer(key, 0, -1)).map(storedText));
-    else if (type === 'set') values.push(await redis.smembers(key));
-    else if (type === 'zset') values.push(await redis.zrange(key, 0, -1, 'WITHSCORES'));
-    else if (type === 'stream') values.push(await redis.xrange(key, '-', '+'));
-  }
-  return { keys, text: JSON.stringify(values) };
-}
+import { storedValues } from '../fixtures/redis-values.js';
 
 /**
  * ADR-0130 d7: "A tool may attach an evidence key to a successful result. The platform computes it,
@@ -95,12 +74,12 @@ describe('the evidence key stays with the platform', () => {
     expect(JSON.stringify(tools)).toContain('Pick the word');
     expect((await store.readEvents(submitted.id)).length).toBeGreaterThan(0);
 
-    const stored = await everythingStored(rig.redis, rig.keyPrefix);
+    const stored = [...(await storedValues(rig.redis, rig.keyPrefix)).values()].join('\n');
     for (const key of evidenceKeys) {
       expect(JSON.stringify(ledger)).not.toContain(key);
       expect(JSON.stringify(tools)).not.toContain(key);
       expect(JSON.stringify(await store.readEvents(submitted.id))).not.toContain(key);
-      expect(stored.text).not.toContain(key);
+      expect(stored).not.toContain(key);
     }
   });
 });

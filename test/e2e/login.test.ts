@@ -8,33 +8,10 @@ import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { type LoginSite, startLoginSite } from '../fixtures/login-site.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { storedValues } from '../fixtures/redis-values.js';
 import { restClient } from '../fixtures/rest.js';
-import { storedText } from '../fixtures/stored-text.js';
 
 const PASSWORD = 'Quartz-zebra-4711-lantern';
-
-/** Every value stored under `prefix:`, whatever its type, as text (packed values inflated). */
-async function storedValues(redis: Redis, prefix: string): Promise<Map<string, string>> {
-  const values = new Map<string, string>();
-  for (const key of await redis.keys(`${prefix}:*`)) {
-    const type = await redis.type(key);
-    if (type === 'string') values.set(key, storedText((await redis.getBuffer(key)) ?? Buffer.alloc(0)));
-    else if (type === 'hash')
-      values.set(
-        key,
-        JSON.stringify(
-          Object.entries(await redis.hgetallBuffer(key)).map(([field, value]) => [field, storedText(value)]),
-        ),
-      );
-    else if (type === 'list')
-      values.set(key, JSON.stringify((await redis.lrangeBuffer(key, 0, -1)).map(storedText)));
-    else if (type === 'set') values.set(key, JSON.stringify(await redis.smembers(key)));
-    else if (type === 'zset') values.set(key, JSON.stringify(await redis.zrange(key, 0, -1, 'WITHSCORES')));
-    else if (type === 'stream') values.set(key, JSON.stringify(await redis.xrange(key, '-', '+')));
-    else values.set(key, `unread ${type}`);
-  }
-  return values;
-}
 
 /**
  * A scripted run signs in on a real login page — a password field as

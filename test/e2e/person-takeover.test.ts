@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import pino from 'pino';
@@ -22,30 +20,15 @@ import {
 } from '../fixtures/model-server.js';
 import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { storedValues } from '../fixtures/redis-values.js';
 import { restClient } from '../fixtures/rest.js';
-import { storedText } from '../fixtures/stored-text.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
 
 /** Ada's password: typed by the person alone, into the page, never given to the run. */
 const PASSWORD = 'Heron-velvet-5302-quill';
 const SIGN_IN = 'Sign in for me';
 const ACT_WHILE_HELD = 'Search while a person holds the page';
 const PAUSE_RUNNING = 'Look twice, and let a person in between';
-
-/** Every value stored under `prefix:`, whatever its type, as text (packed values inflated). */
-async function storedValues(redis: Redis, prefix: string): Promise<string[]> {
-  const values: string[] = [];
-  for (const key of await redis.keys(`${prefix}:*`)) {
-    const type = await redis.type(key);
-    if (type === 'string') values.push(storedText((await redis.getBuffer(key)) ?? Buffer.alloc(0)));
-    else if (type === 'hash')
-      values.push(...Object.values(await redis.hgetallBuffer(key)).map((value) => storedText(value)));
-    else if (type === 'list') values.push(...(await redis.lrangeBuffer(key, 0, -1)).map(storedText));
-    else if (type === 'set') values.push(...(await redis.smembers(key)));
-    else if (type === 'zset') values.push(...(await redis.zrange(key, 0, -1)));
-    else if (type === 'stream') values.push(JSON.stringify(await redis.xrange(key, '-', '+')));
-  }
-  return values;
-}
 
 function toolResults(body: ChatRequestBody): Array<{ ok: boolean; code?: string; result?: unknown }> {
   return body.messages
@@ -67,11 +50,10 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
   const prefix = uniquePrefix('person');
   const token = randomBytes(32).toString('base64url');
   const logLines: string[] = [];
-  const hooked: string[] = [];
   let fleet: FleetHandle;
   let site: LoginSite;
   let model: ModelServer;
-  let receiver: Server;
+  let receiver: WebhookReceiver;
   let opsDir: string;
   let redis: Redis;
   let eveKey: string;
@@ -132,18 +114,7 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
         return { content: `no play for ${input}` };
       },
     });
-    receiver = createServer((request, response) => {
-      let body = '';
-      request.setEncoding('utf8');
-      request.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      request.on('end', () => {
-        hooked.push(body);
-        response.end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiver = await startWebhookReceiver();
     opsDir = writeOpsDir(`${SCRIPTED_MODELS_YAML}
   agent:
     provider: openai-compatible
@@ -192,7 +163,7 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
       201,
     );
     const hook = await api('POST', '/v1/webhooks', {
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      url: receiver.url,
     });
     expect(hook.status).toBe(201);
   });
@@ -203,7 +174,7 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
     await fleet?.close();
     await site?.close();
     await model?.close();
-    await new Promise((resolve) => receiver?.close(resolve));
+    await receiver?.close();
     if (opsDir) rmSync(opsDir, { recursive: true, force: true });
     if (redis) {
       await deletePrefixedKeys(redis, prefix);
@@ -347,14 +318,16 @@ describe('a person on the run’s page: asked for, taken over, handed back', { t
       expect(events).toContain(type);
     expect(events).not.toContain(PASSWORD);
     await expect
-      .poll(() => hooked.some((body) => body.includes(runId) && body.includes('person.requested')))
+      .poll(() => receiver.got.some(({ body }) => body.includes(runId) && body.includes('person.requested')))
       .toBe(true);
-    expect(hooked.filter((body) => body.includes(PASSWORD))).toEqual([]);
+    expect(receiver.got.filter(({ body }) => body.includes(PASSWORD))).toEqual([]);
 
     // Logs and every Redis value of the fleet (transcripts, steps, events, approvals included).
     expect(logLines.length).toBeGreaterThan(0);
     expect(logLines.filter((line) => line.includes(PASSWORD))).toEqual([]);
-    expect((await storedValues(redis, prefix)).filter((value) => value.includes(PASSWORD))).toEqual([]);
+    expect(
+      [...(await storedValues(redis, prefix)).values()].filter((value) => value.includes(PASSWORD)),
+    ).toEqual([]);
   });
 
   it('refuses the run’s own act before dispatch while a person holds its page', async () => {

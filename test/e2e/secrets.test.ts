@@ -1,6 +1,4 @@
 import { rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import pino from 'pino';
@@ -17,8 +15,9 @@ import {
 } from '../fixtures/model-server.js';
 import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { storedValues } from '../fixtures/redis-values.js';
 import { restClient } from '../fixtures/rest.js';
-import { storedText } from '../fixtures/stored-text.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
 
 /** Ada's password: given to the run as a declared secret only, never to its model. */
 const PASSWORD = 'Quartz-zebra-4711-lantern';
@@ -26,29 +25,6 @@ const PASSWORD = 'Quartz-zebra-4711-lantern';
 const HINTED = 'gan9-ferry';
 /** Cy's password: in the run's input, typed by the model into a form the site sends with GET. */
 const TYPED = 'Opal tide&77';
-
-/** Every value stored under `prefix:`, whatever its type, as text (packed values inflated). */
-async function storedValues(redis: Redis, prefix: string): Promise<Map<string, string>> {
-  const values = new Map<string, string>();
-  for (const key of await redis.keys(`${prefix}:*`)) {
-    const type = await redis.type(key);
-    if (type === 'string') values.set(key, storedText((await redis.getBuffer(key)) ?? Buffer.alloc(0)));
-    else if (type === 'hash')
-      values.set(
-        key,
-        JSON.stringify(
-          Object.entries(await redis.hgetallBuffer(key)).map(([field, value]) => [field, storedText(value)]),
-        ),
-      );
-    else if (type === 'list')
-      values.set(key, JSON.stringify((await redis.lrangeBuffer(key, 0, -1)).map(storedText)));
-    else if (type === 'set') values.set(key, JSON.stringify(await redis.smembers(key)));
-    else if (type === 'zset') values.set(key, JSON.stringify(await redis.zrange(key, 0, -1, 'WITHSCORES')));
-    else if (type === 'stream') values.set(key, JSON.stringify(await redis.xrange(key, '-', '+')));
-    else values.set(key, `unread ${type}`);
-  }
-  return values;
-}
 
 /** The tool results the model was sent in this request, in order (`{ok, code?, result?}`). */
 function toolResults(body: ChatRequestBody): Array<{ ok: boolean; code?: string; result?: unknown }> {
@@ -135,11 +111,10 @@ describe('secrets by name: typed by the browser worker, never seen or kept (DESI
 }, () => {
   const prefix = uniquePrefix('secrets');
   const logLines: string[] = [];
-  const hooked: string[] = [];
   let fleet: FleetHandle;
   let site: LoginSite;
   let model: ModelServer;
-  let receiver: Server;
+  let receiver: WebhookReceiver;
   let opsDir: string;
   let redis: Redis;
   const { call, waitForStatus } = restClient(
@@ -159,18 +134,7 @@ describe('secrets by name: typed by the browser worker, never seen or kept (DESI
         return step(body);
       },
     });
-    receiver = createServer((request, response) => {
-      let body = '';
-      request.setEncoding('utf8');
-      request.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      request.on('end', () => {
-        hooked.push(body);
-        response.end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiver = await startWebhookReceiver();
     opsDir = writeOpsDir(`${SCRIPTED_MODELS_YAML}
   agent:
     provider: openai-compatible
@@ -204,7 +168,7 @@ describe('secrets by name: typed by the browser worker, never seen or kept (DESI
       201,
     );
     const hook = await call('POST', '/v1/webhooks', {
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      url: receiver.url,
     });
     expect(hook.status).toBe(201);
   });
@@ -213,7 +177,7 @@ describe('secrets by name: typed by the browser worker, never seen or kept (DESI
     await fleet?.close();
     await site?.close();
     await model?.close();
-    await new Promise((resolve) => receiver?.close(resolve));
+    await receiver?.close();
     if (opsDir) rmSync(opsDir, { recursive: true, force: true });
     if (redis) {
       await deletePrefixedKeys(redis, prefix);
@@ -301,9 +265,9 @@ describe('secrets by name: typed by the browser worker, never seen or kept (DESI
 
     // Webhooks: run.ended of this run was delivered, and no body holds the value.
     await expect
-      .poll(() => hooked.some((body) => body.includes(runId) && body.includes('run.ended')))
+      .poll(() => receiver.got.some(({ body }) => body.includes(runId) && body.includes('run.ended')))
       .toBe(true);
-    expect(hooked.filter((body) => body.includes(PASSWORD))).toEqual([]);
+    expect(receiver.got.filter(({ body }) => body.includes(PASSWORD))).toEqual([]);
 
     // Logs: every line the fleet wrote at debug.
     expect(logLines.length).toBeGreaterThan(0);

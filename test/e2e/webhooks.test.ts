@@ -3,12 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
-import { type WebhookEvent, webhookEventSchema } from '../../libs/contracts/index.js';
+import { webhookEventSchema } from '../../libs/contracts/index.js';
 import { standardWebhookKey, verifyWebhookSignature } from '../../libs/runtime/webhooks/index.js';
 import { eventually } from '../fixtures/eventually.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
 
 /** True when the Standard Webhooks reference library accepts the delivery's headers. */
 function standardlyVerified(secret: string, body: string, headers: Record<string, string>): boolean {
@@ -34,40 +35,22 @@ describe('webhooks through the fleet: approval.requested and run.ended, signed, 
     () => fleet.apiKey,
   );
   let site: Server;
-  let receiver: Server;
+  let receiver: WebhookReceiver;
   let origin: string;
   let secret: string;
-  const told: Array<{ event: WebhookEvent; verified: boolean; delivery: string }> = [];
 
   beforeAll(async () => {
     site = createServer((_request, response) => {
       response.setHeader('content-type', 'text/html');
       response.end('<!doctype html><title>One button</title><h1>One button</h1><button>One</button>');
     });
-    receiver = createServer((request, response) => {
-      let body = '';
-      request.setEncoding('utf8');
-      request.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      request.on('end', () => {
-        told.push({
-          event: webhookEventSchema.parse(JSON.parse(body)),
-          verified:
-            standardlyVerified(secret, body, request.headers as Record<string, string>) &&
-            verifyWebhookSignature(secret, body, String(request.headers['leasehold-signature'])),
-          delivery: String(request.headers['leasehold-delivery']),
-        });
-        response.end();
-      });
-    });
-    for (const server of [site, receiver])
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    receiver = await startWebhookReceiver();
     origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
     // The receiver is on loopback: a fleet refuses it unless told this is a local receiver.
     fleet = await startTestFleet(uniquePrefix('webhooks-e2e'), { LEASEHOLD_WEBHOOKS_ALLOW_PRIVATE: 'true' });
     const hook = await call('POST', '/v1/webhooks', {
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      url: receiver.url,
     });
     expect(hook.status).toBe(201);
     secret = hook.body.secret;
@@ -75,7 +58,8 @@ describe('webhooks through the fleet: approval.requested and run.ended, signed, 
 
   afterAll(async () => {
     await fleet?.close();
-    for (const server of [site, receiver]) await new Promise((resolve) => server?.close(resolve));
+    await new Promise((resolve) => site?.close(resolve));
+    await receiver?.close();
   });
 
   async function submit(name: string, steps: unknown[]): Promise<string> {
@@ -97,7 +81,17 @@ describe('webhooks through the fleet: approval.requested and run.ended, signed, 
     return run.body.id;
   }
 
-  const toldOf = (runId: string) => told.filter((entry) => entry.event.run_id === runId);
+  /** What the receiver was told of the run: each event, whether its signature holds, its delivery id. */
+  const toldOf = (runId: string) =>
+    receiver.got
+      .map(({ headers, body }) => ({
+        event: webhookEventSchema.parse(JSON.parse(body)),
+        verified:
+          standardlyVerified(secret, body, headers as Record<string, string>) &&
+          verifyWebhookSignature(secret, body, String(headers['leasehold-signature'])),
+        delivery: String(headers['leasehold-delivery']),
+      }))
+      .filter((entry) => entry.event.run_id === runId);
 
   it('tells a parked run’s approval, then its end, once each and signed', async () => {
     const runId = await submit('told', [

@@ -10,17 +10,14 @@ import { createMetrics } from '../../libs/telemetry/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { storedValues } from '../fixtures/redis-values.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** Every string a stored record of this prefix holds: its key names and, for hashes, every field and value. */
+/** Every key name of this prefix and every value it holds, as one text. */
 async function storedText(redis: Redis, prefix: string): Promise<string> {
-  const names = await redis.keys(`${prefix}:*`);
-  const parts = [...names];
-  for (const name of names) {
-    if ((await redis.type(name)) === 'hash') parts.push(...Object.entries(await redis.hgetall(name)).flat());
-  }
-  return parts.join('\n');
+  const values = await storedValues(redis, prefix);
+  return [...values.keys(), ...values.values()].join('\n');
 }
 
 describe('the run store: listing and revoking API keys', () => {

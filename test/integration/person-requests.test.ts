@@ -1,15 +1,10 @@
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type SweeperHandle, startSweeper } from '../../apps/sweeper/sweeper.js';
-import { loadConfig } from '../../libs/config/index.js';
 import type { RunView } from '../../libs/contracts/index.js';
-import { RunStore } from '../../libs/store/index.js';
-import { createMetrics, type Metrics } from '../../libs/telemetry/index.js';
-import { closeRedis, connectRedis } from '../../queues/index.js';
+import type { RunStore } from '../../libs/store/index.js';
+import type { Metrics } from '../../libs/telemetry/index.js';
 import { eventually } from '../fixtures/eventually.js';
-import { silentLogger } from '../fixtures/logger.js';
-import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
-import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+import { ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+import { type SweptStore, startSweptStore } from '../fixtures/sweeper.js';
 
 const TENANT = 'acme';
 const poll = <T>(read: () => Promise<T>, done: (value: T) => boolean) => eventually(read, done, 5_000, 25);
@@ -30,35 +25,17 @@ async function sampled(metrics: Metrics, name: string, labels: Record<string, st
  * and a takeover past its time handed back.
  */
 describe('a person on the page: requests, takeovers and their time', () => {
-  const prefix = uniquePrefix('person-requests');
-  let redis: Redis;
+  let swept: SweptStore;
   let store: RunStore;
-  let sweeper: SweeperHandle;
   let metrics: Metrics;
   let sessionId: string;
 
   beforeAll(async () => {
-    redis = await connectRedis(testRedisUrl(), 'worker', 'test-person-requests');
-    store = new RunStore(redis, `${prefix}:`);
-    sessionId = await createTestSession(store, TENANT, { instructions: 'answer' });
-    metrics = createMetrics({ role: 'sweeper' });
-    sweeper = await startSweeper({
-      config: loadConfig({
-        REDIS_URL: testRedisUrl(),
-        LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-        QUEUE_PREFIX: prefix,
-        SWEEP_INTERVAL_MS: '50',
-        LOG_LEVEL: 'silent',
-      }),
-      logger: silentLogger(),
-      metrics,
-      redisUrl: testRedisUrl(),
-    });
+    swept = await startSweptStore('person-requests', TENANT);
+    ({ store, metrics, sessionId } = swept);
   });
   afterAll(async () => {
-    await sweeper?.close();
-    await deletePrefixedKeys(redis, prefix);
-    await closeRedis(redis);
+    await swept?.close();
   });
 
   async function parkedOnPerson(expiresInMs: number): Promise<{ run: RunView; approvalId: string }> {

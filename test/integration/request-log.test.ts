@@ -1,8 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
-import { startSweeper } from '../../apps/sweeper/sweeper.js';
-import { loadConfig } from '../../libs/config/index.js';
 import { BrowserWorkerAway } from '../../libs/provider/index.js';
 import { RunLifecycle } from '../../libs/runtime/index.js';
 import { MAX_FAULT_HANDBACKS, settleEscapedError } from '../../libs/runtime/worker/index.js';
@@ -22,6 +20,7 @@ import { type PressSite, startPressSite } from '../fixtures/press-site.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+import { startTestSweeper } from '../fixtures/sweeper.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DEBUG = 20;
@@ -334,18 +333,7 @@ describe('the sweeper’s lines about runs', () => {
         10_000,
       );
       await worker.close();
-      const sweeper = await startSweeper({
-        config: loadConfig({
-          REDIS_URL: testRedisUrl(),
-          LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-          QUEUE_PREFIX: prefix,
-          SWEEP_INTERVAL_MS: '50',
-          LOG_LEVEL: 'silent',
-        }),
-        logger: captured.logger,
-        metrics: createMetrics(),
-        redisUrl: testRedisUrl(),
-      });
+      const sweeper = await startTestSweeper(prefix, { logger: captured.logger, metrics: createMetrics() });
       try {
         const reclaimed = await eventually(
           async () => captured.lines.filter((line) => /reclaimed/.test(line.msg)),

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { storedValues } from '../fixtures/redis-values.js';
 
 describe('the run store: API keys, agents and sessions', () => {
   const prefix = `${uniquePrefix('run-store-records')}:`;
@@ -31,12 +32,8 @@ describe('the run store: API keys, agents and sessions', () => {
       principal: 'alice',
       scopes: ['runs:read', 'runs:write'],
     });
-    const stored = await redis.keys(`${prefix}*`);
-    expect(stored.join('\n')).not.toContain(key);
-    for (const name of stored) {
-      if ((await redis.type(name)) === 'hash')
-        expect(Object.values(await redis.hgetall(name))).not.toContain(key);
-    }
+    const stored = await storedValues(redis, prefix);
+    expect([...stored.keys(), ...stored.values()].join('\n')).not.toContain(key);
   });
 
   it('resolves no identity for a key it never issued', async () => {

@@ -1,8 +1,7 @@
 import { UnrecoverableError, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type SweeperHandle, startSweeper } from '../../apps/sweeper/sweeper.js';
-import { loadConfig } from '../../libs/config/index.js';
+import type { SweeperHandle } from '../../apps/sweeper/sweeper.js';
 import { RunStore } from '../../libs/store/index.js';
 import { createMetrics, type Metrics } from '../../libs/telemetry/index.js';
 import {
@@ -19,6 +18,7 @@ import { eventually } from '../fixtures/eventually.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
+import { startTestSweeper } from '../fixtures/sweeper.js';
 
 const TENANT = 'acme';
 /** More failed jobs than the sweeper reads in one pass (200). */
@@ -101,18 +101,7 @@ describe('the sweeper: reclaim', () => {
     await worker.close();
     worker = undefined;
 
-    sweeper = await startSweeper({
-      config: loadConfig({
-        REDIS_URL: testRedisUrl(),
-        LEASEHOLD_KEY_PREFIX: `${prefix}:`,
-        QUEUE_PREFIX: prefix,
-        SWEEP_INTERVAL_MS: '50',
-        LOG_LEVEL: 'silent',
-      }),
-      logger: silentLogger(),
-      metrics,
-      redisUrl: testRedisUrl(),
-    });
+    sweeper = await startTestSweeper(prefix, { metrics });
 
     const reclaimed = await poll(
       () => store.getRun(run.id),

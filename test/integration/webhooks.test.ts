@@ -1,5 +1,3 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
@@ -30,36 +28,7 @@ import { eventually } from '../fixtures/eventually.js';
 import { silentLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, ran, submitStoreRun } from '../fixtures/run-store.js';
-
-interface Received {
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** A receiver on 127.0.0.1 that answers each POST with the next status of `answers` (then 200). */
-async function startReceiver(
-  answers: number[] = [],
-): Promise<{ url: string; got: Received[]; server: Server }> {
-  const got: Received[] = [];
-  const server = createServer((request, response) => {
-    let body = '';
-    request.setEncoding('utf8');
-    request.on('data', (chunk: string) => {
-      body += chunk;
-    });
-    request.on('end', () => {
-      got.push({ headers: request.headers, body });
-      response.statusCode = answers.shift() ?? 200;
-      response.end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/hook`, got, server };
-}
-
-const closeServer = (server: Server) => new Promise<void>((resolve) => server.close(() => resolve()));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
 
 describe('webhooks: signed deliveries of what the lifecycle tells, retried, once per event', () => {
   const prefix = uniquePrefix('webhooks');
@@ -76,7 +45,7 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
   let queue: RunsQueue;
   let lifecycle: RunLifecycle;
   let worker: Worker<WebhookJob, WebhookJobResult, string>;
-  const servers: Server[] = [];
+  const receivers: WebhookReceiver[] = [];
 
   beforeAll(async () => {
     redis = await connectRedis(testRedisUrl(), 'worker', 'test-webhooks');
@@ -97,14 +66,14 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
   afterAll(async () => {
     await closeWorker(worker, 5_000);
     await queue.close();
-    for (const server of servers) await closeServer(server);
+    for (const receiver of receivers) await receiver.close();
     await deletePrefixedKeys(redis, prefix);
     await closeRedis(redis);
   });
 
   async function receiverAndHook(tenant: string, answers: number[] = [], events?: string[]) {
-    const receiver = await startReceiver(answers);
-    servers.push(receiver.server);
+    const receiver = await startWebhookReceiver(answers);
+    receivers.push(receiver);
     const hook = await hooks.create({ tenant, url: receiver.url, events });
     if (!hook) throw new Error('webhook not created');
     return { ...receiver, hook };
@@ -219,8 +188,16 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
       (list) => list.length >= 1,
       10_000,
     );
-    // Room for a second delivery of either event to arrive, were there one.
-    await sleep(1_500);
+    // Every delivery job ran: none is left to bring a second of either event. (Each follow-up above
+    // was awaited, so any job it added is in the queue by now.)
+    const deliveries = createWebhooksQueue(redis, prefix);
+    await expect
+      .poll(async () => {
+        const counts = await deliveries.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+        return Object.values(counts).reduce((sum, count) => sum + count, 0);
+      })
+      .toBe(0);
+    await deliveries.close();
     const events = all.got.map((delivery) => webhookEventSchema.parse(JSON.parse(delivery.body)));
     expect(events.map(({ type, approval_id }) => ({ type, approval_id }))).toEqual([
       { type: 'approval.requested', approval_id: approvalId },
@@ -268,8 +245,8 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
   });
 
   it('refuses at delivery a URL that is, or resolves to, a private address unless allowed', async () => {
-    const receiver = await startReceiver();
-    servers.push(receiver.server);
+    const receiver = await startWebhookReceiver();
+    receivers.push(receiver);
     const deliver = webhookDeliveryProcessor({ hooks, allowPrivate: false });
     for (const url of [receiver.url, receiver.url.replace('127.0.0.1', 'localhost')]) {
       const hook = await hooks.create({ tenant: 'guard', url });

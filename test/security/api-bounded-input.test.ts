@@ -1,9 +1,7 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type SweeperHandle, startSweeper } from '../../apps/sweeper/sweeper.js';
-import { loadConfig } from '../../libs/config/index.js';
-import { createMetrics } from '../../libs/telemetry/index.js';
-import { testRedisUrl } from '../fixtures/redis.js';
+import type { SweeperHandle } from '../../apps/sweeper/sweeper.js';
+import { startTestSweeper } from '../fixtures/sweeper.js';
 import { type ApiRig, nestedJson, startApiRig } from './api-rig.js';
 
 /**
@@ -148,30 +146,26 @@ describe('the sweeper and a stored record it cannot read', { timeout: 30_000 }, 
     const spoiled = await submit(1_000);
     const healthy = await submit(1_000);
     await rig.redis.hset(`${rig.prefix}:{run:${spoiled}}:run`, 'input', nestedJson(5_000));
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
 
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-    sweeper = await startSweeper({
-      config: loadConfig({
-        REDIS_URL: testRedisUrl(),
-        LEASEHOLD_KEY_PREFIX: `${rig.prefix}:`,
-        QUEUE_PREFIX: rig.prefix,
-        SWEEP_INTERVAL_MS: '100',
-        LOG_LEVEL: 'silent',
-      }),
-      logger,
-      metrics: createMetrics({ role: 'sweeper' }),
-      redisUrl: testRedisUrl(),
-    });
-    // About fifteen passes.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    sweeper = await startTestSweeper(rig.prefix, { logger, intervalMs: 100 });
+    const running = sweeper;
+    const told = () => lines.filter((line) => JSON.stringify(line).includes(spoiled));
+    // The healthy run past its deadline is failed as usual, and the spoiled one told of.
+    await expect
+      .poll(async () => (await rig.call('GET', `/v1/runs/${healthy}`, { key: admin })).body.status, {
+        timeout: 15_000,
+      })
+      .toBe('failed');
+    await expect.poll(() => told().length, { timeout: 15_000 }).toBeGreaterThan(0);
+    // Ten passes more, each of which meets the spoiled run again: still the one line.
+    const passes = running.task.passes;
+    await expect.poll(() => running.task.passes, { timeout: 15_000 }).toBeGreaterThanOrEqual(passes + 10);
 
-    const aboutSpoiled = lines.filter((line) => JSON.stringify(line).includes(spoiled));
+    const aboutSpoiled = told();
     expect(aboutSpoiled).toHaveLength(1);
     expect(JSON.stringify(aboutSpoiled[0])).not.toMatch(/\\n\s+at /);
     expect(aboutSpoiled[0]?.msg).toMatch(/cannot be read/);
-    // The healthy run past its deadline was failed as usual.
-    expect((await rig.call('GET', `/v1/runs/${healthy}`, { key: admin })).body.status).toBe('failed');
   });
 });

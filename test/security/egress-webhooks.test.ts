@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +6,9 @@ import { webhookDeliveryProcessor } from '../../libs/runtime/webhooks/index.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import { closeRedis, connectRedis, type WebhookJob, type WebhookJobResult } from '../../queues/index.js';
 import { startTestApi } from '../fixtures/api.js';
+import { closedLoopbackPort } from '../fixtures/closed-port.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../fixtures/webhook-receiver.js';
 
 /**
  * DESIGN §12: webhooks go through the one address guard — the IPv6 forms that carry a loopback
@@ -22,8 +22,7 @@ describe('webhooks and the egress guard', () => {
   let redis: Redis;
   let hooks: WebhookStore;
   let admin: string;
-  let receiver: Server;
-  let got = 0;
+  let receiver: WebhookReceiver;
   let receiverPort: number;
   const answers: number[] = [];
 
@@ -32,19 +31,13 @@ describe('webhooks and the egress guard', () => {
     admin = (await api.store.createApiKey({ tenant: 'eh', principal: 'root', scopes: ['admin'] })).key;
     redis = await connectRedis(testRedisUrl(), 'producer', 'test-egress-hooks');
     hooks = new WebhookStore(redis, `${prefix}:`);
-    receiver = createServer((request, response) => {
-      got += 1;
-      request.resume();
-      response.statusCode = answers.shift() ?? 200;
-      response.end('ok');
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverPort = (receiver.address() as AddressInfo).port;
+    receiver = await startWebhookReceiver(answers);
+    receiverPort = receiver.port;
   });
 
   afterAll(async () => {
     await api?.close();
-    await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    await receiver?.close();
     await deletePrefixedKeys(redis, prefix);
     await closeRedis(redis);
   });
@@ -60,7 +53,7 @@ describe('webhooks and the egress guard', () => {
       expect({ url, status: answer.status }).toEqual({ url, status: 422 });
       expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('validation_failed');
     }
-    expect(got).toBe(0);
+    expect(receiver.got).toHaveLength(0);
   });
 
   const job = (webhookId: string, n: number) =>
@@ -101,14 +94,11 @@ describe('webhooks and the egress guard', () => {
         status_code: null,
         error: 'refused',
       });
-    expect(got).toBe(0);
+    expect(receiver.got).toHaveLength(0);
   });
 
   it('tells a tenant only unreachable, refused or bad_status, never the system error', async () => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const closedPort = (closed.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const closedPort = await closedLoopbackPort();
     expect(await deliverOnce(`http://127.0.0.1:${closedPort}/hook`, true, 10)).toMatchObject({
       ok: false,
       status_code: null,

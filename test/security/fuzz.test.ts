@@ -14,6 +14,7 @@ import {
   sendRaw,
 } from '../fixtures/fuzz.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { storedValues } from '../fixtures/redis-values.js';
 import { restClient } from '../fixtures/rest.js';
 
 /**
@@ -274,26 +275,10 @@ describe('a seeded fuzz of both servers', () => {
     }
   });
 
-  /** Every record under the fleet's prefixes, as a digest per key (what a write would change). */
+  /** Every record under the fleet's prefix but the ephemeral ones, as its content per key. */
   async function records(): Promise<Map<string, string>> {
-    const snapshot = new Map<string, string>();
-    const keys = await redis.keys(`${prefix}:*`);
-    for (const key of keys.sort()) {
-      if (EPHEMERAL.test(key)) continue;
-      const type = await redis.type(key);
-      let digest: unknown;
-      // Sorted: a hash's field order may change with no write at all (Redis rehashes its table
-      // incrementally, on reads too), and only its content says whether a request wrote to it.
-      if (type === 'hash')
-        digest = Object.entries(await redis.hgetall(key)).sort(([a], [b]) => a.localeCompare(b));
-      else if (type === 'string') digest = await redis.get(key);
-      else if (type === 'set') digest = (await redis.smembers(key)).sort();
-      else if (type === 'zset') digest = await redis.zrange(key, 0, -1);
-      else if (type === 'list') digest = await redis.lrange(key, 0, -1);
-      else if (type === 'stream') digest = await redis.xlen(key);
-      snapshot.set(key, `${type}:${JSON.stringify(digest)}`);
-    }
-    return snapshot;
+    const values = await storedValues(redis, `${prefix}:`);
+    return new Map([...values].filter(([key]) => !EPHEMERAL.test(key)));
   }
 
   it('answers 10,000 malformed requests with no 5xx, no hang, no record written and one error shape', async () => {

@@ -10,8 +10,8 @@ import { loadConfig } from '../../libs/config/index.js';
 import { latestObservation, type ModelServer, startModelServer } from '../fixtures/model-server.js';
 import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { storedValues } from '../fixtures/redis-values.js';
 import { restClient } from '../fixtures/rest.js';
-import { storedText } from '../fixtures/stored-text.js';
 
 const PASSWORD = 'hunter2-Sw0rdf1sh-4242';
 
@@ -43,30 +43,6 @@ function startLoginSite(): Promise<{ server: Server; origin: string; posted: str
       resolve({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, posted }),
     ),
   );
-}
-
-/** Every value stored under `prefix:`, whatever its type, as text. */
-async function storedValues(redis: Redis, prefix: string): Promise<Map<string, string>> {
-  const values = new Map<string, string>();
-  for (const key of await redis.keys(`${prefix}*`)) {
-    const type = await redis.type(key);
-    if (type === 'string') values.set(key, (await redis.getBuffer(key))?.toString('latin1') ?? '');
-    // Packed values inflated: the scan reads what they hold.
-    else if (type === 'hash')
-      values.set(
-        key,
-        JSON.stringify(
-          Object.entries(await redis.hgetallBuffer(key)).map(([field, value]) => [field, storedText(value)]),
-        ),
-      );
-    else if (type === 'list')
-      values.set(key, JSON.stringify((await redis.lrangeBuffer(key, 0, -1)).map(storedText)));
-    else if (type === 'set') values.set(key, JSON.stringify(await redis.smembers(key)));
-    else if (type === 'zset') values.set(key, JSON.stringify(await redis.zrange(key, 0, -1, 'WITHSCORES')));
-    else if (type === 'stream') values.set(key, JSON.stringify(await redis.xrange(key, '-', '+')));
-    else values.set(key, `unread ${type}`);
-  }
-  return values;
 }
 
 /**
