@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import type { Browser } from 'playwright-core';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
+import type { EgressProxy } from '../../libs/egress/index.js';
 import type { PageFactory, PageSession } from '../../libs/lease/index.js';
 import { PlaywrightPageFactory } from '../../libs/lease/index.js';
 import { DataPlaneClient } from '../../libs/provider/index.js';
@@ -170,9 +171,12 @@ function treeCpuMs(): number {
   return total;
 }
 
-/** A page factory whose pages offer no live view: the streaming code off. */
-function withoutLiveView(browser: () => Browser): PageFactory {
-  const inner = new PlaywrightPageFactory(browser);
+/**
+ * A page factory whose pages offer no live view: the streaming code off. Its pages are fenced
+ * through the worker's egress proxy like the worker's own, so the two differ in streaming alone.
+ */
+function withoutLiveView(browser: () => Browser, egress: EgressProxy): PageFactory {
+  const inner = new PlaywrightPageFactory(browser, { egress });
   return {
     openContexts: () => inner.openContexts(),
     async open(input) {
@@ -215,11 +219,14 @@ async function workerCpu(origin: string, live: boolean): Promise<number> {
 
 export default async function liveBench(): Promise<void> {
   const site = await startSite();
-  const fleet = await startTestFleet(uniquePrefix('live-bench'));
-  try {
-    await latencies(fleet, site.origin, site.changes);
-  } finally {
-    await fleet.close();
+  // `--cpu-only` measures the CPU figure alone.
+  if (!process.argv.includes('--cpu-only')) {
+    const fleet = await startTestFleet(uniquePrefix('live-bench'));
+    try {
+      await latencies(fleet, site.origin, site.changes);
+    } finally {
+      await fleet.close();
+    }
   }
   try {
     const on: number[] = [];
