@@ -1,4 +1,5 @@
 import fastifyCookie from '@fastify/cookie';
+import fastifyMultipart from '@fastify/multipart';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyError, FastifyInstance } from 'fastify';
@@ -36,6 +37,9 @@ export async function createRestServer(
   acceptEmptyJsonBodies(app);
   // Cookies are parsed on arrival, before the doors' hook reads a run-page session from them.
   await app.register(fastifyCookie, { hook: 'onRequest' });
+  // Multipart bodies (`POST /v1/files`) are read by their route as they stream in, each bounded
+  // by the route's own limits; no route's body is parsed from one otherwise.
+  await app.register(fastifyMultipart, { limits: { files: 1, fields: 0, parts: 1 } });
   // Every answer is taken as the type it names, never sniffed: the pages' script and style, the
   // API document's assets, Bull Board's, JSON. (Streams the routes hijack set their own headers.)
   app.addHook('onSend', async (_request, reply, payload) => {

@@ -161,6 +161,43 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/files': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Upload a file a run may set a file input to
+     * @description A `multipart/form-data` body with one part, `file`. Answers 201 with the file’s id (`fil_…`), name, type, size and SHA-256. The file expires 7 days after it was made unless a run lists it (`files` of a submitted run), then with the last run that does. Past `UPLOAD_MAX_BYTES` (25 MiB unless set) it is refused 413.
+     */
+    post: operations['uploadFile'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/files/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** An uploaded file’s record: name, type, size, SHA-256 and when it expires */
+    get: operations['getFile'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/models': {
     parameters: {
       query?: never;
@@ -864,6 +901,11 @@ export interface components {
         element: {
           name: string;
           role: string;
+        } | null;
+        /** @default null */
+        file: {
+          id: string;
+          name: string | null;
         } | null;
         page_title: string | null;
         page_url: string | null;
@@ -1585,6 +1627,7 @@ export interface components {
       steps: components['schemas']['RunStep'][];
     };
     SubmitRunInput: {
+      files?: string[];
       input: string;
       output_schema?: {
         [key: string]: components['schemas']['JsonValueInput'];
@@ -1608,7 +1651,17 @@ export interface components {
                 }
               | {
                   /** @enum {string} */
-                  action: 'click' | 'fill' | 'select' | 'press' | 'check' | 'uncheck' | 'accept' | 'dismiss';
+                  action:
+                    | 'click'
+                    | 'fill'
+                    | 'select'
+                    | 'press'
+                    | 'check'
+                    | 'uncheck'
+                    | 'accept'
+                    | 'dismiss'
+                    | 'upload';
+                  file?: string;
                   labels?: string[];
                   may_fail?: boolean;
                   postcondition?: {
@@ -1655,6 +1708,15 @@ export interface components {
       };
       /** @default 3600000 */
       timeout_ms?: number;
+    };
+    UploadedFile: {
+      content_type: string;
+      created_at_ms: number;
+      expires_at_ms: number | null;
+      id: string;
+      name: string;
+      sha256: string;
+      size_bytes: number;
     };
     Webhook: {
       created_at_ms: number;
@@ -2678,6 +2740,172 @@ export interface operations {
       };
       /** @description Conflict with the record’s state (or a stored record that cannot be read: record_unreadable) */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  uploadFile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          /** Format: binary */
+          file: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UploadedFile'];
+        };
+      };
+      /** @description Bad request: not JSON, or a query value out of its range */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body over 64 KiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body, path or query does not fit its schema */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Over the key’s request rate, too many failed authentications, or (making a key) the tenant’s bound on keys; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The store did not answer; retry shortly */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getFile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UploadedFile'];
+        };
+      };
+      /** @description No API key, a wrong one, or a key without the scope this route needs */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (another tenant’s record is not found either) */
+      404: {
         headers: {
           [name: string]: unknown;
         };

@@ -199,7 +199,7 @@ export interface paths {
     put?: never;
     /**
      * Act on an observed element
-     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.5.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`). A fill naming a run's declared secret (`{{secret:NAME}}`) into a field or origin the secret is not for is refused `secret_not_allowed` before dispatch.
+     * @description One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract 1.6.0). An effect: applied only when `sequence` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (`dispatched`, `sequence`). A fill naming a run's declared secret (`{{secret:NAME}}`) into a field or origin the secret is not for is refused `secret_not_allowed` before dispatch. An `upload` sets a file input's files to an uploaded file the run's input lists (`file`), read from the artifact store; refused before dispatch `action_not_allowed` on any other element and `invalid_arguments` for a file that is not the run's.
      */
     post: operations['act'];
     delete?: never;
@@ -319,7 +319,7 @@ export interface paths {
     put?: never;
     /**
      * Observe the lease's page
-     * @description The page's visible controls and text (browser tools contract 1.5.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.
+     * @description The page's visible controls and text (browser tools contract 1.6.0): the next window of a large page with `continuation`, or waiting for a predicate with `wait_for`. Not an effect: no sequence.
      */
     post: operations['observe'];
     delete?: never;
@@ -442,8 +442,9 @@ export interface components {
     /** @description One action on an element of an observed revision, with an optional postcondition. */
     ActArgs: {
       /** @enum {string} */
-      action: 'click' | 'fill' | 'select' | 'press' | 'check' | 'uncheck' | 'accept' | 'dismiss';
+      action: 'click' | 'fill' | 'select' | 'press' | 'check' | 'uncheck' | 'accept' | 'dismiss' | 'upload';
       element: string;
+      file?: string;
       labels?: string[];
       postcondition?: components['schemas']['Predicate'];
       revision: string;
@@ -455,7 +456,7 @@ export interface components {
       deadline_ms?: number;
       sequence: number;
     };
-    /** @description The page as the model sees it (browser tools contract 1.5.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
+    /** @description The page as the model sees it (browser tools contract 1.6.0): visible text, up to 256 visible controls with references valid for this `revision` only, the settle result and the window. */
     BrowserObservation: {
       blocked?: {
         frames: number;
@@ -840,7 +841,7 @@ export interface components {
     };
     /** @description This browser worker: its id, the profiles it serves, its browser and browser tools contracts. */
     Worker: {
-      browser_tools_compatible: ('1.2.0' | '1.3.0' | '1.4.0' | '1.5.0')[];
+      browser_tools_compatible: ('1.2.0' | '1.3.0' | '1.4.0' | '1.5.0' | '1.6.0')[];
       browser_tools_contract: string;
       browser_version: string;
       id: string;
@@ -849,8 +850,8 @@ export interface components {
   };
   responses: never;
   parameters: {
-    /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
-    BrowserToolsContract: '1.2.0' | '1.3.0' | '1.4.0' | '1.5.0';
+    /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
+    BrowserToolsContract: '1.2.0' | '1.3.0' | '1.4.0' | '1.5.0' | '1.6.0';
     /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
     IdempotencyKey: string;
   };
@@ -867,7 +868,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -913,7 +914,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -979,7 +980,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1006,7 +1007,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -1036,7 +1037,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1080,7 +1081,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -1110,7 +1111,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1137,7 +1138,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -1176,7 +1177,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -1290,7 +1291,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -1356,7 +1357,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1438,7 +1439,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -1504,7 +1505,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1650,7 +1651,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -1716,7 +1717,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -1816,7 +1817,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -1884,7 +1885,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2059,7 +2060,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -2125,7 +2126,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2226,7 +2227,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -2292,7 +2293,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2462,7 +2463,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -2547,7 +2548,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2709,7 +2710,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -2775,7 +2776,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -2936,7 +2937,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -3002,7 +3003,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3193,7 +3194,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -3259,7 +3260,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3377,7 +3378,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -3443,7 +3444,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3605,7 +3606,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -3688,7 +3689,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -3855,7 +3856,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -3938,7 +3939,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -4100,7 +4101,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -4166,7 +4167,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -4327,7 +4328,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -4393,7 +4394,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -4557,7 +4558,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -4642,7 +4643,7 @@ export interface operations {
       header: {
         /** @description The exact idempotency rule (DESIGN §5): the same key with the same request replays the stored answer (with `idempotent-replayed: true`); with another request it is `idempotency_conflict`. */
         'Idempotency-Key': components['parameters']['IdempotencyKey'];
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path: {
@@ -4804,7 +4805,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */
@@ -4870,7 +4871,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.5.0). Any other is refused `invalid_arguments`. */
+        /** @description The browser tools contract the caller speaks; unnamed, the current one (1.6.0). Any other is refused `invalid_arguments`. */
         'leasehold-browser-tools'?: components['parameters']['BrowserToolsContract'];
       };
       path?: never;
@@ -4916,7 +4917,7 @@ export interface operations {
            * @example {
            *       "error": {
            *         "code": "invalid_arguments",
-           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.5.0"
+           *         "message": "leasehold-browser-tools: this worker speaks browser tools contract 1.6.0"
            *       }
            *     }
            */

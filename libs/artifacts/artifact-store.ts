@@ -1,3 +1,5 @@
+import { fileArtifactName } from '../contracts/index.js';
+
 const RUN_ID = /^[A-Za-z0-9_-]{1,80}$/;
 
 /**
@@ -11,6 +13,7 @@ export function artifactRunIdValid(runId: string): boolean {
 /** Where an artifact sits: under its run, under the run's tenant. */
 export interface ArtifactRef {
   tenant: string;
+  /** The folder: a run's id, or an upload's own id ({@link uploadArtifactRef}). */
   runId: string;
   /** A screenshot's name or a file's (`storedArtifactNameSchema`). */
   name: string;
@@ -29,4 +32,17 @@ export interface ArtifactStore {
   deleteRun(tenant: string, runId: string): Promise<void>;
   /** The runs that have artifacts here, for the retention sweep. */
   listRuns(): AsyncIterable<{ tenant: string; runId: string }>;
+}
+
+/**
+ * Where an upload's bytes sit: a folder of its own, named by its id, beside its tenant's runs; a
+ * run that lists it does not own it (several may), so the run's retention does not delete it.
+ */
+export function uploadArtifactRef(tenant: string, fileId: string): ArtifactRef {
+  return { tenant, runId: fileId, name: fileArtifactName(fileId) };
+}
+
+/** Whether a folder the store lists holds an upload (its `fil_…` id) rather than a run's artifacts. */
+export function isUploadFolder(folder: string): boolean {
+  return folder.startsWith('fil_');
 }

@@ -4,7 +4,7 @@ import { LocalArtifactStore } from './local-store.js';
 import { S3ArtifactStore } from './s3-store.js';
 
 export type { ArtifactRef, ArtifactStore } from './artifact-store.js';
-export { artifactRunIdValid } from './artifact-store.js';
+export { artifactRunIdValid, isUploadFolder, uploadArtifactRef } from './artifact-store.js';
 export { LocalArtifactStore } from './local-store.js';
 export { S3ArtifactStore, type S3ArtifactStoreOptions } from './s3-store.js';
 

@@ -119,11 +119,24 @@ function selectOptions(
   return selectBy === 'label' ? { label: text } : { value: text };
 }
 
+/**
+ * The file an `upload` sets a file input's files to: its bytes as the artifact store keeps them,
+ * fetched by the caller once it knew the file is the run's (DESIGN §12).
+ */
+export interface UploadPayload {
+  /** The uploaded file's id (`fil_…`): the act's `file` must name it. */
+  id: string;
+  name: string;
+  mimeType: string;
+  buffer: Buffer;
+}
+
 export async function dispatch(
   element: ElementHandle<Element>,
   args: ActArgs,
   selectBy: SelectBy,
   op: Operation,
+  upload?: UploadPayload,
 ): Promise<void> {
   const timeout = Math.max(1, op.remainingMs());
   const text = args.text ?? '';
@@ -142,6 +155,14 @@ export async function dispatch(
         return element.check({ timeout });
       case 'uncheck':
         return element.uncheck({ timeout });
+      case 'upload':
+        if (!upload) throw new BrowserToolError('invalid_arguments', 'upload needs a file of the run');
+        // The page agent checked the element is a file input; Playwright sets its files as a
+        // person's choice would, firing input and change.
+        return element.setInputFiles(
+          { name: upload.name, mimeType: upload.mimeType, buffer: upload.buffer },
+          { timeout },
+        );
       case 'accept':
       case 'dismiss':
         throw new BrowserToolError('invalid_arguments', `${args.action} answers a dialog, not an element`);

@@ -1,3 +1,4 @@
+export type { UploadPayload } from './act-target.js';
 export {
   CHROMIUM_ARGS,
   type ChromiumLocation,

@@ -13,7 +13,7 @@ import {
   type PersonInputEvent,
   type SettleResult,
 } from '../contracts/index.js';
-import { dispatch, targetFor } from './act-target.js';
+import { dispatch, targetFor, type UploadPayload } from './act-target.js';
 import { CREDENTIAL_FIELDS_SELECTOR, DeclaredSecrets } from './declared-secrets.js';
 import { type ObservedDialog, observeWithDialog, untilDialog } from './dialogs.js';
 import { BrowserToolError, NavigationFailedError } from './errors.js';
@@ -191,9 +191,14 @@ export class PageEngine {
     return this.serially(limits, (op) => this.observeNow(parse(observeArgsSchema, args), op));
   }
 
-  /** `browser.act {revision, element, action, text?, postcondition?}`: the settled page after one action. */
-  act(args: ActArgsInput, limits: OperationLimits): Promise<ToolOutcome> {
-    return this.serially(limits, (op) => this.logged(() => this.actNow(parse(actArgsSchema, args), op)));
+  /**
+   * `browser.act {revision, element, action, text?, file?, postcondition?}`: the settled page after
+   * one action. An `upload` sets a file input's files to `upload`, the run's file its `file` names.
+   */
+  act(args: ActArgsInput, limits: OperationLimits, upload?: UploadPayload): Promise<ToolOutcome> {
+    return this.serially(limits, (op) =>
+      this.logged(() => this.actNow(parse(actArgsSchema, args), op, upload)),
+    );
   }
 
   /** An effect's outcome with what the pages reported while it ran. */
@@ -394,9 +399,23 @@ export class PageEngine {
     return args.wait_for === undefined ? read() : observeUntil(read, args.wait_for, op);
   }
 
-  private async actNow(args: ActArgs, op: Operation): Promise<ToolOutcome> {
+  private async actNow(
+    args: ActArgs,
+    op: Operation,
+    upload: UploadPayload | undefined,
+  ): Promise<ToolOutcome> {
     if ((args.action === 'fill' || args.action === 'press') && args.text === undefined) {
       throw new BrowserToolError('invalid_arguments', `${args.action} needs text`);
+    }
+    if ((args.action === 'upload') !== (args.file !== undefined)) {
+      throw new BrowserToolError(
+        'invalid_arguments',
+        'upload needs file (a file id), and only upload takes one',
+      );
+    }
+    // DESIGN §12: only a file of the run's own input is ever set, told by the caller with its bytes.
+    if (args.file !== undefined && upload?.id !== args.file) {
+      throw new BrowserToolError('invalid_arguments', `file ${args.file} is not among the run's files`);
     }
     if (args.action === 'select' && (args.text === undefined) === (args.labels === undefined)) {
       throw new BrowserToolError(
@@ -421,7 +440,7 @@ export class PageEngine {
     if (answersDialog) {
       await bundle.dialogs.answerAsAct(args.action as 'accept' | 'dismiss', args.text, op);
     } else {
-      await this.dispatchOn(bundle, args, op, named);
+      await this.dispatchOn(bundle, args, op, named, upload);
     }
     // ADR-0130 d6: the settled page is returned; no earlier reference survives the action.
     this.revisions.current = null;
@@ -451,6 +470,7 @@ export class PageEngine {
     args: ActArgs,
     op: Operation,
     named: readonly OpenedSecret[],
+    upload: UploadPayload | undefined,
   ): Promise<void> {
     if (bundle.dialogs.open !== null) {
       throw new BrowserToolError(
@@ -474,7 +494,7 @@ export class PageEngine {
     }
     try {
       // A dialog the action opens blocks it until answered: the action reached the page then.
-      await dispatch(target.element, sent, target.selectBy, untilDialog(op, bundle.dialogs));
+      await dispatch(target.element, sent, target.selectBy, untilDialog(op, bundle.dialogs), upload);
     } catch (error) {
       if (bundle.dialogs.open !== null && !op.signal?.aborted) return;
       // A tab the action closed (window.close() in its handler) took it: the previous tab is observed.

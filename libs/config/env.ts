@@ -277,6 +277,17 @@ export const envSchema = z.object({
     .min(1)
     .max(64 * 1024 ** 3)
     .default(200 * 1024 * 1024),
+  /**
+   * The largest file `POST /v1/files` takes, in bytes; a larger one is refused 413 and nothing is
+   * kept. The API holds an upload in memory while it hashes and stores it, so this bounds that too.
+   * Default 25 MiB; at most 1 GiB.
+   */
+  UPLOAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1024 ** 3)
+    .default(25 * 1024 * 1024),
   /** How often a browser worker closes its expired leases, unsealed. */
   LEASE_EXPIRY_SWEEP_INTERVAL_MS: positiveMs.default(2_000),
   /** How often a browser worker renews its registration; the record lives three times this. */

@@ -105,12 +105,14 @@ export interface Config {
     readonly handBackBaseMs: number;
   };
   readonly sweeper: { readonly intervalMs: number };
-  /** What runs' pages download (DESIGN §12), in bytes. */
+  /** Files in and out of runs (DESIGN §12), in bytes. */
   readonly files: {
     /** A download past it is cancelled (BROWSER_DOWNLOAD_MAX_BYTES). */
     readonly downloadMaxBytes: number;
     /** One run's downloads in all (RUN_DOWNLOADS_MAX_BYTES). */
     readonly runDownloadsMaxBytes: number;
+    /** The largest upload `POST /v1/files` takes (UPLOAD_MAX_BYTES). */
+    readonly uploadMaxBytes: number;
   };
   /** Schedules: the least time between two fires of one schedule (SCHEDULE_MIN_INTERVAL_MS). */
   readonly schedules: { readonly minIntervalMs: number };
@@ -282,6 +284,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     files: {
       downloadMaxBytes: e.BROWSER_DOWNLOAD_MAX_BYTES,
       runDownloadsMaxBytes: e.RUN_DOWNLOADS_MAX_BYTES,
+      uploadMaxBytes: e.UPLOAD_MAX_BYTES,
     },
     schedules: { minIntervalMs: e.SCHEDULE_MIN_INTERVAL_MS },
     artifacts: {

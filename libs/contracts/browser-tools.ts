@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { fileIdSchema } from './run-files.js';
 
 /**
  * The three browser tools, contract 1.4.0 (DESIGN §6, ADR-0159): arguments as the model
@@ -21,10 +22,16 @@ import { z } from 'zod';
  * to take the page over (a sign-in, a one-time code, a CAPTCHA); it answers once the person hands
  * the page back, with how long they held it, how many inputs they sent, the URL now and a fresh
  * observation — never what they typed. The run fails `person_timeout` when nobody comes.
+ *
+ * 1.6.0 is additive over 1.5.0: the act action `upload` with `file` (an uploaded file's id that
+ * the run's input lists) sets an `<input type=file>`'s files to that file. It is refused before
+ * dispatch `action_not_allowed` when the element is not a file input, and `invalid_arguments` when
+ * the file is not the run's; like every act it is an effect (sequenced, approval-able, never
+ * replayed).
  */
-export const BROWSER_TOOLS_CONTRACT_VERSION = '1.5.0';
+export const BROWSER_TOOLS_CONTRACT_VERSION = '1.6.0';
 /** The earlier contract versions a caller may still speak (their arguments are a subset). */
-export const BROWSER_TOOLS_COMPATIBLE_VERSIONS = ['1.2.0', '1.3.0', '1.4.0', '1.5.0'] as const;
+export const BROWSER_TOOLS_COMPATIBLE_VERSIONS = ['1.2.0', '1.3.0', '1.4.0', '1.5.0', '1.6.0'] as const;
 
 /** The tool a model asks for a person with (contract 1.5.0). */
 export const REQUEST_PERSON_TOOL = 'browser.request_person' as const;
@@ -48,6 +55,7 @@ export const PREDICATE_WAIT_MS_DEFAULT = 2_000;
  * `accept` and `dismiss` answer the open dialog (element {@link DIALOG_REF}; `accept` on a prompt
  * takes `text`). `select` takes `text` (one option's label or value) or `labels` (a multiple
  * select: every label to choose). `fill` on a date, time, month or week field takes its ISO form.
+ * `upload` (1.6.0) takes `file` and sets a file input's files to it.
  */
 export const BROWSER_ACTIONS = [
   'click',
@@ -58,6 +66,7 @@ export const BROWSER_ACTIONS = [
   'uncheck',
   'accept',
   'dismiss',
+  'upload',
 ] as const;
 export type BrowserAction = (typeof BROWSER_ACTIONS)[number];
 
@@ -109,6 +118,8 @@ export const actArgsSchema = z.strictObject({
   text: z.string().max(4_096).optional(),
   /** `select` on a multiple select: the labels of every option to choose (others are unchosen). */
   labels: z.array(z.string().max(512)).min(1).max(64).optional(),
+  /** `upload` (1.6.0): the id of an uploaded file the run's input lists (`fil_…`). */
+  file: fileIdSchema.optional(),
   postcondition: predicateSchema.optional(),
 });
 export type ActArgs = z.output<typeof actArgsSchema>;
@@ -153,7 +164,7 @@ export const observedElementSchema = z.strictObject({
    * An `<input>`'s type where the role alone does not say what to type (password, date,
    * time, datetime-local, month, week, color, email, url, tel, search, number, range, file);
    * absent otherwise.
-   * A `file` input is observed but cannot be acted on.
+   * A `file` input takes the action `upload` (1.6.0) and no other.
    */
   input_type: z.string().optional(),
   state: elementStateSchema,

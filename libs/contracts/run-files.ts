@@ -4,11 +4,22 @@ import { recordIdSchema } from './ids.js';
 /**
  * Files in and out of a run (DESIGN §12). A download a lease's page started is kept in the
  * artifact store under the run (`<tenant>/<run id>/<file id>.bin`), its name, type, size and
- * SHA-256 in the run's files hash, named by a `fil_…` id; the bytes are never in Redis.
+ * SHA-256 in the run's files hash. An upload is kept under its own id
+ * (`<tenant>/<file id>/<file id>.bin`), its record under the file's own key, until the runs that
+ * list it are gone. Both are named by a `fil_…` id; the bytes are never in Redis.
  */
 
 /** The longest file name kept (a page may suggest any): longer ones are cut. */
 export const FILE_NAME_MAX_CHARS = 255;
+/** An upload past this many bytes is refused (`UPLOAD_MAX_BYTES`' default, 25 MiB). */
+export const UPLOAD_MAX_BYTES_DEFAULT = 25 * 1024 * 1024;
+/**
+ * An upload lives at least this long after it was made (7 days), longer while a run that lists it
+ * is kept: it expires with the last of them.
+ */
+export const UPLOAD_UNUSED_TTL_MS = 7 * 86_400_000;
+/** How many uploaded files one run's input may list. */
+export const RUN_INPUT_FILES_MAX = 16;
 
 export const fileIdSchema = recordIdSchema.refine((id) => id.startsWith('fil_'), 'a file id (fil_…)');
 
@@ -57,3 +68,29 @@ export const runFileSchema = z.object({
 export type RunFile = z.output<typeof runFileSchema>;
 
 export const runFileListSchema = z.object({ files: z.array(runFileSchema) });
+
+/** An uploaded file, as `POST /v1/files` and `GET /v1/files/{id}` answer it. */
+export const uploadedFileSchema = z.object({
+  id: fileIdSchema,
+  name: z.string(),
+  content_type: z.string(),
+  size_bytes: z.number().int().nonnegative(),
+  sha256: sha256Schema,
+  created_at_ms: z.number().int().nonnegative(),
+  /** When it expires; null while a run that lists it is kept (it then expires with the last of them). */
+  expires_at_ms: z.number().int().nonnegative().nullable(),
+});
+export type UploadedFile = z.output<typeof uploadedFileSchema>;
+
+/** An upload's record as the store keeps it: the view's fields and whose it is. */
+export const uploadRecordSchema = uploadedFileSchema.omit({ expires_at_ms: true }).extend({
+  tenant: z.string(),
+  principal: z.string(),
+});
+export type UploadRecord = z.output<typeof uploadRecordSchema>;
+
+/** The file ids a run's input lists (`files`), none when it lists none or is not an object. */
+export function inputFileIds(input: unknown): string[] {
+  const files = (input as { files?: unknown } | null)?.files;
+  return Array.isArray(files) ? files.filter((id): id is string => typeof id === 'string') : [];
+}

@@ -253,6 +253,8 @@ export const approvalCardSchema = z.object({
   screenshot: artifactNameSchema.nullable(),
   /** Where that screenshot is (as a step's `screenshot_status`); read beside the card, never stored in it. */
   screenshot_status: screenshotStatusSchema.nullable().default(null),
+  /** An `upload`'s file: its id and the name it was uploaded with (null when unknown or not an upload). */
+  file: z.object({ id: z.string(), name: z.string().nullable() }).nullable().default(null),
 });
 export type ApprovalCard = z.output<typeof approvalCardSchema>;
 

@@ -1,4 +1,10 @@
-import { NavigationFailedError, type OperationLimits } from '../browser/index.js';
+import { uploadArtifactRef } from '../artifacts/index.js';
+import {
+  BrowserToolError,
+  NavigationFailedError,
+  type OperationLimits,
+  type UploadPayload,
+} from '../browser/index.js';
 import {
   type HandoverAnswer,
   type LeaseCloseReason,
@@ -79,9 +85,37 @@ export class LeasePageCalls {
     args: Record<string, unknown>,
     limits: OperationLimits,
   ) {
-    return this.#effect(profile, leaseId, sequence, limits.deadlineMs, (session, beforeDispatch) =>
-      session.act(args, limits, beforeDispatch),
+    return this.#effect(
+      profile,
+      leaseId,
+      sequence,
+      limits.deadlineMs,
+      async (session, beforeDispatch, lease) =>
+        session.act(args, limits, beforeDispatch, await this.#uploadFor(args, lease)),
     );
+  }
+
+  /**
+   * DESIGN §12: the file an `upload` act names, with its bytes, when the input of the run the
+   * lease serves lists it; refused before dispatch otherwise (the sequence does not move). The run
+   * side's word is not taken for it: the run's own record says which files are its.
+   */
+  async #uploadFor(args: Record<string, unknown>, lease: LeaseRecord): Promise<UploadPayload | undefined> {
+    if (args.action !== 'upload' || typeof args.file !== 'string') return undefined;
+    const fileId = args.file;
+    const { tenant, run_id: runId } = lease.scope;
+    const record = await this.#deps.store.runUpload?.(runId, tenant, fileId);
+    const stored = record
+      ? await this.#deps.artifacts?.store.get(uploadArtifactRef(tenant, fileId))
+      : undefined;
+    if (!record || !stored)
+      throw new BrowserToolError('invalid_arguments', `file ${fileId} is not among the run's files`);
+    return {
+      id: fileId,
+      name: record.name,
+      mimeType: record.content_type,
+      buffer: Buffer.from(stored.bytes.buffer, stored.bytes.byteOffset, stored.bytes.byteLength),
+    };
   }
 
   observe(profile: ProfileRef, leaseId: string, args: Record<string, unknown>, limits: OperationLimits) {
@@ -133,7 +167,11 @@ export class LeasePageCalls {
     leaseId: string,
     sequence: number,
     deadlineMs: number,
-    run: (session: PageSession, beforeDispatch: () => Promise<void>) => Promise<PageResult>,
+    run: (
+      session: PageSession,
+      beforeDispatch: () => Promise<void>,
+      lease: LeaseRecord,
+    ) => Promise<PageResult>,
   ) {
     return this.#serially(profile, leaseId, async (session, later) => {
       // Reads before the effect wait out an outage too: only the fence's advance, the effect's
@@ -152,10 +190,14 @@ export class LeasePageCalls {
       let dispatched = false;
       let result: PageResult;
       try {
-        result = await run(session, async () => {
-          await this.#fence(profile, leaseId, sequence, true);
-          dispatched = true;
-        });
+        result = await run(
+          session,
+          async () => {
+            await this.#fence(profile, leaseId, sequence, true);
+            dispatched = true;
+          },
+          lease,
+        );
       } catch (error) {
         const answer = this.#failedEffectAnswer(error, leaseId, dispatched, sequence);
         if (dispatched) await this.#noteEffect(profile, leaseId, sequence, answer);

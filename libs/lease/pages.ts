@@ -1,4 +1,11 @@
-import type { Box, Capture, CurrentTab, OperationLimits, PageDownload } from '../browser/index.js';
+import type {
+  Box,
+  Capture,
+  CurrentTab,
+  OperationLimits,
+  PageDownload,
+  UploadPayload,
+} from '../browser/index.js';
 import type { OpenedSecret, PageArtifacts, PersonInputEvent } from '../contracts/index.js';
 
 /**
@@ -10,10 +17,12 @@ import type { OpenedSecret, PageArtifacts, PersonInputEvent } from '../contracts
 export interface PageSession {
   navigate(url: string, limits: OperationLimits, beforeDispatch: () => Promise<void>): Promise<PageResult>;
   observe(args: Record<string, unknown>, limits: OperationLimits): Promise<PageResult>;
+  /** `upload`: the run's file an `upload` act names, with its bytes (DESIGN §12). */
   act(
     args: Record<string, unknown>,
     limits: OperationLimits,
     beforeDispatch: () => Promise<void>,
+    upload?: UploadPayload,
   ): Promise<PageResult>;
   /**
    * Where the element of an observed revision is, to outline it on a screenshot

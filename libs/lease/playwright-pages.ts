@@ -11,6 +11,7 @@ import {
   PageEngine,
   type PageEngineOptions,
   type ToolOutcome,
+  type UploadPayload,
 } from '../browser/index.js';
 import type { OpenedSecret, PersonInputEvent } from '../contracts/index.js';
 import type { EgressProxy } from '../egress/index.js';
@@ -127,9 +128,10 @@ class PlaywrightPageSession implements PageSession {
     args: Record<string, unknown>,
     limits: OperationLimits,
     beforeDispatch: () => Promise<void>,
+    upload?: UploadPayload,
   ): Promise<PageResult> {
     return effectResult(
-      await this.engine.act(args as Parameters<PageEngine['act']>[0], { ...limits, beforeDispatch }),
+      await this.engine.act(args as Parameters<PageEngine['act']>[0], { ...limits, beforeDispatch }, upload),
     );
   }
 

@@ -6,6 +6,7 @@ import type {
   ProfileRef,
   SealFault,
   SubresourcePolicy,
+  UploadRecord,
 } from '../contracts/index.js';
 
 /** A profile's settings as stored, without its sealed state (what listing reads). */
@@ -220,4 +221,10 @@ export interface LeaseStore {
    * (undefined: none). Optional: a store without it serves runs without secrets.
    */
   sealedRunSecrets?(runId: string): Promise<string | undefined>;
+  /**
+   * DESIGN §12: the upload `fileId` when the input of the run a lease serves lists it and it is
+   * `tenant`'s (undefined otherwise): what an `upload` act may set a file input's files to.
+   * Optional: a store without it serves no uploads.
+   */
+  runUpload?(runId: string, tenant: string, fileId: string): Promise<UploadRecord | undefined>;
 }

@@ -47,7 +47,7 @@ export const BROWSER_TOOL_DEFINITIONS: readonly ToolDefinition[] = Object.freeze
   },
   {
     name: 'browser.act',
-    description: `Act on one element of an observation by its revision and reference; returns the settled page, whose revision you may act on again. A secret the run declares (the browser_secrets row: NAME@origins) is typed by fill text {{secret:NAME}}, into a password, one-time-code, username or email field of its origins only; you never see its value, and the page shows it as [secret:NAME].${CONTRACT_NOTE}`,
+    description: `Act on one element of an observation by its revision and reference; returns the settled page, whose revision you may act on again. A secret the run declares (the browser_secrets row: NAME@origins) is typed by fill text {{secret:NAME}}, into a password, one-time-code, username or email field of its origins only; you never see its value, and the page shows it as [secret:NAME]. A file the run was given (the browser_files row: id=name) is set into a file input by action upload with file: its id.${CONTRACT_NOTE}`,
     parameters: z.toJSONSchema(actArgsSchema) as Record<string, unknown>,
   },
 ]);

@@ -42,6 +42,8 @@ const toolStepSchema = z.discriminatedUnion('tool', [
     text: z.string().optional(),
     /** `select` on a multiple select names every option to choose. */
     labels: actArgsSchema.shape.labels,
+    /** `upload` names the uploaded file (`fil_…`) the run's input lists. */
+    file: actArgsSchema.shape.file,
     postcondition: actArgsSchema.shape.postcondition,
   }),
   /** Starts a child run with its own script; the parent waits for its end. */
@@ -165,6 +167,7 @@ export class ScriptedModel implements Model {
             action: act.action,
             ...(act.text !== undefined ? { text: act.text } : {}),
             ...(act.labels !== undefined ? { labels: act.labels } : {}),
+            ...(act.file !== undefined ? { file: act.file } : {}),
             ...(act.postcondition !== undefined ? { postcondition: act.postcondition } : {}),
           },
         };

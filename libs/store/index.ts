@@ -71,4 +71,5 @@ export {
   UiSessions,
 } from './ui-sessions.js';
 export { type IndexedLease, LeaseUpkeepIndex, RunWorkerRoster } from './upkeep-index.js';
+export { UPLOAD_HOLD_GRACE_MS, UploadStore } from './uploads.js';
 export { type BrowserWorkerRecord, BrowserWorkerRegistry } from './worker-registry.js';

@@ -5,6 +5,7 @@ import {
   type ProfileRef,
   type SealFault,
   sealFaultSchema,
+  type UploadRecord,
 } from '../contracts/index.js';
 import type {
   AcquireOutcome,
@@ -26,6 +27,7 @@ import type { RedisClient } from './redis-client.js';
 import { readSealedRunSecrets } from './run-secrets.js';
 import { withScripts } from './scripts.js';
 import { slotBatch } from './slot-batch.js';
+import { UploadStore } from './uploads.js';
 
 /** What a profile's change may set: the settings given, the others kept. */
 export type ProfileChange = Partial<
@@ -47,17 +49,24 @@ const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
  */
 export class RedisLeaseStore implements LeaseStore {
   readonly #redis: ReturnType<typeof withScripts>;
+  readonly #uploads: UploadStore;
 
   constructor(
     redis: RedisClient,
     private readonly prefix: string,
   ) {
     this.#redis = withScripts(redis);
+    this.#uploads = new UploadStore(redis, prefix);
   }
 
   /** DESIGN §12: a run's declared secrets as sealed at submission (the run's own key), or undefined. */
   sealedRunSecrets(runId: string): Promise<string | undefined> {
     return readSealedRunSecrets(this.#redis, this.prefix, runId);
+  }
+
+  /** DESIGN §12: an upload the run's input lists, of the run's tenant (see {@link UploadStore.runUpload}). */
+  runUpload(runId: string, tenant: string, fileId: string): Promise<UploadRecord | undefined> {
+    return this.#uploads.runUpload(runId, tenant, fileId);
   }
 
   #profileTag(profile: ProfileRef): string {

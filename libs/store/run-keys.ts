@@ -80,6 +80,20 @@ export class RunKeys {
     return `${this.prefix}{run:${runId}}:files`;
   }
   /**
+   * Hash: an upload's record (its tenant, principal, name, type, size, SHA-256, creation). Expires
+   * 7 days (`UPLOAD_UNUSED_TTL_MS`) after it was made unless a run holds it (see `uploadHolders`).
+   */
+  upload(fileId: string): string {
+    return `${this.prefix}{fil:${fileId}}:file`;
+  }
+  /**
+   * Sorted set: the runs whose input lists the upload, run id → when it was listed. While one is
+   * named the record does not expire; the artifact sweep lets go of the runs that are gone.
+   */
+  uploadHolders(fileId: string): string {
+    return `${this.prefix}{fil:${fileId}}:runs`;
+  }
+  /**
    * Every key a run owns, for retention and for counting: all in the run's slot. The
    * earlier attempts' transcripts are named by the run's attempt count.
    */

@@ -116,6 +116,7 @@ import { addUsage, markUnverified, noteBrowserTools } from './run-usage.js';
 import { notePreviewPending, noteScreenshotMissing } from './screenshot-states.js';
 import { withScripts } from './scripts.js';
 import { listTenantRuns, type TenantRunPage, type TenantRunQuery } from './tenant-runs.js';
+import { UploadStore } from './uploads.js';
 
 export type { RunEnd } from './run-status-changes.js';
 export type { StepPage, StepRecord, StepWriteOptions, StepWriteOutcome } from './run-steps.js';
@@ -150,6 +151,8 @@ function decider(by: string | ApprovalDecider): ApprovalDecider {
  */
 export class RunStore {
   readonly #context: RunStoreContext;
+  /** Uploaded files (`POST /v1/files`) and the runs that hold them. */
+  readonly uploads: UploadStore;
 
   /**
    * `options` as {@link RunStoreOptions}; a bare clock in their place, with the rest after it, is
@@ -171,6 +174,7 @@ export class RunStore {
       eventsCap,
       retentionMs,
     };
+    this.uploads = new UploadStore(this.#context.redis, this.#context.keys, clock);
   }
 
   /**

@@ -19,6 +19,7 @@ import { indexSubmittedRun } from './run-deadlines.js';
 import type { RunStoreContext } from './run-keys.js';
 import { fieldsToRecord, parseRun } from './run-records.js';
 import { slotBatch } from './slot-batch.js';
+import { UploadStore } from './uploads.js';
 
 export interface SubmitRun {
   tenant: string;
@@ -47,6 +48,12 @@ export interface SubmitRun {
    * run, once; they expire with its other keys.
    */
   secrets?: { seal: (runId: string) => string; declared: DeclaredSecretName[] };
+  /**
+   * DESIGN §12: the uploads the run's input lists (`input.files`), held for the run before it is
+   * written: each must be the tenant's and still kept (`not_found` otherwise, and no run is
+   * written), and from then on it expires with the run, not before.
+   */
+  files?: readonly string[];
   /**
    * Queues the new run's first job on the batch that stores the run (after it, in the
    * same round trip), as `queues/runs.ts` `addRunJobTo` does. Used only where the run is new for
@@ -128,6 +135,8 @@ export async function submitRun(context: RunStoreContext, input: SubmitRun): Pro
       ? newId('run')
       : idempotentRunId(input.tenant, session.id, input.idempotencyKey);
   const now = context.now();
+  if (input.files && input.files.length > 0)
+    await new UploadStore(redis, keys, context.now).hold(input.tenant, runId, input.files);
   const inputJson = canonicalJson(input.input ?? null);
   const requestHash = sha256Hex(
     canonicalJson({

@@ -137,6 +137,8 @@ export interface ScriptCommands {
   ): Promise<[string, string | number]>;
   noteScreenshot(runKey: string, screenshotsKey: string, ...argv: Arg[]): Promise<string>;
   noteRunFile(runKey: string, filesKey: string, ...argv: Arg[]): Promise<string>;
+  holdUpload(uploadKey: string, holdersKey: string, ...argv: Arg[]): Promise<string>;
+  releaseUpload(uploadKey: string, holdersKey: string, ...argv: Arg[]): Promise<number>;
 }
 
 /**

@@ -6,7 +6,13 @@ function askedFor(approval: ApprovalView): Html {
   if (approval.kind === 'person') return html`a person on the page: ${approval.person?.reason ?? ''}`;
   const card = approval.card;
   const element = card?.element ? html` on ${card.element.role} “${card.element.name}”` : '';
-  return html`${card?.action ?? approval.tool}${element}`;
+  const file = card?.file ? html` of ${fileLabel(card.file)}` : '';
+  return html`${card?.action ?? approval.tool}${file}${element}`;
+}
+
+/** An upload's file as a card names it: the name it was uploaded with, and its id. */
+export function fileLabel(file: { id: string; name: string | null }): Html {
+  return file.name === null ? html`file ${file.id}` : html`“${file.name}” (${file.id})`;
 }
 
 function grantLine(approval: ApprovalView): Html | '' {

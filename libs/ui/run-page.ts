@@ -1,5 +1,5 @@
 import type { ApprovalView, RunFile, RunStep, RunView } from '../contracts/index.js';
-import { decisionTimeline } from './decisions.js';
+import { decisionTimeline, fileLabel } from './decisions.js';
 import { formatTime, type Html, html, type PageViewer, pageLayout } from './html.js';
 import { liveViewFragment } from './live-view.js';
 import { personCard, takeOverControl } from './person-card.js';
@@ -69,7 +69,7 @@ export function approvalCard(runId: string, approval: ApprovalView, decisionRefu
   const card = approval.card;
   const element = card?.element ? `${card.element.role} “${card.element.name}”` : 'an element of the page';
   return html`<article class="approval" data-approval-id="${approval.id}">
-<h3>Approve ${card?.action ?? approval.tool} on ${element}?</h3>
+<h3>Approve ${card?.action ?? approval.tool}${card?.file ? html` of ${fileLabel(card.file)}` : ''} on ${element}?</h3>
 <p class="where">Page: ${card?.page_title ? html`<b>${card.page_title}</b> ` : ''}<code class="page-url">${card?.page_url ?? 'unknown'}</code></p>
 ${
   card?.screenshot

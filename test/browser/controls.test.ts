@@ -10,6 +10,8 @@ afterAll(() => harness.stop());
 afterEach(() => harness.cleanup());
 
 const PASSWORD = 'correct-horse-9';
+/** An uploaded file's id, as a run's input would list it. */
+const FILE_ID = 'fil_0123456789abcdefghjk';
 
 /** The page with one of every control, and a way to act on it by name. */
 async function everyControl() {
@@ -190,7 +192,7 @@ describe('acting fits the control', () => {
     expect(byName(seen, 'Small').state).toEqual({ checked: false });
   });
 
-  it('refuses every action on a file input before dispatching anything', async () => {
+  it('refuses every action but upload on a file input before dispatching anything', async () => {
     const { engine, observation, read } = await everyControl();
     const seen = observation();
     for (const action of ['click', 'fill', 'press', 'check'] as const) {
@@ -201,9 +203,64 @@ describe('acting fits the control', () => {
         ),
       ).rejects.toMatchObject({
         code: 'action_not_allowed',
-        message: expect.stringContaining('file inputs are out of scope'),
+        message: expect.stringContaining('a file input takes the action upload'),
       });
     }
+    expect(await read(`document.getElementById('file').files.length`)).toBe(0);
+  });
+
+  it('sets a file input to the run’s file with upload, byte for byte', async () => {
+    const { engine, observation, read } = await everyControl();
+    const seen = observation();
+    const bytes = Buffer.from([37, 80, 68, 70, 0, 255, 10]);
+    await engine.act(
+      { revision: seen.revision, element: ref(seen, 'Attachment'), action: 'upload', file: FILE_ID },
+      limits(),
+      { id: FILE_ID, name: 'receipt.pdf', mimeType: 'application/pdf', buffer: bytes },
+    );
+    expect(
+      await read(`(async () => {
+        const file = document.getElementById('file').files[0];
+        return [file.name, file.type, Array.from(new Uint8Array(await file.arrayBuffer()))];
+      })()`),
+    ).toEqual(['receipt.pdf', 'application/pdf', [...bytes]]);
+  });
+
+  it('refuses an upload to anything but a file input, or of a file it was not given, before dispatch', async () => {
+    const { engine, observation, read } = await everyControl();
+    const seen = observation();
+    const payload = {
+      id: FILE_ID,
+      name: 'receipt.pdf',
+      mimeType: 'application/pdf',
+      buffer: Buffer.from('x'),
+    };
+    await expect(
+      engine.act(
+        { revision: seen.revision, element: ref(seen, 'Submit'), action: 'upload', file: FILE_ID },
+        limits(),
+        payload,
+      ),
+    ).rejects.toMatchObject({
+      code: 'action_not_allowed',
+      message: expect.stringContaining('not a file input'),
+    });
+    // The file named is not the one the caller gave (not the run's), or none was given.
+    for (const given of [undefined, { ...payload, id: 'fil_someoneelse0000000' }]) {
+      await expect(
+        engine.act(
+          { revision: seen.revision, element: ref(seen, 'Attachment'), action: 'upload', file: FILE_ID },
+          limits(),
+          given,
+        ),
+      ).rejects.toMatchObject({
+        code: 'invalid_arguments',
+        message: expect.stringContaining("not among the run's files"),
+      });
+    }
+    await expect(
+      engine.act({ revision: seen.revision, element: ref(seen, 'Attachment'), action: 'upload' }, limits()),
+    ).rejects.toMatchObject({ code: 'invalid_arguments' });
     expect(await read(`document.getElementById('file').files.length`)).toBe(0);
   });
 });

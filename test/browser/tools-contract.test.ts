@@ -69,8 +69,8 @@ describe('the browser tools contract and settle outcomes on the data plane', () 
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({
       id: 'bw-test',
-      browser_tools_contract: '1.5.0',
-      browser_tools_compatible: ['1.2.0', '1.3.0', '1.4.0', '1.5.0'],
+      browser_tools_contract: '1.6.0',
+      browser_tools_compatible: ['1.2.0', '1.3.0', '1.4.0', '1.5.0', '1.6.0'],
     });
   });
 

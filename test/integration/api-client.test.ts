@@ -215,6 +215,21 @@ describe('the generated TypeScript client, against a live fleet', { timeout: 120
     });
     expect(noFile.response.status).toBe(404);
 
+    // A file uploaded as a form's one part; its record read back by its id.
+    const form = new FormData();
+    form.append('file', new Blob(['id,total\n1,12.50\n'], { type: 'text/csv' }), 'orders.csv');
+    const uploaded = await client.POST('/v1/files', {
+      body: form as unknown as { file: string },
+      bodySerializer: (sent) => sent as unknown as FormData,
+    });
+    expect(uploaded.response.status).toBe(201);
+    if (!uploaded.data) throw new Error('no file');
+    expect(uploaded.data).toEqual(
+      expect.objectContaining({ name: 'orders.csv', content_type: 'text/csv', size_bytes: 17 }),
+    );
+    const file = await client.GET('/v1/files/{id}', { params: { path: { id: uploaded.data.id } } });
+    expect(file.data).toEqual(uploaded.data);
+
     const events = await client.GET('/v1/runs/{id}/events', {
       params: { path: { id: runId }, query: {} },
       parseAs: 'text',

@@ -87,7 +87,7 @@ models:
     return (await response.json()) as Record<string, unknown>;
   }
 
-  it('offers a bound run’s model tools that say contract 1.5.0, and records 1.5.0 on the run', async () => {
+  it('offers a bound run’s model tools that say contract 1.6.0, and records 1.6.0 on the run', async () => {
     const run = await submitTestRun(store, {
       agent: { model: 'tutor', instructions: 'browse' },
       browserProfileId: 'shop',
@@ -101,12 +101,12 @@ models:
     const browserTools = tools.filter((tool) => tool.function.name.startsWith('browser'));
     expect(browserTools).toHaveLength(4);
     for (const tool of browserTools)
-      expect(tool.function.description).toContain('(browser tools contract 1.5.0)');
-    expect((await store.getRun(run.id))?.browser_tools_version).toBe('1.5.0');
+      expect(tool.function.description).toContain('(browser tools contract 1.6.0)');
+    expect((await store.getRun(run.id))?.browser_tools_version).toBe('1.6.0');
     expect(await shown(run.id)).toMatchObject({
       id: run.id,
       status: 'succeeded',
-      browser_tools_version: '1.5.0',
+      browser_tools_version: '1.6.0',
     });
   });
 

@@ -301,6 +301,20 @@ describe('every store script touches one hash slot (the store works on a Redis C
     expect(await store.listRunFiles(shotRun.id)).toEqual([expect.objectContaining({ id: fileId })]);
     expect(await files.keptBytes(shotRun.id)).toBe(10);
 
+    // An upload held by the run that lists it; a holder that is gone let go of (one is left).
+    const upload = await store.uploads.create({
+      id: 'fil_upload0123456789abc',
+      tenant: TENANT,
+      principal: 'alice',
+      name: 'receipt.pdf',
+      content_type: 'application/pdf',
+      size_bytes: 1,
+      sha256: 'b'.repeat(64),
+      created_at_ms: nowMs,
+    });
+    await store.uploads.hold(TENANT, shotRun.id, [upload.id]);
+    expect(await store.uploads.release(upload.id, ['run_gone0123456789'])).toBe(1);
+
     const split = calls.filter((call) => new Set(call.keys.map(hashTag)).size > 1);
     expect(split).toEqual([]);
 

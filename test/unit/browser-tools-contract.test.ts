@@ -24,10 +24,10 @@ describe('the browser tools contract version', () => {
       const sent = chatTool(definition);
       expect(sent.type).toBe('function');
       expect(sent.type === 'function' && sent.function.description).toMatch(
-        /\(browser tools contract 1\.5\.0\)$/,
+        /\(browser tools contract 1\.6\.0\)$/,
       );
     }
-    expect(BROWSER_TOOLS_CONTRACT_VERSION).toBe('1.5.0');
+    expect(BROWSER_TOOLS_CONTRACT_VERSION).toBe('1.6.0');
   });
 
   it('is the version of an execution that offers browser tools, and none of one that does not', () => {
@@ -45,7 +45,7 @@ describe('the browser tools contract version', () => {
       'browser.act',
       'browser.request_person',
     ]);
-    expect(bound.contractVersion()).toBe('1.5.0');
+    expect(bound.contractVersion()).toBe('1.6.0');
 
     const unbound = new BrowserToolExecutor(undefined, Date.now() + 60_000);
     expect(unbound.definitions()).toEqual([]);

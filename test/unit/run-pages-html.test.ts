@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { localPath } from '../../apps/api/pages/signin.js';
-import type { RunStep, RunView } from '../../libs/contracts/index.js';
+import { approvalViewSchema, type RunStep, type RunView } from '../../libs/contracts/index.js';
 import { renderRunPage, renderRunsPage, sessionIdOf } from '../../libs/ui/index.js';
 
 const viewer = { tenant: 'dev', principal: 'dev', csrfToken: 'tok"en' };
@@ -78,6 +78,36 @@ const toolStep: RunStep = {
 };
 
 describe('the run pages’ HTML', () => {
+  it('names an upload’s file on its pending approval card, escaped', () => {
+    const approval = approvalViewSchema.parse({
+      id: 'apr_0001',
+      run_id: 'run_0001',
+      tenant: 'dev',
+      invocation_id: 'i',
+      tool: 'browser.act',
+      arguments: { action: 'upload', file: 'fil_0123456789abcdefghjk' },
+      status: 'pending',
+      created_at_ms: 1,
+      decided_at_ms: null,
+      decided_by: null,
+      reason: null,
+      grant_id: null,
+      card: {
+        element: { role: 'button', name: 'Receipt' },
+        action: 'upload',
+        page_url: 'http://shop.test/',
+        page_title: 'Claims',
+        screenshot: null,
+        file: { id: 'fil_0123456789abcdefghjk', name: HOSTILE },
+      },
+    });
+    const page = renderRunPage({ viewer, run: run({ status: 'parked' }), steps: [], approvals: [approval] });
+    expect(page).toContain(
+      'Approve upload of “&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;” (fil_0123456789abcdefghjk) on button “Receipt”?',
+    );
+    expect(page).not.toContain('<img src=x');
+  });
+
   it('escapes every value a run, a step or a page title brings, so none becomes markup', () => {
     const page = renderRunPage({ viewer, run: run(), steps: [toolStep], approvals: [] });
     expect(page).not.toContain('<img src=x');

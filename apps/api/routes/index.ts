@@ -9,6 +9,7 @@ import { registerAgentRoutes } from './agents.js';
 import { registerApiKeyRoutes } from './api-keys.js';
 import { registerApprovalRoutes } from './approvals.js';
 import { registerArtifactRoutes } from './artifacts.js';
+import { registerFileRoutes } from './files.js';
 import { registerLiveRoutes } from './live.js';
 import { registerPersonControlRoutes } from './person-control.js';
 import { registerProfileSignInRoutes } from './profile-sign-ins.js';
@@ -41,6 +42,7 @@ export function registerV1Routes(app: FastifyInstance, deps: V1Dependencies): vo
   registerProfileSignInRoutes(app, deps);
   registerArtifactRoutes(app, deps);
   registerRunFileRoutes(app, deps);
+  registerFileRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
   registerWebhookRoutes(app, deps);

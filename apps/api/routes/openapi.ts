@@ -14,6 +14,7 @@ import {
   scheduleViewSchema,
   sessionViewSchema,
   stepPageSchema,
+  uploadedFileSchema,
   webhookDeliveryPageSchema,
   webhookViewSchema,
 } from '../../../libs/contracts/index.js';
@@ -64,6 +65,7 @@ const NAMED_SCHEMAS: Array<[z.ZodType, string]> = [
   [webhookListSchema, 'WebhookList'],
   [webhookDeliveryPageSchema, 'WebhookDeliveryPage'],
   [scheduleViewSchema, 'Schedule'],
+  [uploadedFileSchema, 'UploadedFile'],
 ];
 /** Names a request body in the document, with an example a reader can send as it is. */
 export function namedBody<T extends z.ZodType>(schema: T, id: string, example: unknown): T {
@@ -71,6 +73,17 @@ export function namedBody<T extends z.ZodType>(schema: T, id: string, example: u
   bodyExamples.set(`${id}Input`, example);
   if (schema.safeParse(undefined).success) optionalBodies.add(`${id}Input`);
   return schema;
+}
+
+/**
+ * Bodies the document shows that no route schema validates, by `METHOD url`: a multipart upload is
+ * read by its route as it streams in, so its schema is for readers alone.
+ */
+const documentedBodies = new Map<string, { mediaType: string; schema: z.ZodType }>();
+
+/** Shows `schema` as the `mediaType` body of the route `method url` in the document only. */
+export function documentBody(method: string, url: string, mediaType: string, schema: z.ZodType): void {
+  documentedBodies.set(`${method} ${url}`, { mediaType, schema });
 }
 
 /** Request bodies that may be left out (their schema takes `undefined`), by component name. */
@@ -190,7 +203,13 @@ export const restSchemaTransform: SwaggerTransform = (document) => {
   const schema = document.schema as Record<string, unknown> | undefined;
   if (!schema) return zodTransform(document as never);
   const shown: Record<string, unknown> = { ...schema };
-  for (const part of ['body', 'querystring', 'params', 'headers']) shown[part] = forDocument(schema[part]);
+  const method = (document as { route?: { method?: unknown } }).route?.method;
+  const documentedBody = documentedBodies.get(`${String(method)} ${document.url}`);
+  if (documentedBody) {
+    shown.body = documentedBody.schema;
+    shown.consumes = [documentedBody.mediaType];
+  }
+  for (const part of ['body', 'querystring', 'params', 'headers']) shown[part] = forDocument(shown[part]);
   if (schema.response) {
     const response: Record<string, unknown> = {};
     for (const [status, answer] of Object.entries(schema.response as Record<string, unknown>)) {

@@ -3,7 +3,9 @@ import { z } from 'zod';
 import {
   ApiError,
   boundedJson,
+  fileIdSchema,
   outputSchemaSchema,
+  RUN_INPUT_FILES_MAX,
   RUN_INPUT_MAX_CHARS,
   RUN_SCRIPT_BOUNDS,
   runSecretsSchema,
@@ -41,6 +43,11 @@ export const submitRunSchema = z.strictObject({
    * `result.output`. An answer that does not validate gets one correction turn, then `invalid_output`.
    */
   output_schema: outputSchemaSchema.optional(),
+  /**
+   * Uploaded files (`POST /v1/files`, at most 16) the run's `upload` acts may set a file input to;
+   * each must be the tenant's (404 otherwise). A file listed here expires with the run, not before.
+   */
+  files: z.array(fileIdSchema).max(RUN_INPUT_FILES_MAX).optional(),
 });
 namedBody(submitRunSchema, 'SubmitRun', { input: 'Find the opening hours on the page', timeout_ms: 600_000 });
 
@@ -84,7 +91,9 @@ export function registerRunRoutes(root: FastifyInstance, deps: V1Dependencies): 
           text: request.body.input,
           ...(request.body.script ? { script: request.body.script } : {}),
           ...(outputSchema ? { output_schema: outputSchema } : {}),
+          ...(request.body.files?.length ? { files: request.body.files } : {}),
         },
+        ...(request.body.files?.length ? { files: request.body.files } : {}),
         limits: selectRunLimits(deps.config.limits, session, agent),
         session,
         timeoutMs: request.body.timeout_ms,

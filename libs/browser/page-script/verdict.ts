@@ -62,9 +62,12 @@ export function verdictFor(
   text: string | null,
   labels: readonly string[] | null,
 ): TargetCheck {
-  // A file input is observed, but choosing files from the host is out of scope.
-  if (action !== 'outline' && inputType(element) === 'file') {
-    return 'action_not_allowed:file inputs are out of scope';
+  // A file input takes an uploaded file (`upload`) and nothing else: a click would open the
+  // host's file chooser. `upload` takes nothing but a file input.
+  const fileInput = inputType(element) === 'file';
+  if (action === 'upload' && !fileInput) return 'action_not_allowed:the element is not a file input';
+  if (action !== 'outline' && action !== 'upload' && fileInput) {
+    return 'action_not_allowed:a file input takes the action upload';
   }
   if (isDisabled(element)) return 'action_not_allowed:the element is disabled';
   switch (action) {

@@ -325,7 +325,7 @@ export const DATA_PLANE_OPERATIONS = {
     url: `${LEASE}/act`,
     tag: 'pages',
     summary: 'Act on an observed element',
-    description: `One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION}). An effect: applied only when \`sequence\` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (\`dispatched\`, \`sequence\`). A fill naming a run's declared secret (\`{{secret:NAME}}\`) into a field or origin the secret is not for is refused \`secret_not_allowed\` before dispatch.`,
+    description: `One action on an element of an observed revision, then settling and, with a postcondition, polling for it (browser tools contract ${BROWSER_TOOLS_CONTRACT_VERSION}). An effect: applied only when \`sequence\` is exactly the next. Never retried or re-targeted; a refusal after dispatch says so (\`dispatched\`, \`sequence\`). A fill naming a run's declared secret (\`{{secret:NAME}}\`) into a field or origin the secret is not for is refused \`secret_not_allowed\` before dispatch. An \`upload\` sets a file input's files to an uploaded file the run's input lists (\`file\`), read from the artifact store; refused before dispatch \`action_not_allowed\` on any other element and \`invalid_arguments\` for a file that is not the run's.`,
     params: leaseParams,
     body: actSchema,
     documentedBody: actSchema.extend({ args: actArgsSchema }),

@@ -1,5 +1,6 @@
-import type { ArtifactStore } from '../../artifacts/index.js';
+import { type ArtifactStore, isUploadFolder } from '../../artifacts/index.js';
 import type { RunStatus } from '../../contracts/index.js';
+import type { UploadStore } from '../../store/index.js';
 
 /** How often the artifact sweep walks the store: a listing is a folder walk or a bucket listing. */
 export const ARTIFACT_SWEEP_EVERY_MS = 10 * 60_000;
@@ -9,8 +10,14 @@ const ARTIFACT_SWEEP_BATCH = 100;
 
 export interface ArtifactSweepDeps {
   artifacts: Pick<ArtifactStore, 'listRuns' | 'deleteRun'>;
-  /** The run store's pipelined read: a run whose record is gone is absent from the map. */
-  store: { runStates(runIds: readonly string[]): Promise<Map<string, { status: RunStatus }>> };
+  /**
+   * The run store's pipelined read (a run whose record is gone is absent from the map) and its
+   * uploads: an upload's folder is the upload's, not a run's.
+   */
+  store: {
+    runStates(runIds: readonly string[]): Promise<Map<string, { status: RunStatus }>>;
+    uploads: Pick<UploadStore, 'holders' | 'release'>;
+  };
   /** Between two walks, in ms. Default {@link ARTIFACT_SWEEP_EVERY_MS}. */
   everyMs?: number;
   now?: () => number;
@@ -22,6 +29,10 @@ export interface ArtifactSweepDeps {
  * the walk lists every run the store holds) the sweeper deletes the artifacts of each run whose
  * record no longer exists. A run writes artifacts only while it runs, so its record exists then;
  * one that is gone expired with its retention (or was never more than an orphaned write).
+ *
+ * An upload's folder (DESIGN §12) is kept while its record is: the walk lets go of the runs that
+ * held it and are gone (its record then expires 7 days after it was made, at once past that), and
+ * deletes the bytes of an upload whose record is gone.
  */
 export class ArtifactSweep {
   readonly #deps: ArtifactSweepDeps;
@@ -37,7 +48,7 @@ export class ArtifactSweep {
     this.#now = deps.now ?? Date.now;
   }
 
-  /** Walks the store if a walk is due; answers the runs whose artifacts it deleted. */
+  /** Walks the store if a walk is due; answers the runs (and uploads) whose artifacts it deleted. */
   async sweepIfDue(): Promise<string[]> {
     if (this.#now() < this.#nextAtMs) return [];
     // Set first: a walk that fails is tried again at the next due time, not every pass.
@@ -61,9 +72,35 @@ export class ArtifactSweep {
   }
 
   async #deleteGone(batch: ReadonlyArray<{ tenant: string; runId: string }>): Promise<string[]> {
-    const live = await this.#deps.store.runStates(batch.map((run) => run.runId));
-    const gone = batch.filter((run) => !live.has(run.runId));
+    const runs = batch.filter((folder) => !isUploadFolder(folder.runId));
+    const uploads = batch.filter((folder) => isUploadFolder(folder.runId));
+    const live = await this.#deps.store.runStates(runs.map((run) => run.runId));
+    const gone = runs.filter((run) => !live.has(run.runId));
     for (const run of gone) await this.#deps.artifacts.deleteRun(run.tenant, run.runId);
-    return gone.map((run) => run.runId);
+    const goneUploads = await this.#goneUploads(uploads.map((upload) => upload.runId));
+    const deleted = uploads.filter((upload) => goneUploads.has(upload.runId));
+    for (const upload of deleted) await this.#deps.artifacts.deleteRun(upload.tenant, upload.runId);
+    return [...gone, ...deleted].map((folder) => folder.runId);
+  }
+
+  /** The uploads among `fileIds` whose records are gone, after letting go of holders that are gone. */
+  async #goneUploads(fileIds: readonly string[]): Promise<Set<string>> {
+    const gone = new Set<string>();
+    if (fileIds.length === 0) return gone;
+    const uploads = this.#deps.store.uploads;
+    const holders = await uploads.holders(fileIds);
+    const named = [...new Set([...holders.values()].flatMap((runIds) => runIds ?? []))];
+    const live = named.length > 0 ? await this.#deps.store.runStates(named) : new Map();
+    for (const [fileId, runIds] of holders) {
+      if (runIds === undefined) {
+        gone.add(fileId);
+        continue;
+      }
+      const goneRuns = runIds.filter((runId) => !live.has(runId));
+      // Unheld, it expires on its own; held by live runs only, it stays.
+      if (goneRuns.length === 0) continue;
+      if ((await uploads.release(fileId, goneRuns)) < 0) gone.add(fileId);
+    }
+    return gone;
   }
 }

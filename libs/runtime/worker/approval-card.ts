@@ -36,6 +36,8 @@ export async function buildApprovalCard(
   transcript: () => Promise<readonly TranscriptEntry[]>,
   page: CardPreview | undefined,
   deadlineMs: number,
+  /** The name of one of the run's uploaded files, for an `upload`'s card; undefined when unknown. */
+  fileName?: (fileId: string) => Promise<string | undefined>,
 ): Promise<CardWithPreview> {
   const args = (invocation.call.args ?? {}) as Record<string, unknown>;
   const card: ApprovalCard = {
@@ -45,11 +47,17 @@ export async function buildApprovalCard(
     page_title: null,
     screenshot: null,
     screenshot_status: null,
+    file: null,
   };
   const none = { card, preview: async () => false };
   const revision = typeof args.revision === 'string' ? args.revision : undefined;
   const ref = typeof args.element === 'string' ? args.element : undefined;
   if (invocation.call.name !== 'browser.act' || revision === undefined || ref === undefined) return none;
+  // DESIGN §12: the person approving an upload sees which file would leave.
+  if (args.action === 'upload' && typeof args.file === 'string') {
+    const fileId = args.file;
+    card.file = { id: fileId, name: (await fileName?.(fileId).catch(() => undefined)) ?? null };
+  }
   try {
     const observed = observedTarget(await transcript(), invocation.call);
     if (observed) {

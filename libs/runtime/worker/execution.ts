@@ -97,6 +97,7 @@ export async function executeRunToEnd(
         () => port.loadTranscript(),
         provider,
         run.deadline_at_ms,
+        async (fileId) => (await deps.store.uploads.runUpload(run.id, run.tenant, fileId))?.name,
       );
       // Noted first, so the approval reads its picture `pending`, never missing, while it is taken.
       if (card.screenshot)

@@ -1,6 +1,11 @@
 import { createHmac } from 'node:crypto';
 import type { Config } from '../../config/index.js';
-import { type DeclaredSecretName, mcpDriverKeyOf, type RunView } from '../../contracts/index.js';
+import {
+  type DeclaredSecretName,
+  inputFileIds,
+  mcpDriverKeyOf,
+  type RunView,
+} from '../../contracts/index.js';
 import { AgentVersionCache, type RunStore } from '../../store/index.js';
 import type { McpTurns } from '../../store/mcp-turns.js';
 import {
@@ -42,11 +47,14 @@ export async function budgetOptions(
       await deps.profiles.allowedOrigins({ tenant: run.tenant, id: run.browser_profile_id })
     ).slice(0, MAX_ORIGINS_RENDERED);
     const secrets = await deps.store.declaredSecrets(run.id);
+    const files = await filesRow(deps.store, run);
     options.runtimeMetadata = {
       browser_origins: origins.join(','),
       // DESIGN §12: the run's declared secrets by name and origin, never by value; a fill types one
       // as {{secret:NAME}} (the act tool's description says how).
       ...(secrets.length > 0 ? { browser_secrets: secretsRow(secrets) } : {}),
+      // DESIGN §12: the files an `upload` act may set a file input to, by id and name.
+      ...(files ? { browser_files: files } : {}),
     };
   }
   return options;
@@ -55,6 +63,16 @@ export async function budgetOptions(
 /** `pw@https://shop.test|https://pay.test,otp@https://shop.test`: one line, names and origins only. */
 function secretsRow(secrets: readonly DeclaredSecretName[]): string {
   return secrets.map((secret) => `${secret.name}@${secret.origins.join('|')}`).join(',');
+}
+
+/** `fil_…=invoice.pdf,fil_…=photo.jpg`: the uploads the run's input lists, by id and name; undefined for none. */
+async function filesRow(store: RunStore, run: RunView): Promise<string | undefined> {
+  const fileIds = inputFileIds(run.input);
+  if (fileIds.length === 0) return undefined;
+  const records = await Promise.all(
+    fileIds.map((fileId) => store.uploads.runUpload(run.id, run.tenant, fileId)),
+  );
+  return fileIds.map((fileId, index) => `${fileId}=${records[index]?.name ?? 'unknown'}`).join(',');
 }
 
 /** ADR-0130 d9: at most 16 origins are rendered in the row. */
