@@ -115,6 +115,7 @@ export async function startApi(options: ApiOptions): Promise<ApiHandle> {
     signIns: new AddressBudget(redis, config.redis.keyPrefix, 'signins', config.api.signInsPerMinute),
     origins,
     store,
+    signInLeaseMs: config.api.profileSignInLeaseMs,
   });
 
   const profiles = new RedisLeaseStore(redis, config.redis.keyPrefix);

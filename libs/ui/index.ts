@@ -15,7 +15,7 @@ export {
 } from './html.js';
 export { LIVE_VIEW_SCRIPT, liveViewFragment } from './live-view.js';
 export { PAGE_SCRIPT, PAGE_STYLE } from './page-assets.js';
-export { type ProfileSignInView, renderProfileSignInPage } from './profile-sign-in-page.js';
+export { type ProfileSignInView, renderProfileSignInPage, signInBeatMs } from './profile-sign-in-page.js';
 export { artifactUrl, renderRunPage } from './run-page.js';
 export {
   RUN_LIST_FILTERS,

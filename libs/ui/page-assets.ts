@@ -178,14 +178,15 @@ export const PAGE_SCRIPT = `'use strict';
     setTimeout(() => { void refresh().then(pollPending); }, 1000);
   }
 
-  // A profile's sign-in page: it beats while open (its lease lives a short while past each beat),
+  // A profile's sign-in page: it beats while open, as often as the page says (its lease lives a
+  // short while past each beat),
   // and Done / Cancel end it; the page is then read again to show how it ended.
   const signIn = document.getElementById('profile-sign-in');
   if (signIn && signIn.dataset.status === 'open') {
     const post = (path) => fetch(signIn.dataset.base + path, {
       method: 'POST', credentials: 'same-origin', headers: { 'x-csrf-token': csrf },
     });
-    const beat = setInterval(() => void post('/heartbeat'), 30000);
+    const beat = setInterval(() => void post('/heartbeat'), Number(signIn.dataset.beatMs) || 30000);
     for (const [selector, path] of [['.sign-in-done', '/done'], ['.sign-in-cancel', '/cancel']]) {
       signIn.querySelector(selector)?.addEventListener('click', async () => {
         clearInterval(beat);

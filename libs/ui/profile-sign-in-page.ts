@@ -11,15 +11,27 @@ export interface ProfileSignInView {
 }
 
 /**
+ * How often an open sign-in page beats: every 30 s, or three times within a shorter lease, so one
+ * late or lost beat never lets a page that is still open expire.
+ */
+export function signInBeatMs(leaseMs: number): number {
+  return Math.max(1_000, Math.min(30_000, Math.floor(leaseMs / 3)));
+}
+
+/**
  * The sign-in page: the profile's page, live and held by the person from the start, with "Done"
  * (seal what the person left) and "Cancel" (close it unsealed). While open, the page's script beats
- * every 30 s to keep the lease; a page closed or left stops beating and the sign-in expires unsealed.
+ * every `beatMs` to keep the lease; a page closed or left stops beating and the sign-in expires unsealed.
  */
-export function renderProfileSignInPage(options: { viewer: PageViewer; signIn: ProfileSignInView }): string {
+export function renderProfileSignInPage(options: {
+  viewer: PageViewer;
+  signIn: ProfileSignInView;
+  beatMs: number;
+}): string {
   const { viewer, signIn } = options;
   const base = `/v1/profiles/${encodeURIComponent(signIn.profile_id)}/sign-ins/${encodeURIComponent(signIn.signin_id)}`;
   const open = signIn.status === 'open';
-  const main = html`<section id="profile-sign-in" data-base="${base}" data-status="${signIn.status}">
+  const main = html`<section id="profile-sign-in" data-base="${base}" data-status="${signIn.status}" data-beat-ms="${String(options.beatMs)}">
 <h1>Sign in: profile ${signIn.profile_id}</h1>
 <p>Sign in on the page below as you would in your own browser, then press <strong>Done</strong>: what the
 page keeps (cookies, storage) is sealed into the profile, and its runs start signed in. Nothing you type is

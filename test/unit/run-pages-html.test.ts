@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { localPath } from '../../apps/api/pages/signin.js';
 import { approvalViewSchema, type RunStep, type RunView } from '../../libs/contracts/index.js';
-import { renderRunPage, renderRunsPage, sessionIdOf } from '../../libs/ui/index.js';
+import {
+  renderProfileSignInPage,
+  renderRunPage,
+  renderRunsPage,
+  sessionIdOf,
+  signInBeatMs,
+} from '../../libs/ui/index.js';
 
 const viewer = { tenant: 'dev', principal: 'dev', csrfToken: 'tok"en' };
 const HOSTILE = '<img src=x onerror=alert(1)>"\'&';
@@ -225,5 +231,25 @@ describe('the run pages’ HTML', () => {
     expect(sessionIdOf({ lh_session_x: 'abc' })).toBeUndefined();
     expect(sessionIdOf({ lh_session: '' })).toBeUndefined();
     expect(sessionIdOf(undefined)).toBeUndefined();
+  });
+});
+
+describe('the sign-in page', () => {
+  it('beats three times within a short lease, and every 30 s within a long one', () => {
+    expect(signInBeatMs(6_000)).toBe(2_000);
+    expect(signInBeatMs(120_000)).toBe(30_000);
+    expect(signInBeatMs(900)).toBe(1_000);
+    const page = renderProfileSignInPage({
+      viewer: { tenant: 't1', principal: 'dev', csrfToken: 'token' },
+      signIn: {
+        signin_id: 'signin_1',
+        profile_id: 'shop',
+        status: 'open',
+        url: 'https://shop.example/login',
+        expires_at_ms: 0,
+      },
+      beatMs: signInBeatMs(6_000),
+    });
+    expect(page).toContain('data-beat-ms="2000"');
   });
 });

@@ -15,6 +15,7 @@ import {
   renderRunPage,
   renderRunsPage,
   runListParams,
+  signInBeatMs,
 } from '../../../libs/ui/index.js';
 import { RUNS_QUEUE, runJobId } from '../../../queues/index.js';
 import { DASHBOARD_PATH } from '../dashboard.js';
@@ -26,6 +27,8 @@ import { pageSession, registerSignIn, type SignInDependencies, toSignIn } from '
 export interface PageDependencies extends SignInDependencies {
   /** Whose keys may decide a run's approvals (an MCP-driven run's: none of its driver's chain). */
   store: Pick<RunStore, 'apiKeyLineage'>;
+  /** A profile sign-in's lease past each heartbeat (`PROFILE_SIGN_IN_LEASE_MS`): its page beats well within it. */
+  signInLeaseMs: number;
 }
 
 function viewerOf(session: UiSession): PageViewer {
@@ -107,9 +110,13 @@ export async function registerRunPages(app: FastifyInstance, deps: PageDependenc
               problem: read.message,
             }),
           );
-      return reply
-        .headers(PAGE_HEADERS)
-        .send(renderProfileSignInPage({ viewer: viewerOf(session), signIn: read.body }));
+      return reply.headers(PAGE_HEADERS).send(
+        renderProfileSignInPage({
+          viewer: viewerOf(session),
+          signIn: read.body,
+          beatMs: signInBeatMs(deps.signInLeaseMs),
+        }),
+      );
     });
 
     pages.get('/runs/:id', async (request, reply) => {

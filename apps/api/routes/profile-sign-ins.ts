@@ -261,7 +261,7 @@ export function registerProfileSignInRoutes(root: FastifyInstance, deps: V1Depen
         operationId: 'beatProfileSignIn',
         summary: "Keeps a sign-in's page while it is open",
         description:
-          'The sign-in page beats every 30 s: its lease is renewed to PROFILE_SIGN_IN_LEASE_MS from now, never past 60 minutes from the start. A sign-in that stopped beating expires and never seals.',
+          'The sign-in page beats every 30 s (three times a lease when PROFILE_SIGN_IN_LEASE_MS is shorter than 90 s): its lease is renewed to PROFILE_SIGN_IN_LEASE_MS from now, never past 60 minutes from the start. A sign-in that stopped beating expires and never seals.',
         params: signInParams,
         response: answers({ 200: profileSignInViewSchema }, 404, 409),
       },
