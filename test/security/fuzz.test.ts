@@ -426,10 +426,11 @@ describe('a seeded fuzz of both servers', () => {
 });
 
 /**
- * Keys that change by design while requests arrive: the browser worker heartbeat, the per-key
+ * Keys that change by design while requests arrive: the browser and run workers' heartbeats, the per-key
  * rate-limit window, and the failed-authentication count of the sign-in form, whose body
  * carries the key: a fuzzed body is a wrong key, counted against the address as at every door.
  */
 // BullMQ's own stall-check timestamp of each queue (runs, and earlier webhooks) is rewritten
 // by the workers every 30 s on their own clock, not by requests: a fuzz that ran past 30 s saw it.
-const EPHEMERAL = /:(\{browser-workers\}:[^:]+|rate-limit:[^:]+|[a-z-]+:stalled-check|auth-failures:[^:]+)$/;
+const EPHEMERAL =
+  /:(\{browser-workers\}:[^:]+|\{run-workers\}:[^:]+|rate-limit:[^:]+|[a-z-]+:stalled-check|auth-failures:[^:]+)$/;
