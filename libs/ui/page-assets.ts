@@ -59,22 +59,25 @@ export const PAGE_SCRIPT = `'use strict';
   function bindPersonControls(root) {
     for (const button of root.querySelectorAll('button.person-control')) {
       button.addEventListener('click', async () => {
-        const problem = button.parentElement?.querySelector('.person-error');
-        button.disabled = true;
-        const response = await fetch('/v1/runs/' + encodeURIComponent(button.dataset.runId) + '/' + button.dataset.action, {
-          method: 'POST',
-          credentials: 'same-origin',
-          headers: { 'x-csrf-token': csrf },
-        });
-        if (!response.ok) {
-          const answer = await response.json().catch(() => ({}));
-          if (problem) { problem.textContent = answer?.error?.message ?? 'refused (' + response.status + ')'; problem.hidden = false; }
-          button.disabled = false;
-          return;
-        }
-        await refresh();
+        if (await postRunAction(button, button.parentElement?.querySelector('.person-error'))) await refresh();
       });
     }
+  }
+
+  // A button's POST to its run's /v1 route (data-action); a refusal is shown in \`problem\` and the
+  // button offered again. True when the API took it.
+  async function postRunAction(button, problem) {
+    button.disabled = true;
+    const response = await fetch('/v1/runs/' + encodeURIComponent(button.dataset.runId) + '/' + button.dataset.action, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'x-csrf-token': csrf },
+    });
+    if (response.ok) return true;
+    const answer = await response.json().catch(() => ({}));
+    if (problem) { problem.textContent = answer?.error?.message ?? 'refused (' + response.status + ')'; problem.hidden = false; }
+    button.disabled = false;
+    return false;
   }
 
   // Cancel and Retry post to the run's /v1 routes; a retried run is queued again, so the page is
@@ -82,19 +85,7 @@ export const PAGE_SCRIPT = `'use strict';
   function bindRunControls(root) {
     for (const button of root.querySelectorAll('button.run-control')) {
       button.addEventListener('click', async () => {
-        const problem = root.querySelector('.run-control-error');
-        button.disabled = true;
-        const response = await fetch('/v1/runs/' + encodeURIComponent(button.dataset.runId) + '/' + button.dataset.action, {
-          method: 'POST',
-          credentials: 'same-origin',
-          headers: { 'x-csrf-token': csrf },
-        });
-        if (!response.ok) {
-          const answer = await response.json().catch(() => ({}));
-          if (problem) { problem.textContent = answer?.error?.message ?? 'refused (' + response.status + ')'; problem.hidden = false; }
-          button.disabled = false;
-          return;
-        }
+        if (!(await postRunAction(button, root.querySelector('.run-control-error')))) return;
         if (button.dataset.action === 'retry') location.reload();
         else await refresh();
       });
