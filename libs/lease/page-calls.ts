@@ -72,6 +72,25 @@ export class LeasePageCalls {
     return this.#shots?.drained() ?? Promise.resolve();
   }
 
+  /**
+   * Resolves once the lease's calls under way and queued have ended, with what they left for after
+   * their answer: a run releases its lease as soon as its last act answered, and that act's
+   * screenshot is still to be taken. Bounded by two captures' time (a failed one is tried once
+   * more) and a second, so a wedged page cannot hold a close.
+   */
+  async callsEnded(held: HeldLease): Promise<void> {
+    const boundMs = 2 * (this.#deps.artifacts?.captureTimeoutMs ?? 0) + 1_000;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, boundMs);
+    });
+    try {
+      await Promise.race([held.tail, bound]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   navigate(profile: ProfileRef, leaseId: string, sequence: number, url: string, limits: OperationLimits) {
     return this.#effect(profile, leaseId, sequence, limits.deadlineMs, (session, beforeDispatch) =>
       session.navigate(url, limits, beforeDispatch),

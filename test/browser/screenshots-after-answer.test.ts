@@ -170,6 +170,34 @@ describe('screenshots taken after the answer', () => {
     expect(ttlMs).toBeLessThanOrEqual(60_000);
   });
 
+  it('takes the last act’s screenshot before the lease closed right after its answer', async () => {
+    const runId = 'run_close_after_act';
+    await runRecord(runId);
+    held.release();
+    const { path } = await leaseOwnProfile(worker, 'closing', runId, origin);
+    const navigated = await worker.call('POST', `${path}/navigate`, {
+      body: { sequence: 1, url: `${origin}/` },
+    });
+    const go = navigated.body.observation.elements.find((e: { name: string }) => e.name === 'Go');
+    const acted = await worker.call('POST', `${path}/act`, {
+      body: {
+        sequence: 2,
+        args: { revision: navigated.body.observation.revision, element: go.ref, action: 'click' },
+      },
+    });
+    expect(acted.status).toBe(200);
+    // A run's last act is followed at once by its release: the picture is the act's, not lost.
+    const closed = await worker.call('POST', `${path}/close`, {
+      body: { seal: true },
+      idempotencyKey: `close-${runId}`,
+    });
+    expect(closed.status).toBe(200);
+    const name = acted.body.artifacts.screenshot as string;
+    await expect
+      .poll(() => note(runId, name), { timeout: 15_000 })
+      .toEqual({ state: 'stored', reason: null });
+  });
+
   it('answers a preview under the name its caller chose, before the outlined picture exists', async () => {
     const runId = 'run_after_preview';
     await runRecord(runId);
