@@ -53,7 +53,16 @@ export class ProfileSignIns {
     return `${this.prefix}signin:${id}`;
   }
 
-  async create(record: Omit<ProfileSignInRecord, 'status' | 'endedAtMs'>): Promise<void> {
+  /**
+   * Records a sign-in before it takes its profile's turn, `opening` until `openUntilMs`: its lease
+   * and page take a second or more to open, and a sweep of the lines in that time must find it
+   * holding the turn, not pass it on to a run that would meet its lease.
+   */
+  async begin(
+    record: Omit<ProfileSignInRecord, 'leaseId' | 'status' | 'expiresAtMs' | 'endedAtMs'> & {
+      openUntilMs: number;
+    },
+  ): Promise<void> {
     const key = this.#key(record.id);
     await this.redis
       .multi()
@@ -62,13 +71,22 @@ export class ProfileSignIns {
         profile: record.profileId,
         principal: record.principal,
         url: record.url,
-        lease: record.leaseId,
-        status: 'open',
+        status: 'opening',
         created_at: record.createdAtMs,
-        expires_at: record.expiresAtMs,
+        expires_at: record.openUntilMs,
       })
       .pexpire(key, SIGN_IN_MAX_MS + 24 * 60 * 60_000)
       .exec();
+  }
+
+  /** Its page is open under `leaseId`, which expires at `expiresAtMs`: the sign-in is `open`. */
+  async opened(id: string, leaseId: string, expiresAtMs: number): Promise<void> {
+    await this.redis.hset(this.#key(id), { lease: leaseId, status: 'open', expires_at: expiresAtMs });
+  }
+
+  /** A sign-in that never opened (its turn refused, its page not opened): no record is kept. */
+  async discard(id: string): Promise<void> {
+    await this.redis.del(this.#key(id));
   }
 
   /** The sign-in of `tenant` by id; an expired open one reads `expired`. */
@@ -76,8 +94,10 @@ export class ProfileSignIns {
     const fields = await this.redis.hgetall(this.#key(id));
     if (!fields.tenant || fields.tenant !== tenant) return undefined;
     const expiresAtMs = Number(fields.expires_at);
-    // While it ends, it reads as open: its page is still held, its outcome not yet known.
-    const stored = (fields.status === 'ending' ? 'open' : fields.status) as ProfileSignInStatus;
+    // While it opens or ends, it reads as open: its page is held, its outcome not yet known.
+    const stored = (
+      fields.status === 'ending' || fields.status === 'opening' ? 'open' : fields.status
+    ) as ProfileSignInStatus;
     return {
       id,
       tenant: fields.tenant,
@@ -93,7 +113,8 @@ export class ProfileSignIns {
   }
 
   /**
-   * Whether the sign-in `id` still holds its profile's page: open with its lease not expired, or
+   * Whether the sign-in `id` still holds its profile's page: opening within its bound, open with
+   * its lease not expired, or
    * ending (its lease being closed: no run may take the page before the close is done; a crash
    * while ending lets go after a minute).
    */
@@ -105,7 +126,7 @@ export class ProfileSignIns {
       'ending_at',
     );
     if (status === 'ending') return this.now() - Number(endingAt) < ENDING_HOLD_MS;
-    return status === 'open' && this.now() < Number(expiresAt);
+    return (status === 'open' || status === 'opening') && this.now() < Number(expiresAt);
   }
 
   /** A heartbeat renewed its lease to `expiresAtMs`. */

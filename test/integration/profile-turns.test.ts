@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunView } from '../../libs/contracts/index.js';
 import { RunLifecycle } from '../../libs/runtime/index.js';
 import { ProfileTurns, RunStore } from '../../libs/store/index.js';
+import { newSignInId, ProfileSignIns } from '../../libs/store/profile-sign-ins.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, ran, submitStoreRun } from '../fixtures/run-store.js';
@@ -146,5 +147,48 @@ describe('a profile line of runs', () => {
     ran(await store.finishRun(holder.id, `owner-${holder.id}`, { status: 'succeeded', result: 'x' }));
     expect(await lifecycle.takeTurn(await claim(next), `owner-${next.id}`)).toBe('go');
     expect(await turns.line(profile)).toEqual([next.id]);
+  });
+
+  it('keeps the turn of a sign-in through a sweep while its page is still opening', async () => {
+    enqueued.length = 0;
+    for (const runId of await turns.line(profile)) await turns.pass(profile, runId);
+    const signIns = new ProfileSignIns(redis, `${prefix}:`);
+    const signInId = newSignInId();
+    const sweep = async () => {
+      let cursor = '0';
+      do cursor = (await lifecycle.sweepTurns(cursor)).cursor;
+      while (cursor !== '0');
+    };
+    // Recorded before it takes the turn: its lease and page take a second or more to open.
+    await signIns.begin({
+      id: signInId,
+      tenant: profile.tenant,
+      profileId: profile.id,
+      principal: 'owner',
+      url: 'https://example.test/login',
+      createdAtMs: Date.now(),
+      openUntilMs: Date.now() + 30_000,
+    });
+    expect(await turns.takeForSignIn(profile, signInId)).toEqual({ turn: true });
+    const waiter = await submit();
+    if (!waiter) throw new Error('run not submitted');
+    expect(await lifecycle.takeTurn(await claim(waiter), `owner-${waiter.id}`)).toBe('waiting');
+    await sweep();
+    expect(await turns.line(profile)).toEqual([signInId, waiter.id]);
+    expect(enqueued).toEqual([]);
+
+    await signIns.opened(signInId, 'lse_opened', Date.now() + 60_000);
+    expect(await signIns.get(profile.tenant, signInId)).toMatchObject({
+      status: 'open',
+      leaseId: 'lse_opened',
+    });
+    await sweep();
+    expect(enqueued).toEqual([]);
+
+    await signIns.ended(signInId, 'cancelled');
+    await lifecycle.passTurnOf(profile, signInId);
+    expect(enqueued.map((run) => run.id)).toEqual([waiter.id]);
+    expect(await turns.line(profile)).toEqual([waiter.id]);
+    for (const runId of await turns.line(profile)) await turns.pass(profile, runId);
   });
 });

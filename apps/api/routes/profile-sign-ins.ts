@@ -173,16 +173,26 @@ export function registerProfileSignInRoutes(root: FastifyInstance, deps: V1Depen
       const worker = await workers.findForProfile(profile);
       if (!worker) throw new ApiError('unavailable', 'no browser worker serves this profile; try again');
       const signInId = newSignInId();
+      const now = Date.now();
+      await records.begin({
+        id: signInId,
+        tenant: identity.tenant,
+        profileId: stored.id,
+        principal: identity.principal,
+        url: url.href,
+        createdAtMs: now,
+        openUntilMs: now + CALL_MS,
+      });
       const turn = await turns.takeForSignIn(profile, signInId);
       if (!turn.turn) {
         await turns.pass(profile, signInId);
+        await records.discard(signInId);
         throw new ApiError(
           'conflict',
           `profile ${stored.id} is in use by run ${turn.holderRunId}; try again after it`,
         );
       }
       const client = new DataPlaneClient({ baseUrl: worker.url, token });
-      const now = Date.now();
       const limits = { deadlineMs: now + CALL_MS };
       let leaseId: string | undefined;
       try {
@@ -206,21 +216,13 @@ export function registerProfileSignInRoutes(root: FastifyInstance, deps: V1Depen
           { holder: personHolder(identity), seconds: Math.ceil(SIGN_IN_MAX_MS / 1000) },
           limits,
         );
-        await records.create({
-          id: signInId,
-          tenant: identity.tenant,
-          profileId: stored.id,
-          principal: identity.principal,
-          url: url.href,
-          leaseId,
-          createdAtMs: now,
-          expiresAtMs: acquired.lease.expires_at_ms,
-        });
+        await records.opened(signInId, leaseId, acquired.lease.expires_at_ms);
         const created = await records.get(identity.tenant, signInId);
         if (!created) throw new ApiError('unavailable', 'the sign-in could not be recorded; try again');
         return reply.code(201).send(view(created));
       } catch (error) {
         if (leaseId) await client.close(profile, leaseId, { seal: false }, limits).catch(() => undefined);
+        await records.discard(signInId);
         await deps.lifecycle.passTurnOf(profile, signInId);
         if (error instanceof ProviderError && error.serviceCode === 'profile_unavailable')
           throw new ApiError('conflict', `profile ${stored.id} is in use by a run; try again after it`);
