@@ -17,10 +17,12 @@ import {
   type paths,
   type Run,
   type RunDetail,
+  type RunFile,
   type RunPage,
   type Schedule,
   type Session,
   type SubmitRun,
+  type UploadedFile,
 } from '../../clients/typescript/index.js';
 import { ApiAnswerError, ConnectionError } from './errors.js';
 
@@ -40,8 +42,10 @@ export type {
   Profile,
   Run,
   RunDetail,
+  RunFile,
   RunPage,
   Schedule,
+  UploadedFile,
 };
 export type Grant = NonNullable<ApproveApproval['grant']>;
 
@@ -55,6 +59,7 @@ export interface SubmitRunBody {
   input: string;
   script?: unknown;
   timeout_ms?: number;
+  files?: string[];
 }
 export interface CreateProfileBody {
   id: string;
@@ -241,6 +246,42 @@ export class LeaseholdApi {
 
   scheduleRuns(id: string): Promise<{ runs: Run[] }> {
     return this.#call(() => this.#client.GET('/v1/schedules/{id}/runs', { params: { path: { id } } }));
+  }
+
+  /** Uploads one file as the form's part `file`; its record (id, name, type, size, SHA-256). */
+  uploadFile(file: {
+    name: string;
+    contentType: string;
+    bytes: Uint8Array<ArrayBuffer>;
+  }): Promise<UploadedFile> {
+    const form = new FormData();
+    form.append('file', new Blob([file.bytes], { type: file.contentType }), file.name);
+    return this.#call(() =>
+      this.#client.POST('/v1/files', {
+        body: form as never,
+        // The form goes as it is: fetch writes its multipart boundary.
+        bodySerializer: (sent) => sent as unknown as FormData,
+      }),
+    );
+  }
+
+  getFile(id: string): Promise<UploadedFile> {
+    return this.#call(() => this.#client.GET('/v1/files/{id}', { params: { path: { id } } }));
+  }
+
+  listRunFiles(id: string): Promise<{ files: RunFile[] }> {
+    return this.#call(() => this.#client.GET('/v1/runs/{id}/files', { params: { path: { id } } }));
+  }
+
+  /** A file the run downloaded: its bytes. */
+  async runFileBytes(id: string, file: string): Promise<Uint8Array> {
+    const bytes = await this.#call<ArrayBuffer>(() =>
+      this.#client.GET('/v1/runs/{id}/files/{file}', {
+        params: { path: { id, file } },
+        parseAs: 'arrayBuffer',
+      }),
+    );
+    return new Uint8Array(bytes);
   }
 
   /**

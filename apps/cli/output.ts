@@ -1,4 +1,14 @@
-import type { ApiKey, Approval, PersonControl, Profile, Run, RunDetail, Schedule } from './api.js';
+import type {
+  ApiKey,
+  Approval,
+  PersonControl,
+  Profile,
+  Run,
+  RunDetail,
+  RunFile,
+  Schedule,
+  UploadedFile,
+} from './api.js';
 
 /**
  * Where a command writes: `line` to stdout, `problem` to stderr. With `json`, a command writes the
@@ -113,4 +123,17 @@ export function personControlLine(control: PersonControl): string {
   const inputs = control.inputs !== null ? ` after ${control.inputs} inputs` : '';
   const url = control.url !== null ? ` at ${control.url}` : '';
   return `${control.run_id} ${control.state} by ${control.holder}${until}${inputs}${url}`;
+}
+
+/** An uploaded file: its id first (what a run's `files` names), then what was kept and until when. */
+export function uploadedFileLine(file: UploadedFile): string {
+  const until =
+    file.expires_at_ms === null ? 'kept while a run lists it' : `expires ${isoTime(file.expires_at_ms)}`;
+  return `${file.id}  ${file.name}  ${file.content_type}  ${file.size_bytes} B  sha256 ${file.sha256}  ${until}`;
+}
+
+/** A run's download: stored with its SHA-256, or cancelled and why. */
+export function runFileLine(file: RunFile): string {
+  const kept = file.state === 'stored' ? `sha256 ${file.sha256}` : `cancelled (${file.reason})`;
+  return `${file.id}  ${file.name}  ${file.content_type}  ${file.size_bytes} B  ${kept}`;
 }

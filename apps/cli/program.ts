@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { LeaseholdApi } from './api.js';
 import { registerAgentCommands } from './commands/agents.js';
 import { registerApprovalCommands } from './commands/approvals.js';
+import { registerFileCommands } from './commands/files.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerProfileCommands } from './commands/profiles.js';
 import { registerRunCommands } from './commands/runs.js';
@@ -67,6 +68,7 @@ function buildProgram(context: CliContext, exit: { code: ExitCode }): Command {
 
   registerRunCommands(program, sessionOf, setExit);
   registerApprovalCommands(program, sessionOf);
+  registerFileCommands(program, sessionOf);
   registerProfileCommands(program, sessionOf);
   registerKeyCommands(program, sessionOf);
   registerScheduleCommands(program, sessionOf);

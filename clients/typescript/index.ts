@@ -55,6 +55,8 @@ export type CreatedWebhook = Schemas['CreatedWebhook'];
 export type ModelList = Schemas['ModelList'];
 export type ErrorBody = Schemas['Error'];
 export type Schedule = Schemas['Schedule'];
+export type RunFile = Schemas['RunFile'];
+export type UploadedFile = Schemas['UploadedFile'];
 /** What the requests send, by name. */
 export type SubmitRun = Schemas['SubmitRunInput'];
 export type CreateSession = Schemas['CreateSessionInput'];

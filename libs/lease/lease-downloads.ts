@@ -1,3 +1,4 @@
+import { lookup } from 'mime-types';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
@@ -32,38 +33,13 @@ export interface LeaseFiles {
   log?: Logger | undefined;
 }
 
-/** Content types of the files pages commonly hand out, by extension; anything else is bytes. */
-const CONTENT_TYPES: Record<string, string> = {
-  csv: 'text/csv',
-  tsv: 'text/tab-separated-values',
-  txt: 'text/plain',
-  json: 'application/json',
-  xml: 'application/xml',
-  html: 'text/html',
-  htm: 'text/html',
-  pdf: 'application/pdf',
-  zip: 'application/zip',
-  gz: 'application/gzip',
-  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
-  xls: 'application/vnd.ms-excel',
-  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
-  ics: 'text/calendar',
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  jpeg: 'image/jpeg',
-  gif: 'image/gif',
-  svg: 'image/svg+xml',
-  webp: 'image/webp',
-};
-
 /**
- * The type a file's name says it is (Playwright's download carries no response headers). It is
- * only shown and sent back as a label: the files route serves every file as an attachment that
- * no browser runs.
+ * The type a file's name says it is (Playwright's download carries no response headers), as
+ * mime-db lists it; anything it does not know is bytes. It is only shown and sent back as a
+ * label: the files route serves every file as an attachment that no browser runs.
  */
 export function contentTypeOf(name: string): string {
-  const extension = name.includes('.') ? (name.split('.').pop() ?? '').toLowerCase() : '';
-  return CONTENT_TYPES[extension] ?? 'application/octet-stream';
+  return lookup(name) || 'application/octet-stream';
 }
 
 interface Started {

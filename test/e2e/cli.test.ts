@@ -38,6 +38,9 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
   let origin: string;
   let folder: string;
   let purchases = 0;
+  /** What the claims page posted: the bytes of the file a run attached. */
+  const received: Buffer[] = [];
+  const EXPORT = 'id,total\n1,12.50\n2,7.25\n';
   const children = new Set<ChildProcess>();
 
   beforeAll(async () => {
@@ -45,6 +48,29 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
       if (request.method === 'POST' && request.url?.endsWith('/buy')) {
         purchases += 1;
         return void response.end('ok');
+      }
+      if (request.method === 'POST' && request.url === '/received') {
+        const chunks: Buffer[] = [];
+        request.on('data', (chunk: Buffer) => chunks.push(chunk));
+        request.on('end', () => {
+          received.push(Buffer.concat(chunks));
+          response.end('ok');
+        });
+        return;
+      }
+      if (request.url === '/export.csv') {
+        response.setHeader('content-type', 'text/csv');
+        response.setHeader('content-disposition', 'attachment; filename="claims-export.csv"');
+        return void response.end(EXPORT);
+      }
+      if (request.url === '/claims/') {
+        response.setHeader('content-type', 'text/html');
+        return void response.end(`<!doctype html><title>Claims</title><h1>Claims</h1>
+          <label>Claims file <input type="file"></label>
+          <button onclick="document.querySelector('input').files[0].arrayBuffer()
+            .then((bytes) => fetch('/received', {method: 'POST', body: bytes}))
+            .then(() => document.body.insertAdjacentHTML('beforeend', '<h2>Sent</h2>'))">Send</button>
+          <a href="/export.csv">Export</a>`);
       }
       response.setHeader('content-type', 'text/html');
       response.end(`<!doctype html><title>Shop</title><h1>Basket</h1>
@@ -64,8 +90,9 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
   });
 
   /** Starts `leasehold <args>` with the fleet's URL and key in its environment. */
-  function start(args: string[], env: Record<string, string> = {}) {
+  function start(args: string[], env: Record<string, string> = {}, cwd?: string) {
     const child = spawn(process.execPath, [BIN, ...args], {
+      ...(cwd ? { cwd } : {}),
       env: {
         ...process.env,
         LEASEHOLD_API_URL: fleet.urls.api,
@@ -212,6 +239,87 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     expect(events.map((event) => event.type)).toEqual(
       expect.arrayContaining(['run.submitted', 'approval.requested', 'step.started', 'run.succeeded']),
     );
+  });
+
+  it('uploads a file a run attaches, and saves what the run downloaded byte for byte', async () => {
+    await cliJson(['profiles', 'create', 'cli-claims', '--origin', origin]);
+    const claims = Buffer.from('claim,amount\nA-1,12.50\n');
+    const path = join(folder, 'claims.csv');
+    await writeFile(path, claims);
+    const uploaded = await cliJson(['files', 'upload', path]);
+    expect(uploaded).toMatchObject({
+      name: 'claims.csv',
+      content_type: 'text/csv',
+      size_bytes: claims.length,
+    });
+    expect((await cli(['files', 'get', uploaded.id])).stdout).toContain(
+      `${uploaded.id}  claims.csv  text/csv`,
+    );
+
+    const script = {
+      steps: [
+        { tool: 'browser.navigate', url: `${origin}/claims/` },
+        {
+          tool: 'browser.act',
+          target: { role: 'button', name: 'Claims file' },
+          action: 'upload',
+          file: uploaded.id,
+        },
+        {
+          tool: 'browser.act',
+          target: { role: 'button', name: 'Send' },
+          action: 'click',
+          postcondition: { role: 'heading', name: 'Sent', wait_ms: 2_000 },
+        },
+        { tool: 'browser.act', target: { role: 'link', name: 'Export' }, action: 'click' },
+      ],
+      answer: 'Sent and exported.',
+    };
+    const args = ['runs', 'submit', '--profile', 'cli-claims', '--input', 'Send the claims'];
+    const submitted = await cliJson([...args, '--file', uploaded.id, '--script', JSON.stringify(script)]);
+    const runId = submitted.id as string;
+    const pending = await eventually(
+      () => cliJson(['approvals', 'list', '--run', runId]),
+      (answer) => answer.approvals.length > 0,
+      30_000,
+      200,
+    );
+    await cliJson([
+      'approvals',
+      'approve',
+      pending.approvals[0].id,
+      '--grant',
+      '{"duration_ms":600000,"max_actions":5}',
+    ]);
+    expect((await cli(['runs', 'watch', runId])).code).toBe(0);
+    expect(received).toEqual([claims]);
+
+    const listed = await cliJson(['runs', 'files', runId]);
+    expect(listed.files).toHaveLength(1);
+    const [download] = listed.files;
+    expect(download).toMatchObject({ name: 'claims-export.csv', state: 'stored' });
+    expect((await cli(['runs', 'files', runId])).stdout).toContain(`sha256 ${download.sha256}`);
+    // Saved under its own name in the folder it runs in; a second save does not replace it.
+    const saved = await start(['runs', 'file', runId, download.id], {}, folder).done;
+    expect(saved.code).toBe(0);
+    expect(saved.stdout).toContain('claims-export.csv');
+    expect(await readFile(join(folder, 'claims-export.csv'), 'utf8')).toBe(EXPORT);
+    const again = await cli(['runs', 'file', runId, download.id, '--out', join(folder, 'again.csv')]);
+    expect(again.code).toBe(0);
+    expect(await readFile(join(folder, 'again.csv'), 'utf8')).toBe(EXPORT);
+    const refused = await cli(['runs', 'file', runId, download.id, '--out', join(folder, 'again.csv')]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/again\.csv/);
+    // A file no one uploaded is the API's 404, before any run is made.
+    const unknown = await cli([
+      ...args,
+      '--file',
+      'fil_nosuchfileatall0000',
+      '--script',
+      JSON.stringify(script),
+    ]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^error not_found/);
   });
 
   it('ends runs watch non-zero with the error code of a failed run, and retries it as a new attempt', async () => {

@@ -104,7 +104,7 @@ describe('the README examples', { timeout: 240_000 }, () => {
   afterAll(async () => {
     await fleet?.close();
     await new Promise((resolve) => site?.close(resolve));
-    for (const file of ['step.jpg', ...files]) rmSync(join(ROOT, file), { force: true });
+    for (const file of ['step.jpg', 'claims.csv', ...files]) rmSync(join(ROOT, file), { force: true });
   });
 
   it('run as written against a live fleet and a local page', async () => {

@@ -1,8 +1,10 @@
+import { writeFile } from 'node:fs/promises';
+import { basename } from 'node:path';
 import type { Command } from 'commander';
 import type { RunQuery, SubmitRunBody } from '../api.js';
-import { jsonArgument, millisecondsArgument } from '../arguments.js';
+import { jsonArgument, listArgument, millisecondsArgument } from '../arguments.js';
 import { type ExitCode, UsageError } from '../errors.js';
-import { jsonLine, personControlLine, runDetailLines, runSummaryLine } from '../output.js';
+import { jsonLine, personControlLine, runDetailLines, runFileLine, runSummaryLine } from '../output.js';
 import type { SessionOf } from '../session.js';
 import { watchRun } from '../watch.js';
 
@@ -13,6 +15,7 @@ interface SubmitOptions {
   profile?: string;
   timeout?: string;
   idempotencyKey?: string;
+  file?: string[];
 }
 
 interface ListOptions {
@@ -46,12 +49,14 @@ export function registerRunCommands(
     .option('--profile <id>', 'a website profile: a new session bound to it is created first')
     .option('--timeout <ms>', "the run's deadline from submission, in milliseconds")
     .option('--idempotency-key <key>', 'the same key returns the same run')
+    .option('--file <id…>', 'an uploaded file its upload acts may attach (files upload)', listArgument)
     .action(async (options: SubmitOptions, command: Command) => {
       if (Boolean(options.session) === Boolean(options.profile))
         throw new UsageError('give one of --session <id> or --profile <id>');
       const body: SubmitRunBody = { input: options.input };
       if (options.script !== undefined) body.script = jsonArgument('--script', options.script);
       if (options.timeout !== undefined) body.timeout_ms = millisecondsArgument('--timeout', options.timeout);
+      if (options.file !== undefined) body.files = options.file;
       const { api, output } = sessionOf(command);
       const sessionId =
         options.session ?? (await api.createSession({ browser_profile_id: options.profile as string })).id;
@@ -105,6 +110,42 @@ export function registerRunCommands(
     .action(async (id: string, _options: unknown, command: Command) => {
       const { api, output } = sessionOf(command);
       setExit(await watchRun(api, id, output));
+    });
+
+  runs
+    .command('files <id>')
+    .description('what the run’s pages downloaded: stored with its SHA-256, or cancelled and why')
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const { api, output } = sessionOf(command);
+      const listed = await api.listRunFiles(id);
+      if (output.json) return output.line(jsonLine(listed));
+      for (const file of listed.files) output.line(runFileLine(file));
+    });
+
+  runs
+    .command('file <id> <file>')
+    .description('save a file the run downloaded, under its own name unless --out names another')
+    .option('--out <path>', 'where to write it (- for standard output); an existing file is not replaced')
+    .action(async (id: string, fileId: string, options: { out?: string }, command: Command) => {
+      const { api, output } = sessionOf(command);
+      const bytes = await api.runFileBytes(id, fileId);
+      if (options.out === '-') {
+        process.stdout.write(bytes);
+        return;
+      }
+      // The name is the page's: only its last part is used, so it cannot point outside this folder.
+      const name = (await api.listRunFiles(id)).files.find((file) => file.id === fileId)?.name;
+      const path = options.out ?? basename(name ?? fileId);
+      try {
+        await writeFile(path, bytes, { flag: 'wx' });
+      } catch (error) {
+        throw new UsageError(`cannot write ${path}: ${(error as Error).message}`);
+      }
+      output.line(
+        output.json
+          ? jsonLine({ id: fileId, path, size_bytes: bytes.byteLength })
+          : `${path} ${bytes.byteLength} B`,
+      );
     });
 
   runs
