@@ -17,6 +17,7 @@ import {
   RedisLeaseStore,
   RunStore,
   RunWorkerRoster,
+  ScheduleStore,
 } from '../../libs/store/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import { redisLink } from '../../libs/telemetry/redis-link.js';
@@ -100,6 +101,7 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
     artifacts: new ArtifactSweep({
       artifacts: options.artifacts ?? (await openArtifactStore(config)),
       store,
+      schedules: new ScheduleStore(redis, prefix),
     }),
   });
   const task = new IntervalTask('sweeper', config.sweeper.intervalMs, () => pass.run(), log).start({

@@ -1024,6 +1024,7 @@ export interface components {
        */
       overlap?: 'skip' | 'queue';
       run: {
+        files?: string[];
         input: string;
         limits?: {
           max_cost_usd?: string;
@@ -1125,6 +1126,7 @@ export interface components {
       /** @enum {string} */
       overlap?: 'skip' | 'queue';
       run?: {
+        files?: string[];
         input?: string;
         limits?: {
           max_cost_usd?: string;
@@ -1591,6 +1593,7 @@ export interface components {
       paused: boolean;
       paused_reason: ('requested' | 'key_revoked' | 'session_gone') | null;
       run: {
+        files?: string[];
         input: string;
         limits?: {
           max_cost_usd?: string;

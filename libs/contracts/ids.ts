@@ -18,3 +18,8 @@ export function newId(kind: IdKind): string {
 export const recordIdSchema = z
   .string()
   .regex(/^[a-z]{2,8}_[A-Za-z0-9-]{4,64}$/, 'an id such as run_0a1b2c3d');
+
+/** Whether `id` names a schedule (`sch_…`): the holders of an upload are runs and schedules. */
+export function isScheduleId(id: string): boolean {
+  return id.startsWith('sch_');
+}

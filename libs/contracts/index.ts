@@ -23,7 +23,7 @@ export {
   type ToolErrorCode,
   toolFailureEnd,
 } from './errors.js';
-export { type IdKind, newId, recordIdSchema } from './ids.js';
+export { type IdKind, isScheduleId, newId, recordIdSchema } from './ids.js';
 export * from './mcp-browser.js';
 export { microUsdToUsd, usdToMicroUsd } from './money.js';
 export * from './output-schema.js';

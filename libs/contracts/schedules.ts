@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { boundedJson } from './bounded-json.js';
 import { recordIdSchema } from './ids.js';
+import { fileIdSchema, RUN_INPUT_FILES_MAX } from './run-files.js';
 import { RUN_INPUT_MAX_CHARS, RUN_SCRIPT_BOUNDS } from './runs.js';
 
 /**
@@ -47,6 +48,11 @@ export const scheduleRunSchema = z.strictObject({
     .max(24 * 3600_000)
     .default(3600_000),
   limits: scheduleLimitsSchema.optional(),
+  /**
+   * Uploaded files each run lists (its `upload` acts may set a file input to them); the schedule
+   * holds them while it exists, so they outlast their 7 days.
+   */
+  files: z.array(fileIdSchema).max(RUN_INPUT_FILES_MAX).optional(),
 });
 export type ScheduleRun = z.output<typeof scheduleRunSchema>;
 

@@ -1,6 +1,6 @@
-import { lookup } from 'mime-types';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { lookup } from 'mime-types';
 import type { Logger } from 'pino';
 import type { ArtifactStore } from '../artifacts/index.js';
 import type { PageDownload } from '../browser/index.js';

@@ -7,6 +7,7 @@ import {
 } from '../contracts/index.js';
 import type { RedisClient } from './redis-client.js';
 import { type ScriptCommands, withScripts } from './scripts.js';
+import { slotBatch } from './slot-batch.js';
 
 /** Who made a schedule: its fires run as this principal, and pause when this key is revoked. */
 export interface ScheduleMaker {
@@ -86,6 +87,21 @@ export class ScheduleStore {
   /** The schedule, or undefined when it is absent or another tenant's (`tenant` undefined: any). */
   async get(tenant: string | undefined, id: string): Promise<ScheduleRecord | undefined> {
     return parseRecord(await this.#redis.hgetall(this.#record(id)), tenant);
+  }
+
+  /** Which of `ids` are schedules that still exist (one pipelined round trip). */
+  async existing(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const batch = slotBatch(this.#redis);
+    for (const id of ids) batch.exists(this.#record(id));
+    const replies = (await batch.exec()) ?? [];
+    return new Set(
+      ids.filter((_id, index) => {
+        const [error, exists] = replies[index] ?? [null, 0];
+        if (error) throw error;
+        return exists === 1;
+      }),
+    );
   }
 
   async list(tenant: string): Promise<ScheduleRecord[]> {

@@ -213,6 +213,39 @@ describe('schedules: runs submitted on an interval by BullMQ job schedulers, eac
     expect((await call('DELETE', `/v1/schedules/${scheduleId}`)).status).toBe(204);
   }, 120_000);
 
+  it('lists uploaded files in each run it fires and holds them while it exists; an unknown one is refused', async () => {
+    const form = new FormData();
+    form.append('file', new Blob(['claim,amount\nA-1,12.50\n'], { type: 'text/csv' }), 'claims.csv');
+    const uploaded = await fetch(`${api.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}` },
+      body: form,
+    });
+    expect(uploaded.status).toBe(201);
+    const fileId: string = ((await uploaded.json()) as { id: string }).id;
+
+    const base = everyTwoSeconds('skip', 'With files');
+    const unknown = await call('POST', '/v1/schedules', {
+      ...base,
+      run: { ...base.run, files: ['fil_nosuchfileatall0000'] },
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.message).toContain('fil_nosuchfileatall0000');
+
+    const created = await call('POST', '/v1/schedules', { ...base, run: { ...base.run, files: [fileId] } });
+    expect(created.status).toBe(201);
+    expect(created.body.run.files).toEqual([fileId]);
+    // Held by the schedule: it no longer expires 7 days after it was made.
+    expect((await call('GET', `/v1/files/${fileId}`)).body.expires_at_ms).toBeNull();
+    const [run] = await eventually(
+      () => runsOf(created.body.id),
+      (runs) => runs.length >= 1,
+      30_000,
+    );
+    expect(run.input.files).toEqual([fileId]);
+    expect((await call('DELETE', `/v1/schedules/${created.body.id}`)).status).toBe(204);
+  });
+
   it('skips a due time while the schedule’s previous run is still going (overlap: skip)', async () => {
     hold = new Promise<void>((resolve) => {
       releaseHold = resolve;

@@ -4,9 +4,14 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalArtifactStore, uploadArtifactRef } from '../../libs/artifacts/index.js';
-import { newId, UPLOAD_UNUSED_TTL_MS, type UploadRecord } from '../../libs/contracts/index.js';
+import {
+  newId,
+  scheduleSpecSchema,
+  UPLOAD_UNUSED_TTL_MS,
+  type UploadRecord,
+} from '../../libs/contracts/index.js';
 import { ArtifactSweep } from '../../libs/runtime/sweeper/index.js';
-import { RunKeys, RunStore, UPLOAD_HOLD_GRACE_MS } from '../../libs/store/index.js';
+import { RunKeys, RunStore, ScheduleStore, UPLOAD_HOLD_GRACE_MS } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
@@ -149,5 +154,28 @@ describe('uploaded files, the runs that hold them and the artifact sweep', () =>
     );
     expect((await store.uploads.get(TENANT, heldByLive))?.expires_at_ms).toBeNull();
     expect((await store.uploads.get(TENANT, justHeld))?.expires_at_ms).toBeNull();
+  });
+
+  it('keeps an upload a schedule lists while the schedule lives, and lets it go once it is deleted', async () => {
+    const schedules = new ScheduleStore(redis, `${base}:`, () => nowMs);
+    const spec = scheduleSpecSchema.parse({
+      every_ms: 60_000,
+      run: { session_id: sessionId, input: 'attach' },
+    });
+    const schedule = await schedules.create({ tenant: TENANT, principal: 'alice', keyId: 'key_1' }, spec);
+    const listed = await uploaded();
+    await store.uploads.hold(TENANT, schedule.id, [listed]);
+    await madeAgo(listed, 8 * 86_400_000);
+    nowMs += UPLOAD_HOLD_GRACE_MS + 1_000;
+
+    // A schedule is no run: the sweep asks the schedules whether it still exists.
+    const sweep = () => new ArtifactSweep({ artifacts, store, schedules }).sweep();
+    expect(await sweep()).not.toContain(listed);
+    expect(await bytesKept(listed)).toBe(true);
+    expect((await store.uploads.get(TENANT, listed))?.expires_at_ms).toBeNull();
+
+    await schedules.delete(TENANT, schedule.id);
+    expect(await sweep()).toContain(listed);
+    expect(await bytesKept(listed)).toBe(false);
   });
 });

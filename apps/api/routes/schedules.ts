@@ -52,6 +52,18 @@ export function registerScheduleRoutes(root: FastifyInstance, deps: V1Dependenci
       throw new ApiError('validation_failed', 'run.script: not a script (steps and an answer)');
     if (!(await store.getSession(tenant, spec.run.session_id)))
       throw new ApiError('not_found', `session ${spec.run.session_id} not found`);
+    for (const fileId of spec.run.files ?? [])
+      if (!(await store.uploads.get(tenant, fileId)))
+        throw new ApiError('not_found', `file ${fileId} not found`);
+  }
+
+  /**
+   * The schedule holds the files its runs list, as a run does: they outlast their 7 days while it
+   * exists. A file it stops listing stays held until it is deleted.
+   */
+  async function holdFiles(tenant: string, schedule: ScheduleRecord): Promise<void> {
+    const files = schedule.spec.run.files ?? [];
+    if (files.length > 0) await store.uploads.hold(tenant, schedule.id, files);
   }
 
   async function view(schedule: ScheduleRecord): Promise<ScheduleView> {
@@ -103,13 +115,14 @@ export function registerScheduleRoutes(root: FastifyInstance, deps: V1Dependenci
         { tenant: identity.tenant, principal: identity.principal, keyId: identity.key_id },
         request.body,
       );
-      // A schedule whose scheduler could not be made would never fire: it is not kept.
-      await upsertScheduler(deps.schedules.queue, schedule.id, schedule.spec).catch(
-        async (error: unknown) => {
+      // A schedule whose files or scheduler could not be held or made would never fire as asked:
+      // it is not kept.
+      await holdFiles(identity.tenant, schedule)
+        .then(() => upsertScheduler(deps.schedules.queue, schedule.id, schedule.spec))
+        .catch(async (error: unknown) => {
           await deps.schedules.store.delete(identity.tenant, schedule.id);
           throw error;
-        },
-      );
+        });
       return reply.code(201).send(await view(schedule));
     },
   );
@@ -182,6 +195,7 @@ export function registerScheduleRoutes(root: FastifyInstance, deps: V1Dependenci
         run: { ...current.run, ...patch.run },
       });
       await checkSpec(tenant, spec);
+      await holdFiles(tenant, { ...schedule, spec });
       await deps.schedules.store.putSpec(schedule.id, spec);
       const timingChanged =
         spec.cron !== cron || spec.every_ms !== every_ms || spec.timezone !== current.timezone;

@@ -196,8 +196,11 @@ async function submitFire(
       input: {
         text: run.input,
         ...(run.script !== undefined ? { script: run.script } : {}),
+        ...(run.files?.length ? { files: run.files } : {}),
         schedule: { id: schedule.id, due_at_ms: dueMs },
       },
+      // Held by the run too: it may outlive the schedule.
+      ...(run.files?.length ? { files: run.files } : {}),
       limits: scheduleRunLimits(deps.config.limits, session, agent, run.limits),
       timeoutMs: run.timeout_ms,
       idempotencyKey,

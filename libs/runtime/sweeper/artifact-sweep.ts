@@ -1,6 +1,6 @@
 import { type ArtifactStore, isUploadFolder } from '../../artifacts/index.js';
-import type { RunStatus } from '../../contracts/index.js';
-import type { UploadStore } from '../../store/index.js';
+import { isScheduleId, type RunStatus } from '../../contracts/index.js';
+import type { ScheduleStore, UploadStore } from '../../store/index.js';
 
 /** How often the artifact sweep walks the store: a listing is a folder walk or a bucket listing. */
 export const ARTIFACT_SWEEP_EVERY_MS = 10 * 60_000;
@@ -18,6 +18,11 @@ export interface ArtifactSweepDeps {
     runStates(runIds: readonly string[]): Promise<Map<string, { status: RunStatus }>>;
     uploads: Pick<UploadStore, 'holders' | 'release'>;
   };
+  /**
+   * A schedule that lists an upload holds it as a run does, while it exists. Without this, no
+   * schedule's hold is ever let go (the upload then outlives the schedule, never the other way).
+   */
+  schedules?: Pick<ScheduleStore, 'existing'>;
   /** Between two walks, in ms. Default {@link ARTIFACT_SWEEP_EVERY_MS}. */
   everyMs?: number;
   now?: () => number;
@@ -89,14 +94,19 @@ export class ArtifactSweep {
     if (fileIds.length === 0) return gone;
     const uploads = this.#deps.store.uploads;
     const holders = await uploads.holders(fileIds);
-    const named = [...new Set([...holders.values()].flatMap((runIds) => runIds ?? []))];
-    const live = named.length > 0 ? await this.#deps.store.runStates(named) : new Map();
-    for (const [fileId, runIds] of holders) {
-      if (runIds === undefined) {
+    const named = [...new Set([...holders.values()].flatMap((holderIds) => holderIds ?? []))];
+    const runIds = named.filter((id) => !isScheduleId(id));
+    const scheduleIds = named.filter(isScheduleId);
+    const liveRuns = runIds.length > 0 ? await this.#deps.store.runStates(runIds) : new Map();
+    const schedules = this.#deps.schedules;
+    const liveSchedules = schedules ? await schedules.existing(scheduleIds) : new Set(scheduleIds);
+    const held = (id: string) => (isScheduleId(id) ? liveSchedules.has(id) : liveRuns.has(id));
+    for (const [fileId, holderIds] of holders) {
+      if (holderIds === undefined) {
         gone.add(fileId);
         continue;
       }
-      const goneRuns = runIds.filter((runId) => !live.has(runId));
+      const goneRuns = holderIds.filter((id) => !held(id));
       // Unheld, it expires on its own; held by live runs only, it stays.
       if (goneRuns.length === 0) continue;
       if ((await uploads.release(fileId, goneRuns)) < 0) gone.add(fileId);
