@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunView } from '../../libs/contracts/index.js';
-import type { RunStore } from '../../libs/store/index.js';
+import { RunStore } from '../../libs/store/index.js';
 import type { Metrics } from '../../libs/telemetry/index.js';
 import { eventually } from '../fixtures/eventually.js';
 import { ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
@@ -76,6 +76,25 @@ describe('a person on the page: requests, takeovers and their time', () => {
     expect(failed?.error).toMatchObject({ code: 'person_timeout' });
     expect((await store.getApproval(TENANT, approvalId))?.status).toBe('expired');
     expect(await sampled(metrics, 'leasehold_person_requests_total', { outcome: 'timeout' })).toBe(1);
+  });
+
+  it('tells a renewal from a new hold by its holder, even within the millisecond of the take', async () => {
+    const { run } = await parkedOnPerson(600_000);
+    // The same clock reading for both calls: a fast renewal comes in the take's own millisecond.
+    const frozenMs = Date.now();
+    const frozen = new RunStore(swept.redis, `${swept.prefix}:`, { clock: () => frozenMs });
+    const take = () =>
+      frozen.takeOverRun(run.id, {
+        tenant: TENANT,
+        principal: 'alice',
+        holder: 'principal:alice',
+        untilMs: frozenMs + 600_000,
+        reason: 'taken over by its principal',
+      });
+    expect(await take()).toMatchObject({ ok: true, state: 'held', fresh: true });
+    expect(await take()).toMatchObject({ ok: true, state: 'held', fresh: false });
+    const taken = (await store.readEvents(run.id)).filter((event) => event.type === 'person.taken_over');
+    expect(taken).toHaveLength(1);
   });
 
   it('lets the run’s principal alone take its page over, one person at a time', async () => {

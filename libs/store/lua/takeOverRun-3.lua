@@ -93,14 +93,16 @@ if not pending then
     tool = "person.takeover", arguments = "null", status = "pending", created_at = now, card = "null",
     kind = "person", person = {reason = ARGV[8], expires_at_ms = tonumber(ARGV[6])}}
 end
-local since = (heldBy(pending) == holder and tonumber(pending.person.since_ms)) or now
+-- A renewal is the same holder's, whenever it comes (one in the take's own millisecond too).
+local fresh = heldBy(pending) ~= holder
+local since = (not fresh and tonumber(pending.person.since_ms)) or now
 pending.person.holder = holder
 pending.person.since_ms = since
 pending.person.until_ms = tonumber(ARGV[6])
-if since == now then pending.person.start_url = ARGV[9] ~= "" and ARGV[9] or cjson.null end
+if fresh then pending.person.start_url = ARGV[9] ~= "" and ARGV[9] or cjson.null end
 redis.call("HSET", KEYS[3], pendingId, cjson.encode(pending))
-if since == now then
+if fresh then
   emit("person.taken_over", now, {approval_id = pendingId, holder = holder, since_ms = since,
     until_ms = tonumber(ARGV[6])})
 end
-return {"held", pendingId, {since, tonumber(ARGV[6]), created, since == now and "1" or "0"}}
+return {"held", pendingId, {since, tonumber(ARGV[6]), created, fresh and "1" or "0"}}
