@@ -60,6 +60,7 @@ export interface SubmitRunBody {
   script?: unknown;
   timeout_ms?: number;
   files?: string[];
+  output_schema?: unknown;
 }
 export interface CreateProfileBody {
   id: string;

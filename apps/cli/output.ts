@@ -81,6 +81,9 @@ export function runDetailLines(run: RunDetail): string[] {
   ];
   for (const approval of run.pending_approvals) lines.push(`  waits on ${approvalLine(approval)}`);
   if (run.ended_at_ms !== null) lines.push(`  ${endLine(run)}`);
+  // The value a program reads (`result.output`), as one line of JSON.
+  const output = (run.result as { output?: unknown } | null)?.output;
+  if (output !== undefined) lines.push(`  output ${JSON.stringify(output)}`);
   if (run.error) lines.push(`  ${run.error.message}`);
   return lines;
 }

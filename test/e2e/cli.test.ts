@@ -322,6 +322,52 @@ describe('the leasehold command line against a live fleet', { timeout: 120_000 }
     expect(unknown.stderr).toMatch(/^error not_found/);
   });
 
+  it('submits a run with an output schema and prints the value its answer took', async () => {
+    await cliJson(['profiles', 'create', 'cli-output', '--origin', origin]);
+    const schema = {
+      type: 'object',
+      required: ['title', 'price'],
+      properties: { title: { type: 'string' }, price: { type: 'number' } },
+    };
+    const script = { steps: [], answer: 'Read.', output: { title: 'Basket', price: 12.5 } };
+    const submitted = await cliJson([
+      'runs',
+      'submit',
+      '--profile',
+      'cli-output',
+      '--input',
+      'Read the product',
+      '--output-schema',
+      JSON.stringify(schema),
+      '--script',
+      JSON.stringify(script),
+    ]);
+    expect((await cli(['runs', 'watch', submitted.id])).code).toBe(0);
+    expect((await cliJson(['runs', 'get', submitted.id])).result.output).toEqual({
+      title: 'Basket',
+      price: 12.5,
+    });
+    const printed = (await cli(['runs', 'get', submitted.id])).stdout.split('\n');
+    const outputLine = printed.find((line) => line.startsWith('  output '));
+    expect(JSON.parse(outputLine?.slice('  output '.length) ?? 'null')).toEqual({
+      title: 'Basket',
+      price: 12.5,
+    });
+    // A schema the API cannot take is its 422, before any run is made.
+    const refused = await cli([
+      'runs',
+      'submit',
+      '--profile',
+      'cli-output',
+      '--input',
+      'x',
+      '--output-schema',
+      '{"type": "object", "$id": "https://elsewhere.example/schema"}',
+    ]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^error validation_failed/);
+  });
+
   it('ends runs watch non-zero with the error code of a failed run, and retries it as a new attempt', async () => {
     const profile = await newProfile('cli-failing');
     const submitted = await cliJson([

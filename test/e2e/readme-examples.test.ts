@@ -127,13 +127,20 @@ describe('the README examples', { timeout: 240_000 }, () => {
     });
 
     // What the examples did, read back: the approved runs (curl's and the CLI's) succeeded on the
-    // page, the denied one failed approval_denied, was retried and cancelled.
+    // page, the denied one failed approval_denied, was retried and cancelled
     const runs = (await call('GET', '/v1/runs?limit=20')).body.runs as Array<{
       status: string;
       attempt: number;
       error: { code: string } | null;
     }>;
-    expect(runs.map((run) => run.status).sort()).toEqual(['cancelled', 'succeeded', 'succeeded']);
+    // (and the run whose answer took an output schema).
+    expect(runs.map((run) => run.status).sort()).toEqual([
+      'cancelled',
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
+    expect(ran.stdout).toContain('{"price":12.5,"title":"Example"}');
     expect(runs.find((run) => run.status === 'cancelled')?.attempt).toBe(2);
     expect(ran.stdout).toContain('"status": "succeeded"');
     // The typed client listed the succeeded runs; MCP's tools/list named the runs mode's tools.

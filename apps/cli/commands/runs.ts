@@ -16,6 +16,7 @@ interface SubmitOptions {
   timeout?: string;
   idempotencyKey?: string;
   file?: string[];
+  outputSchema?: string;
 }
 
 interface ListOptions {
@@ -50,6 +51,7 @@ export function registerRunCommands(
     .option('--timeout <ms>', "the run's deadline from submission, in milliseconds")
     .option('--idempotency-key <key>', 'the same key returns the same run')
     .option('--file <id…>', 'an uploaded file its upload acts may attach (files upload)', listArgument)
+    .option('--output-schema <json|@file>', 'a JSON Schema the final answer must take (result.output)')
     .action(async (options: SubmitOptions, command: Command) => {
       if (Boolean(options.session) === Boolean(options.profile))
         throw new UsageError('give one of --session <id> or --profile <id>');
@@ -57,6 +59,8 @@ export function registerRunCommands(
       if (options.script !== undefined) body.script = jsonArgument('--script', options.script);
       if (options.timeout !== undefined) body.timeout_ms = millisecondsArgument('--timeout', options.timeout);
       if (options.file !== undefined) body.files = options.file;
+      if (options.outputSchema !== undefined)
+        body.output_schema = jsonArgument('--output-schema', options.outputSchema);
       const { api, output } = sessionOf(command);
       const sessionId =
         options.session ?? (await api.createSession({ browser_profile_id: options.profile as string })).id;
