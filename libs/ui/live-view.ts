@@ -24,6 +24,7 @@ export function liveViewFragment(options: {
 <h2>Live view</h2>
 <p class="live-bar"><span class="live-state" data-state="${options.waitingForYou ? 'waiting' : 'agent'}">${options.waitingForYou ? 'waiting for you' : 'the agent is acting'}</span> <code class="live-url"></code></p>
 <p class="live-blocked error" hidden></p>
+<p class="live-input-problem error" role="alert" hidden></p>
 <div class="live-stage">
 <canvas class="live-canvas" tabindex="0" width="0" height="0" hidden aria-label="${options.label}"></canvas>
 <div class="live-dialog" role="alertdialog" aria-label="The page asks" hidden>
@@ -54,6 +55,7 @@ export const LIVE_VIEW_SCRIPT = `
     const badge = section.querySelector('.live-state');
     const urlText = section.querySelector('.live-url');
     const blockedText = section.querySelector('.live-blocked');
+    const inputProblem = section.querySelector('.live-input-problem');
     const dialogBox = section.querySelector('.live-dialog');
     const dialogText = section.querySelector('.live-dialog-text');
     const context = canvas.getContext('2d');
@@ -159,12 +161,20 @@ export const LIVE_VIEW_SCRIPT = `
       try {
         while (view.queue.length > 0) {
           const events = view.queue.splice(0, 50);
-          await fetch(section.dataset.input, {
+          const answer = await fetch(section.dataset.input, {
             method: 'POST',
             credentials: 'same-origin',
             headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
             body: JSON.stringify({ events }),
-          });
+          }).catch(() => undefined);
+          if (answer?.ok) { inputProblem.hidden = true; continue; }
+          // What was typed after a refused batch would reach the page with a gap in it: it is let
+          // go too, and the person is told to type it again rather than left with a short password.
+          view.queue.length = 0;
+          const body = answer ? await answer.json().catch(() => ({})) : {};
+          const why = body?.error?.message ?? (answer ? 'refused (' + answer.status + ')' : 'the API did not answer');
+          inputProblem.textContent = 'Some input did not reach the page (' + why + '); type it again.';
+          inputProblem.hidden = false;
         }
       } finally {
         view.sending = false;

@@ -226,6 +226,20 @@ describe("a run's live page through the API", { timeout: 120_000 }, () => {
     expect(seen).toBe(true);
     mkdirSync('test-output/ui', { recursive: true });
     await page.screenshot({ path: 'test-output/ui/live-view-takeover.png', fullPage: true });
+    // A batch the API refuses (here answered for it, as a rate limit would) is not dropped
+    // silently: the person is told to type it again, not left with a password short a few keys.
+    const problem = page.locator('#live-view .live-input-problem');
+    expect(await problem.isHidden()).toBe(true);
+    const refusal = { error: { code: 'rate_limited', message: 'more than 200 input events a second' } };
+    await page.route('**/input', (route) => route.fulfill({ status: 429, json: refusal }));
+    await page.keyboard.type('xy');
+    await expect.poll(() => problem.isVisible(), { timeout: 20_000 }).toBe(true);
+    expect(await problem.textContent()).toBe(
+      'Some input did not reach the page (more than 200 input events a second); type it again.',
+    );
+    await page.unroute('**/input');
+    await page.keyboard.type('z');
+    await expect.poll(() => problem.isHidden(), { timeout: 20_000 }).toBe(true);
     await client.endPersonControl(lease, { holder: 'principal:dev' });
     await expect
       .poll(() => page.locator('#live-view .live-state').textContent(), { timeout: 20_000 })
