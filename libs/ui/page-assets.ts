@@ -26,6 +26,8 @@ export const PAGE_SCRIPT = `'use strict';
     'run.failed', 'run.cancelled', 'run.retried', 'approval.requested', 'approval.approved', 'approval.denied',
     'step.started', 'step.ended', 'person.requested', 'person.taken_over', 'person.handed_back'];
   let source;
+  /** How long the page waits before it asks again after the API did not answer. */
+  const RETRY_MS = 2000;
   let refreshing = false;${LIVE_VIEW_SCRIPT}
   let again = false;
 
@@ -35,8 +37,13 @@ export const PAGE_SCRIPT = `'use strict';
     try {
       do {
         again = false;
-        const response = await fetch(location.href, { credentials: 'same-origin' });
-        if (!response.ok) return;
+        const response = await fetch(location.href, { credentials: 'same-origin' }).catch(() => undefined);
+        if (!response?.ok) {
+          // A store that did not answer (503) or a lost connection: read again shortly, or the
+          // page would stay as it was until the next event, which may never come.
+          if (!response || response.status >= 500) setTimeout(() => void refresh(), RETRY_MS);
+          return;
+        }
         const doc = new DOMParser().parseFromString(await response.text(), 'text/html');
         // The run page's run, or the approvals page's list: what a decision or an event changes.
         const rootId = document.getElementById('run') ? 'run' : 'approvals-page';
@@ -199,10 +206,22 @@ export const PAGE_SCRIPT = `'use strict';
   pollPending();
   startLiveView(document.getElementById('live-view'));
   const run = document.getElementById('run');
-  if (run && run.dataset.live === 'yes') {
+  // A browser reconnects a stream that broke, but never one the API answered with an error (a 503
+  // while Redis is away): that one is opened again here, and the page read anew for what it missed.
+  function listen() {
     source = new EventSource('/v1/runs/' + encodeURIComponent(run.dataset.runId) + '/events');
     for (const type of LISTENED) source.addEventListener(type, () => void refresh());
+    source.addEventListener('error', () => {
+      if (source?.readyState !== EventSource.CLOSED) return;
+      source = undefined;
+      setTimeout(() => {
+        if (document.getElementById('run')?.dataset.live !== 'yes') return;
+        listen();
+        void refresh();
+      }, RETRY_MS);
+    });
   }
+  if (run && run.dataset.live === 'yes') listen();
 })();
 ${RUNS_LIST_SCRIPT}`;
 

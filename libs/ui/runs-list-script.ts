@@ -61,9 +61,16 @@ export const RUNS_LIST_SCRIPT = `
     }
   });
 
-  if (list.dataset.live === 'yes' && typeof EventSource === 'function') {
+  // A stream the API answered with an error (a 503 while Redis is away) is never reopened by the
+  // browser: it is opened again here, and the list read anew for what it missed.
+  function listen() {
     const source = new EventSource('/v1/events');
     for (const type of RUN_EVENTS) source.addEventListener(type, () => void refresh());
+    source.addEventListener('error', () => {
+      if (source.readyState !== EventSource.CLOSED) return;
+      setTimeout(() => { listen(); void refresh(); }, 2000);
+    });
   }
+  if (list.dataset.live === 'yes' && typeof EventSource === 'function') listen();
 })();
 `;

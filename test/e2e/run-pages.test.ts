@@ -420,4 +420,29 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
     await expect.poll(() => page.locator('#run-status').textContent(), { timeout: 30_000 }).toBe('succeeded');
     await context.close();
   });
+
+  it('keeps following the run after the API answered its event stream and a re-read 503 once', async () => {
+    const { context, page } = await signedIn(fleet.apiKey);
+    const runId = await submit([1, 2].map((n) => ({ tool: 'browser.navigate', url: `${origin}/slow/${n}` })));
+    // The first stream and the first re-read of the page meet a store that did not answer, as
+    // during a Redis outage: the page tries again rather than stopping where it was.
+    const outage = {
+      status: 503,
+      json: { error: { code: 'unavailable', message: 'the store did not answer' } },
+    };
+    let streams = 0;
+    let reads = 0;
+    await page.route(`**/v1/runs/${runId}/events`, (route) =>
+      (streams += 1) === 1 ? route.fulfill(outage) : route.continue(),
+    );
+    await page.route(`**/runs/${runId}`, (route) =>
+      route.request().resourceType() === 'fetch' && (reads += 1) === 1
+        ? route.fulfill(outage)
+        : route.continue(),
+    );
+    await page.goto(`${base}/runs/${runId}`);
+    await expect.poll(() => page.locator('#run-status').textContent(), { timeout: 45_000 }).toBe('succeeded');
+    expect(streams).toBeGreaterThanOrEqual(2);
+    await context.close();
+  });
 });

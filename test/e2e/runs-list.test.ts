@@ -171,6 +171,25 @@ describe('the runs list and the approvals page, in Chromium', { timeout: 150_000
     await context.close();
   });
 
+  it('opens its stream again after the API answered it 503, and catches up on what it missed', async () => {
+    const { context, page } = await signedIn();
+    let streams = 0;
+    const outage = {
+      status: 503,
+      json: { error: { code: 'unavailable', message: 'the store did not answer' } },
+    };
+    await page.route('**/v1/events', (route) =>
+      (streams += 1) === 1 ? route.fulfill(outage) : route.continue(),
+    );
+    await page.reload();
+    const runId = await submit('Arrive after an outage', [{ tool: 'browser.navigate', url: `${origin}/` }]);
+    await expect
+      .poll(() => page.locator(`tr.run[data-run-id="${runId}"] .status`).textContent(), { timeout: 30_000 })
+      .toBe('succeeded');
+    expect(streams).toBeGreaterThanOrEqual(2);
+    await context.close();
+  });
+
   it('moves through the rows with j and k and opens the marked one with Enter', async () => {
     const { context, page } = await signedIn();
     const rows = await listed(page);
