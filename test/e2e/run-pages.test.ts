@@ -432,14 +432,15 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
     };
     let streams = 0;
     let reads = 0;
-    await page.route(`**/v1/runs/${runId}/events`, (route) =>
-      (streams += 1) === 1 ? route.fulfill(outage) : route.continue(),
-    );
-    await page.route(`**/runs/${runId}`, (route) =>
-      route.request().resourceType() === 'fetch' && (reads += 1) === 1
-        ? route.fulfill(outage)
-        : route.continue(),
-    );
+    await page.route(`**/v1/runs/${runId}/events`, (route) => {
+      streams += 1;
+      return streams === 1 ? route.fulfill(outage) : route.continue();
+    });
+    await page.route(`**/runs/${runId}`, (route) => {
+      if (route.request().resourceType() !== 'fetch') return route.continue();
+      reads += 1;
+      return reads === 1 ? route.fulfill(outage) : route.continue();
+    });
     await page.goto(`${base}/runs/${runId}`);
     await expect.poll(() => page.locator('#run-status').textContent(), { timeout: 45_000 }).toBe('succeeded');
     expect(streams).toBeGreaterThanOrEqual(2);

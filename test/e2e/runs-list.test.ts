@@ -178,9 +178,10 @@ describe('the runs list and the approvals page, in Chromium', { timeout: 150_000
       status: 503,
       json: { error: { code: 'unavailable', message: 'the store did not answer' } },
     };
-    await page.route('**/v1/events', (route) =>
-      (streams += 1) === 1 ? route.fulfill(outage) : route.continue(),
-    );
+    await page.route('**/v1/events', (route) => {
+      streams += 1;
+      return streams === 1 ? route.fulfill(outage) : route.continue();
+    });
     await page.reload();
     const runId = await submit('Arrive after an outage', [{ tool: 'browser.navigate', url: `${origin}/` }]);
     await expect
