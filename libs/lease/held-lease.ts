@@ -8,6 +8,11 @@ export interface HeldLease {
   session: Promise<PageSession>;
   /** Calls on one lease run one at a time, so sequence checks and effects never interleave. */
   tail: Promise<unknown>;
+  /**
+   * The work the latest answered call left for after its answer (its screenshot), earlier calls'
+   * before it: what a deliberate close waits for. Calls still under way are not in it.
+   */
+  afterAnswer?: Promise<unknown>;
   closing?: Promise<LeaseView>;
   /** DESIGN §12: whether the run's declared secrets were told to the page (once per lease). */
   secretsTold?: boolean;

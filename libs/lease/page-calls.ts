@@ -73,19 +73,21 @@ export class LeasePageCalls {
   }
 
   /**
-   * Resolves once the lease's calls under way and queued have ended, with what they left for after
-   * their answer: a run releases its lease as soon as its last act answered, and that act's
-   * screenshot is still to be taken. Bounded by two captures' time (a failed one is tried once
-   * more) and a second, so a wedged page cannot hold a close.
+   * Resolves once what the lease's answered calls left for after their answer is done: a run
+   * releases its lease as soon as its last act answered, and that act's screenshot is still to be
+   * taken. A call still under way is not waited for (the close ends it `lease_expired`). Bounded by
+   * two captures' time (a failed one is tried once more) and a second, so a wedged page cannot
+   * hold a close.
    */
-  async callsEnded(held: HeldLease): Promise<void> {
+  async afterAnswersDone(held: HeldLease): Promise<void> {
+    if (!held.afterAnswer) return;
     const boundMs = 2 * (this.#deps.artifacts?.captureTimeoutMs ?? 0) + 1_000;
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, boundMs);
     });
     try {
-      await Promise.race([held.tail, bound]);
+      await Promise.race([held.afterAnswer, bound]);
     } finally {
       clearTimeout(timer);
     }
@@ -457,6 +459,13 @@ export class LeasePageCalls {
         for (const work of after) await work();
       })
       .catch(() => undefined);
+    const leftAfter = held.tail;
+    next.then(
+      () => {
+        if (after.length > 0) held.afterAnswer = leftAfter;
+      },
+      () => undefined,
+    );
     return next;
   }
 

@@ -460,9 +460,9 @@ export class LeaseService {
     const held = this.#held.get(leaseId);
     let blob: string | undefined;
     if (held) {
-      // A deliberate close lets the lease's last calls finish what they started (their pictures);
-      // an expiry or a revoke does not wait: the page is gone or must go now.
-      if (reason === 'closed') await this.#pageCalls.callsEnded(held);
+      // A deliberate close lets the answered calls finish what they left for after their answer
+      // (their pictures); an expiry or a revoke does not wait: the page is gone or must go now.
+      if (reason === 'closed') await this.#pageCalls.afterAnswersDone(held);
       // The live view's streams end with the page, before it goes.
       await this.#personCalls.closed(held);
       const session = await held.session.catch(() => undefined);
