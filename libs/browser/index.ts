@@ -18,7 +18,7 @@ export {
   type ToolOutcome,
   WINDOW_SIZE,
 } from './observation.js';
-export type { OperationLimits } from './operation.js';
+export { type OperationLimits, within } from './operation.js';
 export { normalizeOrigins, originAllowed } from './origin-guard.js';
 export { type Box, type Capture, OUTLINE_RGB, PageCapture } from './page-capture.js';
 export { PageEngine, type PageEngineOptions } from './page-engine.js';

@@ -4,6 +4,7 @@ import {
   NavigationFailedError,
   type OperationLimits,
   type UploadPayload,
+  within,
 } from '../browser/index.js';
 import {
   type HandoverAnswer,
@@ -82,15 +83,7 @@ export class LeasePageCalls {
   async afterAnswersDone(held: HeldLease): Promise<void> {
     if (!held.afterAnswer) return;
     const boundMs = 2 * (this.#deps.artifacts?.captureTimeoutMs ?? 0) + 1_000;
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, boundMs);
-    });
-    try {
-      await Promise.race([held.afterAnswer, bound]);
-    } finally {
-      clearTimeout(timer);
-    }
+    await within(held.afterAnswer, Date.now() + boundMs);
   }
 
   navigate(profile: ProfileRef, leaseId: string, sequence: number, url: string, limits: OperationLimits) {

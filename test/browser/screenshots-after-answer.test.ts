@@ -128,14 +128,12 @@ describe('screenshots taken after the answer', () => {
     return (await readScreenshotNotes(redis, keys, runId)).get(name);
   }
 
-  it('answers an act before its screenshot exists, then stores it and notes it stored', async () => {
-    const runId = 'run_after_answer';
-    await runRecord(runId);
-    const { path } = await leaseOwnProfile(worker, 'after', runId, origin);
+  /** A lease of `profileId` for `runId` whose page went to the site and clicked Go: both answers. */
+  async function navigatedAndClicked(profileId: string, runId: string) {
+    const { path } = await leaseOwnProfile(worker, profileId, runId, origin);
     const navigated = await worker.call('POST', `${path}/navigate`, {
       body: { sequence: 1, url: `${origin}/` },
     });
-    expect(navigated.status).toBe(200);
     const go = navigated.body.observation.elements.find((e: { name: string }) => e.name === 'Go');
     const acted = await worker.call('POST', `${path}/act`, {
       body: {
@@ -143,6 +141,14 @@ describe('screenshots taken after the answer', () => {
         args: { revision: navigated.body.observation.revision, element: go.ref, action: 'click' },
       },
     });
+    return { path, navigated, acted, go };
+  }
+
+  it('answers an act before its screenshot exists, then stores it and notes it stored', async () => {
+    const runId = 'run_after_answer';
+    await runRecord(runId);
+    const { path, navigated, acted, go } = await navigatedAndClicked('after', runId);
+    expect(navigated.status).toBe(200);
     // Both answers came while no write could finish: neither waited for its screenshot.
     expect(acted.status).toBe(200);
     const name = acted.body.artifacts.screenshot as string;
@@ -174,17 +180,7 @@ describe('screenshots taken after the answer', () => {
     const runId = 'run_close_after_act';
     await runRecord(runId);
     held.release();
-    const { path } = await leaseOwnProfile(worker, 'closing', runId, origin);
-    const navigated = await worker.call('POST', `${path}/navigate`, {
-      body: { sequence: 1, url: `${origin}/` },
-    });
-    const go = navigated.body.observation.elements.find((e: { name: string }) => e.name === 'Go');
-    const acted = await worker.call('POST', `${path}/act`, {
-      body: {
-        sequence: 2,
-        args: { revision: navigated.body.observation.revision, element: go.ref, action: 'click' },
-      },
-    });
+    const { path, acted } = await navigatedAndClicked('closing', runId);
     expect(acted.status).toBe(200);
     // A run's last act is followed at once by its release: the picture is the act's, not lost.
     const closed = await worker.call('POST', `${path}/close`, {

@@ -138,8 +138,9 @@ export function registerRunCommands(
         return;
       }
       // The name is the page's: only its last part is used, so it cannot point outside this folder.
-      const name = (await api.listRunFiles(id)).files.find((file) => file.id === fileId)?.name;
-      const path = options.out ?? basename(name ?? fileId);
+      const path =
+        options.out ??
+        basename((await api.listRunFiles(id)).files.find((file) => file.id === fileId)?.name ?? fileId);
       try {
         await writeFile(path, bytes, { flag: 'wx' });
       } catch (error) {
