@@ -61,15 +61,25 @@ export class Operation {
 /** Sleeps up to `ms`, waking early when the signal aborts; never rejects. */
 export function sleepMs(ms: number, signal?: AbortSignal): Promise<void> {
   if (ms <= 0 || signal?.aborted) return Promise.resolve();
+  // Node may fire a timer a millisecond before Date.now() has moved on by `ms`: the rest is slept
+  // again, so a caller spacing its reads by the wall clock never reads early.
+  const untilMs = Date.now() + ms;
   return new Promise((resolve) => {
+    let timer: NodeJS.Timeout;
     const onAbort = () => {
       clearTimeout(timer);
       resolve();
     };
-    const timer = setTimeout(() => {
+    const wake = () => {
+      const leftMs = untilMs - Date.now();
+      if (leftMs > 0) {
+        timer = setTimeout(wake, leftMs);
+        return;
+      }
       signal?.removeEventListener('abort', onAbort);
       resolve();
-    }, ms);
+    };
+    timer = setTimeout(wake, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
