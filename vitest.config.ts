@@ -52,6 +52,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     teardownTimeout: 15_000,
+    // What a poll waits for is the fleet's work done elsewhere (a webhook's delivery, a page's
+    // re-read after an event): vitest's 1 s default measures the machine's load beside two files,
+    // not the fleet. A bound that matters is given where it is asserted.
+    expect: { poll: { timeout: 15_000 } },
     projects: [
       {
         extends: true,

@@ -11,5 +11,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     teardownTimeout: 15_000,
+    expect: { poll: { timeout: 15_000 } },
   },
 });

@@ -20,6 +20,17 @@ import { RUNS_LIST_SCRIPT } from './runs-list-script.js';
  *   sends its input; a refresh keeps it as it is.
  */
 export const PAGE_SCRIPT = `'use strict';
+/**
+ * How long a page waits before it reads itself again after a refused or lost re-read: a store that
+ * did not answer (5xx), a lost connection (no answer) or the key's request rate (429, once its
+ * Retry-After has passed). Undefined for a refusal that reading again cannot change (401, 404).
+ * Without it the page would stay as it was until the next event, which may never come.
+ */
+function rereadAfterMs(response) {
+  if (response && response.status < 500 && response.status !== 429) return undefined;
+  const afterMs = Number(response?.headers.get('retry-after')) * 1000;
+  return afterMs > 2000 ? afterMs : 2000;
+}
 (() => {
   const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
   const LISTENED = ['run.claimed', 'run.resumed', 'run.parked', 'run.waiting', 'run.requeued', 'run.succeeded',
@@ -39,9 +50,8 @@ export const PAGE_SCRIPT = `'use strict';
         again = false;
         const response = await fetch(location.href, { credentials: 'same-origin' }).catch(() => undefined);
         if (!response?.ok) {
-          // A store that did not answer (503) or a lost connection: read again shortly, or the
-          // page would stay as it was until the next event, which may never come.
-          if (!response || response.status >= 500) setTimeout(() => void refresh(), RETRY_MS);
+          const afterMs = rereadAfterMs(response);
+          if (afterMs !== undefined) setTimeout(() => void refresh(), afterMs);
           return;
         }
         const doc = new DOMParser().parseFromString(await response.text(), 'text/html');

@@ -31,8 +31,12 @@ export const RUNS_LIST_SCRIPT = `
     try {
       do {
         again = false;
-        const response = await fetch(location.href, { credentials: 'same-origin' });
-        if (!response.ok) return;
+        const response = await fetch(location.href, { credentials: 'same-origin' }).catch(() => undefined);
+        if (!response?.ok) {
+          const afterMs = rereadAfterMs(response);
+          if (afterMs !== undefined) setTimeout(() => void refresh(), afterMs);
+          return;
+        }
         const doc = new DOMParser().parseFromString(await response.text(), 'text/html');
         const next = doc.getElementById('runs-list');
         const current = document.getElementById('runs-list');

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { launchTestBrowser } from '../fixtures/chromium.js';
 import { startTestFleet } from '../fixtures/fleet.js';
+import { witnessPage } from '../fixtures/page-witness.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 
@@ -113,6 +114,7 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
   async function signedIn(key: string, path = '/runs'): Promise<{ context: BrowserContext; page: Page }> {
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
+    witnessPage(context, page);
     await page.goto(`${base}${path}`);
     expect(new URL(page.url()).pathname).toBe('/signin');
     await page.getByLabel('API key').fill(key);
@@ -418,6 +420,27 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
     expect(frames.size).toBeGreaterThanOrEqual(2);
     expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
     await expect.poll(() => page.locator('#run-status').textContent(), { timeout: 30_000 }).toBe('succeeded');
+    await context.close();
+  });
+
+  it('reads the page again after a re-read was refused for the key’s request rate, until it shows the end', async () => {
+    const { context, page } = await signedIn(fleet.apiKey);
+    const runId = await submit([1, 2].map((n) => ({ tool: 'browser.navigate', url: `${origin}/slow/${n}` })));
+    // Every re-read while the run works is refused 429: the page must read again once the window
+    // has passed, not stay where the last refused read left it.
+    let limited = true;
+    await page.route(`**/runs/${runId}`, (route) => {
+      if (route.request().resourceType() !== 'fetch' || !limited) return route.continue();
+      return route.fulfill({
+        status: 429,
+        headers: { 'retry-after': '1' },
+        json: { error: { code: 'rate_limited', message: 'this API key made over 100 requests in 2 s' } },
+      });
+    });
+    await page.goto(`${base}/runs/${runId}`);
+    await waitForStatus(runId, ['succeeded', 'failed']);
+    limited = false;
+    await expect.poll(() => page.locator('#run-status').textContent(), { timeout: 15_000 }).toBe('succeeded');
     await context.close();
   });
 

@@ -7,6 +7,7 @@ import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { DARK_SCHEME } from '../../libs/ui/list-pages-style.js';
 import { launchTestBrowser } from '../fixtures/chromium.js';
 import { startTestFleet } from '../fixtures/fleet.js';
+import { witnessPage } from '../fixtures/page-witness.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 import { restClient } from '../fixtures/rest.js';
 
@@ -91,6 +92,7 @@ describe('the runs list and the approvals page, in Chromium', { timeout: 150_000
   ): Promise<{ context: BrowserContext; page: Page }> {
     const context = await browser.newContext({ viewport });
     const page = await context.newPage();
+    witnessPage(context, page);
     await page.goto(`${base}${path}`);
     await page.getByLabel('API key').fill(fleet.apiKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -188,6 +190,30 @@ describe('the runs list and the approvals page, in Chromium', { timeout: 150_000
       .poll(() => page.locator(`tr.run[data-run-id="${runId}"] .status`).textContent(), { timeout: 30_000 })
       .toBe('succeeded');
     expect(streams).toBeGreaterThanOrEqual(2);
+    await context.close();
+  });
+
+  it('reads the list again after a re-read was refused for the key’s request rate, until it shows the end', async () => {
+    const { context, page } = await signedIn();
+    // Every re-read while the run works is refused 429: the list must be read again once the
+    // window has passed, not stay where the last refused read left it.
+    let limited = true;
+    await page.route('**/runs', (route) => {
+      if (route.request().resourceType() !== 'fetch' || !limited) return route.continue();
+      return route.fulfill({
+        status: 429,
+        headers: { 'retry-after': '1' },
+        json: { error: { code: 'rate_limited', message: 'this API key made over 100 requests in 2 s' } },
+      });
+    });
+    const runId = await submit('Arrive while rate limited', [
+      { tool: 'browser.navigate', url: `${origin}/` },
+    ]);
+    await waitForStatus(runId, ['succeeded', 'failed']);
+    limited = false;
+    await expect
+      .poll(() => page.locator(`tr.run[data-run-id="${runId}"] .status`).textContent(), { timeout: 15_000 })
+      .toBe('succeeded');
     await context.close();
   });
 
