@@ -57,39 +57,65 @@ module.exports = {
       severity: 'error',
       comment: 'libs/runtime → libs/provider, never the other way.',
       from: { path: '^libs/provider/' },
-      to: { path: '^libs/(runtime|lease|store)/' },
+      to: { path: '^libs/(runtime|lease|store|webhooks|sweeper|schedules|run-worker)/' },
     },
     {
       name: 'lease-not-to-run-side',
       severity: 'error',
       comment: 'The lease service rules know nothing of the run side.',
       from: { path: '^libs/lease/' },
-      to: { path: '^libs/(runtime|provider)/' },
+      to: { path: '^libs/(runtime|provider|webhooks|sweeper|schedules|run-worker)/' },
     },
-    // The layers, low to high: contracts and config; the libraries beside them (lifecycle, egress,
+    // The layers, low to high: contracts and config; the libraries beside them (shutdown, egress,
     // artifacts, browser, telemetry, ui); lease; store (it keeps the lease service's records);
-    // queues and provider; runtime; apps. An import goes down, never up.
+    // queues and provider; webhooks; runtime (the run loop and its tool dispatch); the sweeper,
+    // schedules and the run worker, each built on the run loop; apps. An import goes down, never up.
     {
       name: 'side-libs-not-up',
       severity: 'error',
       comment:
-        'lifecycle, egress, artifacts, browser, telemetry and ui import only contracts, config and each other.',
-      from: { path: '^libs/(lifecycle|egress|artifacts|browser|telemetry|ui)/' },
-      to: { path: ['^libs/(lease|store|provider|runtime)/', '^queues/'] },
+        'shutdown, egress, artifacts, browser, telemetry and ui import only contracts, config and each other.',
+      from: { path: '^libs/(shutdown|egress|artifacts|browser|telemetry|ui)/' },
+      to: {
+        path: ['^libs/(lease|store|provider|runtime|webhooks|sweeper|schedules|run-worker)/', '^queues/'],
+      },
     },
     {
       name: 'lease-not-up',
       severity: 'error',
       comment: 'The lease service defines the ports its store implements; it never imports the store.',
       from: { path: '^libs/lease/' },
-      to: { path: ['^libs/(store|provider|runtime)/', '^queues/'] },
+      to: { path: ['^libs/(store|provider|runtime|webhooks|sweeper|schedules|run-worker)/', '^queues/'] },
     },
     {
       name: 'store-not-up',
       severity: 'error',
       comment: 'The records know nothing of the queues, the run side or its provider.',
       from: { path: '^libs/store/' },
-      to: { path: ['^libs/(provider|runtime)/', '^queues/'] },
+      to: { path: ['^libs/(provider|runtime|webhooks|sweeper|schedules|run-worker)/', '^queues/'] },
+    },
+    {
+      name: 'webhooks-not-up',
+      severity: 'error',
+      comment: 'Webhook delivery tells of runs; it knows nothing of the run loop or the roles built on it.',
+      from: { path: '^libs/webhooks/' },
+      to: { path: '^libs/(runtime|provider|sweeper|schedules|run-worker)/' },
+    },
+    {
+      name: 'run-loop-not-up',
+      severity: 'error',
+      comment:
+        'The run loop is what the sweeper, schedules and the run worker are built on, never the other way.',
+      from: { path: '^libs/runtime/' },
+      to: { path: '^libs/(sweeper|schedules|run-worker)/' },
+    },
+    {
+      name: 'sweeper-and-schedules-not-to-worker',
+      severity: 'error',
+      comment:
+        'The maintenance role and the schedules hold no run worker of their own (a lease is kept by its worker).',
+      from: { path: '^libs/(sweeper|schedules)/' },
+      to: { path: '^libs/run-worker/' },
     },
     {
       name: 'nothing-imports-tests',

@@ -28,7 +28,7 @@ import {
   scopesMixOperator,
   tenantIdSchema,
 } from '../libs/contracts/index.js';
-import { runMain, StartupError } from '../libs/lifecycle/index.js';
+import { runMain, StartupError } from '../libs/shutdown/index.js';
 import { type NewApiKey, RunStore } from '../libs/store/index.js';
 import { closeRedis, connectRedis, redisTarget } from '../queues/index.js';
 

@@ -1,5 +1,5 @@
 import { loadConfig } from '../../libs/config/index.js';
-import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
+import { exitOnSignals, runMain, Shutdown } from '../../libs/shutdown/index.js';
 import { createLogger, createMetrics } from '../../libs/telemetry/index.js';
 import { redisTarget } from '../../queues/index.js';
 import { startApi } from './server.js';

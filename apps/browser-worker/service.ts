@@ -5,7 +5,7 @@ import { ConfigError, egressLine } from '../../libs/config/index.js';
 import { EgressGuard, EgressProxy } from '../../libs/egress/index.js';
 import { createDataPlaneServer, registerWorker, requireWorkerSecrets } from '../../libs/lease/http/index.js';
 import { LeaseService, PageActivity, PlaywrightPageFactory, WarmPool } from '../../libs/lease/index.js';
-import { IntervalTask, Shutdown } from '../../libs/lifecycle/index.js';
+import { IntervalTask, Shutdown } from '../../libs/shutdown/index.js';
 import {
   BrowserWorkerRegistry,
   RedisLeaseStore,

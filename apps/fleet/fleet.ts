@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
 import type { Config } from '../../libs/config/index.js';
 import { withOverrides } from '../../libs/config/index.js';
-import { Shutdown } from '../../libs/lifecycle/index.js';
+import { Shutdown } from '../../libs/shutdown/index.js';
 import type { RunStore } from '../../libs/store/index.js';
 import { createMetrics, type Logger, type Metrics, unserved } from '../../libs/telemetry/index.js';
 import { DEFAULT_REDIS_URL, describeTarget, type RedisTarget, redisAnswers } from '../../queues/index.js';

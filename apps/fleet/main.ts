@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { type Config, egressLine, loadConfig } from '../../libs/config/index.js';
-import { exitOnSignals, runMain, Shutdown } from '../../libs/lifecycle/index.js';
+import { exitOnSignals, runMain, Shutdown } from '../../libs/shutdown/index.js';
 import { createLogger } from '../../libs/telemetry/index.js';
 import { startFleet } from './fleet.js';
 

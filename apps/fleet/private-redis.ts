@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { StartupError } from '../../libs/lifecycle/index.js';
+import { StartupError } from '../../libs/shutdown/index.js';
 import { redisAnswers } from '../../queues/index.js';
 
 export interface PrivateRedis {

@@ -1,11 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Worker } from 'bullmq';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
-import { IntervalTask } from '../../libs/lifecycle/index.js';
-import { fleetLifecycle, type LeaseUpkeepDeps, modelMetricsOf } from '../../libs/runtime/index.js';
-import { LeasePageControl } from '../../libs/runtime/lease-page-control.js';
-import { scheduleJobProcessor } from '../../libs/runtime/schedules/fire.js';
-import { startWebhookWorker } from '../../libs/runtime/webhooks/index.js';
 import {
   drainBoundMs,
   type ExecutionDeps,
@@ -13,7 +8,11 @@ import {
   listenForCancels,
   runJobProcessor,
   startUpkeepTask,
-} from '../../libs/runtime/worker/index.js';
+} from '../../libs/run-worker/index.js';
+import { fleetLifecycle, type LeaseUpkeepDeps, modelMetricsOf } from '../../libs/runtime/index.js';
+import { LeasePageControl } from '../../libs/runtime/lease-page-control.js';
+import { scheduleJobProcessor } from '../../libs/schedules/fire.js';
+import { IntervalTask } from '../../libs/shutdown/index.js';
 import {
   BrowserWorkerRegistry,
   LeaseUpkeepIndex,
@@ -26,6 +25,7 @@ import { McpTurns } from '../../libs/store/mcp-turns.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import { redisLink } from '../../libs/telemetry/redis-link.js';
+import { startWebhookWorker } from '../../libs/webhooks/index.js';
 import {
   closeRedis,
   closeWorker,
@@ -40,7 +40,7 @@ import {
 } from '../../queues/index.js';
 import { createSchedulesQueue, SCHEDULES_QUEUE, type ScheduleJob } from '../../queues/schedules.js';
 
-export { drainBoundMs } from '../../libs/runtime/worker/index.js';
+export { drainBoundMs } from '../../libs/run-worker/index.js';
 
 export interface RunWorkerOptions {
   config: Config;
@@ -67,7 +67,7 @@ export interface RunWorkerHandle {
 /**
  * A run worker: claims `runs` jobs (claim → model ⇄ tools → park, wait or end) and runs the lease
  * upkeep once a minute beside its claim loop (ADR-0127 d6). The systems live in
- * `libs/runtime/worker`; this builds them over one Redis connection and starts and stops them.
+ * `libs/run-worker`; this builds them over one Redis connection and starts and stops them.
  */
 export async function startRunWorker(options: RunWorkerOptions): Promise<RunWorkerHandle> {
   const { config, logger, metrics } = options;

@@ -1,15 +1,8 @@
 import { type ArtifactStore, openArtifactStore } from '../../libs/artifacts/index.js';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
-import { IntervalTask } from '../../libs/lifecycle/index.js';
 import { fleetLifecycle } from '../../libs/runtime/index.js';
 import { LeasePageControl } from '../../libs/runtime/lease-page-control.js';
-import {
-  ArtifactSweep,
-  createSweeperMetrics,
-  FailedJobWalk,
-  SweepPass,
-  sweepErrorReporter,
-} from '../../libs/runtime/sweeper/index.js';
+import { IntervalTask } from '../../libs/shutdown/index.js';
 import {
   BrowserWorkerRegistry,
   LeaderLock,
@@ -19,6 +12,13 @@ import {
   RunWorkerRoster,
   ScheduleStore,
 } from '../../libs/store/index.js';
+import {
+  ArtifactSweep,
+  createSweeperMetrics,
+  FailedJobWalk,
+  SweepPass,
+  sweepErrorReporter,
+} from '../../libs/sweeper/index.js';
 import type { Logger, Metrics, ReadinessCheck } from '../../libs/telemetry/index.js';
 import { redisLink } from '../../libs/telemetry/redis-link.js';
 import { closeRedis, connectRedis, createRunsQueue, type RedisTarget } from '../../queues/index.js';
@@ -45,7 +45,7 @@ export interface SweeperHandle {
  * It holds no lease of its own: it fails runs whose workers stalled past the retry limit
  * (`reclaimed`) and runs past their deadline (`deadline_exceeded`), and the run lifecycle
  * releases their leases; it expires approvals left pending under runs no longer parked on them,
- * and enqueues queued runs whose job is missing (libs/runtime/sweeper).
+ * and enqueues queued runs whose job is missing (libs/sweeper).
  */
 export async function startSweeper(options: SweeperOptions): Promise<SweeperHandle> {
   const { config, logger, metrics } = options;

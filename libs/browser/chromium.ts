@@ -1,7 +1,7 @@
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
-import { StartupError } from '../lifecycle/index.js';
+import { StartupError } from '../shutdown/index.js';
 
 /** Where a system Chromium usually lives, in the order we try them. */
 const SYSTEM_CHROMIUM_PATHS = [

@@ -10,9 +10,9 @@ import {
 import type { RedisClient } from '../store/redis-client.js';
 import { WebhookStore } from '../store/webhooks.js';
 import type { RunEndFigures } from '../telemetry/index.js';
+import { WebhookTeller } from '../webhooks/teller.js';
 import type { LeaseReleaseDeps } from './lease-release.js';
 import { RunLifecycle } from './run-lifecycle.js';
-import { WebhookTeller } from './webhooks/teller.js';
 
 export interface FleetLifecycleOptions {
   redis: RedisClient;

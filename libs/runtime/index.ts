@@ -31,19 +31,6 @@ export {
   worstCaseCallMicroUsd,
 } from './cost.js';
 export {
-  DEADLINE_SWEEP_BATCH,
-  type DeadlineSweepDeps,
-  type DeadlineSweepOutcome,
-  type DeadlineSweepStore,
-  STALE_APPROVAL_SWEEP_BATCH,
-  STALE_APPROVAL_SWEEP_START,
-  type StaleApprovalCursor,
-  type StaleApprovalSweepDeps,
-  type StaleApprovalSweepOutcome,
-  sweepDeadlines,
-  sweepStaleApprovals,
-} from './deadline-sweep.js';
-export {
   childLimits,
   childOutcome,
   DELEGATE_TOOL_DEFINITION,
@@ -119,13 +106,6 @@ export {
   OpenAiCompatibleModel,
   type OpenAiCompatibleModelOptions,
 } from './openai-model.js';
-export {
-  ORPHAN_GRACE_MS,
-  ORPHAN_SWEEP_BATCH,
-  type OrphanSweepDeps,
-  sweepQueuedWithoutJob,
-} from './orphan-sweep.js';
-export { type ReclaimDeps, reclaimStalledRuns, STALLED_PAST_LIMIT } from './reclaim.js';
 export {
   planRoster,
   RosterError,

@@ -12,7 +12,6 @@ import {
 } from '../../libs/lease/index.js';
 import { DataPlaneClient } from '../../libs/provider/index.js';
 import { runLeaseUpkeep } from '../../libs/runtime/index.js';
-import { handOverOrphanedLeases } from '../../libs/runtime/sweeper/index.js';
 import {
   BrowserWorkerRegistry,
   LeaseUpkeepIndex,
@@ -20,6 +19,7 @@ import {
   RunStore,
   RunWorkerRoster,
 } from '../../libs/store/index.js';
+import { handOverOrphanedLeases } from '../../libs/sweeper/index.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
 import { leaseForRunningRun, TEST_SEAL_KEY, TEST_TOKEN, TestClock } from '../fixtures/browser-worker.js';
 import { silentLogger } from '../fixtures/logger.js';

@@ -2,8 +2,9 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunView } from '../../libs/contracts/index.js';
-import { RunLifecycle, reclaimStalledRuns } from '../../libs/runtime/index.js';
+import { RunLifecycle } from '../../libs/runtime/index.js';
 import { BrowserWorkerRegistry, RedisLeaseStore, RunStore } from '../../libs/store/index.js';
+import { reclaimStalledRuns } from '../../libs/sweeper/index.js';
 import {
   createQueueWorker,
   enqueueExecution,

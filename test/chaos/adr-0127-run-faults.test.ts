@@ -4,13 +4,8 @@ import { type ApiHandle, startApi } from '../../apps/api/server.js';
 import { loadConfig } from '../../libs/config/index.js';
 import type { RunView } from '../../libs/contracts/index.js';
 import { DataPlaneClient } from '../../libs/provider/index.js';
-import {
-  RunLifecycle,
-  reclaimStalledRuns,
-  releaseRunLease,
-  runLeaseUpkeep,
-} from '../../libs/runtime/index.js';
-import { type ExecutionDeps, executeRun } from '../../libs/runtime/worker/index.js';
+import { type ExecutionDeps, executeRun } from '../../libs/run-worker/index.js';
+import { RunLifecycle, releaseRunLease, runLeaseUpkeep } from '../../libs/runtime/index.js';
 import {
   BrowserWorkerRegistry,
   LeaseUpkeepIndex,
@@ -18,6 +13,7 @@ import {
   RunStore,
 } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
+import { reclaimStalledRuns } from '../../libs/sweeper/index.js';
 import { createMetrics } from '../../libs/telemetry/index.js';
 import { createRunsQueue, enqueueExecution, type RunsQueue } from '../../queues/index.js';
 import { startTestBrowserWorker, TEST_TOKEN, type TestBrowserWorker } from '../fixtures/browser-worker.js';

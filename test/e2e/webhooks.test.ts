@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { webhookEventSchema } from '../../libs/contracts/index.js';
-import { standardWebhookKey, verifyWebhookSignature } from '../../libs/runtime/webhooks/index.js';
+import { standardWebhookKey, verifyWebhookSignature } from '../../libs/webhooks/index.js';
 import { eventually } from '../fixtures/eventually.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { uniquePrefix } from '../fixtures/redis.js';

@@ -1,7 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FailedJobWalk } from '../../libs/runtime/sweeper/index.js';
+import { FailedJobWalk } from '../../libs/sweeper/index.js';
 import {
   closeRedis,
   connectRedis,

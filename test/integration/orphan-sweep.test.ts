@@ -1,8 +1,8 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepQueuedWithoutJob } from '../../libs/runtime/index.js';
 import { RunStore } from '../../libs/store/index.js';
+import { sweepQueuedWithoutJob } from '../../libs/sweeper/index.js';
 import {
   closeRedis,
   connectRedis,

@@ -2,8 +2,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { BrowserWorkerAway } from '../../libs/provider/index.js';
+import { MAX_FAULT_HANDBACKS, settleEscapedError } from '../../libs/run-worker/index.js';
 import { RunLifecycle } from '../../libs/runtime/index.js';
-import { MAX_FAULT_HANDBACKS, settleEscapedError } from '../../libs/runtime/worker/index.js';
 import { RunStore } from '../../libs/store/index.js';
 import { createMetrics, createOpsServer, type Registry } from '../../libs/telemetry/index.js';
 import {

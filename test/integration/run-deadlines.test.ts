@@ -1,13 +1,13 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunView } from '../../libs/contracts/index.js';
+import { RunKeys, RunStore } from '../../libs/store/index.js';
 import {
   type DeadlineSweepDeps,
   STALE_APPROVAL_SWEEP_START,
   sweepDeadlines,
   sweepStaleApprovals,
-} from '../../libs/runtime/index.js';
-import { RunKeys, RunStore } from '../../libs/store/index.js';
+} from '../../libs/sweeper/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunView } from '../../libs/contracts/index.js';
+import { type ExecutionDeps, RunLost } from '../../libs/run-worker/index.js';
+import { StoreRunPort } from '../../libs/run-worker/store-run-port.js';
 import type { StepWrite } from '../../libs/runtime/loop-ports.js';
-import { type ExecutionDeps, RunLost } from '../../libs/runtime/worker/index.js';
-import { StoreRunPort } from '../../libs/runtime/worker/store-run-port.js';
 import { RunStore } from '../../libs/store/index.js';
 import { RunTranscripts } from '../../libs/store/run-transcript.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../libs/config/index.js';
 import { type ScheduleFireOutcome, scheduleSpecSchema } from '../../libs/contracts/index.js';
-import { scheduleJobProcessor } from '../../libs/runtime/schedules/fire.js';
+import { scheduleJobProcessor } from '../../libs/schedules/fire.js';
 import { RunStore, ScheduleStore } from '../../libs/store/index.js';
 import {
   createSchedulesQueue,

@@ -4,13 +4,13 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { type RunWorkerHandle, startRunWorker } from '../../apps/run-worker/run-worker.js';
-import { RunLifecycle } from '../../libs/runtime/index.js';
 import {
   handBackDelayMs,
   isRetryableFault,
   MAX_FAULT_HANDBACKS,
   settleEscapedError,
-} from '../../libs/runtime/worker/index.js';
+} from '../../libs/run-worker/index.js';
+import { RunLifecycle } from '../../libs/runtime/index.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
 import { createMetrics, type Metrics } from '../../libs/telemetry/index.js';
 import { createRunsQueue, type RunsQueue } from '../../queues/index.js';

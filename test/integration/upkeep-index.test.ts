@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunView } from '../../libs/contracts/index.js';
-import { handOverOrphanedLeases } from '../../libs/runtime/sweeper/index.js';
 import { LeaseUpkeepIndex, RedisLeaseStore, RunStore, RunWorkerRoster } from '../../libs/store/index.js';
+import { handOverOrphanedLeases } from '../../libs/sweeper/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, submitStoreRun } from '../fixtures/run-store.js';

@@ -10,8 +10,8 @@ import {
   UPLOAD_UNUSED_TTL_MS,
   type UploadRecord,
 } from '../../libs/contracts/index.js';
-import { ArtifactSweep } from '../../libs/runtime/sweeper/index.js';
 import { RunKeys, RunStore, ScheduleStore, UPLOAD_HOLD_GRACE_MS } from '../../libs/store/index.js';
+import { ArtifactSweep } from '../../libs/sweeper/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, TEST_RUN_LIMITS } from '../fixtures/run-store.js';

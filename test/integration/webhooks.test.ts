@@ -5,15 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../libs/config/index.js';
 import { type RunView, webhookEventSchema } from '../../libs/contracts/index.js';
 import { FOLLOW_UP_GRACE_MS, fleetLifecycle, RunLifecycle } from '../../libs/runtime/index.js';
+import { FollowUpIndex, RunStore } from '../../libs/store/index.js';
+import { WebhookStore } from '../../libs/store/webhooks.js';
 import {
   standardWebhookKey,
   startWebhookWorker,
   verifyWebhookSignature,
   WebhookTeller,
   webhookDeliveryProcessor,
-} from '../../libs/runtime/webhooks/index.js';
-import { FollowUpIndex, RunStore } from '../../libs/store/index.js';
-import { WebhookStore } from '../../libs/store/webhooks.js';
+} from '../../libs/webhooks/index.js';
 import {
   closeRedis,
   closeWorker,

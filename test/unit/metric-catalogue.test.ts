@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { executionsCounter } from '../../libs/run-worker/run-job.js';
 import {
   type Model,
   ModelCallError,
@@ -8,8 +9,7 @@ import {
   modelMetricsOf,
   OTHER_MODEL,
 } from '../../libs/runtime/index.js';
-import { createSweeperMetrics } from '../../libs/runtime/sweeper/sweeper-metrics.js';
-import { executionsCounter } from '../../libs/runtime/worker/run-job.js';
+import { createSweeperMetrics } from '../../libs/sweeper/sweeper-metrics.js';
 import { DROPPED_DEFAULT_METRICS, METRICS, type Role } from '../../libs/telemetry/catalogue.js';
 import { catalogueTable } from '../../libs/telemetry/catalogue-table.js';
 import { createLeaseMetrics, createMetrics } from '../../libs/telemetry/index.js';

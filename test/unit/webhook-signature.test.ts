@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { standardWebhookHeaders, standardWebhookKey } from '../../libs/runtime/webhooks/index.js';
+import { standardWebhookHeaders, standardWebhookKey } from '../../libs/webhooks/index.js';
 
 const SECRET = 'a-tenant-given-secret-of-at-least-32-chars-é';
 const BODY = JSON.stringify({ id: 'evt_1', type: 'run.ended', card: 'ünïcode ✓' });

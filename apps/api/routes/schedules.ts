@@ -11,7 +11,7 @@ import {
   scheduleViewSchema,
 } from '../../../libs/contracts/index.js';
 import { scriptSchema } from '../../../libs/runtime/index.js';
-import { scheduleLimitsProblem } from '../../../libs/runtime/schedules/limits.js';
+import { scheduleLimitsProblem } from '../../../libs/schedules/limits.js';
 import type { ScheduleRecord } from '../../../libs/store/index.js';
 import { timingProblem, upcomingDueTimes } from '../../../queues/schedule-times.js';
 import { removeScheduler, schedulerNextMs, upsertScheduler } from '../../../queues/schedules.js';
@@ -36,7 +36,7 @@ namedBody(patchScheduleSchema, 'PatchSchedule', { cron: '0 8 * * 1-5' });
 
 /**
  * Schedules: a run submitted on a cron or every so many milliseconds, by a BullMQ job scheduler
- * whose fires the run workers consume (libs/runtime/schedules). Another tenant's schedule is 404.
+ * whose fires the run workers consume (libs/schedules). Another tenant's schedule is 404.
  */
 export function registerScheduleRoutes(root: FastifyInstance, deps: V1Dependencies): void {
   const app = typed(root);

@@ -9,11 +9,7 @@ import {
 } from '../../../libs/contracts/index.js';
 import { webhookListSchema } from '../../../libs/contracts/rest-views.js';
 import type { EgressGuard } from '../../../libs/egress/index.js';
-import {
-  checkWebhookUrl,
-  WebhookAddressRefused,
-  webhookGuard,
-} from '../../../libs/runtime/webhooks/index.js';
+import { checkWebhookUrl, WebhookAddressRefused, webhookGuard } from '../../../libs/webhooks/index.js';
 import { authenticate, identityOf } from '../auth.js';
 import { answers, BODY_FAILURES, namedBody } from './openapi.js';
 import { idParams, typed, type V1Dependencies } from './shared.js';

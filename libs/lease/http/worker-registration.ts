@@ -1,4 +1,4 @@
-import { IntervalTask } from '../../lifecycle/index.js';
+import { IntervalTask } from '../../shutdown/index.js';
 import type { Logger } from '../../telemetry/index.js';
 
 /** What the run side learns about a browser worker: where its data plane listens and whom it serves. */

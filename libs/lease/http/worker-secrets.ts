@@ -1,5 +1,5 @@
 import { type Config, decodeKey } from '../../config/index.js';
-import { StartupError } from '../../lifecycle/index.js';
+import { StartupError } from '../../shutdown/index.js';
 import { SealKeys } from '../seal.js';
 
 /** The two secrets a browser worker cannot serve without. */
