@@ -194,6 +194,8 @@ function rereadAfterMs(response) {
     const post = (path) => fetch(signIn.dataset.base + path, {
       method: 'POST', credentials: 'same-origin', headers: { 'x-csrf-token': csrf },
     });
+    // A beat at once: the page may open late in its lease (a slow load, a sign-in first).
+    void post('/heartbeat');
     const beat = setInterval(() => void post('/heartbeat'), Number(signIn.dataset.beatMs) || 30000);
     for (const [selector, path] of [['.sign-in-done', '/done'], ['.sign-in-cancel', '/cancel']]) {
       signIn.querySelector(selector)?.addEventListener('click', async () => {

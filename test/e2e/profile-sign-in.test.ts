@@ -7,6 +7,7 @@ import type { FleetHandle } from '../../apps/fleet/fleet.js';
 import { launchTestBrowser } from '../fixtures/chromium.js';
 import { eventually } from '../fixtures/eventually.js';
 import { startTestFleet } from '../fixtures/fleet.js';
+import { witnessPage } from '../fixtures/page-witness.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { storedValues } from '../fixtures/redis-values.js';
 import { restClient } from '../fixtures/rest.js';
@@ -81,7 +82,9 @@ describe('signing a profile in by hand', { timeout: 180_000 }, () => {
     site = await startSite();
     redis = new Redis(testRedisUrl());
     [fleet, browser] = await Promise.all([
-      startTestFleet(prefix, { PROFILE_SIGN_IN_LEASE_MS: '6000' }),
+      // 10 s: short enough that an abandoned sign-in expires within a test, long enough that a page
+      // opened on a loaded machine (a browser context, a sign-in, two page loads) beats in time.
+      startTestFleet(prefix, { PROFILE_SIGN_IN_LEASE_MS: '10000' }),
       launchTestBrowser(),
     ]);
   });
@@ -135,6 +138,7 @@ describe('signing a profile in by hand', { timeout: 180_000 }, () => {
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     try {
       const page = await context.newPage();
+      witnessPage(context, page);
       const api = fleet.urls.api.replace(/\/v1$/, '');
       await page.goto(`${api}/runs`);
       await page.getByLabel('API key').fill(fleet.apiKey);
@@ -178,6 +182,33 @@ describe('signing a profile in by hand', { timeout: 180_000 }, () => {
     expect([...values.values()].filter((value) => value.includes(PASSWORD))).toEqual([]);
   });
 
+  it('beats as soon as the sign-in page opens, not one beat later: a page may open late in its lease', async () => {
+    expect(
+      (await call('POST', '/v1/profiles', { id: 'prompt', allowed_origins: [site.origin] })).status,
+    ).toBe(201);
+    const started = await call('POST', '/v1/profiles/prompt/sign-in', { url: `${site.origin}/login` });
+    expect(started.status).toBe(201);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    witnessPage(context, page);
+    let beats = 0;
+    await page.route('**/heartbeat', (route) => {
+      beats += 1;
+      return route.continue();
+    });
+    const api = fleet.urls.api.replace(/\/v1$/, '');
+    await page.goto(`${api}${started.body.page_url}`);
+    await page.getByLabel('API key').fill(fleet.apiKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${api}${started.body.page_url}`);
+    // The interval's first beat comes a third of the lease (3.3 s here) after the page opened.
+    await expect.poll(() => beats, { timeout: 2_000 }).toBeGreaterThan(0);
+    await context.close();
+    expect((await call('POST', `/v1/profiles/prompt/sign-ins/${started.body.signin_id}/cancel`)).status).toBe(
+      200,
+    );
+  });
+
   it('never seals a sign-in left past its lease, and says so on "Done"', async () => {
     expect((await call('POST', '/v1/profiles', { id: 'late', allowed_origins: [site.origin] })).status).toBe(
       201,
@@ -185,7 +216,7 @@ describe('signing a profile in by hand', { timeout: 180_000 }, () => {
     const started = await call('POST', '/v1/profiles/late/sign-in', { url: `${site.origin}/login` });
     expect(started.status).toBe(201);
     const base = `/v1/profiles/late/sign-ins/${started.body.signin_id}`;
-    // No heartbeat: the lease (6 s here) runs out.
+    // No heartbeat: the lease (10 s here) runs out.
     await eventually(
       async () => (await call('GET', base)).body.status,
       (status) => status === 'expired',
@@ -206,7 +237,7 @@ describe('signing a profile in by hand', { timeout: 180_000 }, () => {
     const started = await call('POST', '/v1/profiles/line/sign-in', { url: `${site.origin}/login` });
     expect(started.status).toBe(201);
     const base = `/v1/profiles/line/sign-ins/${started.body.signin_id}`;
-    // The sign-in page beats while it is open (the lease lives 6 s past a beat here).
+    // The sign-in page beats while it is open (the lease lives 10 s past a beat here).
     const beating = setInterval(() => void call('POST', `${base}/heartbeat`), 1_000);
     try {
       const runId = await runHome(await sessionOn('line'));
