@@ -18,6 +18,7 @@ import {
   refusal,
   toTransition,
 } from './run-transition.js';
+import { notesOf, withCardScreenshots } from './screenshot-states.js';
 import { slotBatch } from './slot-batch.js';
 
 /**
@@ -144,7 +145,32 @@ export async function getApproval(
   const json = await context.redis.hget(context.keys.approvals(runId), approvalId);
   if (json === null) return undefined;
   const approval = parseApproval(json);
-  return approval.tenant === tenant ? approval : undefined;
+  if (approval.tenant !== tenant) return undefined;
+  return (await withNotedCards(context, [approval]))[0];
+}
+
+/**
+ * The approvals with their cards' screenshots as noted (`withCardScreenshots`): an approval's
+ * preview is taken beside its write, so every read of an approval says whether the picture is
+ * pending, stored or failed, or a page would show a picture that does not exist yet. One read of
+ * the notes per run.
+ */
+export async function withNotedCards(
+  context: RunStoreContext,
+  approvals: ApprovalView[],
+): Promise<ApprovalView[]> {
+  const runIds = [...new Set(approvals.filter((approval) => approval.card?.screenshot).map((a) => a.run_id))];
+  if (runIds.length === 0) return approvals;
+  const reads = slotBatch(context.redis);
+  for (const runId of runIds) reads.hgetall(context.keys.screenshots(runId));
+  const replies = (await reads.exec()) ?? [];
+  const notes = new Map(
+    runIds.map((runId, i) => [runId, notesOf(replies[i]?.[1] as Record<string, string> | undefined)]),
+  );
+  return approvals.map((approval) => {
+    const noted = notes.get(approval.run_id);
+    return noted ? (withCardScreenshots([approval], noted)[0] ?? approval) : approval;
+  });
 }
 
 /** Every approval of one run, oldest first. */
@@ -190,7 +216,7 @@ export async function listTenantPendingApprovals(
     else decided.push(id);
   }
   if (decided.length > 0) await redis.zrem(keys.tenantApprovals(tenant), ...decided);
-  return pending;
+  return withNotedCards(context, pending);
 }
 
 /**

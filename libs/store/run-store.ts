@@ -56,6 +56,7 @@ import {
   listRunApprovals,
   listTenantPendingApprovals,
   requestApproval,
+  withNotedCards,
 } from './approvals.js';
 import { type InvocationRecord, type LedgerOutcome, listInvocations, recordInvocation } from './ledger.js';
 import { loadLoopState, saveLoopState } from './loop-state.js';
@@ -500,7 +501,7 @@ export class RunStore {
     const approvals = (await listRunApprovals(this.#context, runId)).filter(
       (approval) => status === 'any' || approval.status === status,
     );
-    return this.withGrants(runId, approvals);
+    return this.withGrants(runId, await withNotedCards(this.#context, approvals));
   }
   /** `approvals` (all of run `runId`) with the grants they gave: one read of the run's grants. */
   async withGrants(runId: string, approvals: ApprovalView[]): Promise<ApprovalView[]> {
