@@ -73,10 +73,38 @@ export function sendFrameworkError(
 ): FastifyReply {
   const { status, body } = frameworkErrorAnswer(error as FastifyError, bodyLimitBytes);
   // An outage is logged once by the link watch, not once per request with a stack.
-  if (status === 503) request.log.debug({ code: body.error.code }, 'request refused: Redis unavailable');
-  else if (status >= 500) request.log.error({ err: error }, 'request failed');
+  if (status === 503) {
+    request.log.debug({ code: body.error.code }, 'request refused: Redis unavailable');
+    return sendUnavailable(request, reply, body);
+  }
+  if (status >= 500) request.log.error({ err: error }, 'request failed');
   return reply.code(status).type('application/json; charset=utf-8').send(body);
 }
+
+/**
+ * 503 for an outage: the one JSON error shape, but for a browser loading a page (its `Accept`
+ * leads with text/html) a short HTML page that says so and loads itself again in 2 s. A page
+ * answered with JSON has no script left to try again, so a brief outage would leave the person on
+ * it for good. No script: the refresh is a `<meta>`, which the pages' policy allows.
+ */
+export function sendUnavailable(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: ApiErrorBody,
+): FastifyReply {
+  reply.code(503).header('retry-after', '1');
+  if (!(request.headers.accept ?? '').startsWith('text/html'))
+    return reply.type('application/json; charset=utf-8').send(body);
+  return reply
+    .type('text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .send(
+      `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2"><title>Leasehold: try again shortly</title></head><body><main><h1>Try again shortly</h1><p>${UNAVAILABLE_TEXT}: this page loads itself again in 2 s.</p></main></body></html>`,
+    );
+}
+
+/** What an outage answer says (its message, and the outage page's text). */
+const UNAVAILABLE_TEXT = 'the store did not answer';
 
 /** The not-found answer: the method and path without the query (a query may carry anything). */
 export function notFoundBody(request: FastifyRequest): ApiErrorBody {
