@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { isRunErrorCode } from '../../libs/contracts/index.js';
 import { RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
@@ -129,6 +129,7 @@ describe('a hundred browser runs on a fleet of separate processes', { timeout: 8
   let apiKey = '';
   const roles: Record<string, RoleProcess> = {};
   const retired: RoleProcess[] = [];
+  /** Set by either test's failure: a later test's pass must not throw away the logs of an earlier failure. */
   let failed = false;
 
   /**
@@ -311,7 +312,9 @@ describe('a hundred browser runs on a fleet of separate processes', { timeout: 8
   }, 60_000);
 
   it('ends every run on its profile’s browser worker while one process of each role is killed and restarted', async () => {
-    failed = true;
+    onTestFailed(() => {
+      failed = true;
+    });
     const startedAtMs = Date.now();
     const agent = await call('POST', '/v1/agents', {
       model: 'scripted',
@@ -536,11 +539,12 @@ describe('a hundred browser runs on a fleet of separate processes', { timeout: 8
       repeated_effects: [],
       succeeded_without_steps: [],
     });
-    failed = false;
   });
 
   it('is scraped, every role up, by a real Prometheus that answers each main panel of the dashboard', async () => {
-    failed = true;
+    onTestFailed(() => {
+      failed = true;
+    });
     // Two runs of the played model (one per browser worker), so the model series carry data too.
     const approvals = approver();
     const runIds: string[] = [];
@@ -599,6 +603,5 @@ describe('a hundred browser runs on a fleet of separate processes', { timeout: 8
       }
     console.log(JSON.stringify({ dashboard_main_panels: answered }));
     expect(empty, `main panels without data:\n${empty.join('\n')}`).toEqual([]);
-    failed = false;
   });
 });
