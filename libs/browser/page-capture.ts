@@ -14,6 +14,40 @@ export type Capture =
 /** Overlay colour of a preview's target: a magenta no page is likely to use for its own borders. */
 export const OUTLINE_RGB = { r: 255, g: 0, b: 170 } as const;
 
+/**
+ * Runs in the page's renderer, in an isolated world: the JPEG with `box` (CSS pixels of the
+ * viewport, scaled as the image was) outlined 3 px wide a few pixels outside it and lightly tinted
+ * within, as JPEG again. Self-contained: it is sent as its source text.
+ */
+async function DRAW_OUTLINE(
+  jpeg: string,
+  box: { x: number; y: number; width: number; height: number },
+  rgb: { r: number; g: number; b: number },
+  quality: number,
+): Promise<string> {
+  const bytes = Uint8Array.from(atob(jpeg), (char) => char.charCodeAt(0));
+  const image = await createImageBitmap(new Blob([bytes], { type: 'image/jpeg' }));
+  const board = new OffscreenCanvas(image.width, image.height);
+  const context = board.getContext('2d') as OffscreenCanvasRenderingContext2D;
+  context.drawImage(image, 0, 0);
+  const scale = image.width / Math.max(1, window.innerWidth);
+  const pad = 3;
+  const x = (box.x - pad) * scale;
+  const y = (box.y - pad) * scale;
+  const width = (box.width + 2 * pad) * scale;
+  const height = (box.height + 2 * pad) * scale;
+  context.fillStyle = `rgba(${rgb.r}, ${rgb.g}, ${rgb.b}, 0.12)`;
+  context.fillRect(x, y, width, height);
+  context.strokeStyle = `rgb(${rgb.r}, ${rgb.g}, ${rgb.b})`;
+  context.lineWidth = 3;
+  context.strokeRect(Math.round(x) + 0.5, Math.round(y) + 0.5, Math.round(width), Math.round(height));
+  const blob = await board.convertToBlob({ type: 'image/jpeg', quality });
+  const out = new Uint8Array(await blob.arrayBuffer());
+  let text = '';
+  for (let i = 0; i < out.length; i += 0x8000) text += String.fromCharCode(...out.subarray(i, i + 0x8000));
+  return btoa(text);
+}
+
 /** A viewport rectangle in CSS pixels of the main frame. */
 export interface Box {
   x: number;
@@ -27,12 +61,10 @@ export interface Box {
  * SCREENSHOT_LIMITS' quality, scaled down to fit its bounds. Straight `Page.captureScreenshot`
  * rather than Playwright's `page.screenshot`: the latter waits for fonts and injects a caret style
  * first, which measured twice the cost, and the caret style is a change to the page this capture
- * must not make. The outline of a preview is drawn by DevTools' own overlay
- * (`Overlay.highlightRect`), painted above the page and never in its DOM.
+ * must not make. The outline of a preview is drawn onto the captured image, never into the page.
  */
 export class PageCapture {
   #session: Promise<CDPSession> | undefined;
-  #overlay = false;
   #maskSelector: string | null = null;
 
   constructor(private readonly page: Page) {}
@@ -95,35 +127,48 @@ export class PageCapture {
   }
 
   /**
-   * The viewport with `box` outlined: the overlay is drawn, captured and hidden again, so the page's
-   * DOM, scroll and focus are as before.
+   * The viewport with `box` outlined. The outline is drawn onto the captured image, not the page:
+   * in a JavaScript world of this capture's own (an isolated world: the page's scripts cannot see
+   * it), on a canvas never attached to the document, so the page's DOM, scroll and focus are as
+   * before. DevTools' overlay would draw it without the copy, but Chromium's headless shell never
+   * paints that overlay into a screenshot.
    */
   async outlined(box: Box, untilMs: number, signal?: AbortSignal): Promise<Capture> {
-    let session: CDPSession;
+    const shot = await this.viewport(untilMs, signal);
+    if (!shot.ok) return shot;
     try {
-      session = await this.#cdp();
-      if (!this.#overlay) {
-        await session.send('DOM.enable');
-        await session.send('Overlay.enable');
-        this.#overlay = true;
-      }
-      const pad = 3;
-      await session.send('Overlay.highlightRect', {
-        x: Math.round(box.x - pad),
-        y: Math.round(box.y - pad),
-        width: Math.round(box.width + 2 * pad),
-        height: Math.round(box.height + 2 * pad),
-        color: { ...OUTLINE_RGB, a: 0.12 },
-        outlineColor: { ...OUTLINE_RGB, a: 1 },
-      });
+      const session = await this.#cdp();
+      const drawn = this.#drawOutline(session, Buffer.from(shot.bytes).toString('base64'), box);
+      drawn.catch(() => undefined);
+      const done = await within(drawn, untilMs, signal);
+      if (!done.done) return { ok: false, reason: 'timeout' };
+      return { ok: true, bytes: Buffer.from(done.value, 'base64') };
     } catch (error) {
       return { ok: false, reason: 'error', cause: error };
     }
-    try {
-      return await this.viewport(untilMs, signal);
-    } finally {
-      await session.send('Overlay.hideHighlight').catch(() => undefined);
-    }
+  }
+
+  async #drawOutline(session: CDPSession, jpeg: string, box: Box): Promise<string> {
+    const { frameTree } = await session.send('Page.getFrameTree');
+    const { executionContextId } = await session.send('Page.createIsolatedWorld', {
+      frameId: frameTree.frame.id,
+      worldName: 'leasehold-capture',
+    });
+    const answer = await session.send('Runtime.callFunctionOn', {
+      functionDeclaration: DRAW_OUTLINE.toString(),
+      executionContextId,
+      arguments: [
+        { value: jpeg },
+        { value: box },
+        { value: OUTLINE_RGB },
+        { value: SCREENSHOT_LIMITS.quality / 100 },
+      ],
+      awaitPromise: true,
+      returnByValue: true,
+    });
+    if (answer.exceptionDetails || typeof answer.result.value !== 'string')
+      throw new Error(`the outline was not drawn: ${answer.exceptionDetails?.text ?? 'no image'}`);
+    return answer.result.value;
   }
 
   async close(): Promise<void> {
