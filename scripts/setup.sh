@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Leasehold needs from the system's packages and is not an npm dependency:
-# Chromium (Playwright cannot download its own browser here), redis-server if none is installed,
+# Chromium and its headless shell (Playwright cannot download its own browser here), redis-server if none is installed,
 # and the deployment checks' tools: promtool (Debian's prometheus package, which also
 # brings the server the dashboard test scrapes with), docker-compose (validates the compose file)
 # and kubectl (builds the Kubernetes manifests; Debian's kubernetes-client package); curl and jq
@@ -12,6 +12,13 @@ need=()
 if [ -z "${BROWSER_EXECUTABLE:-}" ] && ! command -v chromium >/dev/null 2>&1 \
   && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
   need+=(chromium)
+fi
+# Chromium's headless shell: the same engine without the desktop browser, which a headless browser
+# worker (and the tests) launch first where it is installed — under half the CPU per page. Wanted
+# where apt-get can bring it; the full browser serves where it cannot.
+if [ -z "${BROWSER_EXECUTABLE:-}" ] && ! command -v chromium-headless-shell >/dev/null 2>&1 \
+  && [ ! -x /usr/lib/chromium/chromium-headless-shell ] && command -v apt-get >/dev/null 2>&1; then
+  need+=(chromium-headless-shell)
 fi
 if ! command -v redis-server >/dev/null 2>&1 && [ -z "${REDIS_URL:-}" ]; then
   need+=(redis-server)

@@ -62,7 +62,9 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
   const proxy = await EgressProxy.start({ guard: egress, log });
   held.add('egress-proxy', () => proxy.close());
   log.info({ allow_cidrs: egress.allowCidrs, proxy: proxy.url }, egressLine(config));
-  const chromium = resolveChromium(config.browser.executable);
+  const chromium = resolveChromium(config.browser.executable, undefined, {
+    headless: config.browser.headless,
+  });
   // What Chromium's exit takes with it is let go through these, once the services exist.
   const restart: { lost(): Promise<void>; started(): void } = { lost: async () => {}, started: () => {} };
   const browsers = await ChromiumProcess.start(

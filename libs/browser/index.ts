@@ -5,6 +5,7 @@ export {
   type LaunchOptions,
   launchChromium,
   resolveChromium,
+  systemChromiumPaths,
 } from './chromium.js';
 export { COOKIE_FLUSH_BOUND_MS, flushPageCookies } from './cookie-flush.js';
 export { DIALOG_MESSAGE_LIMIT_CHARS } from './dialogs.js';
