@@ -49,6 +49,8 @@ describe('observation (DESIGN §6, ADR-0130 d8)', () => {
     })()`);
     await engine.observe({}, limits());
     await engine.observe({}, limits());
+    // Nothing but time can show an absence: a write by either observe would be reported to the
+    // observer within a task or two; 50 ms in the page leaves room for that, and none may come.
     await page.evaluate('new Promise((resolve) => setTimeout(resolve, 50))');
     expect(await page.evaluate('window.__mutations')).toBe(0);
     expect(await page.evaluate('document.querySelectorAll("[data-ref],[data-leasehold-ref]").length')).toBe(

@@ -87,6 +87,7 @@ describe('a browser worker restart during a queued run', { timeout: 90_000 }, ()
       await sleep(50);
     }
     const beforeRestart = await call('GET', `/v1/runs/${runId}`);
+    // The worker stays away 6 s from its stop, as long as a real restart takes (5 to 7 s).
     await sleep(Math.max(0, stoppedAt + 6_000 - Date.now()));
     restarted = await startBrowserWorker({
       config: fleet.config,

@@ -116,6 +116,7 @@ describe('a Redis outage, seen by each role as a process', { timeout: 120_000 },
     await redis.stop();
     await sleep(2_000);
     const during = await Promise.all(roles.map(readyStatus));
+    // The outage goes on 3 s more: many reconnect attempts, none of which may add a line.
     await sleep(3_000);
     await redis.start();
     const deadline = Date.now() + 15_000;
@@ -124,6 +125,8 @@ describe('a Redis outage, seen by each role as a process', { timeout: 120_000 },
       await sleep(200);
       after = await Promise.all(roles.map(readyStatus));
     }
+    // Nothing but time can show an absence: a second more after every role is ready again gives a
+    // flapping link or a late warning time to be logged, and no line beyond one down and one up may come.
     await sleep(1_000);
 
     const names = roles.map((role) => role.name);

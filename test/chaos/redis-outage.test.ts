@@ -124,6 +124,7 @@ describe('a Redis outage pauses runs', { timeout: 120_000 }, () => {
       ['outage-a', 'outage-b', 'outage-c', 'outage-d', 'outage-e', 'outage-f'].map(submit),
     );
     for (const runId of runIds) await waitForStatus(runId, ['running']);
+    // Half a second in, each run is mid-script (a page answers after 700 ms) when Redis stops.
     await sleep(500);
     const base = fleet.urls.api.replace(/\/v1$/, '');
     // A role's own ops server as the run worker and the sweeper build it (createOpsServer): with

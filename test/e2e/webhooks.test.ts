@@ -117,7 +117,9 @@ describe('webhooks through the fleet: approval.requested and run.ended, signed, 
       (list) => list.length >= 2,
       15_000,
     );
-    // Room for a second telling of either to arrive, were there one.
+    // Nothing but time can show an absence: a second telling of either would be a delivery the
+    // worker picks up at once and posts over loopback; 1.5 s is room for one on a loaded machine,
+    // and none may come.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(toldOf(runId).map(({ event }) => [event.type, event.status])).toEqual([
       ['approval.requested', 'parked'],

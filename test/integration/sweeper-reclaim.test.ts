@@ -87,6 +87,8 @@ describe('the sweeper: reclaim', () => {
       () => queue.getFailedCount(),
       (count) => count === 1,
     );
+    // A few milliseconds on, so every later failure is newer than the stalled run's by the failed
+    // list's millisecond order, not tied with it.
     await new Promise((resolve) => setTimeout(resolve, 5));
     for (let i = 0; i < NEWER_FAILURES; i++) {
       const runId = `run_newer-${String(i).padStart(4, '0')}`;

@@ -209,6 +209,8 @@ describe('run event streams', { timeout: 60_000 }, () => {
     expect(streams.filter((stream) => stream.status === 200)).toHaveLength(200);
     await until(() => streams.every((stream) => stream.text().includes('run.submitted')));
 
+    // Nothing but time can show an absence: in one idle second, 200 streams that each polled Redis
+    // even once would run 200 commands; at most a handful may run.
     const commands = await commandsOnPrefix(
       rig.prefix,
       () => new Promise((resolve) => setTimeout(resolve, 1_000)),

@@ -105,6 +105,8 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
       const closed = await close(path);
       expect(closed.status).toBe(200);
       expect(closed.body.state).toBe('closed');
+      // Nothing but time can show that the held popup request never arrives: 10 s is well past the
+      // 3 s a released request once took to reach the site after the close.
       await sleep(AFTER_CLOSE_WAIT_MS);
       expect(away.log).toEqual([]);
     } finally {
@@ -129,6 +131,8 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
       const closed = await close(path);
       expect(closed.status).toBe(200);
       expect(closed.body.state).toBe('closed');
+      // Nothing but time can show that the request held when the page crashed never arrives: 10 s is
+      // well past the 3 s a released request once took to reach the site after the close.
       await sleep(AFTER_CLOSE_WAIT_MS);
       expect(away.log).toEqual([]);
     } finally {
@@ -167,6 +171,8 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
       expect((await acting).status).not.toBe(500);
       // Aborted, not continued: the browser reports the request failed.
       expect(failed).toContain(awayRequests[0]);
+      // Nothing but time can show that the aborted request is never sent on: 10 s is well past the
+      // 3 s a released request once took to reach the site after the close.
       await sleep(AFTER_CLOSE_WAIT_MS);
       expect(away.log).toEqual([]);
     } finally {

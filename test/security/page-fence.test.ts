@@ -37,6 +37,8 @@ describe('popups are fenced like the first page', () => {
       `<button type="button" onclick="window.open('${away}')">Open</button>`,
     );
     const { observation } = await click(opened, 'Open');
+    // Nothing but time can show a request that never comes: an unfenced popup would ask the
+    // disallowed origin for its page within milliseconds of the click; 300 ms allows for a loaded machine.
     await sleep(300);
     expect(rig.elsewhereHits).toBe(0);
     expect(observation.blocked).toEqual({ popups: 1, frames: 0, subresources: 0 });
@@ -49,6 +51,8 @@ describe('popups are fenced like the first page', () => {
     const away = `${rig.elsewhere.origin}/pages/second.html`;
     const opened = await open('popup-link.html', `<a href="${away}" target="_blank">Away</a>`);
     const { observation } = await click(opened, 'Away');
+    // Nothing but time can show a request that never comes: the link's new tab would ask the
+    // disallowed origin within milliseconds of the click; 300 ms allows for a loaded machine.
     await sleep(300);
     expect(rig.elsewhereHits).toBe(0);
     expect(observation.blocked?.popups).toBe(1);
@@ -60,6 +64,8 @@ describe('popups are fenced like the first page', () => {
   it('closes a popup a page opens while loading, and the navigation says so', async () => {
     const away = `${rig.elsewhere.origin}/pages/second.html`;
     const opened = await open('popup-onload.html', `<p>Loaded</p><script>window.open('${away}')</script>`);
+    // Nothing but time can show a request that never comes: the popup the page opened as it loaded
+    // would have asked the disallowed origin within milliseconds; 300 ms allows for a loaded machine.
     await sleep(300);
     expect(rig.elsewhereHits).toBe(0);
     expect(opened.observation.blocked?.popups).toBe(1);
@@ -120,6 +126,8 @@ describe('popups are fenced like the first page', () => {
     );
     await click(opened, 'Open');
     await expect.poll(() => rig.site.log.some((entry) => entry.path.startsWith('/api/redirect'))).toBe(true);
+    // Nothing but time can show a request that never comes: the redirect has been answered, and a
+    // popup that followed it would reach the disallowed origin within milliseconds; 500 ms is room.
     await sleep(500);
     expect(rig.elsewhereHits).toBe(0);
   });
@@ -135,6 +143,8 @@ describe('popups are fenced like the first page', () => {
     await click(opened, 'Open').catch((error: unknown) => {
       expect(error).toMatchObject({ code: 'url_disallowed' });
     });
+    // Nothing but time can show a request that never comes: the page sends its popup away 300 ms
+    // after opening it; a second covers that delay and the navigation, which must not arrive.
     await sleep(1_000);
     expect(rig.elsewhereHits).toBe(0);
   });
@@ -153,6 +163,8 @@ describe('child frames follow the allowed origins and frame_origins', () => {
   it('blocks a frame whose allowed address redirects to a disallowed origin', async () => {
     const to = encodeURIComponent(`${rig.elsewhere.origin}/pages/frame-content.html`);
     await open('frame-redirect.html', `<iframe src="/api/redirect?to=${to}" title="Bounce"></iframe>`);
+    // Nothing but time can show a request that never comes: the frame's redirect was answered as
+    // the page loaded; 300 ms is room for a followed redirect to reach the disallowed origin.
     await sleep(300);
     expect(rig.site.log.some((entry) => entry.path.startsWith('/api/redirect'))).toBe(true);
     expect(rig.elsewhereHits).toBe(0);
@@ -186,6 +198,8 @@ describe('a listed embed in its own process', () => {
         frameOrigins: [embedOrigin()],
       },
     );
+    // Nothing but time can show a request that never comes: the embed sends itself away 100 ms after
+    // it loads; 800 ms covers that delay and the navigation, which must not reach 127.0.0.1.
     await sleep(800);
     expect(rig.elsewhere.hitsOn(`localhost:${rig.elsewhere.port}`).length).toBeGreaterThan(0);
     expect(elsewhereOn127()).toBe(0);
@@ -207,6 +221,8 @@ describe('a listed embed in its own process', () => {
     await expect
       .poll(() => rig.elsewhere.log.some((entry) => entry.path.startsWith('/api/redirect')))
       .toBe(true);
+    // Nothing but time can show a request that never comes: the embed's redirect has been answered;
+    // 500 ms is room for it to be followed to 127.0.0.1, which must not happen.
     await sleep(500);
     expect(elsewhereOn127()).toBe(0);
   });
@@ -223,6 +239,8 @@ describe('a listed embed in its own process', () => {
     await expect
       .poll(() => rig.elsewhere.hitsOn(`localhost:${rig.elsewhere.port}`).length)
       .toBeGreaterThan(0);
+    // Nothing but time can show a request that never comes: the embed has loaded, and its nested
+    // frame asks as it loads; 500 ms is room for that request, which must not reach 127.0.0.1.
     await sleep(500);
     expect(elsewhereOn127()).toBe(0);
     expect(opened.observation.blocked?.frames).toBe(1);
@@ -250,6 +268,8 @@ describe('subresources', () => {
 
   it('reach only allowed and frame origins when the profile says subresources: allowed_origins', async () => {
     const opened = await open('subresources-fenced.html', beacons(), { subresources: 'allowed_origins' });
+    // Nothing but time can show a request that never comes: the page's links, images, fetches,
+    // beacon and socket all go out as it loads; 500 ms is room for any to reach the disallowed origin.
     await sleep(500);
     expect(rig.elsewhereHits).toBe(0);
     expect(opened.observation.blocked?.subresources).toBeGreaterThanOrEqual(4);

@@ -41,6 +41,7 @@ describe('per-key request limits on the API', { timeout: 60_000 }, () => {
     const other = await rig.key('rl', 'bob', ['runs:read']);
     expect((await rig.call('GET', '/v1/models', { key: other })).status).toBe(200);
 
+    // As long as Retry-After told the client to wait, and a little more: then the key is let in.
     await new Promise((resolve) => setTimeout(resolve, retryAfterS * 1_000 + 100));
     expect((await rig.call('GET', '/v1/models', { key })).status).toBe(200);
   });

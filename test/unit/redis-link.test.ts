@@ -68,7 +68,8 @@ describe('the Redis link watch', () => {
     link.watch(client, 'frozen');
     while (link.up) await new Promise((resolve) => setTimeout(resolve, 20));
     const back = link.whenUp();
-    // Pings keep going out while it is down; none adds a line.
+    // Nothing but time can show an absence: pings keep going out while it is down, and in 500 ms
+    // (two and a half answer bounds) two more are left unanswered for the whole bound; none adds a line.
     await new Promise((resolve) => setTimeout(resolve, 500));
     frozen = false;
     for (const answer of thawed.splice(0)) answer();
