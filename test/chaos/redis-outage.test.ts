@@ -133,11 +133,16 @@ describe('a Redis outage pauses runs', { timeout: 120_000 }, () => {
     const workerReadyz = `${await workerOps.listen({ host: '127.0.0.1', port: 0 })}/readyz`;
 
     await ownRedis.stop();
-    await sleep(1_000);
+    const stoppedAt = Date.now();
+    // Both roles say so once their connections have noticed; wait for that, not for a guessed time.
+    await expect
+      .poll(async () => [(await fetch(`${base}/readyz`)).status, (await fetch(workerReadyz)).status])
+      .toEqual([503, 503]);
     const readyDuring = await fetch(`${base}/readyz`);
     const workerReadyDuring = await fetch(workerReadyz);
     const viewDuring = await call('GET', `/v1/runs/${runIds[0]}`);
-    await sleep(5_000);
+    // The outage itself lasts 6 s from the stop, however soon the roles noticed it.
+    await sleep(Math.max(0, stoppedAt + 6_000 - Date.now()));
     await ownRedis.start();
 
     const ends = await Promise.all(

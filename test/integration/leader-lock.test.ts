@@ -33,8 +33,8 @@ describe('the sweeper leader lock', () => {
     const alive = new LeaderLock(redis, key, 300);
     expect(await dead.tryHold()).toBe(true);
     expect(await alive.tryHold()).toBe(false);
-    await new Promise((resolve) => setTimeout(resolve, 450));
-    expect(await alive.tryHold()).toBe(true);
+    // The dead holder never renews: the lock lapses after its 300 ms and the live replica takes it.
+    await expect.poll(() => alive.tryHold()).toBe(true);
     await alive.release();
   });
 
@@ -42,7 +42,8 @@ describe('the sweeper leader lock', () => {
     const stale = new LeaderLock(redis, key, 200);
     const holder = new LeaderLock(redis, key, 5_000);
     expect(await stale.tryHold()).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The stale replica stops renewing: wait until its lock has lapsed (-2: no such key).
+    await expect.poll(() => redis.pttl(key)).toBe(-2);
     expect(await holder.tryHold()).toBe(true);
     // The stale replica still believes it holds the lock; its release must leave the new holder's.
     expect(stale.held).toBe(true);

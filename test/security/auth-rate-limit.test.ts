@@ -87,7 +87,7 @@ describe.each(['API', 'data plane'])('failed authentication on the %s', (name) =
     const { url, target, prefix } = server();
     // The window is a minute; end it now instead of waiting for it.
     await redis.pexpire(`${prefix}:auth-failures:127.0.0.1`, 1);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await expect.poll(() => redis.exists(`${prefix}:auth-failures:127.0.0.1`)).toBe(0);
     const answer = await rawRequest(url, 'GET', target, { headers: wrong });
     expect(answer.status).toBe(401);
     expect(await redis.get(`${prefix}:auth-failures:127.0.0.1`)).toBe('1');

@@ -172,7 +172,8 @@ describe('run event streams', { timeout: 60_000 }, () => {
       ...Array.from({ length: 20 }, (_, index) => [expiresAtMs, `dead-replica:${index}`]).flat(),
     );
     expect((await rig.call('GET', `/v1/runs/${runId}/events`, { key: streamer })).status).toBe(429);
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    // A refused open holds no slot, so trying again until one is taken waits for the lapse alone.
+    await expect.poll(() => openStreamStatus(eventsUrl(runId), streamer)).toBe(200);
     const stream = await openStream(eventsUrl(runId), streamer);
     expect(stream.status).toBe(200);
     stream.close();

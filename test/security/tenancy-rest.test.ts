@@ -159,14 +159,19 @@ describe('profiles scoped to their tenant (REST)', () => {
     await rig.redis.hset(`${rig.prefix}:{prf:tenant-a/shop}:profile`, 'sealed', sealed);
 
     const seen: string[][] = [];
+    const marker = `listing-done-${rig.prefix}`;
+    let markerSeen = false;
     const monitor = await monitorRedis((args) => {
-      if (args.some((arg) => arg.startsWith(`${rig.prefix}:`))) seen.push(args);
+      if (args.includes(marker)) markerSeen = true;
+      else if (args.some((arg) => arg.startsWith(`${rig.prefix}:`))) seen.push(args);
     });
     try {
-      // MONITOR reports each command once the server runs it; a PING through it marks the start.
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // monitorRedis returns once MONITOR is live, so every command of the listing is reported.
       const listed = await rig.call('GET', '/v1/profiles', { key: keyA });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // MONITOR reports commands in the order the server runs them: once it reports an ECHO sent
+      // after the listing's answer, it has reported every command the listing ran.
+      await rig.redis.echo(marker);
+      await expect.poll(() => markerSeen).toBe(true);
       expect(listed.status).toBe(200);
       expect(listed.body.profiles.map((profile: { id: string }) => profile.id)).toEqual(['only-a', 'shop']);
       expect(listed.body.profiles.find((p: { id: string }) => p.id === 'shop').sealed).toBe(true);
