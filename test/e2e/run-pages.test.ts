@@ -396,6 +396,10 @@ describe('the run pages, in Chromium', { timeout: 120_000 }, () => {
       [1, 2, 3, 4].map((n) => ({ tool: 'browser.navigate', url: `${origin}/slow/${n}` })),
     );
     await page.goto(`${base}/runs/${runId}`);
+    // The marker goes on the run's page itself. On the loaded suite the store may miss its bound
+    // once as the run starts; the first load is then the outage page, which loads itself again
+    // (that reload is the outage page's, not the live view's).
+    await page.locator('#run').waitFor({ timeout: 15_000 });
     await page.evaluate(() => {
       (window as unknown as { stayed: boolean }).stayed = true;
     });
