@@ -123,7 +123,12 @@ describe('requests a fence holds die with their lease', { timeout: CASE_TIMEOUT_
       expect(awayRequests).toHaveLength(1);
       const [page] = context.pages();
       if (!page) throw new Error('the lease has no page');
-      const crashed = new Promise((resolve) => page.once('crash', resolve));
+      // The page's end either way: its renderer's crash, or the browser process exiting with it
+      // (then Playwright tells only the close), which a wait on the crash alone never saw.
+      const crashed = new Promise((resolve) => {
+        page.once('crash', resolve);
+        page.once('close', resolve);
+      });
       const session = await context.newCDPSession(page);
       // Page.crash never answers: the renderer it would answer from is gone.
       void session.send('Page.crash').catch(() => undefined);
