@@ -4,10 +4,10 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import type { RunStore } from '../../libs/store/index.js';
 import {
-  errorBody,
   type FailedAuthLimiter,
   markDoor,
   reshapeErrorAnswers,
+  unavailableBody,
 } from '../../libs/telemetry/index.js';
 import { isRedisUnreachable } from '../../libs/telemetry/redis-link.js';
 import type { RunsQueue } from '../../queues/index.js';
@@ -21,7 +21,7 @@ type BoardErrorHandler = Parameters<FastifyAdapter['setErrorHandler']>[0];
 /** Bull Board's status type lists the statuses it sends itself; its adapter sends any status. */
 const OUTAGE_ANSWER = {
   status: 503,
-  body: errorBody('unavailable', 'the store did not answer; retry shortly'),
+  body: unavailableBody(),
 } as unknown as ReturnType<BoardErrorHandler>;
 
 /**

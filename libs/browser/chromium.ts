@@ -10,9 +10,10 @@ import { StartupError } from '../shutdown/index.js';
  * and per page (measured: 5 launches with 15 contexts, 5.0 s against 12.2 s of CPU), so a headless
  * launch prefers it. It cannot show a window: a headed launch never takes it.
  */
+const HEADLESS_SHELL_NAME = 'chromium-headless-shell';
 const SYSTEM_HEADLESS_SHELL_PATHS = [
-  '/usr/lib/chromium/chromium-headless-shell',
-  '/usr/bin/chromium-headless-shell',
+  `/usr/lib/chromium/${HEADLESS_SHELL_NAME}`,
+  `/usr/bin/${HEADLESS_SHELL_NAME}`,
 ];
 
 /** Where a system Chromium usually lives, in the order we try them. */
@@ -90,9 +91,7 @@ export function resolveChromium(
     if (isExecutable(candidate)) return { path: candidate, source: 'system' };
   }
   for (const folder of (searchPath ?? '').split(delimiter).filter(Boolean)) {
-    for (const name of headless
-      ? ['chromium-headless-shell', ...SYSTEM_CHROMIUM_NAMES]
-      : SYSTEM_CHROMIUM_NAMES) {
+    for (const name of headless ? [HEADLESS_SHELL_NAME, ...SYSTEM_CHROMIUM_NAMES] : SYSTEM_CHROMIUM_NAMES) {
       const candidate = join(folder, name);
       if (isExecutable(candidate)) return { path: candidate, source: 'system' };
     }

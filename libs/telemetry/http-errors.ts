@@ -55,8 +55,7 @@ export function frameworkErrorAnswer(
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
     return { status: 413, body: errorBody('payload_too_large', `body over ${bodyLimitBytes} bytes`) };
   // A request that failed because Redis did not answer may succeed when it is back.
-  if (isRedisUnreachable(error))
-    return { status: 503, body: errorBody('unavailable', 'the store did not answer; retry shortly') };
+  if (isRedisUnreachable(error)) return { status: 503, body: unavailableBody() };
   const status =
     error.statusCode && error.statusCode >= 400 && error.statusCode < 600 ? error.statusCode : 500;
   if (status >= 500) return { status, body: errorBody(errorCodeForStatus(status), 'internal error') };
@@ -105,6 +104,11 @@ export function sendUnavailable(
 
 /** What an outage answer says (its message, and the outage page's text). */
 const UNAVAILABLE_TEXT = 'the store did not answer';
+
+/** The body of every outage answer: the store did not answer in its bound. */
+export function unavailableBody(): ApiErrorBody {
+  return errorBody('unavailable', `${UNAVAILABLE_TEXT}; retry shortly`);
+}
 
 /** The not-found answer: the method and path without the query (a query may carry anything). */
 export function notFoundBody(request: FastifyRequest): ApiErrorBody {

@@ -20,6 +20,7 @@ export {
   notFoundBody,
   reshapeErrorAnswers,
   sendFrameworkError,
+  unavailableBody,
 } from './http-errors.js';
 export { type HttpMetrics, httpMetrics } from './http-metrics.js';
 export {

@@ -10,10 +10,10 @@ import type { Registry } from 'prom-client';
 import { Doors, PUBLIC_ROUTE } from './http-doors.js';
 import {
   answerClientError,
-  errorBody,
   notFoundBody,
   sendFrameworkError,
   sendUnavailable,
+  unavailableBody,
 } from './http-errors.js';
 import { redisLink } from './redis-link.js';
 import { countRequests, installRequestLog, loggingFrameworkErrors, requestIdOf } from './request-log.js';
@@ -154,11 +154,7 @@ function refuseWhileRedisDown(app: FastifyInstance, redisUp: () => boolean): voi
   const refuse = async (request: FastifyRequest, reply: FastifyReply) => {
     if (redisUp() || OPS_PATHS.has(request.url.split('?')[0] ?? '')) return;
     request.log.debug({ code: 'unavailable' }, 'request refused: Redis unavailable');
-    return sendUnavailable(
-      request,
-      reply,
-      errorBody('unavailable', 'the store did not answer; retry shortly'),
-    );
+    return sendUnavailable(request, reply, unavailableBody());
   };
   for (const stage of ['onRequest', 'preValidation', 'preHandler'] as const) app.addHook(stage, refuse);
 }
