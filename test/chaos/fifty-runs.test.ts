@@ -8,7 +8,7 @@ import { RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { type PaySite, startPaySite } from '../fixtures/pay-site.js';
 import { freePort, OwnRedis } from './own-redis.js';
-import { RoleProcess } from './role-processes.js';
+import { callApi, RoleProcess } from './role-processes.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Diagnosis: LH_CHAOS_DUMP=<dir> keeps a progress log, every run's view and events and every role's log. */
@@ -64,24 +64,8 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 330_000 }, () 
   const roles: Record<string, RoleProcess> = {};
   const retired: RoleProcess[] = [];
 
-  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-    try {
-      const response = await fetch(`http://127.0.0.1:${roles.api?.port}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${apiKey}`,
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-          ...headers,
-        },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(10_000),
-      });
-      const text = await response.text();
-      // biome-ignore lint/suspicious/noExplicitAny: REST answers of many shapes, read field by field.
-      return { status: response.status, body: (text ? JSON.parse(text) : undefined) as any };
-    } catch (error) {
-      return { status: 0, body: { error: String(error) } };
-    }
+  function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    return callApi(roles.api?.port, apiKey, method, path, body, headers);
   }
 
   /** A run's event stream as text, read for at most 1.5 s (an ended run's stream may stay open). */

@@ -18,7 +18,7 @@ import { type PaySite, startPaySite } from '../fixtures/pay-site.js';
 import { LocalPrometheus, mainPanelQueries } from '../fixtures/prometheus.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { freePort } from './own-redis.js';
-import { RoleProcess } from './role-processes.js';
+import { callApi, RoleProcess } from './role-processes.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -150,24 +150,8 @@ describe('a hundred browser runs on a fleet of separate processes', { timeout: 8
     for (let round = 0; round < (repeatable ? 4 : 1); round += 1) {
       if (round > 0) await sleep(500 * round);
       for (const index of [preferred, 1 - preferred]) {
-        const api = roles[`api${index}`];
-        try {
-          const response = await fetch(`http://127.0.0.1:${api?.port}${path}`, {
-            method,
-            headers: {
-              authorization: `Bearer ${apiKey}`,
-              ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-              ...headers,
-            },
-            ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-            signal: AbortSignal.timeout(10_000),
-          });
-          const text = await response.text();
-          answer = { status: response.status, body: text ? JSON.parse(text) : undefined };
-          if (answer.status < 500) return answer;
-        } catch (error) {
-          answer = { status: 0, body: { error: String(error) } };
-        }
+        answer = await callApi(roles[`api${index}`]?.port, apiKey, method, path, body, headers);
+        if (answer.status !== 0 && answer.status < 500) return answer;
       }
       if (answer.status !== 503) return answer;
     }

@@ -78,3 +78,37 @@ export class RoleProcess {
     clearTimeout(forced);
   }
 }
+
+/** A role's REST answer: its status and JSON body, or status 0 and the error when none came. */
+export interface RoleAnswer {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: REST answers of many shapes, read field by field.
+  body: any;
+}
+
+/** One REST call to the API role on `port` with `apiKey`, bounded at 10 s; never throws. */
+export async function callApi(
+  port: number | undefined,
+  apiKey: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<RoleAnswer> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(10_000),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  } catch (error) {
+    return { status: 0, body: { error: String(error) } };
+  }
+}
