@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { uploadArtifactRef } from '../artifacts/index.js';
 import {
   BrowserToolError,
@@ -188,8 +189,7 @@ export class LeasePageCalls {
     ) => Promise<PageResult>,
   ) {
     return this.#serially(profile, leaseId, async (session, later) => {
-      // Reads before the effect wait out an outage too: only the fence's advance, the effect's
-      // mark, may not be sent twice.
+      // Reads before the effect wait out an outage, as the advance does below.
       // The lease and the sequence are read side by side; a lease that is gone is told first.
       const [live, fenced] = await Promise.allSettled([
         readThroughOutage(() => this.#requireLive(profile, leaseId), deadlineMs),
@@ -207,7 +207,14 @@ export class LeasePageCalls {
         result = await run(
           session,
           async () => {
-            await this.#fence(profile, leaseId, sequence, true);
+            // The page is not touched until the advance is answered, so an outage is waited out
+            // here too: sent again under the same id, an advance whose answer was lost is told it
+            // landed, never counted twice nor refused as another call's.
+            const dispatchId = randomUUID();
+            await readThroughOutage(
+              () => this.#fence(profile, leaseId, sequence, true, dispatchId),
+              deadlineMs,
+            );
             dispatched = true;
           },
           lease,
@@ -382,13 +389,20 @@ export class LeasePageCalls {
     return Object.entries(parsed.data).map(([name, secret]) => ({ name, ...secret }));
   }
 
-  async #fence(profile: ProfileRef, leaseId: string, sequence: number, advance: boolean): Promise<void> {
+  async #fence(
+    profile: ProfileRef,
+    leaseId: string,
+    sequence: number,
+    advance: boolean,
+    dispatchId?: string,
+  ): Promise<void> {
     const outcome = await this.#deps.store.advanceSequence(
       profile,
       leaseId,
       sequence,
       this.#deps.clock(),
       advance,
+      dispatchId,
     );
     if (outcome.status === 'ok') return;
     if (outcome.status === 'sequence_mismatch') {

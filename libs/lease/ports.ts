@@ -192,6 +192,11 @@ export interface LeaseStore {
     sequence: number,
     nowMs: number,
     advance: boolean | 'skip',
+    /**
+     * The dispatch's own id: sent again with it after its answer was lost, an advance that
+     * landed is told `ok`, not `sequence_mismatch`.
+     */
+    dispatchId?: string,
   ): Promise<SequenceOutcome>;
   /** Records how the effect at `sequence` ended, if it is still the lease's last and unrecorded. */
   noteEffect(

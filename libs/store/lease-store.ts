@@ -423,10 +423,11 @@ export class RedisLeaseStore implements LeaseStore {
     sequence: number,
     nowMs: number,
     advance: boolean | 'skip',
+    dispatchId = '',
   ): Promise<SequenceOutcome> {
     const mode = advance === 'skip' ? 'skip' : advance ? 1 : 0;
     const [status, value] = (
-      await this.#redis.advanceSequence(this.#leaseKey(profile, leaseId), sequence, nowMs, mode)
+      await this.#redis.advanceSequence(this.#leaseKey(profile, leaseId), sequence, nowMs, mode, dispatchId)
     ).map(String);
     switch (status) {
       case 'ok':
