@@ -57,19 +57,20 @@ module.exports = {
       severity: 'error',
       comment: 'libs/runtime → libs/provider, never the other way.',
       from: { path: '^libs/provider/' },
-      to: { path: '^libs/(runtime|lease|store|webhooks|sweeper|schedules|run-worker)/' },
+      to: { path: '^libs/(runtime|models|lease|store|webhooks|sweeper|schedules|run-worker)/' },
     },
     {
       name: 'lease-not-to-run-side',
       severity: 'error',
       comment: 'The lease service rules know nothing of the run side.',
       from: { path: '^libs/lease/' },
-      to: { path: '^libs/(runtime|provider|webhooks|sweeper|schedules|run-worker)/' },
+      to: { path: '^libs/(runtime|provider|models|webhooks|sweeper|schedules|run-worker)/' },
     },
     // The layers, low to high: contracts and config; the libraries beside them (shutdown, egress,
     // artifacts, browser, telemetry, ui); lease; store (it keeps the lease service's records);
-    // queues and provider; webhooks; runtime (the run loop and its tool dispatch); the sweeper,
-    // schedules and the run worker, each built on the run loop; apps. An import goes down, never up.
+    // queues and provider; webhooks; runtime (the run loop and its tool dispatch); models (the
+    // adapters behind the loop's model port); the sweeper, schedules and the run worker, each built
+    // on the run loop; apps. An import goes down, never up.
     {
       name: 'side-libs-not-up',
       severity: 'error',
@@ -77,7 +78,10 @@ module.exports = {
         'shutdown, egress, artifacts, browser, telemetry and ui import only contracts, config and each other.',
       from: { path: '^libs/(shutdown|egress|artifacts|browser|telemetry|ui)/' },
       to: {
-        path: ['^libs/(lease|store|provider|runtime|webhooks|sweeper|schedules|run-worker)/', '^queues/'],
+        path: [
+          '^libs/(lease|store|provider|runtime|models|webhooks|sweeper|schedules|run-worker)/',
+          '^queues/',
+        ],
       },
     },
     {
@@ -85,21 +89,23 @@ module.exports = {
       severity: 'error',
       comment: 'The lease service defines the ports its store implements; it never imports the store.',
       from: { path: '^libs/lease/' },
-      to: { path: ['^libs/(store|provider|runtime|webhooks|sweeper|schedules|run-worker)/', '^queues/'] },
+      to: {
+        path: ['^libs/(store|provider|runtime|models|webhooks|sweeper|schedules|run-worker)/', '^queues/'],
+      },
     },
     {
       name: 'store-not-up',
       severity: 'error',
       comment: 'The records know nothing of the queues, the run side or its provider.',
       from: { path: '^libs/store/' },
-      to: { path: ['^libs/(provider|runtime|webhooks|sweeper|schedules|run-worker)/', '^queues/'] },
+      to: { path: ['^libs/(provider|runtime|models|webhooks|sweeper|schedules|run-worker)/', '^queues/'] },
     },
     {
       name: 'webhooks-not-up',
       severity: 'error',
       comment: 'Webhook delivery tells of runs; it knows nothing of the run loop or the roles built on it.',
       from: { path: '^libs/webhooks/' },
-      to: { path: '^libs/(runtime|provider|sweeper|schedules|run-worker)/' },
+      to: { path: '^libs/(runtime|provider|models|sweeper|schedules|run-worker)/' },
     },
     {
       name: 'run-loop-not-up',
@@ -107,7 +113,15 @@ module.exports = {
       comment:
         'The run loop is what the sweeper, schedules and the run worker are built on, never the other way.',
       from: { path: '^libs/runtime/' },
-      to: { path: '^libs/(sweeper|schedules|run-worker)/' },
+      to: { path: '^libs/(models|sweeper|schedules|run-worker)/' },
+    },
+    {
+      name: 'models-not-up',
+      severity: 'error',
+      comment:
+        "A model adapter implements the run loop's model port; it knows nothing of pages, leases or the roles that choose it.",
+      from: { path: '^libs/models/' },
+      to: { path: ['^libs/(lease|provider|webhooks|sweeper|schedules|run-worker)/', '^queues/'] },
     },
     {
       name: 'sweeper-and-schedules-not-to-worker',

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Worker } from 'bullmq';
 import { browserToolsLine, browserToolsState, type Config } from '../../libs/config/index.js';
+import { modelMetricsOf } from '../../libs/models/index.js';
 import {
   drainBoundMs,
   type ExecutionDeps,
@@ -9,7 +10,7 @@ import {
   runJobProcessor,
   startUpkeepTask,
 } from '../../libs/run-worker/index.js';
-import { fleetLifecycle, type LeaseUpkeepDeps, modelMetricsOf } from '../../libs/runtime/index.js';
+import { fleetLifecycle, type LeaseUpkeepDeps } from '../../libs/runtime/index.js';
 import { LeasePageControl } from '../../libs/runtime/lease-page-control.js';
 import { scheduleJobProcessor } from '../../libs/schedules/fire.js';
 import { IntervalTask } from '../../libs/shutdown/index.js';

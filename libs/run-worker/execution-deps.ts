@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
-import type { ModelMetrics } from '../runtime/model-metrics.js';
+import type { ModelMetrics } from '../models/index.js';
 import type { RunPageControl } from '../runtime/person-page-control.js';
 import type { RunLifecycle } from '../runtime/run-lifecycle.js';
 import type { BrowserWorkerRegistry, LeaseUpkeepIndex, RedisLeaseStore, RunStore } from '../store/index.js';

@@ -2,20 +2,22 @@ import { createHmac } from 'node:crypto';
 import type { Config } from '../config/index.js';
 import { type DeclaredSecretName, inputFileIds, mcpDriverKeyOf, type RunView } from '../contracts/index.js';
 import {
+  McpClientModel,
+  meteredModel,
+  modelLabel,
+  OpenAiCompatibleModel,
+  ScriptedModel,
+  scriptSchema,
+} from '../models/index.js';
+import {
   argumentSealer,
   BROWSER_TOOL_NAMES_REQUIRED,
   LoopBreaker,
   type Model,
   ModelError,
-  meteredModel,
-  modelLabel,
   modelPrice,
-  OpenAiCompatibleModel,
   type RunLoopOptions,
-  ScriptedModel,
-  scriptSchema,
 } from '../runtime/index.js';
-import { McpClientModel } from '../runtime/mcp-model.js';
 import { AgentVersionCache, type RunStore } from '../store/index.js';
 import type { McpTurns } from '../store/mcp-turns.js';
 import type { ExecutionDeps } from './execution-deps.js';

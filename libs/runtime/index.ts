@@ -84,6 +84,7 @@ export {
   type Model,
   ModelBudgetExceeded,
   type ModelCallLimits,
+  ModelCancelled,
   ModelError,
   type ModelRequest,
   type ModelResponse,
@@ -93,19 +94,6 @@ export {
   type ToolOutcome,
   type TranscriptEntry,
 } from './model.js';
-export { type ModelMetrics, meteredModel, modelLabel, modelMetricsOf, OTHER_MODEL } from './model-metrics.js';
-export {
-  type AttemptFailureCode,
-  chatMessages,
-  compileOpenAiModelOptions,
-  decodeToolName,
-  encodeToolName,
-  type ModelAttempt,
-  ModelCallError,
-  type ModelCallErrorCode,
-  OpenAiCompatibleModel,
-  type OpenAiCompatibleModelOptions,
-} from './openai-model.js';
 export {
   planRoster,
   RosterError,
@@ -136,11 +124,4 @@ export {
   runDefaultLimits,
   selectRunLimits,
 } from './run-limits.js';
-export {
-  type Script,
-  ScriptedModel,
-  type ScriptStep,
-  scriptSchema,
-  scriptStepSchema,
-} from './scripted-model.js';
 export { type ArgumentSealer, argumentSealer, SECRET_MARKER } from './secret-args.js';

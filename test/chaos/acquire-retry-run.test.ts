@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ScriptedModel } from '../../libs/models/index.js';
 import { type AcquireAttemptDiagnostic, SINGLE_ACQUIRE_ATTEMPT } from '../../libs/provider/index.js';
 import {
   BrowserToolExecutor,
@@ -6,7 +7,6 @@ import {
   type InvocationState,
   type RunPort,
   runExecution,
-  ScriptedModel,
   type ToolOutcome,
   type TranscriptEntry,
 } from '../../libs/runtime/index.js';

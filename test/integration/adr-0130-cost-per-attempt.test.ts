@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { OpenAiCompatibleModel, type OpenAiCompatibleModelOptions } from '../../libs/models/index.js';
 import {
   modelPrice,
-  OpenAiCompatibleModel,
-  type OpenAiCompatibleModelOptions,
   type RunLimits,
   runExecution,
   WORST_CASE_OUTPUT_TOKENS,

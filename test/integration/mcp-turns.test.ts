@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpClientModel } from '../../libs/runtime/mcp-model.js';
+import { McpClientModel } from '../../libs/models/mcp-model.js';
 import { ModelCancelled, type ModelRequest, type TranscriptEntry } from '../../libs/runtime/model.js';
 import { MCP_TURN_KEY_TTL_MS, McpTurns } from '../../libs/store/mcp-turns.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';

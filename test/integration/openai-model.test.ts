@@ -3,10 +3,12 @@ import {
   decodeToolName,
   encodeToolName,
   ModelCallError,
-  ModelError,
-  type ModelRequest,
   OpenAiCompatibleModel,
   type OpenAiCompatibleModelOptions,
+} from '../../libs/models/index.js';
+import {
+  ModelError,
+  type ModelRequest,
   type ToolDefinition,
   type TranscriptEntry,
 } from '../../libs/runtime/index.js';

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { BROWSER_TOOLS_CONTRACT_VERSION } from '../../libs/contracts/index.js';
+import { chatTool } from '../../libs/models/openai-chat-format.js';
 import { BrowserLeaseProvider } from '../../libs/provider/index.js';
 import {
   BOUND_TOOL_DEFINITIONS,
   BROWSER_TOOL_DEFINITIONS,
   BrowserToolExecutor,
 } from '../../libs/runtime/index.js';
-import { chatTool } from '../../libs/runtime/openai-chat-format.js';
 
 /**
  * The browser tools' contract version is part of what the model is told of each tool

@@ -55,4 +55,21 @@ describe('the import rules', () => {
     });
     expect(downward.ok, downward.output).toBe(true);
   });
+
+  it("keep the run loop below its model adapters: the port is the loop's, an adapter imports it", async () => {
+    const port = { 'libs/runtime/model.ts': 'export const port = 1;\n' };
+    const upward = await cruise({
+      ...port,
+      'libs/models/scripted.ts': 'export const scripted = 1;\n',
+      'libs/runtime/loop.ts': "import { scripted } from '../models/scripted.js';\nexport { scripted };\n",
+    });
+    expect(upward.ok, upward.output).toBe(false);
+    expect(upward.output).toMatch(/run-loop-not-up/);
+    const downward = await cruise({
+      ...port,
+      'libs/models/scripted.ts':
+        "import { port } from '../runtime/model.js';\nexport const scripted = port;\n",
+    });
+    expect(downward.ok, downward.output).toBe(true);
+  });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { endAnswer, outcomeAnswer, waitsAnswer } from '../../apps/api/mcp/browser-mode-answers.js';
 import { mcpDriverKeyOf, mcpTurnCallSchema, type RunView } from '../../libs/contracts/index.js';
-import { idleMessage, lastTurnResults, responseFor } from '../../libs/runtime/mcp-model.js';
+import { idleMessage, lastTurnResults, responseFor } from '../../libs/models/mcp-model.js';
 import type { TranscriptEntry } from '../../libs/runtime/model.js';
 
 /** MCP browser mode: the pure rules of a run whose model is an MCP client. */

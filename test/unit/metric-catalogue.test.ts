@@ -1,14 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { executionsCounter } from '../../libs/run-worker/run-job.js';
 import {
-  type Model,
   ModelCallError,
   meteredModel,
   modelLabel,
   modelMetricsOf,
   OTHER_MODEL,
-} from '../../libs/runtime/index.js';
+} from '../../libs/models/index.js';
+import { executionsCounter } from '../../libs/run-worker/run-job.js';
+import type { Model } from '../../libs/runtime/index.js';
 import { createSweeperMetrics } from '../../libs/sweeper/sweeper-metrics.js';
 import { DROPPED_DEFAULT_METRICS, METRICS, type Role } from '../../libs/telemetry/catalogue.js';
 import { catalogueTable } from '../../libs/telemetry/catalogue-table.js';

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ScriptedModel, scriptSchema } from '../../libs/models/index.js';
 import {
   LoopBreaker,
   type Model,
@@ -7,8 +8,6 @@ import {
   modelPrice,
   type RunLimits,
   runExecution,
-  ScriptedModel,
-  scriptSchema,
   type ToolCall,
   type ToolExecutor,
   type ToolOutcome,

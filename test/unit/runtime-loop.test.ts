@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { ScriptedModel, scriptSchema } from '../../libs/models/index.js';
 import {
   type Invocation,
   runExecution,
-  ScriptedModel,
-  scriptSchema,
   type ToolCall,
   type ToolExecutor,
   type ToolOutcome,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ScriptedModel, scriptSchema, type TranscriptEntry } from '../../libs/runtime/index.js';
+import { ScriptedModel, scriptSchema } from '../../libs/models/index.js';
+import type { TranscriptEntry } from '../../libs/runtime/index.js';
 
 const tools = [{ name: 'browser.act', description: '', parameters: {} }];
 const limits = { deadlineMs: Date.now() + 1_000 };

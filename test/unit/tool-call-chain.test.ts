@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { ScriptedModel, scriptSchema } from '../../libs/models/index.js';
 import {
   type InvocationState,
   LoopBreaker,
   planRoster,
   type RunLoopOptions,
-  ScriptedModel,
-  scriptSchema,
   type ToolCall,
   type ToolExecutor,
   type ToolOutcome,

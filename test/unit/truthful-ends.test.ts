@@ -5,13 +5,12 @@ import {
   TOOL_ERROR_CODES,
   toolFailureEnd,
 } from '../../libs/contracts/index.js';
+import { ScriptedModel, scriptSchema } from '../../libs/models/index.js';
 import {
   type Model,
   type ModelRequest,
   type ModelResponse,
   runExecution,
-  ScriptedModel,
-  scriptSchema,
   type ToolCall,
   type ToolExecutor,
   type ToolOutcome,

@@ -9,7 +9,7 @@ import {
   recordIdSchema,
   runHasEnded,
 } from '../../../libs/contracts/index.js';
-import { scriptSchema } from '../../../libs/runtime/index.js';
+import { scriptSchema } from '../../../libs/models/index.js';
 import {
   answerRefusalsInOneShape,
   callRest,

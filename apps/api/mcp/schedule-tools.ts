@@ -6,7 +6,7 @@ import {
   scheduleLimitsSchema,
   scheduleOverlapSchema,
 } from '../../../libs/contracts/index.js';
-import { scriptSchema } from '../../../libs/runtime/index.js';
+import { scriptSchema } from '../../../libs/models/index.js';
 import { type callRest, toolResult } from './rest-call.js';
 
 type Rest = (request: Parameters<typeof callRest>[2]) => ReturnType<typeof callRest>;

@@ -12,7 +12,8 @@ import {
   runViewSchema,
 } from '../../../libs/contracts/index.js';
 import { runDetailSchema, runEventStreamSchema } from '../../../libs/contracts/rest-views.js';
-import { scriptSchema, selectRunLimits } from '../../../libs/runtime/index.js';
+import { scriptSchema } from '../../../libs/models/index.js';
+import { selectRunLimits } from '../../../libs/runtime/index.js';
 import { AgentVersionCache, isEventId } from '../../../libs/store/index.js';
 import { authenticate, identityOf } from '../auth.js';
 import { answers, BODY_FAILURES, namedBody } from './openapi.js';

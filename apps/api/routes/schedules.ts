@@ -10,7 +10,7 @@ import {
   scheduleSpecSchema,
   scheduleViewSchema,
 } from '../../../libs/contracts/index.js';
-import { scriptSchema } from '../../../libs/runtime/index.js';
+import { scriptSchema } from '../../../libs/models/index.js';
 import { scheduleLimitsProblem } from '../../../libs/schedules/limits.js';
 import type { ScheduleRecord } from '../../../libs/store/index.js';
 import { timingProblem, upcomingDueTimes } from '../../../queues/schedule-times.js';

@@ -1,5 +1,5 @@
 import { LeaseholdError } from '../contracts/index.js';
-import { ModelError, type ModelUsage } from './model.js';
+import { ModelError, type ModelUsage } from '../runtime/index.js';
 
 /** No tokens: what a failed call is billed unless the server reported usage, and an optional usage left out. */
 export const ZERO_USAGE: ModelUsage = Object.freeze({

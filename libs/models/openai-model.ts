@@ -1,8 +1,15 @@
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
-import type { Model, ModelCallLimits, ModelRequest, ModelResponse, ModelUsage, ToolCall } from './model.js';
-import { ModelBudgetExceeded } from './model.js';
+import type {
+  Model,
+  ModelCallLimits,
+  ModelRequest,
+  ModelResponse,
+  ModelUsage,
+  ToolCall,
+} from '../runtime/index.js';
+import { ModelBudgetExceeded } from '../runtime/index.js';
 import { chatMessages, chatTool, completionSchema, decodeToolName } from './openai-chat-format.js';
 import {
   AttemptFailure,

@@ -7,7 +7,7 @@ import {
   type ModelResponse,
   type ToolCall,
   type TranscriptEntry,
-} from './model.js';
+} from '../runtime/index.js';
 
 /**
  * A scripted policy, given with the run: a list of steps and a final answer. A step names its

@@ -1,6 +1,12 @@
+import {
+  callCostMicroUsd,
+  type Model,
+  ModelBudgetExceeded,
+  ModelError,
+  type ModelPrice,
+  type ModelUsage,
+} from '../runtime/index.js';
 import type { Counter, Histogram, Metrics } from '../telemetry/index.js';
-import { callCostMicroUsd, type ModelPrice } from './cost.js';
-import { type Model, ModelBudgetExceeded, ModelError, type ModelUsage } from './model.js';
 
 /** The run worker's model metrics, from the catalogue's `model*` entries. */
 export interface ModelMetrics {

@@ -1,6 +1,6 @@
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import type { ModelRequest, ToolDefinition, TranscriptEntry } from './model.js';
+import type { ModelRequest, ToolDefinition, TranscriptEntry } from '../runtime/index.js';
 import { ModelCallError } from './openai-model-errors.js';
 
 /**

@@ -1,5 +1,4 @@
 import type { McpTurnCall, McpTurnResult } from '../contracts/index.js';
-import type { McpTurns } from '../store/mcp-turns.js';
 import {
   type Model,
   type ModelCallLimits,
@@ -8,7 +7,8 @@ import {
   type ModelRequest,
   type ModelResponse,
   type TranscriptEntry,
-} from './model.js';
+} from '../runtime/index.js';
+import type { McpTurns } from '../store/mcp-turns.js';
 
 /** The most one blocking read waits: the cancel flag and the shutdown signal are looked at between reads. */
 export const MCP_WAIT_SLICE_MS = 1_000;

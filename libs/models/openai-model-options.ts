@@ -1,4 +1,4 @@
-import { WORST_CASE_OUTPUT_TOKENS } from './cost.js';
+import { WORST_CASE_OUTPUT_TOKENS } from '../runtime/index.js';
 import type { AttemptFailureCode } from './openai-model-errors.js';
 
 /**
