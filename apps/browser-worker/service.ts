@@ -123,6 +123,7 @@ export async function startBrowserWorker(options: BrowserWorkerOptions): Promise
       activity,
       workerId,
       pinnedProfiles,
+      redisLink: ownRedis,
       sealKey: sealKeys,
       logger: log,
       metrics: leaseMetrics,

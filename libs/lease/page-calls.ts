@@ -17,7 +17,7 @@ import {
   runSecretsSchema,
 } from '../contracts/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
-import { isRedisUnreachable, redisLink } from '../telemetry/redis-link.js';
+import { isRedisUnreachable, type RedisLinkView } from '../telemetry/redis-link.js';
 import { DataPlaneError } from './errors.js';
 import { type HandoverVerdict, judgeHandedOverCall } from './handover.js';
 import { type HeldLease, personHolds } from './held-lease.js';
@@ -48,6 +48,8 @@ export interface LeasePageCallsDeps {
   artifacts?: LeaseArtifacts | undefined;
   /** DESIGN §12: opens the declared secrets of the runs the leases serve (AES-256-GCM). */
   sealKeys?: SealKeys | undefined;
+  /** Whether the store's Redis answers: what a call that met an outage waits on. */
+  redisLink: RedisLinkView;
 }
 
 /** Work a call leaves for right after its answer, before the lease's next call (its screenshot). */
@@ -192,13 +194,13 @@ export class LeasePageCalls {
       // Reads before the effect wait out an outage, as the advance does below.
       // The lease and the sequence are read side by side; a lease that is gone is told first.
       const [live, fenced] = await Promise.allSettled([
-        readThroughOutage(() => this.#requireLive(profile, leaseId), deadlineMs),
-        readThroughOutage(() => this.#fence(profile, leaseId, sequence, false), deadlineMs),
+        this.#throughOutage(() => this.#requireLive(profile, leaseId), deadlineMs),
+        this.#throughOutage(() => this.#fence(profile, leaseId, sequence, false), deadlineMs),
       ]);
       if (live.status === 'rejected') throw live.reason;
       if (fenced.status === 'rejected') throw fenced.reason;
       const lease = live.value;
-      await readThroughOutage(() => this.#tellSecrets(leaseId, lease, session), deadlineMs);
+      await this.#throughOutage(() => this.#tellSecrets(leaseId, lease, session), deadlineMs);
       this.#downloads?.watch(session, lease.scope);
       const sinceMs = Date.now();
       let dispatched = false;
@@ -211,7 +213,7 @@ export class LeasePageCalls {
             // here too: sent again under the same id, an advance whose answer was lost is told it
             // landed, never counted twice nor refused as another call's.
             const dispatchId = randomUUID();
-            await readThroughOutage(
+            await this.#throughOutage(
               () => this.#fence(profile, leaseId, sequence, true, dispatchId),
               deadlineMs,
             );
@@ -246,7 +248,7 @@ export class LeasePageCalls {
       // effect's end is recorded beside them, before the lease's next call can ask about it.
       const [view, shot, downloads] = await Promise.all([
         // The effect happened: a Redis outage delays its answer, it does not lose it.
-        readThroughOutage(() => this.#view(profile, leaseId), deadlineMs),
+        this.#throughOutage(() => this.#view(profile, leaseId), deadlineMs),
         this.#shots?.announce(lease.scope, 'shot'),
         // DESIGN §12: what the effect downloaded is its answer's, kept or cancelled.
         this.#downloads?.since(session, sinceMs, deadlineMs) ?? [],
@@ -480,34 +482,34 @@ export class LeasePageCalls {
     return readLeaseView(this.#deps.store, profile, leaseId);
   }
 
+  /**
+   * A call that met a Redis outage (its command unanswered in the bound), made again once this
+   * worker's Redis answers, until the call's deadline: before the outage was noticed a command
+   * failed as soon as it timed out, while the pages' calls need only wait for their answer.
+   */
+  async #throughOutage<T>(call: () => Promise<T>, deadlineMs: number): Promise<T> {
+    for (;;) {
+      try {
+        return await call();
+      } catch (error) {
+        const leftMs = deadlineMs - Date.now();
+        if (!isRedisUnreachable(error) || leftMs <= 0) throw error;
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          this.#deps.redisLink.whenUp(),
+          new Promise((resolve) => {
+            timer = setTimeout(resolve, leftMs);
+          }),
+        ]).finally(() => clearTimeout(timer));
+      }
+    }
+  }
+
   /** While a person holds the page, every page call of the agent is refused before dispatch. */
   #refuseWhilePersonHolds(held: HeldLease, leaseId: string): void {
     if (personHolds(held, this.#deps.clock()))
       throw new DataPlaneError('person_in_control', `a person holds the page of lease ${leaseId}`, {
         dispatched: false,
       });
-  }
-}
-
-/**
- * A read that met a Redis outage (its command unanswered in the bound), read again once Redis
- * answers, until the call's deadline: before the outage was noticed a command failed as soon as
- * it timed out, while the pages' calls need only wait for their answer.
- */
-async function readThroughOutage<T>(read: () => Promise<T>, deadlineMs: number): Promise<T> {
-  for (;;) {
-    try {
-      return await read();
-    } catch (error) {
-      const leftMs = deadlineMs - Date.now();
-      if (!isRedisUnreachable(error) || leftMs <= 0) throw error;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        redisLink.whenUp(),
-        new Promise((resolve) => {
-          timer = setTimeout(resolve, leftMs);
-        }),
-      ]).finally(() => clearTimeout(timer));
-    }
   }
 }

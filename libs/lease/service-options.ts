@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ADR_0127 } from '../config/index.js';
 import type { LeaseMetrics } from '../telemetry/index.js';
+import { type RedisLinkView, redisLink } from '../telemetry/redis-link.js';
 import type { PageActivity } from './page-activity.js';
 import type { LeaseArtifacts } from './page-artifacts.js';
 import type { PageFactory } from './pages.js';
@@ -45,19 +46,26 @@ export interface LeaseServiceOptions {
   warmPool?: WarmPool;
   /** Where page calls and contexts made for acquires are counted, for the warm pool to yield to. */
   activity?: PageActivity;
+  /**
+   * Whether the store's own Redis answers: a page call that met an outage waits on it. Default the
+   * process's link, which counts every connection the process made (another part of it may leave
+   * one down to a Redis that is gone); a worker gives the view of its own (`redisLink.of`).
+   */
+  redisLink?: RedisLinkView;
 }
 
 /** The options as compiled: the clock and caps defaulted and checked, the seal keys built, frozen. */
 export interface CompiledLeaseServiceOptions
-  extends Readonly<Omit<LeaseServiceOptions, 'clock' | 'caps' | 'sealKey'>> {
+  extends Readonly<Omit<LeaseServiceOptions, 'clock' | 'caps' | 'sealKey' | 'redisLink'>> {
   readonly clock: () => number;
+  readonly redisLink: RedisLinkView;
   readonly caps: Readonly<LeaseCaps>;
   readonly sealKeys: SealKeys;
 }
 
 /** Checks the lease service's options once, as it is built; a message names the option, never a key. */
 export function compileLeaseServiceOptions(options: LeaseServiceOptions): CompiledLeaseServiceOptions {
-  const { clock, caps, sealKey, ...rest } = options;
+  const { clock, caps, sealKey, redisLink: link, ...rest } = options;
   if (rest.workerId.length === 0) throw new RangeError('lease service option workerId: expected an id');
   const compiledCaps = caps ?? DEFAULT_LEASE_CAPS;
   for (const name of ['stepMs', 'lifetimeMs'] as const) {
@@ -72,6 +80,7 @@ export function compileLeaseServiceOptions(options: LeaseServiceOptions): Compil
   return Object.freeze({
     ...rest,
     clock: clock ?? Date.now,
+    redisLink: link ?? redisLink,
     caps: Object.freeze({ ...compiledCaps }),
     sealKeys: sealKey instanceof SealKeys ? sealKey : new SealKeys(sealKey),
   });

@@ -87,6 +87,7 @@ export class LeaseService {
       close: (profile, leaseId, closeOptions) => this.close(profile, leaseId, closeOptions),
       artifacts: options.artifacts,
       sealKeys: this.#sealKeys,
+      redisLink: options.redisLink,
     });
     this.#personCalls = new LeasePersonCalls({ store: this.#store, clock: this.#clock, held: this.#held });
   }

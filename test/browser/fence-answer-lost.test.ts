@@ -2,11 +2,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisLink } from '../../libs/telemetry/redis-link.js';
 import {
   leaseOwnProfile,
   startTestBrowserWorker,
   type TestBrowserWorker,
 } from '../fixtures/browser-worker.js';
+import { freePort } from '../fixtures/press-site.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 type AdvanceSequence = (...args: unknown[]) => Promise<unknown>;
@@ -16,6 +18,9 @@ type AdvanceSequence = (...args: unknown[]) => Promise<unknown>;
  * its answer after the script ran, or refuse it before. Either way the page was not touched yet:
  * the effect waits the outage out and goes on once, it is not answered as an unknown outcome
  * (which fails the run). ioredis tells a command it gave up on as `Command timed out`.
+ *
+ * Another connection of the process stays down throughout, to a Redis that is not there: the
+ * worker waits on its own Redis, not on every connection its process ever made.
  */
 describe('an effect whose fence met a Redis outage', () => {
   const prefix = uniquePrefix('fence-lost');
@@ -24,8 +29,14 @@ describe('an effect whose fence met a Redis outage', () => {
   let origin: string;
   const hits = new Map<string, number>();
   let realAdvance: AdvanceSequence;
+  let stray: Redis;
 
   beforeAll(async () => {
+    stray = new Redis({ port: await freePort(), retryStrategy: () => 200, maxRetriesPerRequest: 0 });
+    redisLink.watch(stray, 'stray');
+    await new Promise((resolve) => stray.once('error', resolve));
+    stray.on('error', () => undefined);
+    expect(redisLink.up).toBe(false);
     worker = await startTestBrowserWorker({ prefix });
     site = createServer((request, response) => {
       const path = request.url ?? '/';
@@ -40,6 +51,7 @@ describe('an effect whose fence met a Redis outage', () => {
   });
 
   afterAll(async () => {
+    stray?.disconnect();
     await worker?.handle.close();
     await new Promise((resolve) => site.close(resolve));
     const redis = new Redis(testRedisUrl());
