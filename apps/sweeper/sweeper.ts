@@ -73,6 +73,8 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
   });
   const sweeperMetrics = createSweeperMetrics(metrics.registry);
   const leases = new RedisLeaseStore(redis, prefix);
+  const roster = new RunWorkerRoster(redis, prefix);
+  const upkeepIndex = new LeaseUpkeepIndex(redis, prefix, leases);
   const pass = new SweepPass({
     lock,
     store,
@@ -93,10 +95,9 @@ export async function startSweeper(options: SweeperOptions): Promise<SweeperHand
       metrics,
     },
     // The leases a gone run worker kept up go to a live one; the sweeper renews none itself.
-    upkeep: {
-      roster: new RunWorkerRoster(redis, prefix),
-      index: new LeaseUpkeepIndex(redis, prefix, leases),
-    },
+    upkeep: { roster, index: upkeepIndex },
+    // Once per fleet: live leases acquired before the per-worker index go into a live worker's.
+    upkeepFill: { roster, index: upkeepIndex, leases },
     // The artifacts of runs whose records expired, in the store every role shares.
     artifacts: new ArtifactSweep({
       artifacts: options.artifacts ?? (await openArtifactStore(config)),

@@ -17,6 +17,13 @@ export class RunKeys {
   upkeepIndex(workerId: string): string {
     return `${this.prefix}{upkeep:${workerId}}:leases`;
   }
+  /**
+   * String: set once every live lease of the fleet is in some worker's upkeep index (the sweeper's
+   * one fill after the index came in); while it is set no pass reads the fleet's leases again.
+   */
+  upkeepFilled(): string {
+    return `${this.prefix}upkeep-index:filled`;
+  }
   /** Hash: the run's record (status, owner, attempt, execution, usage, result…). */
   run(runId: string): string {
     return `${this.prefix}{run:${runId}}:run`;

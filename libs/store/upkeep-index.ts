@@ -139,6 +139,35 @@ export class LeaseUpkeepIndex {
     return entries.length;
   }
 
+  /**
+   * The leases of `leases` that no worker's index holds, in their order (one pipelined round trip).
+   * The run's record is the test, not the indexes: `add` names the lease on it with the index entry
+   * and a claim keeps that name, so one read per lease answers, whatever the number of workers and
+   * the size of their indexes. A lease whose run has no record is left out: nobody needs its page,
+   * it expires by itself, and an `add` would write a record without the run's expiry.
+   */
+  async unindexed(leases: readonly LeaseRecord[]): Promise<LeaseRecord[]> {
+    if (leases.length === 0) return [];
+    const runs = slotBatch(this.redis);
+    for (const lease of leases) runs.hmget(this.#keys.run(lease.scope.run_id), 'status', 'lease_id');
+    const replies = (await runs.exec()) ?? [];
+    failOnError(replies);
+    return leases.filter((lease, index) => {
+      const [status, leaseId] = (replies[index]?.[1] ?? []) as Array<string | null>;
+      return Boolean(status) && leaseId !== lease.id;
+    });
+  }
+
+  /** Whether the one fill of the index is done (`RunKeys.upkeepFilled`). */
+  async filled(): Promise<boolean> {
+    return (await this.redis.exists(this.#keys.upkeepFilled())) === 1;
+  }
+
+  /** The fill is done: no pass reads the fleet's leases again. */
+  async markFilled(): Promise<void> {
+    await this.redis.set(this.#keys.upkeepFilled(), '1');
+  }
+
   /** A worker's leases as an upkeep of its own would see them: live and due or not. */
   forWorker(workerId: string): { listLiveLeases(): Promise<LeaseRecord[]> } {
     return { listLiveLeases: () => this.liveLeasesOf(workerId) };

@@ -30,4 +30,5 @@ export {
 export { type ReclaimDeps, reclaimStalledRuns, STALLED_PAST_LIMIT } from './reclaim.js';
 export { SweepPass, type SweepPassDeps, type SweepStore } from './sweep-pass.js';
 export { createSweeperMetrics, type SweeperMetrics } from './sweeper-metrics.js';
+export { adoptUnindexedLeases, type UpkeepFill, type UpkeepFillDeps } from './upkeep-fill.js';
 export { handOverOrphanedLeases, type UpkeepHandover, type UpkeepHandoverDeps } from './upkeep-handover.js';

@@ -19,6 +19,7 @@ import { type OrphanSweepDeps, sweepQueuedWithoutJob } from './orphan-sweep.js';
 import { type PersonDue, type PersonSweepDeps, settlePersonDue } from './person-sweep.js';
 import { type ReclaimDeps, reclaimStalledRuns } from './reclaim.js';
 import type { SweeperMetrics } from './sweeper-metrics.js';
+import { adoptUnindexedLeases, type UpkeepFillDeps } from './upkeep-fill.js';
 import { handOverOrphanedLeases, type UpkeepHandoverDeps } from './upkeep-handover.js';
 
 /** The run store calls of every sweep (the run store fits). */
@@ -54,6 +55,11 @@ export interface SweepPassDeps {
   person?: Pick<PersonSweepDeps, 'store' | 'pageControl' | 'metrics'>;
   /** The run workers' roster and upkeep index: a gone worker's leases go to a live one. Absent, they are left. */
   upkeep?: UpkeepHandoverDeps;
+  /**
+   * The upkeep index and every live lease: once per fleet, a live lease in no worker's index (one
+   * acquired before the index) goes into a live worker's. Absent, none is adopted.
+   */
+  upkeepFill?: UpkeepFillDeps;
 }
 
 /**
@@ -85,6 +91,7 @@ export class SweepPass {
     await this.#orphans();
     await this.#followUps();
     await this.#upkeepHandover();
+    await this.#upkeepFill();
     await this.#artifacts();
   }
 
@@ -102,6 +109,25 @@ export class SweepPass {
         );
     } catch (error) {
       log.error({ err: error }, 'upkeep handover failed; it is tried again next pass');
+    }
+  }
+
+  /**
+   * ADR-0127 d6: the live leases no run worker keeps up go into a live one's index, once per fleet;
+   * every later pass reads one marker and stops.
+   */
+  async #upkeepFill(): Promise<void> {
+    const { upkeepFill, log } = this.#deps;
+    if (!upkeepFill) return;
+    try {
+      const fill = await adoptUnindexedLeases(upkeepFill);
+      if (fill.status === 'filled' && fill.adopted.length > 0)
+        log.info(
+          { leases: fill.adopted.length },
+          'live leases no run worker kept up were adopted by live ones',
+        );
+    } catch (error) {
+      log.error({ err: error }, 'upkeep index fill failed; it is tried again next pass');
     }
   }
 
