@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniquePrefix } from '../fixtures/redis.js';
+import { roleCommand } from '../fixtures/role-command.js';
 import { freePort, OwnRedis } from './own-redis.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -21,7 +22,7 @@ interface Role {
 }
 
 function startRole(name: string, entry: string, port: number, env: Record<string, string>): Role {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const child = spawn(process.execPath, roleCommand(entry), {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { roleCommand } from '../fixtures/role-command.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -19,7 +20,7 @@ export class RoleProcess {
     readonly port: number,
     readonly env: Record<string, string>,
   ) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    this.child = spawn(process.execPath, roleCommand(entry), {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,6 +8,7 @@ import { RedisLeaseStore } from '../../libs/store/index.js';
 import { connectRedis } from '../../queues/index.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
+import { roleCommand } from '../fixtures/role-command.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -63,7 +64,7 @@ describe('a run survives its worker', { timeout: 120_000 }, () => {
   });
 
   function startWorkerProcess(): ChildProcess {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'apps/run-worker/main.ts'], {
+    const child = spawn(process.execPath, roleCommand('apps/run-worker/main.ts'), {
       cwd: root,
       env: {
         PATH: process.env.PATH ?? '',
