@@ -41,7 +41,10 @@ describe('a run survives its worker', { timeout: 120_000 }, () => {
     });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
     origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
-    fleet = await startTestFleet(prefix);
+    // BullMQ throttles every worker's stall check on one queue key, held for the interval of the
+    // worker that checked last: the fleet's default 30 s held off the worker processes' 1 s check
+    // for as long, and a killed worker's run waited that out. The stall check reclaims only lapsed locks.
+    fleet = await startTestFleet(prefix, { RUN_STALLED_INTERVAL_MS: '1000' });
     // Only worker processes of this test run runs from here on.
     await fleet.roles.runWorker.close();
   });

@@ -32,6 +32,10 @@ const RUN_WAIT_MS = 90_000;
 const TIMINGS = {
   LEASE_UPKEEP_INTERVAL_MS: '300',
   SWEEP_INTERVAL_MS: '300',
+  // BullMQ throttles every worker's stall check on one queue key, held for the interval of the
+  // worker that checked last: the fleet's default 30 s held the survivor's 300 ms check off for
+  // as long, and the reclaim case waited 30 s for it. The stall check reclaims only lapsed locks.
+  RUN_STALLED_INTERVAL_MS: '1000',
 };
 
 /**
