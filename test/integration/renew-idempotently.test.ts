@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProfileRef } from '../../libs/contracts/index.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis, type RedisClient } from '../../queues/index.js';
+import { createStoreProfile } from '../fixtures/lease-store.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { startRedisCluster, type TestRedisCluster } from '../fixtures/redis-cluster.js';
 
@@ -40,17 +41,7 @@ describe.each(['one Redis', 'a Redis Cluster'] as const)('renewals in one batch 
   it('claims and renews each lease in its own slot, and replays every one when sent again', async () => {
     const held: string[] = [];
     for (const profile of profiles) {
-      await leases.createProfile(
-        {
-          ...profile,
-          principal: 'alice',
-          allowed_origins: ['https://shop.test'],
-          frame_origins: [],
-          subresources: 'any',
-          protected: false,
-        },
-        NOW_MS,
-      );
+      await createStoreProfile(leases, profile, NOW_MS);
       const acquired = await leases.acquire({
         profile,
         newLeaseId: `lse_${profile.id}aaaaaaaa`,

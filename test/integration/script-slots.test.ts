@@ -16,6 +16,7 @@ import { ScheduleStore } from '../../libs/store/schedules.js';
 import { withIncludes } from '../../libs/store/scripts.js';
 import { WebhookStore } from '../../libs/store/webhooks.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
+import { createStoreProfile } from '../fixtures/lease-store.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, ran, TEST_RUN_LIMITS } from '../fixtures/run-store.js';
 
@@ -91,17 +92,7 @@ describe('every store script touches one hash slot (the store works on a Redis C
 
     // Profiles and leases.
     const profile = { tenant: TENANT, id: 'shop' };
-    await leases.createProfile(
-      {
-        ...profile,
-        principal: 'alice',
-        allowed_origins: ['https://shop.test'],
-        frame_origins: [],
-        subresources: 'any',
-        protected: false,
-      },
-      nowMs,
-    );
+    await createStoreProfile(leases, profile, nowMs);
     await leases.claimIdempotency(profile, 'idem-1', 'hash');
     const scope = { tenant: TENANT, principal: 'alice', run_id: 'run_x', attempt: 1 };
     const acquired = await leases.acquire({
@@ -136,17 +127,7 @@ describe('every store script touches one hash slot (the store works on a Redis C
     await leases.noteSealFault(profile, undefined);
     await leases.updateProfile(profile, { protected: true }, nowMs);
     const gone = { tenant: TENANT, id: 'gone' };
-    await leases.createProfile(
-      {
-        ...gone,
-        principal: 'alice',
-        allowed_origins: ['https://gone.test'],
-        frame_origins: [],
-        subresources: 'any',
-        protected: false,
-      },
-      nowMs,
-    );
+    await createStoreProfile(leases, gone, nowMs, 'https://gone.test');
     await leases.deleteProfile(gone);
 
     // A schedule's due time, decided once.

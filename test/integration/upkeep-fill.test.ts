@@ -5,6 +5,7 @@ import { LeaseUpkeepIndex, RedisLeaseStore, RunStore, RunWorkerRoster } from '..
 import { adoptUnindexedLeases } from '../../libs/sweeper/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { eventually } from '../fixtures/eventually.js';
+import { createStoreProfile } from '../fixtures/lease-store.js';
 import { capturingLogger } from '../fixtures/logger.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, submitStoreRun } from '../fixtures/run-store.js';
@@ -48,17 +49,7 @@ describe('the sweeper adopts the live leases no run worker keeps up, once per fl
     /** A live lease on a profile of its own, held for `runId`. */
     async function liveLease(name: string, runId: string, attempt: number) {
       const profile = { tenant: TENANT, id: `prf-${name}` };
-      await leases.createProfile(
-        {
-          ...profile,
-          principal: 'alice',
-          allowed_origins: ['https://shop.test'],
-          frame_origins: [],
-          subresources: 'any',
-          protected: false,
-        },
-        NOW_MS,
-      );
+      await createStoreProfile(leases, profile, NOW_MS);
       const leaseId = `lse_${name}`;
       const acquired = await leases.acquire({
         profile,

@@ -4,6 +4,7 @@ import type { RunView } from '../../libs/contracts/index.js';
 import { LeaseUpkeepIndex, RedisLeaseStore, RunStore, RunWorkerRoster } from '../../libs/store/index.js';
 import { handOverOrphanedLeases } from '../../libs/sweeper/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
+import { createStoreProfile } from '../fixtures/lease-store.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { createTestSession, submitStoreRun } from '../fixtures/run-store.js';
 
@@ -39,17 +40,7 @@ describe('each run worker keeps up the leases of its own runs (ADR-0127 d6)', ()
     const claim = await runs.claimRun(run.id, run.execution, `job-${name}:tok`, { workerId });
     expect(claim.ok).toBe(true);
     const profile = { tenant: TENANT, id: `prf-${name}` };
-    await leases.createProfile(
-      {
-        ...profile,
-        principal: 'alice',
-        allowed_origins: ['https://shop.test'],
-        frame_origins: [],
-        subresources: 'any',
-        protected: false,
-      },
-      NOW_MS,
-    );
+    await createStoreProfile(leases, profile, NOW_MS);
     const acquired = await leases.acquire({
       profile,
       newLeaseId: `lse_${name}`,
