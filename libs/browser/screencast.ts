@@ -55,16 +55,18 @@ function tabNumber(page: Page): number {
 
 /**
  * A DevTools screencast (`Page.startScreencast`) of the lease's current tab, moved to the new tab
- * when it switches. Chromium sends the next frame only once the last is acknowledged, so pacing the
- * acknowledgement paces the stream: at most {@link SCREENCAST_MAX_FPS} frames a second, none while
- * the page does not change, and nothing at all once {@link stop} ran. It runs only while someone
+ * when it switches. Chromium paints a frame when the page changes; the cast hands on at most
+ * {@link SCREENCAST_MAX_FPS} frames a second, the newest of those that came between, none while the
+ * page does not change, and nothing at all once {@link stop} ran. It runs only while someone
  * watches: the caller starts it for its first viewer and stops it after its last.
  */
 export class TabScreencast {
   #session: CDPSession | undefined;
   #attaching: Promise<void> = Promise.resolve();
-  #ackTimer: NodeJS.Timeout | undefined;
-  #lastFrameAtMs = 0;
+  /** The newest frame not yet sent, held for its turn, and the timer that sends it. */
+  #held: ScreencastFrame | undefined;
+  #heldTimer: NodeJS.Timeout | undefined;
+  #lastSentAtMs = 0;
   #stopped = false;
   readonly #unfollow: () => void;
 
@@ -100,21 +102,17 @@ export class TabScreencast {
     const tab = tabNumber(page);
     session.on('Page.screencastFrame', (event: ScreencastFrameEvent) => {
       if (this.#session !== session) return;
-      const nowMs = Date.now();
-      const waitMs = Math.max(0, this.#lastFrameAtMs + 1_000 / SCREENCAST_MAX_FPS - nowMs);
-      this.#lastFrameAtMs = nowMs + waitMs;
-      this.onFrame({
+      // Acknowledged at once. Chromium holds back paints while two frames wait for theirs and
+      // drops them, and a still page does not paint again: pacing the stream by the acknowledgement
+      // left the view on the page as it was during a burst (typing, a form's submission) for good.
+      session.send('Page.screencastFrameAck', { sessionId: event.sessionId }).catch(() => undefined);
+      this.#offer({
         jpeg: event.data,
         url: page.url(),
         tab,
         width: event.metadata.deviceWidth,
         height: event.metadata.deviceHeight,
       });
-      clearTimeout(this.#ackTimer);
-      this.#ackTimer = setTimeout(() => {
-        if (this.#session === session)
-          session.send('Page.screencastFrameAck', { sessionId: event.sessionId }).catch(() => undefined);
-      }, waitMs);
     });
     await session.send('Page.startScreencast', {
       format: 'jpeg',
@@ -125,8 +123,37 @@ export class TabScreencast {
     });
   }
 
+  /**
+   * Sends a frame now if the last went at least a frame's interval ago; else holds it, in place of
+   * any held before it, and sends the newest when its turn comes: the view never ends on a stale frame.
+   */
+  #offer(frame: ScreencastFrame): void {
+    const waitMs = this.#lastSentAtMs + 1_000 / SCREENCAST_MAX_FPS - Date.now();
+    if (waitMs <= 0 && this.#heldTimer === undefined) {
+      this.#send(frame);
+      return;
+    }
+    this.#held = frame;
+    this.#heldTimer ??= setTimeout(
+      () => {
+        this.#heldTimer = undefined;
+        const held = this.#held;
+        this.#held = undefined;
+        if (held && this.#session) this.#send(held);
+      },
+      Math.max(0, waitMs),
+    );
+  }
+
+  #send(frame: ScreencastFrame): void {
+    this.#lastSentAtMs = Date.now();
+    this.onFrame(frame);
+  }
+
   async #detach(): Promise<void> {
-    clearTimeout(this.#ackTimer);
+    clearTimeout(this.#heldTimer);
+    this.#heldTimer = undefined;
+    this.#held = undefined;
     const session = this.#session;
     this.#session = undefined;
     if (!session) return;
