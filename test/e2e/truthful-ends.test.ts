@@ -223,8 +223,8 @@ describe('a run ends naming its real cause, on a real fleet and Chromium', () =>
 });
 
 describe('a run whose browser worker is gone ends provider_unavailable', () => {
-  // Hand-backs a quarter as long as the default: five of them take 7.75 s, not 31.
-  const { context, waitForStatus, submit } = rig('truthful-ends-provider', { RUN_HANDBACK_BASE_MS: '250' });
+  // Hand-backs a twentieth as long as the default: five of them take 1.55 s, not 31.
+  const { context, waitForStatus, submit } = rig('truthful-ends-provider', { RUN_HANDBACK_BASE_MS: '50' });
 
   it('fails provider_unavailable at its first browser step, not model_error at a later one', async () => {
     // The data plane stops answering: every call is refused a connection.

@@ -8,9 +8,9 @@ describe('sleepMs', () => {
     const short: number[] = [];
     for (let i = 0; i < 200; i += 1) {
       const startedAtMs = Date.now();
-      await sleepMs(20);
+      await sleepMs(5);
       const sleptMs = Date.now() - startedAtMs;
-      if (sleptMs < 20) short.push(sleptMs);
+      if (sleptMs < 5) short.push(sleptMs);
     }
     expect(short).toEqual([]);
   });
