@@ -68,6 +68,46 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 330_000 }, () 
     return callApi(roles.api?.port, apiKey, method, path, body, headers);
   }
 
+  /**
+   * Submits a run's script (navigate to `url`, then pay), sending it again under the same
+   * Idempotency-Key while the API answers an outage (the fleet may be just out of one): a refusal
+   * (4xx) or 45 s of outage is kept on the run as its submit error.
+   */
+  async function submit(run: Submitted, url: string): Promise<void> {
+    const giveUpAt = Date.now() + 45_000;
+    for (;;) {
+      const answer = await call(
+        'POST',
+        `/v1/sessions/${run.sessionId}/runs`,
+        {
+          input: 'Pay once',
+          script: {
+            steps: [
+              { tool: 'browser.navigate', url },
+              {
+                tool: 'browser.act',
+                target: { role: 'button', name: 'Pay' },
+                action: 'click',
+                postcondition: { role: 'heading', name: 'Paid', wait_ms: 5_000 },
+              },
+            ],
+            answer: 'Paid.',
+          },
+        },
+        { 'idempotency-key': `submit-${run.token}` },
+      );
+      if (answer.status === 201 || answer.status === 200) {
+        run.runId = answer.body.id;
+        return;
+      }
+      if (Date.now() > giveUpAt || (answer.status >= 400 && answer.status < 500)) {
+        run.submitError = `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`;
+        return;
+      }
+      await sleep(500);
+    }
+  }
+
   /** A run's event stream as text, read for at most 1.5 s (an ended run's stream may stay open). */
   async function eventText(runId: string): Promise<string> {
     const controller = new AbortController();
@@ -220,38 +260,7 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 330_000 }, () 
             Date.now() < waitUntil
           )
             await sleep(250);
-          const giveUpAt = Date.now() + 45_000;
-          for (;;) {
-            const answer = await call(
-              'POST',
-              `/v1/sessions/${run.sessionId}/runs`,
-              {
-                input: 'Pay once',
-                script: {
-                  steps: [
-                    { tool: 'browser.navigate', url: `${site.origin}/run/${run.token}` },
-                    {
-                      tool: 'browser.act',
-                      target: { role: 'button', name: 'Pay' },
-                      action: 'click',
-                      postcondition: { role: 'heading', name: 'Paid', wait_ms: 5_000 },
-                    },
-                  ],
-                  answer: 'Paid.',
-                },
-              },
-              { 'idempotency-key': `submit-${run.token}` },
-            );
-            if (answer.status === 201 || answer.status === 200) {
-              run.runId = answer.body.id;
-              break;
-            }
-            if (Date.now() > giveUpAt || (answer.status >= 400 && answer.status < 500)) {
-              run.submitError = `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`;
-              break;
-            }
-            await sleep(500);
-          }
+          await submit(run, `${site.origin}/run/${run.token}`);
           previous = run;
         }
       }),
@@ -333,34 +342,15 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 330_000 }, () 
     // None may end outcome_unknown, lose, strand or repeat its payment.
     const slowRuns: Submitted[] = [];
     {
+      // The fleet whole again first: the API may still be telling the thawed Redis's outage.
+      await (roles.api as RoleProcess).ready();
       for (let p = 0; p < PROFILES; p += 1) {
         const session = await call('POST', '/v1/sessions', {
           agent_id: agent.body.id,
           browser_profile_id: `shop-${p}`,
         });
         const run: Submitted = { token: `slow${p}`, profile: p, sessionId: session.body.id };
-        const answer = await call(
-          'POST',
-          `/v1/sessions/${run.sessionId}/runs`,
-          {
-            input: 'Pay once',
-            script: {
-              steps: [
-                { tool: 'browser.navigate', url: `${site.origin}/slow/run/${run.token}` },
-                {
-                  tool: 'browser.act',
-                  target: { role: 'button', name: 'Pay' },
-                  action: 'click',
-                  postcondition: { role: 'heading', name: 'Paid', wait_ms: 5_000 },
-                },
-              ],
-              answer: 'Paid.',
-            },
-          },
-          { 'idempotency-key': `submit-${run.token}` },
-        );
-        if (answer.status === 201) run.runId = answer.body.id;
-        else run.submitError = `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`;
+        await submit(run, `${site.origin}/slow/run/${run.token}`);
         slowRuns.push(run);
         runs.push(run);
       }
