@@ -2,25 +2,26 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * Tests that measure time against ADR bounds — the 50-run chaos test (a whole multi-process fleet
- * hurt) and the settle rules (300 ms quiet inside a 2 s bound) — run after the rest, alone, with
- * `vitest.solo.config.ts`: beside other files their timings measure the machine's load, not the
- * fleet (both failed CI only under the full suite's load).
+ * hurt) and the settle rules (300 ms quiet inside a 2 s bound) — run after the rest with
+ * `vitest.solo.config.ts`: beside the other files' browsers their timings measured the machine's
+ * load, not the fleet (each failed CI only under the full suite's load). There they run two at a
+ * time, in this order (see the solo config): most of their time is a fault's wait, not CPU.
  */
 export const SOLO_TESTS = [
-  'test/browser/settle.test.ts',
   'test/chaos/fifty-runs.test.ts',
   'test/chaos/hundred-runs-processes.test.ts',
+  // A frozen Redis must be told within 3 s on every role, five processes and a Chromium on two cores.
+  'test/chaos/redis-freeze-processes.test.ts',
   // A SIGTERMed run worker must hand its runs back inside a 6 s and a 1.5 s shutdown bound: under
   // the full suite's load (two files beside it) it once passed the bound and exited 1.
   'test/chaos/shutdown-handoff.test.ts',
-  // The same stop with a call in flight: the SIGTERMed worker must exit 0 inside its bound.
-  'test/chaos/shutdown-inflight.test.ts',
   // Held requests die with their lease: a crashed page, a close while an act settles and an expiry
   // sweep, each then watched for 10 s. Beside two other files it once could not make the next
   // lease's context in time (acquire answered provider_unavailable) and lost the act's race.
   'test/security/fence-close.test.ts',
-  // A frozen Redis must be told within 3 s on every role, five processes and a Chromium on two cores.
-  'test/chaos/redis-freeze-processes.test.ts',
+  // The same stop with a call in flight: the SIGTERMed worker must exit 0 inside its bound.
+  'test/chaos/shutdown-inflight.test.ts',
+  'test/browser/settle.test.ts',
 ];
 
 /**
