@@ -22,8 +22,8 @@ export interface WebhookTellerDeps {
 }
 
 /**
- * Turns what the lifecycle found into deliveries: one job per subscribed webhook and
- * event, its id made of both, so the lifecycle may tell an event as often as its follow-ups run
+ * Turns what the lifecycle found into deliveries: one job per webhook subscribed when the event
+ * happened and event, its id made of both, so the lifecycle may tell an event as often as its follow-ups run
  * (at least once) and each webhook is told once. An event's body is made from the records alone
  * (never the clock), so whichever telling adds the job, the body is the same.
  */
@@ -84,9 +84,11 @@ export class WebhookTeller {
     if (events.length === 0) return;
     const hooks = await this.#deps.hooks.records(tenant);
     const options = webhookJobOptions(this.#deps.retry ?? DEFAULT_WEBHOOK_RETRY);
+    // A webhook hears what happened from its registration on. A follow-up may tell an event late
+    // (run again after a crash, or after the sweeper's look), by then to a webhook made since.
     const jobs = hooks.flatMap((hook) =>
       events
-        .filter((event) => hook.events.includes(event.type))
+        .filter((event) => hook.events.includes(event.type) && event.at_ms >= hook.created_at_ms)
         .map((event) => ({
           name: event.type,
           data: { tenant, webhookId: hook.id, event },

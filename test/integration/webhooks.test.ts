@@ -208,6 +208,33 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
     expect(other.got).toHaveLength(0);
   });
 
+  it('tells a webhook only what happened once it was registered, however late an event is told again', async () => {
+    const before = await receiverAndHook('late');
+    const cancelled = await cancelledRun('late');
+    // Registered after the run ended (a later millisecond), then the run's end is told once more,
+    // as a follow-up run again after a crash tells it.
+    await expect.poll(() => Date.now()).toBeGreaterThan(cancelled.ended_at_ms ?? 0);
+    const after = await receiverAndHook('late');
+    await lifecycle.followUp(cancelled, { ended: true });
+
+    await eventually(
+      async () => before.got,
+      (list) => list.length >= 1,
+      10_000,
+    );
+    const deliveries = createWebhooksQueue(redis, prefix);
+    await expect
+      .poll(async () => {
+        const counts = await deliveries.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+        return Object.values(counts).reduce((sum, count) => sum + count, 0);
+      })
+      .toBe(0);
+    await deliveries.close();
+    expect(before.got).toHaveLength(1);
+    expect(after.got).toEqual([]);
+    expect(await hooks.deliveries('late', after.hook.id)).toEqual([]);
+  });
+
   it("tells a parked run's approval from the sweeper's look at a follow-up its worker never carried out", async () => {
     const { got } = await receiverAndHook('swept');
     let nowMs = Date.now();
