@@ -9,18 +9,18 @@ import { defineConfig } from 'vitest/config';
  */
 export const SOLO_TESTS = [
   'test/chaos/fifty-runs.test.ts',
-  'test/chaos/hundred-runs-processes.test.ts',
   // A frozen Redis must be told within 3 s on every role, five processes and a Chromium on two cores.
   'test/chaos/redis-freeze-processes.test.ts',
-  // A SIGTERMed run worker must hand its runs back inside a 6 s and a 1.5 s shutdown bound: under
-  // the full suite's load (two files beside it) it once passed the bound and exited 1.
-  'test/chaos/shutdown-handoff.test.ts',
   // Held requests die with their lease: a crashed page, a close while an act settles and an expiry
   // sweep, then all watched together for 10 s. Beside two other files it once could not make the
   // next lease's context in time (acquire answered provider_unavailable) and lost the act's race.
   'test/security/fence-close.test.ts',
+  // A SIGTERMed run worker must hand its runs back inside a 6 s and a 1.5 s shutdown bound: under
+  // the full suite's load (two files beside it) it once passed the bound and exited 1.
+  'test/chaos/shutdown-handoff.test.ts',
   // The same stop with a call in flight: the SIGTERMed worker must exit 0 inside its bound.
   'test/chaos/shutdown-inflight.test.ts',
+  'test/chaos/hundred-runs-processes.test.ts',
   'test/browser/settle.test.ts',
 ];
 
