@@ -108,6 +108,18 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 330_000 }, () 
     }
   }
 
+  /** The live leases held for this test's runs that `statusOf` says have ended. */
+  async function leasesOnEndedRuns(statusOf: (runId: string) => string | undefined) {
+    const reader = await connectRedis(redis.url, 'producer', 'chaos-lease-read');
+    try {
+      return (await new RedisLeaseStore(reader, `${prefix}:`).listLiveLeases()).filter((lease) =>
+        ENDED.has(statusOf(lease.scope.run_id) ?? ''),
+      );
+    } finally {
+      await closeRedis(reader);
+    }
+  }
+
   /** A run's event stream as text, read for at most 1.5 s (an ended run's stream may stay open). */
   async function eventText(runId: string): Promise<string> {
     const controller = new AbortController();
@@ -381,8 +393,18 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 330_000 }, () 
         await sleep(500);
       progress('slow runs settled');
     }
-    // One sweep and one upkeep pass after the last end, then the final reading.
+    // A run's end closes its lease; where the browser worker could not be told, an upkeep pass of
+    // the run worker holding the lease does (or of the one the sweeper hands it to). At least three
+    // upkeep passes and a sweep after the last end (a lease taken late would show by then), at most
+    // ten passes and five sweeps, then the final reading.
     await sleep(3 * Number(TIMINGS.LEASE_UPKEEP_INTERVAL_MS) + Number(TIMINGS.SWEEP_INTERVAL_MS));
+    const leaseBoundAtMs =
+      Date.now() + 10 * Number(TIMINGS.LEASE_UPKEEP_INTERVAL_MS) + 5 * Number(TIMINGS.SWEEP_INTERVAL_MS);
+    while (
+      Date.now() < leaseBoundAtMs &&
+      (await leasesOnEndedRuns((runId) => statuses.get(runId)?.status)).length > 0
+    )
+      await sleep(500);
     stopped = true;
     await Promise.all([approver, watcher]);
 
@@ -416,16 +438,10 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 330_000 }, () 
       return !code || !isRunErrorCode(code) || code === 'model_error';
     });
 
-    const leaseReader = await connectRedis(redis.url, 'producer', 'chaos-lease-read');
     const runIds = new Set(runs.flatMap((run) => (run.runId ? [run.runId] : [])));
-    const leasesOnEnded = (await new RedisLeaseStore(leaseReader, `${prefix}:`).listLiveLeases()).filter(
-      (lease) =>
-        runIds.has(lease.scope.run_id) &&
-        ENDED.has(
-          views.get(lease.scope.run_id)?.body.status ?? statuses.get(lease.scope.run_id)?.status ?? '',
-        ),
+    const leasesOnEnded = await leasesOnEndedRuns(
+      (runId) => views.get(runId)?.body.status ?? statuses.get(runId)?.status,
     );
-    await closeRedis(leaseReader);
 
     // Of the runs in flight at the slow-page SIGTERM: none ended, nor had a call end, outcome_unknown.
     const unknownAfterGracefulStop: string[] = [];
