@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BrowserWorkerRegistry } from '../../libs/store/index.js';
-import { idemKey, startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
+import { requestLease, startTestBrowserWorker, type TestBrowserWorker } from '../fixtures/browser-worker.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 
 const MINUTE = 60_000;
@@ -24,16 +24,7 @@ describe('browser workers sharing one Redis', () => {
   }
 
   function acquire(worker: TestBrowserWorker, profileId: string, runId: string) {
-    return worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
-      idempotencyKey: idemKey(),
-      body: {
-        tenant: 't1',
-        principal: 'owner',
-        run_id: runId,
-        attempt: 1,
-        requested_expires_at_ms: Date.now() + MINUTE,
-      },
-    });
+    return requestLease(worker, profileId, runId, Date.now() + MINUTE);
   }
 
   it('never hand out the same profile twice, however the acquires race', async () => {

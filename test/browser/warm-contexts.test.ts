@@ -7,6 +7,7 @@ import { decodeKey } from '../../libs/config/index.js';
 import { DEFAULT_LEASE_CAPS, sealState, WarmPool } from '../../libs/lease/index.js';
 import {
   idemKey,
+  requestLease,
   startTestBrowserWorker,
   TEST_SEAL_KEY,
   type TestBrowserWorker,
@@ -86,16 +87,7 @@ describe('warm contexts of a browser worker', { timeout: 120_000 }, () => {
   }
 
   async function acquire(profileId: string, runId: string): Promise<string> {
-    const answer = await worker.call('POST', `/v1/tenants/t1/profiles/${profileId}/leases`, {
-      idempotencyKey: idemKey(),
-      body: {
-        tenant: 't1',
-        principal: 'owner',
-        run_id: runId,
-        attempt: 1,
-        requested_expires_at_ms: worker.clock.now() + 60 * MINUTE,
-      },
-    });
+    const answer = await requestLease(worker, profileId, runId, worker.clock.now() + 60 * MINUTE);
     expect(answer.status).toBe(201);
     return answer.body.lease_id as string;
   }

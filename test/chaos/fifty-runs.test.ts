@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRunErrorCode } from '../../libs/contracts/index.js';
 import { RedisLeaseStore, RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
-import { type PaySite, startPaySite } from '../fixtures/pay-site.js';
+import { type PaySite, payOnceSteps, startPaySite } from '../fixtures/pay-site.js';
 import { freePort, OwnRedis } from './own-redis.js';
 import { callApi, RoleProcess } from './role-processes.js';
 
@@ -81,18 +81,7 @@ describe('fifty browser runs while the fleet is hurt', { timeout: 330_000 }, () 
         `/v1/sessions/${run.sessionId}/runs`,
         {
           input: 'Pay once',
-          script: {
-            steps: [
-              { tool: 'browser.navigate', url },
-              {
-                tool: 'browser.act',
-                target: { role: 'button', name: 'Pay' },
-                action: 'click',
-                postcondition: { role: 'heading', name: 'Paid', wait_ms: 5_000 },
-              },
-            ],
-            answer: 'Paid.',
-          },
+          script: { steps: payOnceSteps(url), answer: 'Paid.' },
         },
         { 'idempotency-key': `submit-${run.token}` },
       );

@@ -14,7 +14,7 @@ import {
   startModelServer,
 } from '../fixtures/model-server.js';
 import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
-import { type PaySite, startPaySite } from '../fixtures/pay-site.js';
+import { type PaySite, payOnceSteps, startPaySite } from '../fixtures/pay-site.js';
 import { LocalPrometheus, mainPanelQueries } from '../fixtures/prometheus.js';
 import { testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
 import { freePort } from './own-redis.js';
@@ -335,18 +335,7 @@ describe('a hundred browser runs on a fleet of separate processes', { timeout: 8
             `/v1/sessions/${sessions[p]}/runs`,
             {
               input: `Pay for ${run.token}`,
-              script: {
-                steps: [
-                  { tool: 'browser.navigate', url: `${site.origin}/run/${run.token}` },
-                  {
-                    tool: 'browser.act',
-                    target: { role: 'button', name: 'Pay' },
-                    action: 'click',
-                    postcondition: { role: 'heading', name: 'Paid', wait_ms: 5_000 },
-                  },
-                ],
-                answer: 'Paid.',
-              },
+              script: { steps: payOnceSteps(`${site.origin}/run/${run.token}`), answer: 'Paid.' },
             },
             { 'idempotency-key': `submit-${run.token}` },
             (p + i) % 2,

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunStore } from '../../libs/store/index.js';
 import { closeRedis, connectRedis } from '../../queues/index.js';
 import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
-import { type PaySite, startPaySite } from '../fixtures/pay-site.js';
+import { type PaySite, payOnceSteps, startPaySite } from '../fixtures/pay-site.js';
 import { uniquePrefix } from '../fixtures/redis.js';
 import { freePort, OwnRedis } from './own-redis.js';
 import { RoleProcess } from './role-processes.js';
@@ -204,15 +204,9 @@ describe('a frozen Redis, seen by each role as a process', { timeout: 300_000 },
         browser_profile_id: `${tag}-shop-${r}`,
       });
       expect(session.status).toBe(201);
-      const steps = Array.from({ length: ACTS }, (_, a) => [
-        { tool: 'browser.navigate', url: `${site.origin}/run/${page(r, a)}` },
-        {
-          tool: 'browser.act',
-          target: { role: 'button', name: 'Pay' },
-          action: 'click',
-          postcondition: { role: 'heading', name: 'Paid', wait_ms: 5_000 },
-        },
-      ]).flat();
+      const steps = Array.from({ length: ACTS }, (_, a) =>
+        payOnceSteps(`${site.origin}/run/${page(r, a)}`),
+      ).flat();
       const run = await call('POST', `/v1/sessions/${session.body.id}/runs`, {
         input: `Pay run ${r}`,
         script: { steps, answer: 'Paid.' },

@@ -10,7 +10,7 @@ import { RoleProcess } from '../chaos/role-processes.js';
 import { eventually } from '../fixtures/eventually.js';
 import { type ModelServer, startModelServer } from '../fixtures/model-server.js';
 import { SCRIPTED_MODELS_YAML, writeOpsDir } from '../fixtures/ops-dir.js';
-import { type PaySite, startPaySite } from '../fixtures/pay-site.js';
+import { type PaySite, payOnceSteps, startPaySite } from '../fixtures/pay-site.js';
 import { deletePrefixedKeys, uniquePrefix } from '../fixtures/redis.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -223,18 +223,7 @@ describe('every role’s /metrics, read live', { timeout: 120_000 }, () => {
     });
     const submitted = await call(roles, 'POST', `/v1/sessions/${session.body.id}/runs`, {
       input: 'Pay once',
-      script: {
-        steps: [
-          { tool: 'browser.navigate', url: `${site.origin}/run/metrics` },
-          {
-            tool: 'browser.act',
-            target: { role: 'button', name: 'Pay' },
-            action: 'click',
-            postcondition: { role: 'heading', name: 'Paid', wait_ms: 5_000 },
-          },
-        ],
-        answer: 'Paid.',
-      },
+      script: { steps: payOnceSteps(`${site.origin}/run/metrics`), answer: 'Paid.' },
     });
     expect(submitted.status).toBe(201);
     const runId = submitted.body.id as string;

@@ -88,6 +88,21 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
     return outcome.run;
   }
 
+  /** Waits until no delivery job is waiting, running or delayed: every job added so far has run. */
+  async function deliveriesDrained(): Promise<void> {
+    const deliveries = createWebhooksQueue(redis, prefix);
+    try {
+      await expect
+        .poll(async () => {
+          const counts = await deliveries.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+          return Object.values(counts).reduce((sum, count) => sum + count, 0);
+        })
+        .toBe(0);
+    } finally {
+      await deliveries.close();
+    }
+  }
+
   it('signs each delivery so the receiver verifies it with the secret shown at creation', async () => {
     const { got, hook } = await receiverAndHook('sig');
     const run = await cancelledRun('sig');
@@ -190,14 +205,7 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
     );
     // Every delivery job ran: none is left to bring a second of either event. (Each follow-up above
     // was awaited, so any job it added is in the queue by now.)
-    const deliveries = createWebhooksQueue(redis, prefix);
-    await expect
-      .poll(async () => {
-        const counts = await deliveries.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-        return Object.values(counts).reduce((sum, count) => sum + count, 0);
-      })
-      .toBe(0);
-    await deliveries.close();
+    await deliveriesDrained();
     const events = all.got.map((delivery) => webhookEventSchema.parse(JSON.parse(delivery.body)));
     expect(events.map(({ type, approval_id }) => ({ type, approval_id }))).toEqual([
       { type: 'approval.requested', approval_id: approvalId },
@@ -222,14 +230,7 @@ describe('webhooks: signed deliveries of what the lifecycle tells, retried, once
       (list) => list.length >= 1,
       10_000,
     );
-    const deliveries = createWebhooksQueue(redis, prefix);
-    await expect
-      .poll(async () => {
-        const counts = await deliveries.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-        return Object.values(counts).reduce((sum, count) => sum + count, 0);
-      })
-      .toBe(0);
-    await deliveries.close();
+    await deliveriesDrained();
     expect(before.got).toHaveLength(1);
     expect(after.got).toEqual([]);
     expect(await hooks.deliveries('late', after.hook.id)).toEqual([]);
