@@ -9,7 +9,7 @@ import type { PageFactory, PageSession } from '../../libs/lease/index.js';
 import { PlaywrightPageFactory } from '../../libs/lease/index.js';
 import { DataPlaneClient } from '../../libs/provider/index.js';
 import { RedisLeaseStore } from '../../libs/store/index.js';
-import { leaseOwnProfile, startTestBrowserWorker } from '../fixtures/browser-worker.js';
+import { leaseOwnProfile, startTestBrowserWorker, TEST_TOKEN } from '../fixtures/browser-worker.js';
 import { EventStreamReader } from '../fixtures/event-stream.js';
 import { startTestFleet } from '../fixtures/fleet.js';
 import { deletePrefixedKeys, testRedisUrl, uniquePrefix } from '../fixtures/redis.js';
@@ -26,6 +26,9 @@ import { figure, percentile, report } from './report.js';
  * - `worker_cpu_ms_per_s`: the browser worker's CPU (this process and its Chromium) with 10 leases
  *   on animated pages and no viewer, beside the same with the streaming code off (pages that offer
  *   no live view); SAMPLES samples of SAMPLE_MS each, alternating. `--quick` shortens them.
+ * - `worker_cpu_ms_per_s_watched`: the same 10 animated pages, each watched by one stream of its
+ *   lease's live view, beside the same pages unwatched: what a watched page that never stops
+ *   changing costs (every frame acknowledged, 10 a second handed on).
  */
 const SUITE = 'live';
 const QUICK = process.argv.includes('--quick');
@@ -193,9 +196,14 @@ function withoutLiveView(browser: () => Browser, egress: EgressProxy): PageFacto
   };
 }
 
-async function workerCpu(origin: string, live: boolean): Promise<number> {
-  const prefix = uniquePrefix(`live-cpu-${live ? 'on' : 'off'}`);
-  const worker = await startTestBrowserWorker({ prefix, ...(live ? {} : { pages: withoutLiveView }) });
+/** `off`: pages with no live view; `unwatched`: the live view, nobody watching; `watched`: one stream each. */
+async function workerCpu(origin: string, mode: 'off' | 'unwatched' | 'watched'): Promise<number> {
+  const prefix = uniquePrefix(`live-cpu-${mode}`);
+  const worker = await startTestBrowserWorker({
+    prefix,
+    ...(mode === 'off' ? { pages: withoutLiveView } : {}),
+  });
+  const viewers: EventStreamReader[] = [];
   try {
     for (let index = 0; index < LEASES; index += 1) {
       const lease = await leaseOwnProfile(worker, 'cpu', `run_cpu${index}`, origin);
@@ -203,6 +211,12 @@ async function workerCpu(origin: string, live: boolean): Promise<number> {
         body: { sequence: 1, url: `${origin}/busy` },
       });
       if (navigated.status !== 200) throw new Error(`navigate answered ${navigated.status}`);
+      if (mode === 'watched')
+        viewers.push(
+          await EventStreamReader.open(`${worker.url}${lease.path}/live`, {
+            authorization: `Bearer ${TEST_TOKEN}`,
+          }),
+        );
     }
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const before = treeCpuMs();
@@ -210,6 +224,7 @@ async function workerCpu(origin: string, live: boolean): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, CPU_SAMPLE_MS));
     return (treeCpuMs() - before) / ((Date.now() - startedMs) / 1_000);
   } finally {
+    for (const viewer of viewers) viewer.close();
     await worker.handle.close();
     const redis = new Redis(testRedisUrl());
     await deletePrefixedKeys(redis, prefix);
@@ -231,18 +246,27 @@ export default async function liveBench(): Promise<void> {
   try {
     const on: number[] = [];
     const off: number[] = [];
+    const watched: number[] = [];
     for (let sample = 0; sample < CPU_SAMPLES; sample += 1) {
-      on.push(await workerCpu(site.origin, true));
-      off.push(await workerCpu(site.origin, false));
+      on.push(await workerCpu(site.origin, 'unwatched'));
+      off.push(await workerCpu(site.origin, 'off'));
+      watched.push(await workerCpu(site.origin, 'watched'));
     }
     const median = (values: number[]) => percentile(values, 50);
     process.stderr.write(
       `cpu ms/s with live view, no viewer: ${on.map(Math.round).join(', ')}; off: ${off.map(Math.round).join(', ')}\n`,
     );
+    process.stderr.write(`cpu ms/s with every page watched: ${watched.map(Math.round).join(', ')}\n`);
     report(
       figure(SUITE, 'worker_cpu_ms_per_s', median(on), {
         metric: 'worker_cpu_ms_per_s_streaming_off',
         value: median(off),
+      }),
+    );
+    report(
+      figure(SUITE, 'worker_cpu_ms_per_s_watched', median(watched), {
+        metric: 'worker_cpu_ms_per_s',
+        value: median(on),
       }),
     );
   } finally {
